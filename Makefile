@@ -1,0 +1,37 @@
+# Two commands do everything on a fresh machine:
+#   make book   set up .venv, run every chapter notebook (papermill), build the site (_build/html)
+#   make test   set up .venv, run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PROFILE ?= default
+BUILD_ARGS ?=
+
+.PHONY: book test setup strip clean serve
+
+book: $(STAMP)
+	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+setup: $(STAMP)
+
+# The venv is (re)installed when requirements.txt or pyproject.toml change.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+# Remove outputs from the source notebooks (executed copies are build products).
+strip: $(STAMP)
+	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
+
+serve:
+	$(PYTHON) -m http.server --directory _build/html 8000 --bind 127.0.0.1
+
+clean:
+	rm -rf _build build book/chapters _static/vega-bundle.js

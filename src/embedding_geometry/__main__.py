@@ -1,0 +1,33 @@
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import build
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m embedding_geometry", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("build", help="run the chapter notebooks and build the site")
+    run.add_argument("--profile", default="default", help="params/<name>.yaml or a path to a YAML profile")
+    run.add_argument("--only", action="append", metavar="SLUG", help="run only this chapter (repeatable)")
+    run.add_argument("--force", action="store_true", help="rerun chapters even when unchanged")
+    run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
+    run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    args = parser.parse_args(argv)
+    build.install_sigterm_handler()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    start = time.time()
+    code = build.build(args.root.resolve(), args.profile, args.only, args.force, site=not args.no_site)
+    print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""Batched forward passes, the activations they produce, and a content-keyed disk cache.
+
+Names of what a forward pass can capture (TransformerLens style), for a model of L blocks,
+H heads of width d_head, hidden width D, a batch of B texts padded to T tokens:
+
+    embed                       [B, T, D]          hidden_states[0]: embedding output (after its LayerNorm)
+    blocks.{l}.resid_post       [B, T, D]          hidden_states[l + 1]: output of block l (0-based)
+    blocks.{l}.attn.pattern     [B, H, T, T]       attention probabilities of block l
+    blocks.{l}.attn.head_out    [B, T, H, d_head]  per-head attention output of block l, the input
+                                                   of the attention output projection (forward hook)
+
+``extract`` turns a list of texts into an :class:`Activations` record: hidden states of every
+depth for every real token (padding dropped), with the token metadata the measurements need.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import joblib
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from . import __version__
+from .errors import ParameterError
+from .models import LoadedModel
+
+NameFilter = str | Sequence[str] | Callable[[str], bool]
+
+
+# --------------------------------------------------------------------------- hooks and capture
+
+def _blocks(model: torch.nn.Module) -> Sequence[torch.nn.Module]:
+    encoder = getattr(model, "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    if layers is None:
+        raise ParameterError("model", "a BERT-family encoder (model.encoder.layer)", type(model).__name__)
+    return layers
+
+
+def _head_out_site(block: torch.nn.Module) -> torch.nn.Module:
+    """The attention output projection of a BERT-family block (its input is the heads' output)."""
+    return block.attention.output.dense
+
+
+def _wanted(names: NameFilter) -> Callable[[str], bool]:
+    if callable(names):
+        return names
+    chosen = {names} if isinstance(names, str) else set(names)
+    return chosen.__contains__
+
+
+def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tuple[object, dict[str, torch.Tensor]]:
+    """One forward pass of ``batch``; return ``(output, cache)`` where ``cache`` maps each
+    requested name (see the module docstring) to a detached CPU tensor. Hooks are removed in
+    ``finally``, whatever happens during the pass."""
+    wanted = _wanted(names)
+    blocks = _blocks(model)
+    n_layers = len(blocks)
+    all_names = ["embed"] + [f"blocks.{l}.{site}" for l in range(n_layers)
+                             for site in ("resid_post", "attn.pattern", "attn.head_out")]
+    requested = [name for name in all_names if wanted(name)]
+    cache: dict[str, torch.Tensor] = {}
+    handles = []
+    heads = model.config.num_attention_heads
+    for l, block in enumerate(blocks):
+        name = f"blocks.{l}.attn.head_out"
+        if name in requested:
+            def hook(module, args, name=name):
+                (context,) = args[:1]  # [B, T, H * d_head]
+                cache[name] = context.detach().reshape(*context.shape[:2], heads, -1).cpu()
+            handles.append(_head_out_site(block).register_forward_pre_hook(hook))
+    try:
+        with torch.inference_mode():
+            output = model(
+                **batch,
+                output_hidden_states=any(n == "embed" or n.endswith("resid_post") for n in requested),
+                output_attentions=any(n.endswith("attn.pattern") for n in requested),
+            )
+    finally:
+        for handle in handles:
+            handle.remove()
+    for name in requested:
+        if name == "embed":
+            cache[name] = output.hidden_states[0].detach().cpu()
+        elif name.endswith("resid_post"):
+            cache[name] = output.hidden_states[_layer(name) + 1].detach().cpu()
+        elif name.endswith("attn.pattern"):
+            cache[name] = output.attentions[_layer(name)].detach().cpu()
+    return output, cache
+
+
+def _layer(name: str) -> int:
+    return int(re.match(r"blocks\.(\d+)\.", name).group(1))
+
+
+# --------------------------------------------------------------------------- the record
+
+@dataclass
+class Activations:
+    """Every real token of N texts, concatenated in text order (padding dropped).
+
+    hidden        float32 [L + 1, n_tokens, D]  depth 0 = embedding output, depth l = block l
+    offsets       int64   [N + 1]               text i owns rows offsets[i] : offsets[i + 1]
+    input_ids     int64   [n_tokens]
+    tokens        list[str], n_tokens           tokenizer pieces ("##ing", "[CLS]")
+    special_mask  bool    [n_tokens]            [CLS], [SEP], <s>, </s>
+    word_mask     bool    [n_tokens]            real tokens that are not special (METHODS.md §0)
+    word_ids      int64   [n_tokens]            index of the word a piece belongs to, -1 if special
+    attentions    list of N float32 [L, H, T_i, T_i], or None when not requested
+    """
+
+    texts: list[str]
+    hidden: np.ndarray
+    offsets: np.ndarray
+    input_ids: np.ndarray
+    tokens: list[str]
+    special_mask: np.ndarray
+    word_mask: np.ndarray
+    word_ids: np.ndarray
+    attentions: list[np.ndarray] | None = None
+    key: str = field(default="", repr=False)
+
+    @property
+    def n_texts(self) -> int:
+        return len(self.texts)
+
+    @property
+    def n_layers(self) -> int:
+        """L: the number of blocks; depths run 0..L."""
+        return self.hidden.shape[0] - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def rows(self, i: int) -> slice:
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def text_index(self) -> np.ndarray:
+        """int64 [n_tokens]: which text each token row belongs to."""
+        return np.repeat(np.arange(self.n_texts), self.lengths)
+
+    def attention_mask(self) -> np.ndarray:
+        """int64 [N, T_max]: the tokenizer's mask had the texts been padded together."""
+        return (np.arange(self.lengths.max())[None, :] < self.lengths[:, None]).astype(np.int64)
+
+    def token_states(self, depth: int, i: int, tokens: str = "word") -> np.ndarray:
+        """[T_i or W_i, D]: the states of text i at ``depth``, all tokens or word tokens only."""
+        rows = self.hidden[depth, self.rows(i)]
+        return rows if tokens == "all" else rows[self.word_mask[self.rows(i)]]
+
+    def mean_pool(self, tokens: str = "all") -> np.ndarray:
+        """float64 [L + 1, N, D]: m_l(s) = mean of the text's tokens at every depth
+        (``tokens="all"``, what sentence-transformers computes) or w_l(s) (``"word"``)."""
+        keep = np.ones(len(self.tokens), bool) if tokens == "all" else self.word_mask
+        summed = np.add.reduceat(np.where(keep[None, :, None], self.hidden, 0.0), self.offsets[:-1], axis=1)
+        counts = np.add.reduceat(keep.astype(np.float64), self.offsets[:-1])
+        return summed / counts[None, :, None]
+
+    def cls(self) -> np.ndarray:
+        """float32 [L + 1, N, D]: c_l(s), the state of each text's first token."""
+        return self.hidden[:, self.offsets[:-1]]
+
+
+# --------------------------------------------------------------------------- extraction
+
+def extract(
+    loaded: LoadedModel,
+    texts: Sequence[str],
+    max_length: int | None = None,
+    batch_size: int = 32,
+    attentions: bool = False,
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    source: str = "texts",
+) -> Activations:
+    """Hidden states of every depth (and optionally attention maps) for ``texts``.
+
+    Texts are tokenized once, truncated to ``max_length`` (default: the model's
+    ``max_seq_length``), sorted by length into batches of ``batch_size`` so that padding is
+    minimal, run under ``torch.inference_mode``, and put back in input order. With ``cache``,
+    the result is stored under a key of (model weights, texts, max length, attentions, package
+    version) and a second call loads it; a damaged cache file is detected and recomputed.
+    ``source`` names the parameter the texts came from, for error messages.
+    """
+    texts = list(texts)
+    if not texts:
+        raise ParameterError(source, "a non-empty list of texts", texts)
+    max_length = max_length or loaded.info.max_seq_length
+    key = cache_key(loaded, texts, max_length, attentions)
+    path = Path(cache_dir or default_cache_dir()) / f"{key}.joblib"
+    if cache and (hit := _load(path, key)) is not None:
+        return hit
+    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source)
+    record.key = key
+    if cache:
+        _store(path, record)
+    return record
+
+
+def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attentions: bool) -> str:
+    """Content key: what the activations depend on, hashed with joblib."""
+    identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
+    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__])
+
+
+def default_cache_dir() -> Path:
+    """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under the book's root (the nearest
+    folder above the working directory holding ``_config.yml``), else the user cache."""
+    if env := os.environ.get("EMBEDDING_GEOMETRY_CACHE"):
+        return Path(env)
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        if (folder / "_config.yml").is_file():
+            return folder / "build" / "cache"
+    return Path.home() / ".cache" / "embedding-geometry"
+
+
+def _forward(loaded, texts, max_length, batch_size, attentions, progress, source) -> Activations:
+    encoding = loaded.tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
+    ids = [np.asarray(x, np.int64) for x in encoding["input_ids"]]
+    special = [np.asarray(x, bool) for x in encoding["special_tokens_mask"]]
+    for text, mask in zip(texts, special):
+        if mask.all():
+            raise ParameterError(source, "texts that each contain at least one word token", text)
+    order = np.argsort([-len(x) for x in ids], kind="stable")
+    n_layers = loaded.model.config.num_hidden_layers
+    names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]
+    names += [f"blocks.{l}.attn.pattern" for l in range(n_layers)] if attentions else []
+    states: list[np.ndarray | None] = [None] * len(texts)
+    maps: list[np.ndarray | None] = [None] * len(texts)
+    with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
+        for start in range(0, len(texts), batch_size):
+            chunk = order[start:start + batch_size]
+            batch = loaded.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+            batch = {k: v.to(loaded.device) for k, v in batch.items()}
+            _, captured = run_with_cache(loaded.model, batch, names)
+            stacked = torch.stack([captured[n] for n in names[: n_layers + 1]], dim=1).float().numpy()
+            for row, i in enumerate(chunk):
+                n = len(ids[i])
+                states[i] = stacked[row, :, :n]
+                if attentions:
+                    maps[i] = torch.stack([captured[f"blocks.{l}.attn.pattern"][row, :, :n, :n]
+                                           for l in range(n_layers)]).float().numpy()
+            bar.update(len(chunk))
+    lengths = np.array([len(x) for x in ids])
+    special_flat = np.concatenate(special)
+    return Activations(
+        texts=texts,
+        hidden=np.concatenate(states, axis=1),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        input_ids=np.concatenate(ids),
+        tokens=[t for x in ids for t in loaded.tokenizer.convert_ids_to_tokens(x.tolist())],
+        special_mask=special_flat,
+        word_mask=~special_flat,
+        word_ids=np.concatenate([[-1 if w is None else w for w in encoding.word_ids(i)] for i in range(len(texts))]).astype(np.int64),
+        attentions=maps if attentions else None,
+    )
+
+
+def _load(path: Path, key: str) -> Activations | None:
+    if not path.is_file():
+        return None
+    try:
+        record = joblib.load(path)
+        if not isinstance(record, Activations) or record.key != key:
+            raise ValueError("cache entry does not hold the activations of its key")
+        return record
+    except Exception as error:  # a truncated or foreign file: recompute and overwrite
+        warnings.warn(f"activation cache entry {path.name} is unreadable ({type(error).__name__}); recomputing")
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _store(path: Path, record: Activations) -> None:
+    """Write atomically: a temporary file in the same folder, renamed into place when complete."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=".partial-", suffix=".joblib", dir=path.parent)
+    os.close(handle)
+    try:
+        joblib.dump(record, tmp)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- tables
+
+def token_kinds(record: Activations) -> np.ndarray:
+    """str [n_tokens]: the piece itself for special tokens ("[CLS]", "[SEP]"), else "word tokens"."""
+    return np.where(record.special_mask, np.asarray(record.tokens, dtype=object), "word tokens")
+
+
+def token_frame(record: Activations, values: np.ndarray | None = None, name: str = "value",
+                labels: list[str] | None = None) -> "pd.DataFrame":
+    """One row per token (text, sentence, position, token, word_id, kind); with ``values`` of
+    shape [L + 1, n_tokens], one row per token and depth, the value in column ``name``.
+    ``sentence`` is ``labels[text]`` (default: the text itself)."""
+    import pandas as pd
+
+    starts = np.repeat(record.offsets[:-1], record.lengths)
+    frame = pd.DataFrame({
+        "text": record.text_index(),
+        "sentence": np.asarray(labels or record.texts, dtype=object)[record.text_index()],
+        "position": np.arange(len(record.tokens)) - starts,
+        "token": record.tokens,
+        "word_id": record.word_ids,
+        "kind": token_kinds(record),
+    })
+    if values is None:
+        return frame
+    depths = [frame.assign(depth=depth, **{name: values[depth]}) for depth in range(len(values))]
+    return pd.concat(depths, ignore_index=True)
+
+
+def tokenization_table(record: Activations) -> "pd.DataFrame":
+    """Per text: its pieces, token counts, and the words WordPiece split into several pieces."""
+    import pandas as pd
+
+    rows = []
+    for i, text in enumerate(record.texts):
+        rows_i = record.rows(i)
+        pieces = record.tokens[rows_i]
+        ids = record.word_ids[rows_i]
+        words = ids[ids >= 0]
+        split = [" ".join(p for p, w in zip(pieces, ids) if w == word) for word in np.unique(words)
+                 if np.sum(words == word) > 1]
+        rows.append({"text": text, "pieces": " · ".join(pieces), "tokens": len(pieces),
+                     "word tokens": int(record.word_mask[rows_i].sum()), "words": len(np.unique(words)),
+                     "split words": ", ".join(split) or "—"})
+    return pd.DataFrame(rows)
+
+
+def check_against_model(loaded: LoadedModel, record: Activations) -> dict[str, float] | None:
+    """Compare m_L(s), our final-depth mean pool over all tokens, with the model's own
+    (unnormalised) sentence-transformers embedding e(s): max_s,d |m_L(s)_d − e(s)_d| and
+    min_s cos(m_L(s), e(s)). None when the model has no sentence-transformers configuration."""
+    from .geometry import unit_rows
+    from .models import sentence_transformer_embeddings
+
+    theirs = sentence_transformer_embeddings(loaded, record.texts)
+    if theirs is None:
+        return None
+    ours = record.mean_pool("all")[-1]
+    cosines = np.sum(unit_rows(ours) * unit_rows(theirs), axis=1)
+    return {"max_abs_diff": float(np.abs(ours - theirs).max()), "min_cosine": float(cosines.min())}

@@ -1,0 +1,195 @@
+"""Building the book: run each chapter notebook through papermill, then compile the site.
+
+For each ``notebooks/NN_slug.ipynb`` the build
+
+1. takes the chapter's parameters from a profile (``params/<profile>.yaml``: ``common`` values
+   for every chapter that declares them, then ``chapters.<slug>`` values),
+2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
+   weights of every model it names — equals that of its last successful run (unless forced),
+3. otherwise executes it into a temporary file with results staged in a temporary folder, and
+   only when every cell succeeded moves the executed copy to ``book/chapters/`` and the results
+   JSON to ``build/results/``: a failure leaves the previous good outputs in place,
+
+then writes the offline Vega bundle into ``_static/`` and runs ``jupyter-book build`` with
+warnings as errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import charts, models
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators."""
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# --------------------------------------------------------------------------- profiles
+
+def load_profile(profile: str, root: Path) -> dict[str, Any]:
+    """A profile by name (``params/<name>.yaml``) or path; ``{"common": {...}, "chapters": {...}}``."""
+    path = Path(profile) if profile.endswith((".yaml", ".yml")) else root / "params" / f"{profile}.yaml"
+    if not path.is_file():
+        raise SystemExit(f"profile '{profile}' not found (looked for {path})")
+    data = yaml.safe_load(path.read_text()) or {}
+    return {"common": data.get("common") or {}, "chapters": data.get("chapters") or {}}
+
+
+def chapter_parameters(notebook: Path, profile: dict[str, Any]) -> dict[str, Any]:
+    """The profile's values for the parameters this notebook declares."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    slug = notebook.stem
+    params = {k: v for k, v in profile["common"].items() if k in declared}
+    for key, value in (profile["chapters"].get(slug) or {}).items():
+        if key not in declared:
+            raise SystemExit(f"profile sets '{key}' for chapter {slug}, which has no such parameter "
+                             f"(it has: {', '.join(declared)})")
+        params[key] = value
+    return params
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+def src_hash() -> str:
+    """SHA-256 over every file of the package (code and data), in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
+    """What a chapter's outputs depend on: notebook, parameters, package, model weights."""
+    named = [params["model"]] if isinstance(params.get("model"), str) else []
+    named += [m for m in params.get("models") or [] if isinstance(m, str)]
+    weights = {}
+    for model_id in named:
+        try:
+            weights[model_id] = models.fingerprint(model_id)
+        except Exception as error:  # the notebook will report it properly
+            weights[model_id] = f"unavailable: {error}"
+    parts = {"notebook": hashlib.sha256(notebook.read_bytes()).hexdigest(), "params": params,
+             "src": src_hash(), "models": weights}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- running chapters
+
+@dataclass
+class Outcome:
+    slug: str
+    status: str  # "ran", "skipped", "failed"
+    seconds: float
+    message: str = ""
+
+
+def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool = False) -> Outcome:
+    """Execute one chapter (or skip it when unchanged); see the module docstring."""
+    import papermill
+
+    slug = notebook.stem
+    executed = root / "book" / "chapters" / notebook.name
+    results = root / "build" / "results" / f"{slug}.json"
+    state = root / "build" / "state" / f"{slug}.json"
+    fingerprint = chapter_fingerprint(notebook, params)
+    if not force and executed.is_file() and results.is_file() and state.is_file():
+        if json.loads(state.read_text()).get("fingerprint") == fingerprint:
+            return Outcome(slug, "skipped", 0.0, "unchanged since its last successful run")
+    start = time.time()
+    scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-", dir=_mkdir(root / "build")))
+    os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
+    try:
+        papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
+                                   cwd=str(root), kernel_name="python3", progress_bar=False)
+        staged = scratch / f"{slug}.json"
+        if not staged.is_file():
+            return Outcome(slug, "failed", time.time() - start, f"the notebook wrote no results JSON ({slug}.json)")
+        os.replace(scratch / notebook.name, _mkdir(executed.parent) / notebook.name)
+        os.replace(staged, _mkdir(results.parent) / results.name)
+        _mkdir(state.parent)
+        state.write_text(json.dumps({"fingerprint": fingerprint, "params": params, "seconds": round(time.time() - start, 2)}, indent=1, default=str))
+        return Outcome(slug, "ran", time.time() - start)
+    except papermill.PapermillExecutionError as error:
+        where = f"cell {error.exec_count}" if error.exec_count else f"cell index {error.cell_index}"
+        last = (str(error.evalue).strip().splitlines() or [""])[-1]
+        return Outcome(slug, "failed", time.time() - start, f"{where}: {error.ename}: {last}")
+    finally:
+        os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def build_site(root: Path) -> int:
+    """Write the offline chart bundle and run ``jupyter-book build`` with warnings as errors."""
+    charts.write_bundle(root / "_static")
+    executable = Path(sys.executable).with_name("jupyter-book")
+    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going"]
+    return subprocess.run(command, cwd=root).returncode
+
+
+def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
+    found = sorted((root / "notebooks").glob("[0-9]*.ipynb"))
+    if only:
+        unknown = set(only) - {p.stem for p in found}
+        if unknown:
+            raise SystemExit(f"--only: no chapter named {', '.join(sorted(unknown))} "
+                             f"(chapters: {', '.join(p.stem for p in found)})")
+        found = [p for p in found if p.stem in only]
+    return found
+
+
+def build(root: Path, profile: str = "default", only: list[str] | None = None, force: bool = False,
+          site: bool = True) -> int:
+    """Run the chapters, then the site. Returns a process exit code (0 = success)."""
+    chosen = load_profile(profile, root)
+    failures = 0
+    for notebook in notebooks(root, only):
+        outcome = run_chapter(notebook, chapter_parameters(notebook, chosen), root, force)
+        print(f"{outcome.status:>8}  {outcome.slug:<40} {outcome.seconds:7.1f} s  {outcome.message}", flush=True)
+        failures += outcome.status == "failed"
+    if failures:
+        print(f"{failures} chapter(s) failed; their previous executed copies and results were kept; "
+              "the site was not rebuilt", file=sys.stderr)
+        return 1
+    if not site:
+        return 0
+    start = time.time()
+    code = build_site(root)
+    print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s", flush=True)
+    return code
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM into SystemExit so that ``finally`` blocks remove temporary files."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

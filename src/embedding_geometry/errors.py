@@ -1,0 +1,33 @@
+"""Errors a reader can act on: one line that names the culprit and what was expected.
+
+Each error class carries ``_render_traceback_``, which IPython (and so Jupyter and papermill)
+uses in place of the traceback, so a bad parameter shows as a single line in a notebook too.
+"""
+
+
+class BookError(Exception):
+    """Base class: an error caused by input, shown as one line without a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class ParameterError(BookError, ValueError):
+    """A chapter parameter has the wrong type or value."""
+
+    def __init__(self, name: str, expected: str, got: object):
+        self.name, self.expected, self.got = name, expected, got
+        super().__init__(f"parameter '{name}' expects {expected}; got {_short(got)}")
+
+
+class ModelUnavailableError(BookError, OSError):
+    """A model cannot be loaded: not present offline, not a model directory, or a bad hash."""
+
+
+class RemoteCodeError(BookError, PermissionError):
+    """A model needs custom code and the parameters did not allow it."""
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

