@@ -149,7 +149,7 @@ def build_site(root: Path) -> int:
     """Write the offline chart bundle and run ``jupyter-book build`` with warnings as errors."""
     charts.write_bundle(root / "_static")
     executable = Path(sys.executable).with_name("jupyter-book")
-    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going"]
+    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going", "--quiet"]
     return subprocess.run(command, cwd=root).returncode
 
 

@@ -203,16 +203,23 @@ def _pooling_mode(directory: Path | None) -> str:
     if not config.is_file():
         return "unknown"
     flags = json.loads(config.read_text())
+    if isinstance(flags.get("pooling_mode"), str):  # sentence-transformers ≥ 6 format
+        return flags["pooling_mode"]
     modes = [key[len("pooling_mode_"):].removesuffix("_token").removesuffix("_tokens")
              for key, on in flags.items() if key.startswith("pooling_mode_") and on is True]
     return "+".join(modes) or "unknown"
 
 
 def _max_seq_length(directory: Path | None, tokenizer, config) -> int:
-    if directory is not None and (directory / "sentence_bert_config.json").is_file():
-        return int(json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"])
+    st_config = directory / "sentence_bert_config.json" if directory is not None else None
+    if st_config is not None and st_config.is_file():
+        if (length := json.loads(st_config.read_text()).get("max_seq_length")) is not None:
+            return int(length)
+    positions = config.max_position_embeddings
+    if "roberta" in config.model_type:  # RoBERTa positions start after the padding index
+        positions -= config.pad_token_id + 1
     limit = getattr(tokenizer, "model_max_length", None) or 0
-    return int(min(limit, config.max_position_embeddings)) if 0 < limit < 1e6 else int(config.max_position_embeddings)
+    return int(min(limit, positions)) if 0 < limit < 1e6 else int(positions)
 
 
 def _file_sha256(path: Path, chunk: int = 1 << 20) -> str:

@@ -1,0 +1,90 @@
+"""Shared fixtures: tiny local models (built once per session) and an offline hub."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import tiny_models  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    return tiny_models.tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_xlmr_dir(tmp_path_factory) -> Path:
+    return tiny_models.tiny_xlm_roberta(tmp_path_factory.mktemp("tiny-xlmr"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tiny_bert_dir):
+    from embedding_geometry import models
+
+    return models.load(str(tiny_bert_dir), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    from embedding_geometry import models
+
+    return models.load(device="cpu")
+
+
+BOOK_SOURCES = ["_config.yml", "_toc.yml", "_static/book.css", "book", "notebooks", "params"]
+
+
+def copy_book(destination: Path) -> Path:
+    """The book's sources (not its build products) copied to ``destination``."""
+    import shutil
+
+    for name in BOOK_SOURCES:
+        source = ROOT / name
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(source, target)
+    return destination
+
+
+def run_build(root: Path, *args: str, cache: Path | None = None):
+    """``python -m embedding_geometry build --root root ...`` as a user runs it."""
+    import subprocess
+
+    env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(cache or root / "build" / "cache")}
+    env.pop("EMBEDDING_GEOMETRY_RESULTS", None)
+    return subprocess.run([sys.executable, "-m", "embedding_geometry", "build", "--root", str(root), *args],
+                          capture_output=True, text=True, env=env, timeout=1800)
+
+
+def tiny_profile(root: Path, model_dir: Path, **chapter_overrides) -> Path:
+    """A profile that runs every chapter on the tiny local BERT with small sizes."""
+    import yaml
+
+    profile = {"common": {"model": str(model_dir), "device": "cpu", "batch_size": 8, "seed": 0,
+                          "trust_remote_code": False},
+               "chapters": chapter_overrides}
+    path = root / "tiny.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    return path
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory, tiny_bert_dir):
+    """The whole book built once on the tiny model: (root, completed process)."""
+    root = copy_book(tmp_path_factory.mktemp("book"))
+    result = run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)))
+    return root, result

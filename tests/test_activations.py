@@ -1,0 +1,152 @@
+"""Extraction: shapes, masks, order, the disk cache, hooks, and equality with the model's embedding."""
+
+import numpy as np
+import pytest
+import torch
+
+from embedding_geometry import activations, models
+from embedding_geometry.errors import ParameterError
+
+TEXTS = ["The quick brown fox jumps over the lazy dog", "Hi", "Its rival acquired the tech giant"]
+
+
+@pytest.fixture
+def record(tiny_bert, tmp_path):
+    return activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False, batch_size=2)
+
+
+def test_shapes_and_offsets(record, tiny_bert):
+    L, D = tiny_bert.info.layers, tiny_bert.info.hidden
+    n_tokens = record.offsets[-1]
+    assert record.hidden.shape == (L + 1, n_tokens, D)
+    assert record.hidden.dtype == np.float32
+    assert record.n_layers == L and record.n_texts == 3
+    assert len(record.tokens) == len(record.input_ids) == len(record.word_ids) == n_tokens
+    assert record.lengths.tolist() == [11, 3, 8]  # [CLS] + pieces + [SEP]
+
+
+def test_masks_mark_special_and_word_tokens(record):
+    first = record.rows(1)
+    assert record.tokens[first] == ["[CLS]", "hi", "[SEP]"]
+    assert record.special_mask[first].tolist() == [True, False, True]
+    assert record.word_mask[first].tolist() == [False, True, False]
+    assert record.word_ids[first].tolist() == [-1, 0, -1]
+    assert (record.word_mask == ~record.special_mask).all()
+    mask = record.attention_mask()
+    assert mask.shape == (3, 11) and mask.sum(1).tolist() == [11, 3, 8]
+
+
+def test_length_sorted_batches_return_inputs_in_order(record, tiny_bert, tmp_path):
+    for i, text in enumerate(TEXTS):
+        alone = activations.extract(tiny_bert, [text], cache=False, progress=False)
+        np.testing.assert_allclose(record.hidden[:, record.rows(i)], alone.hidden, atol=1e-5)
+
+
+def test_mean_pool_word_pool_and_cls(record):
+    pools, words, cls = record.mean_pool("all"), record.mean_pool("word"), record.cls()
+    for i in range(record.n_texts):
+        states = record.hidden[:, record.rows(i)]
+        np.testing.assert_allclose(pools[:, i], states.mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(words[:, i], states[:, record.word_mask[record.rows(i)]].mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(cls[:, i], states[:, 0])
+
+
+def test_second_call_is_a_cache_hit_without_a_forward_pass(tiny_bert, tmp_path, monkeypatch):
+    first = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
+    def no_forward(*args, **kwargs):
+        raise AssertionError("forward pass on a cache hit")
+    monkeypatch.setattr(activations, "_forward", no_forward)
+    second = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(first.hidden, second.hidden)
+    assert second.tokens == first.tokens and second.key == first.key
+
+
+def test_cache_key_changes_with_texts_and_max_length(tiny_bert):
+    base = activations.cache_key(tiny_bert, TEXTS, 128, False)
+    assert activations.cache_key(tiny_bert, TEXTS[:2], 128, False) != base
+    assert activations.cache_key(tiny_bert, TEXTS, 64, False) != base
+    assert activations.cache_key(tiny_bert, TEXTS, 128, True) != base
+    assert activations.cache_key(tiny_bert, list(TEXTS), 128, False) == base
+
+
+def test_truncated_cache_file_is_detected_and_recomputed(tiny_bert, tmp_path):
+    first = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
+    (entry,) = tmp_path.glob("*.joblib")
+    entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    with pytest.warns(UserWarning, match="unreadable"):
+        again = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
+    np.testing.assert_array_equal(first.hidden, again.hidden)
+    assert activations._load(entry, first.key) is not None  # rewritten whole
+    assert not list(tmp_path.glob(".partial-*"))
+
+
+def test_attention_maps_are_optional_and_ragged(tiny_bert, tmp_path):
+    record = activations.extract(tiny_bert, TEXTS, attentions=True, cache_dir=tmp_path, progress=False)
+    L, H = tiny_bert.info.layers, tiny_bert.info.heads
+    for i, n in enumerate(record.lengths):
+        assert record.attentions[i].shape == (L, H, n, n)
+        np.testing.assert_allclose(record.attentions[i].sum(-1), 1.0, atol=1e-5)
+    assert activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False).attentions is None
+
+
+def test_text_without_word_tokens_names_the_parameter(tiny_bert):
+    with pytest.raises(ParameterError, match="parameter 'sentences' expects texts that each contain"):
+        activations.extract(tiny_bert, ["fine text", ""], cache=False, progress=False, source="sentences")
+    with pytest.raises(ParameterError, match="non-empty list"):
+        activations.extract(tiny_bert, [], cache=False, progress=False)
+
+
+def test_run_with_cache_names_shapes_and_hook_removal(tiny_bert):
+    batch = tiny_bert.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    names = ["embed", "blocks.2.resid_post", "blocks.0.attn.head_out", "blocks.1.attn.pattern"]
+    output, cache = activations.run_with_cache(tiny_bert.model, batch, names)
+    B, T = batch["input_ids"].shape
+    assert set(cache) == set(names)
+    assert cache["embed"].shape == (B, T, 40)
+    torch.testing.assert_close(cache["blocks.2.resid_post"], output.last_hidden_state)
+    assert cache["blocks.0.attn.head_out"].shape == (B, T, 4, 10)
+    assert cache["blocks.1.attn.pattern"].shape == (B, 4, T, T)
+    assert not cache["embed"].requires_grad
+    for block in tiny_bert.model.encoder.layer:
+        assert not block.attention.output.dense._forward_pre_hooks
+
+
+def test_head_out_is_the_input_of_the_output_projection(tiny_bert):
+    batch = tiny_bert.tokenizer(TEXTS[:1], return_tensors="pt")
+    _, cache = activations.run_with_cache(tiny_bert.model, batch, ["blocks.1.attn.head_out", "blocks.0.resid_post"])
+    block = tiny_bert.model.encoder.layer[1]
+    heads = cache["blocks.1.attn.head_out"].reshape(1, -1, 40)
+    residual = cache["blocks.0.resid_post"]
+    with torch.inference_mode():
+        projected = block.attention.output.dense(heads)
+        expected = block.attention(residual, attention_mask=None)[0]
+    torch.testing.assert_close(block.attention.output.LayerNorm(projected + residual), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_hooks_are_removed_when_the_forward_pass_fails(tiny_bert):
+    with pytest.raises(Exception):
+        activations.run_with_cache(tiny_bert.model, {"input_ids": torch.tensor([[10**7]])}, ["blocks.0.attn.head_out"])
+    assert not tiny_bert.model.encoder.layer[0].attention.output.dense._forward_pre_hooks
+
+
+def test_embedded_mean_pool_equals_sentence_transformers_encode(embedded, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Normalize
+
+    texts = ["The quick brown fox jumps over the lazy dog", "A short one", "Retrieval augmented generation improves factual accuracy in language models"]
+    record = activations.extract(embedded, texts, cache_dir=tmp_path, progress=False)
+    full = SentenceTransformer(str(models.embedded_model_path()), device="cpu")
+    unnormalised = SentenceTransformer(modules=[m for m in full if not isinstance(m, Normalize)], device="cpu")
+    expected = unnormalised.encode(texts, normalize_embeddings=False)
+    np.testing.assert_allclose(record.mean_pool("all")[-1], expected, atol=1e-5)
+    assert activations.check_against_model(embedded, record)["max_abs_diff"] < 1e-5
+
+
+def test_token_frame_and_tokenization_table(record):
+    values = np.arange(record.hidden.shape[0] * len(record.tokens), dtype=float).reshape(record.hidden.shape[0], -1)
+    frame = activations.token_frame(record, values, "v", labels=["a", "b", "c"])
+    assert len(frame) == values.size
+    assert frame.query("depth == 1 and sentence == 'b'")["token"].tolist() == ["[CLS]", "hi", "[SEP]"]
+    table = activations.tokenization_table(record)
+    assert table["tokens"].tolist() == [11, 3, 8]
+    assert table["word tokens"].tolist() == [9, 1, 6]

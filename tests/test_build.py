@@ -1,0 +1,86 @@
+"""The build end to end: papermill every chapter on a tiny model, then jupyter-book, offline."""
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT, run_build, tiny_profile
+
+pytestmark = pytest.mark.slow
+CHAPTERS = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+
+
+def test_source_notebooks_are_clean_and_parameterised():
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        notebook = nbformat.read(path, as_version=4)
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        assert not any(c.outputs for c in code), f"{path.name} has outputs: run `make strip`"
+        tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{path.name} needs exactly one cell tagged 'parameters'"
+
+
+def test_build_runs_every_chapter_and_the_site(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for slug in CHAPTERS:
+        assert re.search(rf"ran\s+{slug}\s+\d+\.\d s", result.stdout), result.stdout
+        assert (root / "book" / "chapters" / f"{slug}.ipynb").is_file()
+        assert (root / "_build" / "html" / "book" / "chapters" / f"{slug}.html").is_file()
+        document = json.loads((root / "build" / "results" / f"{slug}.json").read_text())
+        assert document["chapter"] == slug
+        assert document["model"]["layers"] == 3 and document["model"]["hidden"] == 40
+        assert document["environment"]["device"] == "cpu"
+    assert (root / "_build" / "html" / "_static" / "vega-bundle.js").is_file()
+
+
+def test_no_built_page_references_a_cdn_and_pages_stay_small(built_book):
+    root, _ = built_book
+    pages = list((root / "_build" / "html").rglob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text(errors="replace")
+        assert not re.search(r"cdn\.jsdelivr|unpkg\.com|cdnjs|googleapis", text), page
+        assert page.stat().st_size < 5_000_000, page
+
+
+def test_model_00_results_check_the_mean_pool(built_book):
+    root, _ = built_book
+    document = json.loads((root / "build" / "results" / "00_the_model.json").read_text())
+    assert document["metrics"]["meanpool_vs_model"]["max_abs_diff"] < 1e-4
+    assert len(document["metrics"]["token_norm_mean"]["word tokens"]) == 4  # L + 1
+    assert all(c["shape_verdict"] == "holds" for c in document["claims"])
+
+
+def test_unchanged_chapters_are_skipped(built_book, tiny_bert_dir):
+    root, _ = built_book
+    again = run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)))
+    assert again.returncode == 0, again.stdout + again.stderr
+    for slug in CHAPTERS:
+        assert re.search(rf"skipped\s+{slug}", again.stdout), again.stdout
+
+
+def test_a_failing_chapter_exits_non_zero_and_keeps_the_previous_outputs(built_book, tiny_bert_dir):
+    root, _ = built_book
+    executed = root / "book" / "chapters" / "00_the_model.ipynb"
+    results = root / "build" / "results" / "00_the_model.json"
+    before = executed.read_bytes(), results.read_bytes()
+    profile = tiny_profile(root, tiny_bert_dir, **{"00_the_model": {"batch_size": -1}})
+    failed = run_build(root, "--profile", str(profile), "--only", "00_the_model")
+    assert failed.returncode != 0
+    line = next(l for l in failed.stdout.splitlines() if "00_the_model" in l)
+    assert "failed" in line and "cell" in line
+    assert "ParameterError: parameter 'batch_size' expects an integer in [1, 4096]; got -1" in line
+    assert (executed.read_bytes(), results.read_bytes()) == before
+    assert not list((root / "build").glob(".00_the_model-*"))
+
+
+def test_unknown_chapter_and_profile_key_are_one_line_errors(built_book, tiny_bert_dir):
+    root, _ = built_book
+    missing = run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)), "--only", "99_nope")
+    assert missing.returncode != 0 and "no chapter named 99_nope" in missing.stderr
+    profile = tiny_profile(root, tiny_bert_dir, **{"00_the_model": {"no_such": 1}})
+    bad = run_build(root, "--profile", str(profile), "--only", "00_the_model")
+    assert bad.returncode != 0 and "has no such parameter" in bad.stderr

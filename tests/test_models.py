@@ -1,0 +1,92 @@
+"""Loading models: the embedded default, tiny local BERT and XLM-RoBERTa, and every refusal."""
+
+import pytest
+import torch
+
+from embedding_geometry import models
+from embedding_geometry.errors import ModelUnavailableError, RemoteCodeError
+
+import tiny_models
+
+
+def test_embedded_model_loads_with_verified_hash(embedded):
+    info = embedded.info
+    assert info.id == models.EMBEDDED_ID
+    assert info.source == "embedded"
+    assert info.sha256 == models.EMBEDDED_SHA256
+    assert (info.layers, info.hidden, info.heads, info.vocab) == (6, 384, 12, 30522)
+    assert info.pooling == "mean"
+    assert info.max_seq_length == 256
+    assert not embedded.model.training
+
+
+def test_embedded_hash_mismatch_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(models, "EMBEDDED_SHA256", "0" * 64)
+    with pytest.raises(ModelUnavailableError, match="failed its hash check.*reinstall"):
+        models.load(device="cpu")
+
+
+def test_tiny_bert_from_a_local_directory(tiny_bert):
+    info = tiny_bert.info
+    assert info.source == "local"
+    assert (info.layers, info.hidden, info.heads) == (3, 40, 4)
+    assert info.sha256 == models.weights_sha256(info.id)
+    assert info.pooling == "mean"
+    assert info.to_dict()["layers"] == 3
+
+
+def test_tiny_xlm_roberta_from_a_local_directory(tiny_xlmr_dir):
+    loaded = models.load(str(tiny_xlmr_dir), device="cpu")
+    assert loaded.info.model_type == "xlm-roberta"
+    assert (loaded.info.layers, loaded.info.hidden, loaded.info.heads) == (2, 48, 3)
+    # RoBERTa positions start after the padding index: 162 − (1 + 1) usable positions
+    assert loaded.info.max_seq_length == 160
+    assert loaded.info.pooling == "unknown"
+
+
+def test_unknown_hub_id_offline_is_one_line_naming_the_model(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError) as error:
+        models.load("nobody/no-such-model-xyz", device="cpu")
+    message = str(error.value)
+    assert "\n" not in message
+    assert "nobody/no-such-model-xyz" in message and "not available offline" in message
+    assert error.value._render_traceback_() == [f"ModelUnavailableError: {message}"]
+
+
+def test_a_directory_that_is_not_a_model_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ModelUnavailableError, match="not a model directory"):
+        models.load(str(tmp_path), device="cpu")
+
+
+def test_remote_code_is_refused_unless_asked(tmp_path):
+    directory = tiny_models.needs_remote_code(tmp_path / "custom")
+    with pytest.raises(RemoteCodeError, match="trust_remote_code: true"):
+        models.load(str(directory), device="cpu")
+
+
+def test_remote_code_runs_only_when_asked(tmp_path):
+    directory = tiny_models.needs_remote_code(tmp_path / "custom")
+    with pytest.raises(RuntimeError, match="custom code ran"):
+        models.load(str(directory), device="cpu", trust_remote_code=True)
+
+
+def test_device_auto_picks_cuda_only_when_present():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert models.resolve_device("auto").type == expected
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelUnavailableError, match="no CUDA GPU"):
+            models.resolve_device("cuda")
+
+
+def test_fingerprint_is_the_weights_hash_for_local_models(tiny_bert_dir):
+    assert models.fingerprint(str(tiny_bert_dir)) == models.weights_sha256(tiny_bert_dir)
+    assert models.fingerprint("org/hub-model") == "hub:org/hub-model"
+
+
+def test_anatomy_table_lists_depths_and_width(tiny_bert):
+    table = models.anatomy(tiny_bert)
+    assert table.loc["transformer blocks L", "value"] == "3"
+    assert table.loc["depths (hidden states)", "value"] == "4"
+    assert table.loc["hidden width D", "value"] == "40"
