@@ -70,13 +70,22 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
                           capture_output=True, text=True, env=env, timeout=1800)
 
 
+TINY_CHAPTER_PARAMS: dict[str, dict] = {
+    # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
+    "00_the_model": {},
+}
+
+
 def tiny_profile(root: Path, model_dir: Path, **chapter_overrides) -> Path:
-    """A profile that runs every chapter on the tiny local BERT with small sizes."""
+    """A profile that runs every chapter on the tiny local BERT with small sizes;
+    ``chapter_overrides`` replace a chapter's tiny parameters."""
     import yaml
 
+    chapters = {slug: {**params, **chapter_overrides.get(slug, {})} for slug, params in TINY_CHAPTER_PARAMS.items()}
+    chapters.update({slug: params for slug, params in chapter_overrides.items() if slug not in chapters})
     profile = {"common": {"model": str(model_dir), "device": "cpu", "batch_size": 8, "seed": 0,
                           "trust_remote_code": False},
-               "chapters": chapter_overrides}
+               "chapters": chapters}
     path = root / "tiny.yaml"
     path.write_text(yaml.safe_dump(profile))
     return path
