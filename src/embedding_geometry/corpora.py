@@ -2,14 +2,24 @@
 
 Data files live in ``embedding_geometry/data/`` and are read with ``load_lines`` (one sentence
 per line, ``#`` comments and blank lines ignored) or ``load_yaml``.
+
+``corpus()`` is the project's own corpus (``data/corpus.tsv``: sentences written for this book,
+each with a topic label); ``snli()`` loads SNLI through the ``datasets`` library when online, or
+from local data files; ``load_corpus(name, n, seed)`` picks one of them by name, as a chapter's
+``corpus`` parameter does.
 """
 
 from __future__ import annotations
 
+import csv
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
+import numpy as np
+import pandas as pd
 import yaml
+
+from .errors import ParameterError
 
 REFERENCE_SENTENCES: dict[str, str] = {
     "surged": "The stock market surged after the central bank cut interest rates",
@@ -36,3 +46,68 @@ def load_lines(name: str) -> list[str]:
 def load_yaml(name: str) -> Any:
     """The parsed contents of ``data/<name>``."""
     return yaml.safe_load(_data(name).read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------- corpora
+
+CORPUS_FILE = "corpus.tsv"
+CORPORA = ("project", "snli")
+SNLI_ID = "stanfordnlp/snli"
+
+
+def corpus() -> pd.DataFrame:
+    """The project's corpus: columns ``sentence`` and ``topic``, in file order.
+
+    ``data/corpus.tsv`` is UTF-8 with a ``topic<TAB>sentence`` header and one sentence per line:
+    natural English sentences written for this book (captions of everyday scenes like SNLI's,
+    news, science, sport, cooking, law, medicine, software, …), 4–40 words each, no duplicates.
+    Sentences within a topic come in small groups about the same event or subject, so that
+    retrieval queries can be written against them.
+    """
+    frame = pd.read_csv(_data(CORPUS_FILE), sep="\t", quoting=csv.QUOTE_NONE, dtype=str,
+                        keep_default_na=False, encoding="utf-8")
+    return frame[["sentence", "topic"]]
+
+
+def snli(split: str = "validation", n: int | None = None, data_files: str | list[str] | None = None) -> pd.DataFrame:
+    """SNLI premises (the Flickr image captions) as columns ``sentence`` and ``topic``.
+
+    Without ``data_files`` the dataset ``stanfordnlp/snli`` is loaded through
+    ``datasets.load_dataset`` (needs internet access the first time); with ``data_files`` (JSON
+    lines or CSV with a ``premise`` column, and optionally ``label``) those local files are read
+    instead. Premises repeat, once per hypothesis: each is kept once, in order of first
+    appearance, and the first ``n`` are returned (all when ``n`` is None). SNLI has no topics,
+    so every row's topic is ``"snli"``.
+    """
+    import datasets
+
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ParameterError("n", "None or an integer ≥ 1", n)
+    try:
+        if data_files is None:
+            rows = datasets.load_dataset(SNLI_ID, split=split)
+        else:
+            files = [data_files] if isinstance(data_files, str) else list(data_files)
+            builder = "csv" if all(str(f).endswith(".csv") for f in files) else "json"
+            rows = datasets.load_dataset(builder, data_files={split: files}, split=split)
+    except (ConnectionError, OSError, ValueError) as error:
+        raise ParameterError("corpus", f"SNLI ({SNLI_ID}, split {split!r}) reachable online or as local "
+                             "data_files; it could not be loaded", f"{type(error).__name__}: {error}") from error
+    if "premise" not in rows.column_names:
+        raise ParameterError("data_files", "SNLI rows with a 'premise' column", rows.column_names)
+    premises = pd.unique(pd.Series([p.strip() for p in rows["premise"] if p and p.strip()], dtype=object))
+    premises = premises if n is None else premises[:n]
+    return pd.DataFrame({"sentence": list(premises), "topic": "snli"})
+
+
+def load_corpus(name: Literal["project", "snli"] = "project", n: int | None = None, seed: int = 0,
+                split: str = "validation") -> pd.DataFrame:
+    """The corpus a chapter's ``corpus`` parameter names. With ``n`` smaller than the corpus, a
+    seeded uniform sample of ``n`` rows, kept in corpus order; otherwise all of it."""
+    if name not in CORPORA:
+        raise ParameterError("corpus", "one of " + ", ".join(repr(c) for c in CORPORA), name)
+    frame = corpus() if name == "project" else snli(split=split)
+    if n is None or n >= len(frame):
+        return frame.reset_index(drop=True)
+    keep = np.sort(np.random.default_rng(seed).choice(len(frame), size=n, replace=False))
+    return frame.iloc[keep].reset_index(drop=True)
