@@ -131,7 +131,7 @@ def test_hooks_are_removed_when_the_forward_pass_fails(tiny_bert):
 
 def test_embedded_mean_pool_equals_sentence_transformers_encode(embedded, tmp_path):
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Normalize
+    from sentence_transformers.sentence_transformer.modules import Normalize
 
     texts = ["The quick brown fox jumps over the lazy dog", "A short one", "Retrieval augmented generation improves factual accuracy in language models"]
     record = activations.extract(embedded, texts, cache_dir=tmp_path, progress=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +153,25 @@ def load(
     return LoadedModel(model=model, tokenizer=tokenizer, info=info, device=torch_device)
 
 
+def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
+    """A *control*: the architecture of ``base`` (its config) with freshly, randomly initialised
+    weights (torch seeded with ``seed``), and ``base``'s tokenizer. It has the same depth and
+    width as ``base`` but has learned nothing, so a measurement that it shares is a property of
+    the architecture, not of training. Its ``sha256`` hashes the initialised weights."""
+    from transformers import AutoModel
+
+    torch.manual_seed(seed)
+    model = AutoModel.from_config(base.model.config, attn_implementation="eager", dtype=torch.float32)
+    model.to(base.device).eval()
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    info = replace(base.info, id=f"random-init control of {base.info.id} (seed {seed})", source="control",
+                   sha256=digest.hexdigest(), revision=None)
+    return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
+
+
 def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:
     config = model.config
     return ModelInfo(
@@ -253,7 +272,7 @@ def sentence_transformer_embeddings(loaded: LoadedModel, texts: list[str]) -> "n
     module, or None when the model has no sentence-transformers configuration on disk."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.models import Normalize
+    from sentence_transformers.sentence_transformer.modules import Normalize
 
     directory, _ = locate(loaded.info.id)
     if directory is None or not (directory / "modules.json").is_file():
