@@ -43,3 +43,125 @@ def test_relative_depth_and_norms_and_group_mean():
     means = geometry.group_mean(values, np.array(["a", "b", "a"]))
     np.testing.assert_allclose(means["a"], [2.0, 6.0])
     np.testing.assert_allclose(means["b"], [2.0, 6.0])
+
+
+# --------------------------------------------------------------------------- §1 / §2 measurements
+
+def stack(*depths):
+    """One text's stack [L + 1, n, D] from per-depth token lists."""
+    return np.array(depths, dtype=float)
+
+
+def test_per_text_splits_rows_and_keeps_masked_tokens():
+    hidden = np.arange(2 * 5 * 2, dtype=float).reshape(2, 5, 2)
+    parts = geometry.per_text(hidden, np.array([0, 3, 5]), np.array([False, True, True, True, False]))
+    assert [p.shape for p in parts] == [(2, 2, 2), (2, 1, 2)]
+    np.testing.assert_array_equal(parts[1], hidden[:, 3:4])
+
+
+def test_pair_cosine_along_the_last_axis():
+    np.testing.assert_allclose(geometry.pair_cosine([[1, 0], [1, 1]], [[0, 1], [2, 2]]), [0, 1])
+    with pytest.raises(ValueError, match="zero vector"):
+        geometry.pair_cosine([[0, 0]], [[1, 0]])
+
+
+def test_intra_sentence_cosine_is_a_macro_mean_over_texts():
+    orthogonal = stack([[1, 0], [0, 1]], [[1, 1], [2, 2]])  # depth 0: cos 0; depth 1: identical directions
+    identical = stack([[1, 0], [1, 0], [1, 0]], [[1, 0], [1, 0], [1, 0]])
+    np.testing.assert_allclose(geometry.intra_sentence_cosine([orthogonal, identical]), [0.5, 1.0])
+    with pytest.raises(ValueError, match="tokens ≥ 2"):
+        geometry.intra_sentence_cosine([stack([[1, 0]])])  # one token has no pairs
+
+
+def test_cross_sentence_baseline_averages_over_pairs_of_texts():
+    a, b, c = stack([[1, 0], [0, 1]]), stack([[1, 0]]), stack([[0, 1]])
+    # (a, b): mean(1, 0) = 0.5; (a, c): mean(0, 1) = 0.5; (b, c): 0
+    np.testing.assert_allclose(geometry.cross_sentence_baseline([a, b, c]), [1 / 3])
+    with pytest.raises(ValueError, match="at least 2 texts"):
+        geometry.cross_sentence_baseline([a])
+
+
+L0_TOKENS = [[2, 0, 0], [-2, 0, 0], [0, 1, 0], [0, -1, 0]]
+
+
+def test_pca_projection_fits_once_and_reports_explained_variance():
+    shifted = [[x + 1, y, z] for x, y, z in L0_TOKENS]
+    coords, explained = geometry.pca_projection(np.array([L0_TOKENS, shifted], float), fit_depth=0)
+    np.testing.assert_allclose(explained, [0.8, 0.2])  # variances 8/3 and 2/3
+    np.testing.assert_allclose(np.abs(coords[0]), [[2, 0], [2, 0], [0, 1], [0, 1]], atol=1e-12)
+    np.testing.assert_allclose(np.abs(coords[1, :, 0] - coords[0, :, 0]), 1)  # the shift along PC1
+
+
+def test_pca_steps_fixed_sees_movement_refit_sees_only_the_axes():
+    shifted = [[x + 1, y, z] for x, y, z in L0_TOKENS]  # every token moves by 1 inside the PCA plane
+    lifted = [[x, y, z + 5] for x, y, z in shifted]  # every token moves by 5, orthogonal to the plane
+    states = np.array([L0_TOKENS, shifted, lifted], float)
+    np.testing.assert_allclose(geometry.pca_steps(states, "fixed"), [1, 0], atol=1e-12)
+    np.testing.assert_allclose(geometry.pca_steps(states, "refit"), [0, 0], atol=1e-12)  # each refit re-centres
+    with pytest.raises(ValueError, match="axes must be one of"):
+        geometry.pca_steps(states, "moving")
+
+
+def test_peak_write_picks_the_transition_with_the_largest_mean_absolute_write():
+    pools = np.array([[[0, 0], [0, 0]], [[2, 0.5], [-2, 0.5]], [[2, 1.5], [-2, 2.5]]])
+    # |Δ1| means: [2, 0.5]; |Δ2| means: [0, 1.5]
+    np.testing.assert_array_equal(geometry.peak_write(pools), [1, 2])
+    tie = np.array([[[0.0]], [[1.0]], [[2.0]]])
+    assert geometry.peak_write(tie).tolist() == [1]  # first on ties
+    np.testing.assert_array_equal(geometry.depth_histogram(np.array([1, 2, 2]), 3), [1, 2, 0])
+
+
+def test_dim_correlation_against_hand_values_and_constant_dims():
+    first = np.array([[1, 1], [2, 2], [3, 3]], float)
+    last = np.array([[2, 3], [4, 2], [6, 1]], float)
+    np.testing.assert_allclose(geometry.dim_correlation(first, last), [1, -1])
+    with pytest.raises(ValueError, match="dimension 1 is constant"):
+        geometry.dim_correlation(first, np.array([[1, 5], [2, 5], [3, 5]], float))
+    with pytest.raises(ValueError, match="at least 3 texts"):
+        geometry.dim_correlation(first[:2], last[:2])
+
+
+def test_top_discriminative_dims_and_half_value_depth():
+    a = np.array([[0, 0, 0], [0.5, 1, 1], [1, 5, 3]], float)
+    b = np.array([[0, 0, 0], [0, 0, 0], [0, 1, -1]], float)
+    dims, diffs = geometry.top_discriminative_dims(a, b, k=2)
+    assert dims.tolist() == [1, 2]  # |diff| at the end: [1, 4, 4] (stable order on the tie)
+    np.testing.assert_allclose(diffs, [[0, 1, 4], [0, 1, 4]])
+    assert geometry.half_value_depth(np.array([0.1, 0.2, 0.6, 1.0])) == 2
+    assert geometry.half_value_depth(np.array([0.5, 0.2, 1.0])) == 0
+
+
+def test_matryoshka_slices_are_clipped_to_the_width():
+    assert geometry.matryoshka_slices(300) == {"0-64": (0, 64), "64-128": (64, 128), "128-256": (128, 256),
+                                               "256-512": (256, 300), "512-D": None}
+    assert geometry.matryoshka_slices(1000)["512-D"] == (512, 1000)
+    assert geometry.matryoshka_slices(40) == {"0-64": (0, 40), "64-128": None, "128-256": None,
+                                              "256-512": None, "512-D": None}
+    np.testing.assert_allclose(geometry.slice_cosine([1, 0, 0, 1], [1, 0, 1, 0], (0, 2)), 1)
+    np.testing.assert_allclose(geometry.slice_cosine([1, 0, 0, 1], [1, 0, 1, 0], (2, 4)), 0)
+
+
+def test_separability_ratio_against_hand_values():
+    a, b = stack([[0.0], [2.0]]), stack([[4.0], [6.0]])
+    # centroids 1 and 5, grand mean 3: B = 4; every token is 1 from its centroid: W = 1
+    np.testing.assert_allclose(geometry.separability_ratio([a, b]), [4.0])
+    with pytest.raises(ValueError, match="within-text scatter is zero"):
+        geometry.separability_ratio([stack([[1.0], [1.0]]), stack([[2.0]])])
+
+
+def test_pc1_mean_alignment_against_hand_values():
+    along = stack([[1, 0], [3, 0]])  # PC1 = e1, mean (2, 0): |cos| = 1
+    across = stack([[1, 1], [1, 3]])  # PC1 = e2, mean (1, 2): |cos| = 2 / √5
+    np.testing.assert_allclose(geometry.pc1_mean_alignment([along, across]), [(1 + 2 / np.sqrt(5)) / 2])
+    with pytest.raises(ValueError, match="identical"):
+        geometry.pc1_mean_alignment([stack([[1, 1], [1, 1]])])
+    with pytest.raises(ValueError, match="tokens ≥ 2"):
+        geometry.pc1_mean_alignment([stack([[1, 1]])])
+
+
+def test_maxsim_is_one_directional():
+    a = stack([[1, 0], [0, 1]])
+    b = stack([[1, 0], [1, 1]])
+    np.testing.assert_allclose(geometry.maxsim(a, b), [[1, 1 / np.sqrt(2)]])
+    np.testing.assert_allclose(geometry.maxsim(b, a), [[1, 1 / np.sqrt(2)]])
+    np.testing.assert_allclose(geometry.maxsim(a, stack([[1, 0]])), [[1, 0]])

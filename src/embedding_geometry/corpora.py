@@ -111,3 +111,40 @@ def load_corpus(name: Literal["project", "snli"] = "project", n: int | None = No
         return frame.reset_index(drop=True)
     keep = np.sort(np.random.default_rng(seed).choice(len(frame), size=n, replace=False))
     return frame.iloc[keep].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- chapters 1 and 2
+
+RETRIEVAL_SETS = ("easy", "hard")
+
+
+def layer_by_layer_sentences() -> list[str]:
+    """Chapter 1's set of varied sentences (``data/layer_by_layer_sentences.txt``)."""
+    return load_lines("layer_by_layer_sentences.txt")
+
+
+def retrieval_set(name: str) -> dict[str, list]:
+    """Chapter 1's easy or hard retrieval set as ``{"queries", "pool", "relevant"}``, where
+    ``relevant[q]`` indexes the pool. Easy: the relevant documents in order, then the
+    distractors. Hard: per item its relevant document, negation and role reversal."""
+    if name not in RETRIEVAL_SETS:
+        raise ValueError(f"retrieval set must be one of {RETRIEVAL_SETS}; got {name!r}")
+    data = load_yaml(f"retrieval_{name}.yaml")
+    items = data["items"]
+    if name == "easy":
+        pool = [item["relevant"] for item in items] + list(data["distractors"])
+        relevant = list(range(len(items)))
+    else:
+        pool = [item[key] for item in items for key in ("relevant", "negation", "role_reversal")]
+        relevant = [3 * q for q in range(len(items))]
+    return {"queries": [item["query"] for item in items], "pool": pool, "relevant": relevant}
+
+
+def attractor_pairs() -> dict[str, list[str]]:
+    """Chapter 2's hard, medium and easy pairs (``data/attractor_pairs.yaml``) as sentences."""
+    return {name: [REFERENCE_SENTENCES[key] for key in keys] for name, keys in load_yaml("attractor_pairs.yaml").items()}
+
+
+def published(chapter: str) -> dict[str, Any]:
+    """The published curves a chapter overlays (``data/published/<chapter>.yaml``)."""
+    return load_yaml(f"published/{chapter}.yaml")

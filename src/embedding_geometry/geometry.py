@@ -7,6 +7,25 @@
     ‖h‖₂ per token     = sqrt(Σ_d h_d²)                          H: [..., D] → [...]
     group_mean(V, g)   = for each label k: mean over columns j with g_j = k of V[:, j]
 
+Token collapse and pair similarity (METHODS.md §1, §2). A *stack* is one text's states at every
+depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text and depth):
+
+    pair_cosine(a, b)[l]         = cos(a_l, b_l)                               a, b: [..., D] → [...]
+    intra_sentence_cosine[l]     = mean_s mean_{i≠j ∈ s} cos(h_i, h_j)         stacks → [L + 1]
+    cross_sentence_baseline[l]   = mean_{s<t} mean_{i∈s, j∈t} cos(h_i, h_j)    stacks → [L + 1]
+    pca_projection(S, f)         = X_l ↦ PCA₂ fitted on X_f, applied to X_l    [L + 1, n, D] → [L + 1, n, 2]
+    pca_steps(S, fixed)[l]       = mean_i ‖p_l(i) − p_{l−1}(i)‖, one PCA fitted at depth 0, l = 1..L
+    pca_steps(S, refit)[l]       = mean_i ‖PCA_l(h_l(i)) − PCA_{l−1}(h_{l−1}(i))‖, a PCA per depth
+    peak_write(P)[d]             = argmax_{l=1..L} mean_s |P_l[s,d] − P_{l−1}[s,d]|  (first on ties)
+    dim_correlation(X, Y)[d]     = Pearson r over rows of X[:, d] and Y[:, d]   [N, D] → [D]
+    top_discriminative_dims(a,b) = the k dims d with largest |a_L[d] − b_L[d]|; |a_l[d] − b_l[d]| per depth
+    half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
+    slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
+    separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
+                                   B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
+    pc1_mean_alignment[l]        = mean_s |cos(PC1 of s's centred tokens, mean of s's tokens)|
+    maxsim(A, B)[l, i]           = max_j cos(a_{l,i}, b_{l,j})                  [L+1, n_a, D], [L+1, n_b, D] → [L+1, n_a]
+
 Cosines are taken on raw vectors (no centring, no normalisation first) unless a function says
 otherwise. A zero vector has no direction: every cosine function raises on one instead of
 returning NaN.
@@ -14,7 +33,12 @@ returning NaN.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Literal
+
 import numpy as np
+from sklearn.decomposition import PCA
 
 
 def unit_rows(x: np.ndarray, name: str = "vectors") -> np.ndarray:
@@ -60,3 +84,173 @@ def group_mean(values: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     """Per label, the mean over the columns of ``values`` ([L + 1, n]) carrying that label."""
     labels = np.asarray(labels)
     return {str(k): np.asarray(values)[:, labels == k].mean(axis=1) for k in np.unique(labels)}
+
+
+# --------------------------------------------------------------------------- per-text stacks (§1, §2)
+
+def per_text(hidden: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
+    """Split token rows into one stack per text: text i gets ``hidden[:, offsets[i]:offsets[i+1]]``
+    restricted to its rows where ``keep`` is true. hidden: [L + 1, n_tokens, D] → N × [L + 1, n_i, D]."""
+    keep = np.asarray(keep, bool)
+    return [hidden[:, a:b][:, keep[a:b]] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def pair_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cos(a, b) along the last axis: [..., D] × [..., D] → [...] (e.g. [L + 1] for two pools)."""
+    return np.sum(unit_rows(a, "a") * unit_rows(b, "b"), axis=-1)
+
+
+def intra_sentence_cosine(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Per depth: each text's mean cosine over ordered pairs i ≠ j of its tokens, then the
+    macro mean over texts. Every text needs at least 2 tokens. → [L + 1]"""
+    _check_stacks(stacks, min_texts=1, min_tokens=2)
+    n_depths = stacks[0].shape[0]
+    return np.array([np.mean([mean_pairwise_cosine(s[l]) for s in stacks]) for l in range(n_depths)])
+
+
+def cross_sentence_baseline(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Per depth: for every unordered pair of texts (s, t), the mean cosine over all (token of s,
+    token of t); then the mean over pairs of texts. Needs at least 2 texts. → [L + 1]"""
+    _check_stacks(stacks, min_texts=2, min_tokens=1)
+    n_depths = stacks[0].shape[0]
+    pairs = list(combinations(range(len(stacks)), 2))
+    return np.array([np.mean([cosine_matrix(stacks[s][l], stacks[t][l]).mean() for s, t in pairs])
+                     for l in range(n_depths)])
+
+
+def _check_stacks(stacks: Sequence[np.ndarray], min_texts: int, min_tokens: int) -> None:
+    if len(stacks) < min_texts:
+        raise ValueError(f"needs at least {min_texts} texts; got {len(stacks)}")
+    for i, stack in enumerate(stacks):
+        if stack.ndim != 3 or stack.shape[1] < min_tokens:
+            raise ValueError(f"text {i}: needs a [depths, tokens ≥ {min_tokens}, D] stack; got shape {stack.shape}")
+
+
+# --------------------------------------------------------------------------- 2-D PCA views
+
+PCAAxes = Literal["fixed", "refit"]
+PCA_AXES = ("fixed", "refit")
+
+
+def pca_projection(states: np.ndarray, fit_depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fit a centred 2-D PCA on the tokens at ``fit_depth`` and project every depth with it.
+    states: [L + 1, n, D] → (coordinates [L + 1, n, 2], explained variance ratio [2] at fit_depth)."""
+    states = np.asarray(states, dtype=np.float64)
+    pca = PCA(n_components=2).fit(states[fit_depth])
+    return np.stack([pca.transform(x) for x in states]), pca.explained_variance_ratio_
+
+
+def pca_steps(states: np.ndarray, axes: PCAAxes = "fixed") -> np.ndarray:
+    """Mean Euclidean step of the tokens' 2-D positions from depth l − 1 to l, l = 1..L.
+
+    ``fixed``: one PCA fitted at depth 0 projects every depth (true movement in that plane).
+    ``refit``: depth l − 1 is projected with a PCA fitted at l − 1 and depth l with one fitted
+    at l, so a rotation or sign flip of the axes shows up as movement. → [L]"""
+    if axes not in PCA_AXES:
+        raise ValueError(f"axes must be one of {PCA_AXES}; got {axes!r}")
+    states = np.asarray(states, dtype=np.float64)
+    if axes == "fixed":
+        points = pca_projection(states, 0)[0]
+    else:
+        points = np.stack([PCA(n_components=2).fit_transform(x) for x in states])
+    return np.linalg.norm(np.diff(points, axis=0), axis=-1).mean(axis=1)
+
+
+# --------------------------------------------------------------------------- dimensions of the pools
+
+def peak_write(pools: np.ndarray) -> np.ndarray:
+    """For every dimension d, the depth l ∈ 1..L whose transition writes most to it on average
+    over texts: argmax_l mean_s |P_l[s, d] − P_{l−1}[s, d]| (first on ties). pools: [L + 1, N, D] → [D]"""
+    score = np.abs(np.diff(np.asarray(pools, dtype=np.float64), axis=0)).mean(axis=1)  # [L, D]
+    return np.argmax(score, axis=0) + 1
+
+
+def depth_histogram(peaks: np.ndarray, n_layers: int) -> np.ndarray:
+    """How many entries of ``peaks`` (depths in 1..L) fall on each depth l = 1..L. → [L]"""
+    return np.bincount(np.asarray(peaks), minlength=n_layers + 1)[1:]
+
+
+def dim_correlation(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Pearson r, for every dimension d, between first[:, d] and last[:, d] over the N rows
+    (texts). [N, D] × [N, D] → [D]. A dimension constant over the texts has no r: ValueError."""
+    x, y = (np.asarray(a, dtype=np.float64) for a in (first, last))
+    if len(x) < 3:
+        raise ValueError(f"a correlation over texts needs at least 3 texts; got {len(x)}")
+    xc, yc = x - x.mean(axis=0), y - y.mean(axis=0)
+    sx, sy = np.sqrt((xc ** 2).sum(axis=0)), np.sqrt((yc ** 2).sum(axis=0))
+    if np.any(sx == 0) or np.any(sy == 0):
+        bad = int(np.flatnonzero((sx == 0) | (sy == 0))[0])
+        raise ValueError(f"dimension {bad} is constant over the texts; its correlation is undefined")
+    return (xc * yc).sum(axis=0) / (sx * sy)
+
+
+def top_discriminative_dims(a: np.ndarray, b: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """The k dimensions with the largest |a_L[d] − b_L[d]| at the final depth (largest first), and
+    their |difference| at every depth. a, b: [L + 1, D] → (dims [k], differences [k, L + 1])."""
+    diff = np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    dims = np.argsort(-diff[-1], kind="stable")[:k]
+    return dims, diff[:, dims].T
+
+
+def half_value_depth(series: np.ndarray) -> int:
+    """The first depth l at which ``series`` reaches half its final value: min {l : x_l ≥ x_L / 2}."""
+    series = np.asarray(series, dtype=np.float64)
+    return int(np.flatnonzero(series >= series[-1] / 2)[0])
+
+
+MATRYOSHKA_BOUNDS = ((0, 64), (64, 128), (128, 256), (256, 512), (512, None))
+
+
+def matryoshka_slices(width: int) -> dict[str, tuple[int, int] | None]:
+    """The Matryoshka slices [0,64), [64,128), [128,256), [256,512), [512,D) of a D-wide space,
+    each clipped to D; a slice that starts at or beyond D is None. Keys name the published slices."""
+    slices: dict[str, tuple[int, int] | None] = {}
+    for start, stop in MATRYOSHKA_BOUNDS:
+        name = f"{start}-{stop if stop is not None else 'D'}"
+        slices[name] = (start, min(stop or width, width)) if start < width else None
+    return slices
+
+
+def slice_cosine(a: np.ndarray, b: np.ndarray, bounds: tuple[int, int]) -> np.ndarray:
+    """cos(a[..., p:q], b[..., p:q]) for bounds (p, q): [..., D] × [..., D] → [...]."""
+    start, stop = bounds
+    return pair_cosine(np.asarray(a)[..., start:stop], np.asarray(b)[..., start:stop])
+
+
+# --------------------------------------------------------------------------- sentences as token clouds
+
+def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Between-text spread over within-text scatter, per depth (Euclidean, raw states):
+    c_s = mean of text s's tokens, C = mean_s c_s, B = mean_s ‖c_s − C‖²,
+    W = mean_s mean_{i∈s} ‖h_i − c_s‖², ratio = B / W. → [L + 1]"""
+    _check_stacks(stacks, min_texts=2, min_tokens=1)
+    centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks], axis=1)  # [L + 1, N, D]
+    between = ((centroids - centroids.mean(axis=1, keepdims=True)) ** 2).sum(-1).mean(axis=1)
+    within = np.mean([((s - centroids[:, [i]]) ** 2).sum(-1).mean(axis=1) for i, s in enumerate(stacks)], axis=0)
+    if np.any(within == 0):
+        raise ValueError("within-text scatter is zero at some depth (every text's tokens identical); the ratio is undefined")
+    return between / within
+
+
+def pc1_mean_alignment(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Per depth, the macro mean over texts of |cos(PC1, w)|, where PC1 is the first principal
+    axis of the text's centred tokens and w the mean of its (uncentred) tokens. → [L + 1]"""
+    _check_stacks(stacks, min_texts=1, min_tokens=2)
+    n_depths = stacks[0].shape[0]
+    return np.array([np.mean([abs(cosine(_first_axis(s[l]), s[l].mean(axis=0))) for s in stacks])
+                     for l in range(n_depths)])
+
+
+def _first_axis(tokens: np.ndarray) -> np.ndarray:
+    tokens = np.asarray(tokens, dtype=np.float64)
+    if np.all(tokens == tokens[0]):
+        raise ValueError("the tokens are identical, so they have no principal axis")
+    return PCA(n_components=1).fit(tokens).components_[0]
+
+
+# --------------------------------------------------------------------------- token matching (§2)
+
+def maxsim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """For each token i of a, its best cosine with any token of b, per depth (one direction,
+    a → b). a: [L + 1, n_a, D], b: [L + 1, n_b, D] → [L + 1, n_a]."""
+    return np.stack([cosine_matrix(x, y).max(axis=1) for x, y in zip(a, b)])
