@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import __version__
+from . import __version__, paths
 from .errors import ParameterError
 from .models import LoadedModel
 
@@ -197,7 +197,7 @@ def extract(
         raise ParameterError(source, "a non-empty list of texts", texts)
     max_length = max_length or loaded.info.max_seq_length
     key = cache_key(loaded, texts, max_length, attentions)
-    path = Path(cache_dir or default_cache_dir()) / f"{key}.joblib"
+    path = Path(cache_dir or paths.cache_dir()) / f"{key}.joblib"
     if cache and (hit := _load(path, key)) is not None:
         return hit
     record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source)
@@ -211,17 +211,6 @@ def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attent
     """Content key: what the activations depend on, hashed with joblib."""
     identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
     return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__])
-
-
-def default_cache_dir() -> Path:
-    """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under the book's root (the nearest
-    folder above the working directory holding ``_config.yml``), else the user cache."""
-    if env := os.environ.get("EMBEDDING_GEOMETRY_CACHE"):
-        return Path(env)
-    for folder in (Path.cwd(), *Path.cwd().parents):
-        if (folder / "_config.yml").is_file():
-            return folder / "build" / "cache"
-    return Path.home() / ".cache" / "embedding-geometry"
 
 
 def _forward(loaded, texts, max_length, batch_size, attentions, progress, source) -> Activations:

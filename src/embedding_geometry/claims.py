@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import __version__
+from . import __version__, paths
 
 Series = np.ndarray
 
@@ -139,9 +139,13 @@ class Verdict:
 
     @property
     def summary(self) -> str:
-        parts = [f"numeric: {self.numeric}" if self.numeric else None,
-                 f"shape: {self.shape}" if self.shape else None]
-        return "; ".join(p for p in parts if p) or "measured only"
+        return verdict_text(self.numeric, self.shape)
+
+
+def verdict_text(numeric: str | None, shape: str | None) -> str:
+    """One verdict line: "numeric: …; shape: …", or "measured only" when neither applies."""
+    parts = [f"numeric: {numeric}" if numeric else None, f"shape: {shape}" if shape else None]
+    return "; ".join(p for p in parts if p) or "measured only"
 
 
 def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str) -> list[Verdict]:
@@ -204,17 +208,6 @@ def _fmt(x: Any) -> str:
 
 # --------------------------------------------------------------------------- results JSON
 
-def results_dir() -> Path:
-    """``$EMBEDDING_GEOMETRY_RESULTS`` (set by the build to a staging folder), else
-    ``build/results`` under the book's root."""
-    if env := os.environ.get("EMBEDDING_GEOMETRY_RESULTS"):
-        return Path(env)
-    for folder in (Path.cwd(), *Path.cwd().parents):
-        if (folder / "_config.yml").is_file():
-            return folder / "build" / "results"
-    return Path.cwd() / "build" / "results"
-
-
 def environment(device: str, started: float) -> dict[str, Any]:
     """Versions, device and wall time since ``started`` (a ``time.time()`` stamp)."""
     import torch
@@ -238,7 +231,7 @@ def write_results(chapter: str, *, model: Mapping[str, Any], params: Mapping[str
         "metrics": dict(metrics), "claims": records(claims), "environment": environment(device, started),
     }
     text = json.dumps(to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)
-    folder = results_dir()
+    folder = paths.results_dir()
     folder.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f".{chapter}-", suffix=".json", dir=folder)
     try:

@@ -1,0 +1,35 @@
+"""Where the book keeps its files.
+
+The book's root is the nearest folder, from the working directory up, that holds ``_config.yml``
+(papermill runs every chapter with the root as working directory). Build products live under
+``<root>/build``: ``results/`` (one JSON per chapter), ``cache/`` (activations), ``state/`` (what
+the last successful run of each chapter depended on).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The nearest folder at or above ``start`` (default: the working directory) holding
+    ``_config.yml``, or None outside a book."""
+    start = start or Path.cwd()
+    return next((folder for folder in (start, *start.parents) if (folder / "_config.yml").is_file()), None)
+
+
+def results_dir() -> Path:
+    """``$EMBEDDING_GEOMETRY_RESULTS`` (the build sets it to a staging folder), else
+    ``build/results`` under the book's root (or the working directory)."""
+    if env := os.environ.get("EMBEDDING_GEOMETRY_RESULTS"):
+        return Path(env)
+    return (project_root() or Path.cwd()) / "build" / "results"
+
+
+def cache_dir() -> Path:
+    """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under the book's root, else the user cache."""
+    if env := os.environ.get("EMBEDDING_GEOMETRY_CACHE"):
+        return Path(env)
+    root = project_root()
+    return root / "build" / "cache" if root else Path.home() / ".cache" / "embedding-geometry"
