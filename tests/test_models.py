@@ -90,3 +90,15 @@ def test_anatomy_table_lists_depths_and_width(tiny_bert):
     assert table.loc["transformer blocks L", "value"] == "3"
     assert table.loc["depths (hidden states)", "value"] == "4"
     assert table.loc["hidden width D", "value"] == "40"
+
+
+def test_random_control_has_the_architecture_but_fresh_seeded_weights(tiny_bert):
+    control = models.random_control(tiny_bert, seed=5)
+    assert control.info.source == "control" and "random-init control" in control.info.id
+    assert (control.info.layers, control.info.hidden) == (tiny_bert.info.layers, tiny_bert.info.hidden)
+    assert control.model.config.to_dict() == tiny_bert.model.config.to_dict()
+    assert control.tokenizer is tiny_bert.tokenizer
+    base = dict(tiny_bert.model.named_parameters())
+    assert not all(torch.equal(p, base[n]) for n, p in control.model.named_parameters())
+    assert control.info.sha256 == models.random_control(tiny_bert, seed=5).info.sha256
+    assert control.info.sha256 != models.random_control(tiny_bert, seed=6).info.sha256
