@@ -117,3 +117,27 @@ def test_every_packaged_ledger_loads():
             assert claim.reduce in claims.REDUCERS or claim.reduce.startswith("at_relative:")
             if claim.shape:
                 assert claim.shape["test"] in claims.SHAPES
+
+
+def test_penultimate_last_over_and_dips_inside():
+    series = np.array([0.1, 0.4, 0.3, 0.2, 0.8])
+    assert claims.reduce_metric(series, "penultimate") == 0.2
+    assert claims.reduce_metric(series, "last_over:0.75") == pytest.approx(4.0)  # 0.8 / 0.2
+    assert claims.SHAPES["dips_inside"](series)  # 0.4 → 0.3 inside the network
+    assert not claims.SHAPES["dips_inside"](np.array([0.1, 0.2, 0.3, 0.1]))  # only the last step falls
+
+
+def test_measured_on_names_the_model_a_claim_was_measured_on(tmp_path):
+    book = ledger(tmp_path, """
+claims:
+  - id: other
+    statement: the other model ends at 0.3
+    source: seed §4
+    metric: curve.hard
+    reduce: last
+    published: {value: 0.7, model: org/other}
+    tolerance: 0.01
+    measured_on: org/other
+""")
+    (verdict,) = claims.evaluate(book, METRICS, MODEL)
+    assert verdict.model == "org/other" and verdict.numeric == "reproduced"

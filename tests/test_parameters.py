@@ -41,3 +41,16 @@ def test_good_values_pass_and_extra_rules_apply():
 def test_a_parameter_without_a_rule_is_a_programming_error():
     with pytest.raises(KeyError):
         parameters.validate(no_such_parameter=1)
+
+
+def test_retrieval_sets_and_sentence_pairs():
+    good = {"queries": ["q"], "pool": ["a", "b"], "relevant": [1]}
+    assert parameters.retrieval_set("easy_set", good) == good
+    for bad in ({"queries": ["q"], "pool": ["a", "b"]}, {**good, "relevant": [2]}, {**good, "relevant": [0, 1]},
+                {**good, "relevant": [True]}, {**good, "pool": ["a"]}):
+        with pytest.raises(ParameterError, match="parameter 'easy_set' expects"):
+            parameters.retrieval_set("easy_set", bad)
+    assert parameters.sentence_pairs("pairs", {"mine": ("a", "b")}) == {"mine": ["a", "b"]}
+    for bad in ({"mine": ["a"]}, {"mine": ["a", ""]}, ["a", "b"], {"": ["a", "b"]}):
+        with pytest.raises(ParameterError, match="parameter 'pairs' expects"):
+            parameters.sentence_pairs("pairs", bad)

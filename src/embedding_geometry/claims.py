@@ -11,6 +11,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         published: {value: 0.88, model: mixedbread-ai/mxbai-embed-large-v1}   # optional
         tolerance: 0.01          # |this run − published| allowed for a numeric match
         shape: {test: peaks_inside, args: {}, statement: model-agnostic form of the claim}
+        measured_on: org/model   # optional: the metric names another model's run (e.g. a per-model key)
     errata:
       - id, statement, prose_value, data_value, evidence
 
@@ -56,17 +57,20 @@ REDUCERS: dict[str, Callable[[Any], float]] = {
     "mean": lambda x: float(np.mean(x)),
     "argmax": lambda x: float(np.argmax(x)),
     "argmax_relative": _argmax_relative,
+    "penultimate": lambda x: float(x[-2]),
 }
 
 
 def reduce_metric(value: Any, how: str = "value") -> float:
-    """One number from a metric: a REDUCERS name, or ``at_relative:r`` for the value at the
-    depth nearest relative depth r of a per-depth series."""
-    if how.startswith("at_relative:"):
+    """One number from a metric: a REDUCERS name, ``at_relative:r`` for the value at the depth
+    nearest relative depth r of a per-depth series, or ``last_over:r`` for the final value
+    divided by that value (how many times the series grows after relative depth r)."""
+    if how.startswith(("at_relative:", "last_over:")):
         series = np.asarray(value, dtype=float)
-        return float(series[round(float(how.split(":", 1)[1]) * (len(series) - 1))])
+        at = float(series[round(float(how.split(":", 1)[1]) * (len(series) - 1))])
+        return at if how.startswith("at_relative:") else float(series[-1]) / at
     if how not in REDUCERS:
-        raise ValueError(f"reduce must be one of {sorted(REDUCERS)} or 'at_relative:r'; got {how!r}")
+        raise ValueError(f"reduce must be one of {sorted(REDUCERS)}, 'at_relative:r' or 'last_over:r'; got {how!r}")
     return REDUCERS[how](np.asarray(value, dtype=float) if how != "value" else value)
 
 
@@ -86,18 +90,24 @@ def _peaks_inside(x: Series) -> bool:
     return 0 < int(np.argmax(x)) < len(x) - 1
 
 
+def _dips_inside(x: Series) -> bool:
+    """Some step inside the network goes down: x_l < x_{l−1} for some 0 < l < L."""
+    return bool(np.any(np.diff(x)[:-1] < 0))
+
+
 SHAPES: dict[str, Callable[..., bool]] = {
     "below": lambda v, bound: v < bound,
     "above": lambda v, bound: v > bound,
     "between": lambda v, low, high: low <= v <= high,
     "peaks_inside": lambda x: _peaks_inside(np.asarray(x, float)),
+    "dips_inside": lambda x: _dips_inside(np.asarray(x, float)),
     "rises": lambda x: float(np.asarray(x, float)[-1]) > float(np.asarray(x, float)[0]),
     "falls": lambda x: float(np.asarray(x, float)[-1]) < float(np.asarray(x, float)[0]),
 }
 """Shape tests. Scalar tests (below, above, between) see the reduced value; series tests
-(peaks_inside, rises, falls) see the whole metric."""
+(peaks_inside, dips_inside, rises, falls) see the whole metric."""
 
-SERIES_SHAPES = {"peaks_inside", "rises", "falls"}
+SERIES_SHAPES = {"peaks_inside", "dips_inside", "rises", "falls"}
 
 
 # --------------------------------------------------------------------------- the ledger
@@ -112,6 +122,7 @@ class Claim:
     published: Mapping[str, Any] | None = None
     tolerance: float | None = None
     shape: Mapping[str, Any] | None = None
+    measured_on: str | None = None  # the model the metric is measured on, when not the chapter's model
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,7 @@ def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str) -> list[Ver
 
 
 def _verdict(claim: Claim, metrics: Mapping[str, Any], model: str) -> Verdict:
+    model = claim.measured_on or model
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim=claim, measured=None, model=model, numeric=None,

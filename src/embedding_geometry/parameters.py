@@ -89,6 +89,32 @@ def text_list(min_items: int = 1) -> Rule:
     return rule
 
 
+def retrieval_set(name: str, value: Any) -> dict[str, list]:
+    """``{"queries": [...], "pool": [...], "relevant": [...]}``: non-empty lists of strings and,
+    per query, the index of its relevant document in the pool."""
+    expected = 'a mapping {"queries": [str, ...], "pool": [str, ...], "relevant": [pool index per query]}'
+    if not isinstance(value, Mapping) or set(value) != {"queries", "pool", "relevant"}:
+        raise ParameterError(name, expected, value)
+    queries, pool = text_list(1)(name, value["queries"]), text_list(2)(name, value["pool"])
+    relevant = value["relevant"]
+    if (not isinstance(relevant, (list, tuple)) or len(relevant) != len(queries)
+            or any(isinstance(r, bool) or not isinstance(r, int) or not 0 <= r < len(pool) for r in relevant)):
+        raise ParameterError(name, f"{expected}, one index in [0, {len(pool)}) per query", relevant)
+    return {"queries": queries, "pool": pool, "relevant": list(relevant)}
+
+
+def sentence_pairs(name: str, value: Any) -> dict[str, list[str]]:
+    """A mapping from a pair's name to exactly two non-empty sentences."""
+    if not isinstance(value, Mapping):
+        raise ParameterError(name, "a mapping from a pair name to [sentence a, sentence b]", value)
+    for key, pair in value.items():
+        if not isinstance(key, str) or not key.strip() or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ParameterError(name, "a mapping from a pair name to [sentence a, sentence b]", {key: pair})
+        for sentence in pair:
+            text(name, sentence)
+    return {key: list(pair) for key, pair in value.items()}
+
+
 def model_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ParameterError(name, "a non-empty list of model ids or local directories", value)
