@@ -96,8 +96,19 @@ def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
         except Exception as error:  # the notebook will report it properly
             weights[model_id] = f"unavailable: {error}"
     parts = {"notebook": hashlib.sha256(notebook.read_bytes()).hexdigest(), "params": params,
-             "src": src_hash(), "models": weights}
+             "src": src_hash(), "models": weights, "results": _results_read(notebook)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _results_read(notebook: Path) -> dict[str, str]:
+    """For a page that summarises other chapters (notebook metadata
+    ``embedding_geometry.depends_on_results: true``), the hashes of their results JSON."""
+    metadata = json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {})
+    if not metadata.get("depends_on_results"):
+        return {}
+    folder = notebook.parent.parent / "build" / "results"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.glob("*.json")) if p.stem != notebook.stem}
 
 
 # --------------------------------------------------------------------------- running chapters

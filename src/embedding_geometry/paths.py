@@ -27,6 +27,12 @@ def results_dir() -> Path:
     return (project_root() or Path.cwd()) / "build" / "results"
 
 
+def built_results_dir() -> Path:
+    """``build/results`` under the book's root: where chapters' results land once their run
+    succeeded (pages that summarise other chapters read from here)."""
+    return (project_root() or Path.cwd()) / "build" / "results"
+
+
 def cache_dir() -> Path:
     """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under the book's root, else the user cache."""
     if env := os.environ.get("EMBEDDING_GEOMETRY_CACHE"):

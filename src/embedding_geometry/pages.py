@@ -1,0 +1,107 @@
+"""What a reader meets around the measurements: parameter tables, provenance, the claims dashboard.
+
+Everything here is read from files the build itself produced or uses — a chapter notebook's
+``parameters`` cell, the results JSON of each chapter — so no page repeats a hand-typed value.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import claims, paths
+
+VERDICT_ORDER = ["holds", "does not hold", "reproduced", "not reproduced", "not measured", "measured only"]
+
+
+def parameter_table(slug: str) -> pd.DataFrame:
+    """A chapter's parameters — name, default, type, meaning — read from the ``parameters`` cell
+    of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line comment)."""
+    import papermill
+
+    notebook = (paths.project_root() or Path.cwd()) / "notebooks" / f"{slug}.ipynb"
+    declared = papermill.inspect_notebook(str(notebook))
+    rows = [{"parameter": name, "default": spec["default"], "type": _literal_type(spec),
+             "meaning": spec["help"]} for name, spec in declared.items()]
+    return pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning"])
+
+
+def _literal_type(spec: dict[str, Any]) -> str:
+    """The annotated type, else the type of the default literal (``[]`` → list)."""
+    if spec["inferred_type_name"] not in ("None", None):
+        return spec["inferred_type_name"]
+    try:
+        return type(ast.literal_eval(spec["default"])).__name__
+    except (ValueError, SyntaxError):
+        return "expression"
+
+
+def load_results(chapter: str) -> dict[str, Any]:
+    """The results JSON a chapter wrote in this run."""
+    return json.loads((paths.results_dir() / f"{chapter}.json").read_text())
+
+
+def provenance(document: dict[str, Any]) -> pd.DataFrame:
+    """Model, weights, parameters, package versions, device and run time of one results JSON."""
+    model, env = document["model"], document["environment"]
+    rows = [
+        ("model", model.get("id")),
+        ("weights", model.get("sha256") or model.get("revision") or "—"),
+        ("depths × width", f"{model.get('layers')} + 1 × {model.get('hidden')}"),
+        ("parameters", json.dumps(document["params"], sort_keys=True)),
+        ("python / torch / transformers", f"{env['python']} / {env['torch']} / {env['transformers']}"),
+        ("embedding_geometry", env.get("embedding_geometry", "—")),
+        ("device", env["device"]),
+        ("run time", f"{env['seconds']:.1f} s"),
+    ]
+    return pd.DataFrame(rows, columns=["", "this build"]).set_index("")
+
+
+def claims_dashboard(results: Path | None = None, chapters: list[str] | None = None) -> pd.DataFrame:
+    """Every claim of the chapters' results JSON (all chapters, or those named in ``chapters``):
+    chapter, claim, published (model), this run (model), verdict."""
+    rows = []
+    for path in sorted((results or paths.built_results_dir()).glob("*.json")):
+        document = json.loads(path.read_text())
+        if chapters and document.get("chapter") not in chapters:
+            continue
+        for claim in document.get("claims", []):
+            published = claim.get("published")
+            measured = claim.get("measured")
+            rows.append({
+                "chapter": document["chapter"],
+                "claim": claim["statement"],
+                "published (model)": f"{claims._fmt(published['value'])} ({published['model']})" if published else "—",
+                "this run (model)": f"{claims._fmt(measured) if measured is not None else 'not measured'} ({claim['model']})",
+                "verdict": claims.verdict_text(claim.get("numeric_verdict"), claim.get("shape_verdict")),
+            })
+    return pd.DataFrame(rows, columns=["chapter", "claim", "published (model)", "this run (model)", "verdict"])
+
+
+def verdict_counts(dashboard: pd.DataFrame) -> pd.DataFrame:
+    """How many claims got each verdict (numeric and shape verdicts counted separately)."""
+    kinds = []
+    for verdict in dashboard["verdict"]:
+        for part in verdict.split("; "):
+            kinds.append(part.split(": ", 1)[-1])
+    counts = pd.Series(kinds, dtype=object).value_counts()
+    ordered = [v for v in VERDICT_ORDER if v in counts] + [v for v in counts.index if v not in VERDICT_ORDER]
+    return pd.DataFrame({"verdict": ordered, "claims": [int(counts[v]) for v in ordered]})
+
+
+class SortableTable:
+    """A DataFrame shown as an HTML table whose column headers sort it (``_static/book.js``)."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+
+    def _repr_html_(self) -> str:
+        head = "".join(f'<th scope="col" title="click to sort">{html.escape(str(c))}</th>' for c in self.frame.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                       for row in self.frame.itertuples(index=False))
+        return f'<table class="eg-sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
