@@ -84,3 +84,13 @@ def test_unknown_chapter_and_profile_key_are_one_line_errors(built_book, tiny_be
     profile = tiny_profile(root, tiny_bert_dir, **{"00_the_model": {"no_such": 1}})
     bad = run_build(root, "--profile", str(profile), "--only", "00_the_model")
     assert bad.returncode != 0 and "has no such parameter" in bad.stderr
+
+
+def test_launch_and_download_buttons_point_at_real_files(built_book):
+    root, _ = built_book
+    page = (root / "_build" / "html" / "book" / "chapters" / "00_the_model.html").read_text()
+    launch = re.findall(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)[^"]*)"', page)
+    assert len(launch) == 2
+    assert all(url.endswith("notebooks/00_the_model.ipynb") for url in launch), launch
+    assert (root / "notebooks" / "00_the_model.ipynb").is_file()
+    assert (root / "_build" / "html" / "_sources" / "book" / "chapters" / "00_the_model.ipynb").is_file()
