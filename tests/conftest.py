@@ -73,6 +73,7 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
 TINY_CHAPTER_PARAMS: dict[str, dict] = {
     # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
     "00_the_model": {},
+    "01_layer_by_layer": {},  # models keeps its default (the embedded MiniLM): a second model of other depth
 }
 
 

@@ -150,3 +150,11 @@ def test_token_frame_and_tokenization_table(record):
     table = activations.tokenization_table(record)
     assert table["tokens"].tolist() == [11, 3, 8]
     assert table["word tokens"].tolist() == [9, 1, 6]
+
+
+def test_unfinished_cache_writes_are_removed(tmp_path):
+    (tmp_path / ".partial-abc.joblib").write_bytes(b"half")
+    (tmp_path / "complete.joblib").write_bytes(b"whole")
+    removed = activations.remove_partial_entries(tmp_path)
+    assert [p.name for p in removed] == [".partial-abc.joblib"]
+    assert [p.name for p in tmp_path.iterdir()] == ["complete.joblib"]

@@ -94,3 +94,44 @@ def test_launch_and_download_buttons_point_at_real_files(built_book):
     assert all(url.endswith("notebooks/00_the_model.ipynb") for url in launch), launch
     assert (root / "notebooks" / "00_the_model.ipynb").is_file()
     assert (root / "_build" / "html" / "_sources" / "book" / "chapters" / "00_the_model.ipynb").is_file()
+
+
+def test_internal_links_resolve(built_book):
+    """An offline link check: every relative href of every page names an existing file, and
+    every #fragment an existing id on that page."""
+    from html.parser import HTMLParser
+    from urllib.parse import unquote, urlsplit
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.hrefs, self.ids = [], set()
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if attrs.get("id"):
+                self.ids.add(attrs["id"])
+            if tag in ("a", "link", "script", "img") and (attrs.get("href") or attrs.get("src")):
+                self.hrefs.append(attrs.get("href") or attrs.get("src"))
+
+    root, _ = built_book
+    site = root / "_build" / "html"
+    parsed = {}
+    for page in site.rglob("*.html"):
+        parser = Links()
+        parser.feed(page.read_text(errors="replace"))
+        parsed[page] = parser
+    broken = []
+    for page, parser in parsed.items():
+        for href in parser.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith(("//", "mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(site)} → {href}")
+            elif parts.fragment and target.suffix == ".html" and target in parsed and parts.fragment not in parsed[target].ids:
+                broken.append(f"{page.relative_to(site)} → {href} (no such anchor)")
+    assert broken == []

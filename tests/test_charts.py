@@ -6,6 +6,7 @@ import re
 import altair as alt
 import numpy as np
 import pandas as pd
+import pytest
 
 from embedding_geometry import charts
 
@@ -61,3 +62,66 @@ def test_token_heatmap_has_a_depth_slider():
     (param,) = spec["params"]
     assert param["bind"] == {"input": "range", "min": 0, "max": 1, "step": 1, "name": "depth "}
     assert json.dumps(spec).count('"depth"') >= 1
+
+
+# --------------------------------------------------------------------------- chapters 1 and 2 helpers
+
+class _Record:
+    """The few fields of activations.Activations that token_positions_frame reads."""
+    n_texts = 2
+    tokens = ["[CLS]", "a", "b", "[SEP]", "[CLS]", "c", "[SEP]"]
+    word_mask = np.array([False, True, True, False, False, True, False])
+
+    def text_index(self):
+        return np.array([0, 0, 0, 0, 1, 1, 1])
+
+
+def test_step_and_published_frames_use_relative_depth():
+    steps = charts.step_frame({"fixed": [1.0, 2.0, 3.0]}, "ours")
+    assert steps["depth"].tolist() == [1, 2, 3] and steps["relative_depth"].tolist() == [1 / 3, 2 / 3, 1]
+    figure = {"model": "m", "layers": 4, "x": [0, 2, 4], "series": {"a": [1, 2, 3], "b": [4, 5, 6]},
+              "models": {"b": "other"}}
+    frame = charts.published_frame(figure, names=["b"], scale=0.5)
+    assert frame["relative_depth"].tolist() == [0, 0.5, 1] and frame["value"].tolist() == [2, 2.5, 3]
+    assert set(frame["model"]) == {"other"}
+
+
+def test_unique_labels_and_token_positions_with_centroids():
+    assert charts.unique_labels(["the", "cat", "the", "the"]) == ["the", "cat", "the₂", "the₃"]
+    coords = np.array([[[0, 0], [2, 2], [5, 5]], [[1, 1], [3, 3], [6, 6]]], float)  # 2 depths, 3 word tokens
+    frame = charts.token_positions_frame(_Record(), coords, ["A", "B"], shapes=["circle", "square"])
+    assert len(frame) == 2 * (3 + 2)
+    centroid = frame[(frame.kind == "centroid") & (frame.sentence == "A") & (frame.depth == 1)]
+    assert centroid[["x", "y"]].values.tolist() == [[2, 2]] and centroid["shape"].item() == "diamond"
+    assert frame[(frame.kind == "token") & (frame.sentence == "B")]["shape"].unique().tolist() == ["square"]
+
+
+def test_token_animation_has_a_slider_fixed_axes_and_targets():
+    coords = np.array([[[0, 0], [2, 2], [5, 5]], [[1, 1], [3, 3], [6, 6]]], float)
+    frame = charts.token_positions_frame(_Record(), coords, ["A", "B"])
+    spec = charts.token_animation(frame, 1, targets=True).to_dict()
+    (param,) = spec["params"]
+    assert param["bind"]["max"] == 1 and param["value"] == 0
+    assert len(spec["layer"]) == 3  # filled markers, open squares, faint targets
+    assert spec["layer"][2]["mark"]["opacity"] < 0.5
+    x_domain = spec["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    assert x_domain[0] < 0 and x_domain[1] > 6  # padded, fixed over all depths
+
+
+def test_binned_frames_and_histogram_chart():
+    run = charts.binned_frame([-0.9, 0.1, 0.2, 0.95], np.linspace(-1, 1, 5), "ours", "m")
+    assert run["count"].tolist() == [1, 0, 2, 1] and run["fraction"].sum() == pytest.approx(1)
+    theirs = charts.published_binned_frame({"model": "p", "bin_centres": [-0.5, 0.5], "counts": [1, 3]}, "r")
+    assert theirs["fraction"].tolist() == [0.25, 0.75]
+    assert len(charts.histogram_chart(run, "r", theirs).to_dict()["layer"]) == 2
+
+
+def test_bars_and_heatmap_charts():
+    run = charts.step_frame({"fraction": [0.1, 0.9]}, "ours")
+    assert len(charts.depth_bars(run, "fraction", charts.step_frame({"p": [0.5, 0.5]}, "pub")).to_dict()["layer"]) == 2
+    bars = charts.value_bars(pd.DataFrame({"s": ["a", "b"], "v": [0.1, 0.2]}), "v", "s", "cos", band=(0, 0.05, "p"))
+    assert bars.to_dict()["layer"][1]["mark"]["type"] == "rect"
+    heat = charts.depth_heatmap(pd.DataFrame({"row": ["a", "a"], "depth": [0, 1], "m": [0.2, 0.9]}), "m").to_dict()
+    assert heat["layer"][0]["encoding"]["y"]["sort"] is None
+    grouped = charts.grouped_bars(pd.DataFrame({"t": ["a", "a"], "g": ["L0", "L1"], "v": [1, 2]}), "t", "v", "g", "v").to_dict()
+    assert grouped["encoding"]["xOffset"]["field"] == "g"

@@ -141,3 +141,10 @@ claims:
 """)
     (verdict,) = claims.evaluate(book, METRICS, MODEL)
     assert verdict.model == "org/other" and verdict.numeric == "reproduced"
+
+
+def test_prose_values_format_each_claim_for_glue(tmp_path):
+    values = claims.prose_values(claims.evaluate(ledger(tmp_path, LEDGER), METRICS, MODEL))
+    assert values["run_peak"] == "0.9" and values["pub_peak"] == "0.9" and values["shape_peak"] == "holds"
+    assert values["run_missing"] == "not measured" and values["pub_missing"] == "—"
+    assert values["shape_missing"] == "not measured"

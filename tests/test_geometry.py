@@ -165,3 +165,9 @@ def test_maxsim_is_one_directional():
     np.testing.assert_allclose(geometry.maxsim(a, b), [[1, 1 / np.sqrt(2)]])
     np.testing.assert_allclose(geometry.maxsim(b, a), [[1, 1 / np.sqrt(2)]])
     np.testing.assert_allclose(geometry.maxsim(a, stack([[1, 0]])), [[1, 0]])
+
+
+def test_correlation_summary_counts_both_tails():
+    summary = geometry.correlation_summary(np.array([0.9, 0.75, 0.1, -0.8]), threshold=0.7)
+    assert summary == {"mean": pytest.approx(0.2375), "threshold": 0.7, "n_above": 2, "n_below": 1,
+                       "fraction_above": 0.5, "fraction_below": 0.25}

@@ -63,29 +63,60 @@ def wait_for(predicate, timeout=20.0):
     return predicate()
 
 
-def test_intro_loads_without_console_errors(site, browser):
-    browser.get(f"{site}/book/intro.html")
-    assert "Embedding Geometry" in browser.title
-    assert console_errors(browser) == []
+def site_pages(root):
+    """Every page of the book (the toc's pages under book/), as paths relative to the site."""
+    html = root / "_build" / "html"
+    return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))
 
 
-def test_chapter_charts_render_and_the_slider_changes_its_chart(site, browser):
+def test_every_page_loads_without_console_errors_and_renders_its_charts(built_book, site, browser):
+    root, _ = built_book
+    pages = site_pages(root)
+    assert "book/intro.html" in pages and "book/chapters/00_the_model.html" in pages
+    for page in pages:
+        browser.get(f"{site}/{page}")
+        n_charts = browser.execute_script("return document.querySelectorAll('.eg-chart').length")
+        rendered = wait_for(lambda: browser.execute_script(
+            "return Array.from(document.querySelectorAll('.eg-chart'))"
+            ".every(function (c) { return c.querySelector('svg, canvas'); })"))
+        assert rendered, f"{page}: not every one of its {n_charts} charts rendered an svg or canvas"
+        assert console_errors(browser) == [], page
+
+
+def test_every_slider_changes_its_chart(built_book, site, browser):
+    root, _ = built_book
+    checked = 0
+    for page in site_pages(root):
+        browser.get(f"{site}/{page}")
+        n_sliders = browser.execute_script("return document.querySelectorAll('.eg-chart input[type=range]').length")
+        if not n_sliders:
+            continue
+        wait_for(lambda: browser.execute_script(
+            "return Array.from(document.querySelectorAll('.eg-chart')).every(function (c) { return c.querySelector('svg'); })"))
+        for i in range(n_sliders):
+            svg = ("var s = document.querySelectorAll('.eg-chart input[type=range]')[%d];"
+                   "return s.closest('.eg-chart').querySelector('svg').outerHTML;" % i)
+            before = browser.execute_script(svg)
+            browser.execute_script(
+                "var s = document.querySelectorAll('.eg-chart input[type=range]')[%d];"
+                "s.value = (s.value == s.min) ? s.max : s.min;"
+                "s.dispatchEvent(new Event('input', {bubbles: true}));" % i)
+            assert wait_for(lambda: browser.execute_script(svg) != before), f"{page}: slider {i} did not change its chart"
+            checked += 1
+    assert checked >= 1
+
+
+def test_maths_is_typeset_offline(site, browser):
     browser.get(f"{site}/book/chapters/00_the_model.html")
-    n_charts = browser.execute_script("return document.querySelectorAll('.eg-chart').length")
-    assert n_charts >= 2
-    rendered = wait_for(lambda: browser.execute_script(
-        "return document.querySelectorAll('.eg-chart svg').length") >= n_charts)
-    assert rendered, "not every chart rendered an svg"
-    before = browser.execute_script(
-        "var s = document.querySelector('.eg-chart input[type=range]');"
-        "return s.closest('.eg-chart').querySelector('svg').outerHTML;")
-    browser.execute_script(
-        "var s = document.querySelector('.eg-chart input[type=range]');"
-        "s.value = s.min; s.dispatchEvent(new Event('input', {bubbles: true}));")
-    changed = wait_for(lambda: browser.execute_script(
-        "var s = document.querySelector('.eg-chart input[type=range]');"
-        "return s.closest('.eg-chart').querySelector('svg').outerHTML;") != before)
-    assert changed, "moving the depth slider did not change its chart"
-    assert console_errors(browser) == []
-    math = browser.execute_script("return document.querySelectorAll('mjx-container').length")
-    assert math > 0, "MathJax (offline copy) did not typeset the page's maths"
+    assert wait_for(lambda: browser.execute_script("return document.querySelectorAll('mjx-container').length") > 0), \
+        "MathJax (the offline copy in _static/) did not typeset the page's maths"
+
+
+def test_claims_dashboard_sorts_on_header_click(site, browser):
+    browser.get(f"{site}/book/chapters/99_claims_dashboard.html")
+    column = "return Array.from(document.querySelectorAll('table.eg-sortable tbody tr')).map(function (r) { return r.cells[4].textContent; });"
+    browser.execute_script("document.querySelectorAll('table.eg-sortable th')[4].click();")
+    ascending = browser.execute_script(column)
+    assert ascending == sorted(ascending, key=str.lower)
+    browser.execute_script("document.querySelectorAll('table.eg-sortable th')[4].click();")
+    assert browser.execute_script(column) == sorted(ascending, key=str.lower, reverse=True)

@@ -269,10 +269,23 @@ def _load(path: Path, key: str) -> Activations | None:
         return None
 
 
+PARTIAL_PREFIX = ".partial-"
+
+
+def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
+    """Delete the temporary files of cache writes that never finished (a process killed while
+    writing); call it only when no extraction is running. Returns what it removed."""
+    folder = Path(folder or paths.cache_dir())
+    stale = list(folder.glob(f"{PARTIAL_PREFIX}*")) if folder.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 def _store(path: Path, record: Activations) -> None:
     """Write atomically: a temporary file in the same folder, renamed into place when complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=".partial-", suffix=".joblib", dir=path.parent)
+    handle, tmp = tempfile.mkstemp(prefix=PARTIAL_PREFIX, suffix=".joblib", dir=path.parent)
     os.close(handle)
     try:
         joblib.dump(record, tmp)

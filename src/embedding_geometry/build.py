@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from . import charts, models
+from . import activations, charts, models, paths
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -151,9 +151,10 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         where = f"cell {error.exec_count}" if error.exec_count else f"cell index {error.cell_index}"
         last = (str(error.evalue).strip().splitlines() or [""])[-1]
         return Outcome(slug, "failed", time.time() - start, f"{where}: {error.ename}: {last}")
-    finally:
+    finally:  # also on SIGTERM (see install_sigterm_handler): papermill has stopped the kernel by now
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
+        activations.remove_partial_entries(paths.cache_dir(root))
 
 
 def build_site(root: Path) -> int:
@@ -179,6 +180,7 @@ def build(root: Path, profile: str = "default", only: list[str] | None = None, f
           site: bool = True) -> int:
     """Run the chapters, then the site. Returns a process exit code (0 = success)."""
     chosen = load_profile(profile, root)
+    _remove_leftovers(root)
     failures = 0
     for notebook in notebooks(root, only):
         outcome = run_chapter(notebook, chapter_parameters(notebook, chosen), root, force)
@@ -194,6 +196,14 @@ def build(root: Path, profile: str = "default", only: list[str] | None = None, f
     code = build_site(root)
     print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s", flush=True)
     return code
+
+
+def _remove_leftovers(root: Path) -> None:
+    """Scratch folders and unfinished cache writes of a build that was killed outright."""
+    for scratch in (root / "build").glob(".*-*"):
+        if scratch.is_dir():
+            shutil.rmtree(scratch, ignore_errors=True)
+    activations.remove_partial_entries(paths.cache_dir(root))
 
 
 def _mkdir(path: Path) -> Path:

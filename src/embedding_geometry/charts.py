@@ -123,13 +123,15 @@ def depth_slider(n_layers: int, name: str = "depth", value: int | None = None) -
 
 
 def layer_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None,
-                title: str = "") -> alt.LayerChart | alt.Chart:
+                title: str = "", y_zero: bool = True) -> alt.LayerChart | alt.Chart:
     """This run's per-depth curves (from ``per_layer_frame``), with published curves drawn as
-    thin grey lines underneath on relative depth; the x-axis is relative depth r = l / L."""
+    thin grey lines underneath on relative depth; the x-axis is relative depth r = l / L.
+    ``y_zero=False`` lets the y-axis start near the data instead of at 0."""
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
     ours = alt.Chart(run).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color("series:N", title=None), tooltip=tooltip)
+        x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)),
+        color=alt.Color("series:N", title=None, sort=None), tooltip=tooltip)
     if published is None or published.empty:
         return ours.properties(title=title)
     labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
@@ -152,3 +154,192 @@ def token_heatmap(frame: pd.DataFrame, value: str, n_layers: int, title: str = "
         tooltip=["sentence:N", "position:Q", "token:N", "kind:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=".3f")])
     labels = base.mark_text(fontSize=9, color="white").encode(text="token:N")
     return alt.layer(cells, labels).add_params(slider).properties(title=title, width=alt.Step(44))
+
+
+# --------------------------------------------------------------------------- chapters 1 and 2: frames
+
+def step_frame(series: Mapping[str, Sequence[float]], model: str) -> pd.DataFrame:
+    """Long frame like ``per_layer_frame`` for series of L entries indexed by the transition's
+    destination depth l = 1..L (steps, peak-write counts); relative depth l / L."""
+    frames = []
+    for name, values in series.items():
+        values = np.asarray(values, dtype=float)
+        depth = np.arange(1, len(values) + 1)
+        frames.append(pd.DataFrame({"depth": depth, "relative_depth": depth / len(values),
+                                    "value": values, "series": name, "model": model}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def published_frame(figure: Mapping, names: Sequence[str] | None = None, scale: float = 1.0) -> pd.DataFrame:
+    """A transcribed published figure (``{model, layers, x, series}``, see ``data/published/``;
+    ``models: {series: model}`` when its series come from different models) as a long frame on
+    relative depth x / layers; ``names`` picks series, ``scale`` multiplies values."""
+    frames = []
+    for name, values in figure["series"].items():
+        if names is None or name in names:
+            depth = np.asarray(figure["x"], dtype=float)
+            model = figure.get("models", {}).get(name) or figure["model"]
+            frames.append(pd.DataFrame({"depth": depth, "relative_depth": depth / figure["layers"],
+                                        "value": np.asarray(values, dtype=float) * scale,
+                                        "series": name, "model": model}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def published_binned_frame(figure: Mapping, series: str) -> pd.DataFrame:
+    """A transcribed published histogram (``{model, bin_centres, counts}``) in the columns of
+    ``binned_frame`` (centre, count, fraction, series, model)."""
+    counts = np.asarray(figure["counts"], dtype=float)
+    return pd.DataFrame({"centre": figure["bin_centres"], "count": counts, "fraction": counts / counts.sum(),
+                         "series": series, "model": figure["model"]})
+
+
+def unique_labels(tokens: Sequence[str]) -> list[str]:
+    """Token labels made unique by a subscript on repeats: the, stock, …, the₂ (the posts' style)."""
+    seen: Counter[str] = Counter()
+    labels = []
+    for token in tokens:
+        seen[token] += 1
+        labels.append(token if seen[token] == 1 else token + str(seen[token]).translate(_SUBSCRIPTS))
+    return labels
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def token_positions_frame(record, coords: np.ndarray, labels: Sequence[str],
+                          groups: Sequence[str] | None = None, shapes: Sequence[str] | None = None) -> pd.DataFrame:
+    """Long frame of 2-D token positions at every depth, plus one centroid row per text and depth.
+
+    ``coords`` [L + 1, n_word, 2] holds the word tokens of ``record`` (an ``activations.Activations``)
+    in order; per text, ``labels`` names it, ``groups`` colours it (default: its label) and
+    ``shapes`` gives its marker (default circle). The centroid of a text is the mean of its
+    word tokens' positions (the position of its word-mean, since the projection is affine)."""
+    words = np.flatnonzero(record.word_mask)
+    text = record.text_index()[words]
+    groups = list(groups or labels)
+    shapes = list(shapes or ["circle"] * record.n_texts)
+    tokens = np.asarray(record.tokens, dtype=object)[words]
+    rows = []
+    for depth, points in enumerate(np.asarray(coords)):
+        for t in range(record.n_texts):
+            mine = text == t
+            common = {"depth": depth, "sentence": labels[t], "group": groups[t]}
+            rows += [{**common, "x": x, "y": y, "token": token, "shape": shapes[t], "kind": "token"}
+                     for (x, y), token in zip(points[mine], tokens[mine])]
+            cx, cy = points[mine].mean(axis=0)
+            rows.append({**common, "x": cx, "y": cy, "token": f"centroid: {labels[t]}", "shape": "diamond",
+                         "kind": "centroid"})
+    frame = pd.DataFrame(rows)
+    return frame.assign(x=frame["x"].round(3), y=frame["y"].round(3))
+
+
+def binned_frame(values: Sequence[float], edges: Sequence[float], series: str, model: str) -> pd.DataFrame:
+    """A histogram of ``values`` over ``edges`` as (bin_start, bin_end, centre, count, fraction)."""
+    counts, edges = np.histogram(np.asarray(values, dtype=float), bins=np.asarray(edges, dtype=float))
+    return pd.DataFrame({"bin_start": edges[:-1], "bin_end": edges[1:], "centre": (edges[:-1] + edges[1:]) / 2,
+                         "count": counts, "fraction": counts / max(counts.sum(), 1), "series": series, "model": model})
+
+
+# --------------------------------------------------------------------------- chapters 1 and 2: charts
+
+def token_animation(frame: pd.DataFrame, n_layers: int, title: str = "", targets: bool = False,
+                    axis_titles: tuple[str, str] = ("PC1", "PC2")) -> alt.LayerChart:
+    """Tokens and centroids (from ``token_positions_frame``) at the depth a slider selects, on
+    axes fixed over all depths; hover shows the token. With ``targets``, every token's
+    final-depth position is drawn faintly underneath at every depth."""
+    slider = depth_slider(n_layers, value=0)
+    x = alt.X("x:Q", title=axis_titles[0], scale=alt.Scale(domain=_padded(frame["x"]), nice=False))
+    y = alt.Y("y:Q", title=axis_titles[1], scale=alt.Scale(domain=_padded(frame["y"]), nice=False))
+    encoding = dict(x=x, y=y, shape=alt.Shape("shape:N", scale=None),
+                    size=alt.Size("kind:N", scale=alt.Scale(domain=["token", "centroid"], range=[70, 260]), legend=None))
+    tooltip = ["token:N", "sentence:N", "depth:Q", alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("y:Q", format=".2f")]
+    now = alt.Chart(frame).transform_filter(alt.datum.depth == slider)
+    hollow = alt.datum.shape == "square"  # squares open, as in the posts, so coinciding circles stay visible
+    layers = [
+        now.transform_filter(~hollow).mark_point(filled=True, opacity=0.85).encode(
+            **encoding, color=alt.Color("group:N", title=None), tooltip=tooltip),
+        now.transform_filter(hollow).mark_point(filled=False, strokeWidth=2).encode(
+            **encoding, color=alt.Color("group:N", title=None), tooltip=tooltip),
+    ]
+    if targets:  # drawn last so that the legend keeps the bright markers' look
+        final = (alt.datum.depth == n_layers) & (alt.datum.kind == "token")
+        layers.append(alt.Chart(frame).transform_filter(final).mark_point(filled=True, opacity=0.15).encode(
+            **encoding, color=alt.Color("group:N", title=None),
+            tooltip=["token:N", "sentence:N", alt.Tooltip("depth:Q", title="target depth")]))
+    return alt.layer(*layers).add_params(slider).properties(title=title, width=520, height=420)
+
+
+def _padded(values: pd.Series, margin: float = 0.05) -> list[float]:
+    """[min, max] of ``values`` widened by ``margin`` of their range on each side."""
+    span = float(values.max() - values.min()) or 1.0
+    return [float(values.min()) - margin * span, float(values.max()) + margin * span]
+
+
+def depth_bars(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None,
+               title: str = "") -> alt.LayerChart | alt.Chart:
+    """This run's per-depth values as bars on relative depth, a published series (same y) as a
+    grey line with points over them, labelled with its model."""
+    n = max(int(run["depth"].max()), 1)
+    x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
+    tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4g")]
+    ours = alt.Chart(run).mark_bar(size=max(3, int(360 / n))).encode(
+        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color("series:N", title=None), tooltip=tooltip)
+    if published is None or published.empty:
+        return ours.properties(title=title)
+    labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
+    theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
+        x=x, y="value:Q", detail="label:N", shape=alt.Shape("label:N", title=None), tooltip=tooltip)
+    return alt.layer(ours, theirs).resolve_scale(shape="independent").properties(title=title)
+
+
+def histogram_chart(run: pd.DataFrame, x_title: str, published: pd.DataFrame | None = None,
+                    title: str = "") -> alt.LayerChart | alt.Chart:
+    """Histograms from ``binned_frame`` as fractions: this run as bars, a published one as a grey
+    line through its bin centres, labelled with its model."""
+    ours = alt.Chart(run).mark_bar(opacity=0.85).encode(
+        x=alt.X("bin_start:Q", title=x_title, bin="binned"), x2="bin_end:Q",
+        y=alt.Y("fraction:Q", title="fraction of dimensions"), color=alt.Color("series:N", title=None),
+        tooltip=["series:N", "model:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
+    if published is None or published.empty:
+        return ours.properties(title=title)
+    labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
+    theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
+        x="centre:Q", y="fraction:Q", shape=alt.Shape("label:N", title=None),
+        tooltip=["label:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
+    return alt.layer(ours, theirs).resolve_scale(shape="independent").properties(title=title)
+
+
+def value_bars(frame: pd.DataFrame, value: str, label: str, x_title: str, title: str = "",
+               band: tuple[float, float, str] | None = None) -> alt.LayerChart | alt.Chart:
+    """One horizontal bar per row (``label`` on y, ``value`` on x), in the frame's order; an
+    optional grey ``band`` (low, high, caption) marks a published range."""
+    bars = alt.Chart(frame).mark_bar().encode(
+        x=alt.X(f"{value}:Q", title=x_title), y=alt.Y(f"{label}:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
+        tooltip=[f"{label}:N", alt.Tooltip(f"{value}:Q", format=".4f")])
+    if band is None:
+        return bars.properties(title=title, width=300)
+    low, high, caption = band
+    shade = alt.Chart(pd.DataFrame({"low": [low], "high": [high], "caption": [caption]})).mark_rect(
+        color=PUBLISHED_COLOR, opacity=0.6).encode(x="low:Q", x2="high:Q", tooltip=["caption:N"])
+    return alt.layer(bars, shade).properties(title=title, width=300)
+
+
+def depth_heatmap(frame: pd.DataFrame, value: str, title: str = "", value_title: str | None = None) -> alt.LayerChart:
+    """A (row × depth) heatmap: ``frame`` has columns ``row`` (in display order), ``depth`` and
+    ``value``; each cell is labelled with its value."""
+    base = alt.Chart(frame).encode(x=alt.X("depth:O", title="depth l"), y=alt.Y("row:N", title=None, sort=None))
+    cells = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", title=value_title or value, scale=alt.Scale(scheme="viridis")),
+        tooltip=["row:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=".3f")])
+    text = base.mark_text(fontSize=9).encode(
+        text=alt.Text(f"{value}:Q", format=".2f"),
+        color=alt.condition(f"datum['{value}'] > {float(frame[value].median())}", alt.value("black"), alt.value("white")))
+    return alt.layer(cells, text).properties(title=title, width=alt.Step(34), height=alt.Step(22))
+
+
+def grouped_bars(frame: pd.DataFrame, x: str, y: str, group: str, y_title: str, title: str = "") -> alt.Chart:
+    """Bars of ``y`` per ``x`` category (in the frame's order), side by side per ``group``."""
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X(f"{x}:N", title=None, sort=None), xOffset=alt.XOffset(f"{group}:N", sort=None),
+        y=alt.Y(f"{y}:Q", title=y_title), color=alt.Color(f"{group}:N", title=None, sort=None),
+        tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".3f")]).properties(title=title)

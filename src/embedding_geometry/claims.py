@@ -197,6 +197,18 @@ def table(verdicts: list[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def prose_values(verdicts: list[Verdict]) -> dict[str, str]:
+    """Text for a chapter's prose, per claim id (``-`` becomes ``_``): ``run_<id>`` this run's
+    value, ``pub_<id>`` the published value, ``shape_<id>`` the shape verdict (to ``glue``)."""
+    values = {}
+    for v in verdicts:
+        key = v.claim.id.replace("-", "_")
+        values[f"run_{key}"] = _fmt(v.measured) if v.measured is not None else "not measured"
+        values[f"pub_{key}"] = _fmt(v.claim.published["value"]) if v.claim.published else "—"
+        values[f"shape_{key}"] = v.shape or "no shape test"
+    return values
+
+
 def errata_table(ledger: Ledger) -> pd.DataFrame:
     """The post's internal inconsistencies: what the prose says, what its own data says."""
     columns = ["statement", "prose_value", "data_value", "evidence"]

@@ -18,6 +18,7 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     pca_steps(S, refit)[l]       = mean_i ‖PCA_l(h_l(i)) − PCA_{l−1}(h_{l−1}(i))‖, a PCA per depth
     peak_write(P)[d]             = argmax_{l=1..L} mean_s |P_l[s,d] − P_{l−1}[s,d]|  (first on ties)
     dim_correlation(X, Y)[d]     = Pearson r over rows of X[:, d] and Y[:, d]   [N, D] → [D]
+    correlation_summary(r, t)    = mean r, #{r > t}, #{r < −t} and their fractions
     top_discriminative_dims(a,b) = the k dims d with largest |a_L[d] − b_L[d]|; |a_l[d] − b_l[d]| per depth
     half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
@@ -182,6 +183,15 @@ def dim_correlation(first: np.ndarray, last: np.ndarray) -> np.ndarray:
         bad = int(np.flatnonzero((sx == 0) | (sy == 0))[0])
         raise ValueError(f"dimension {bad} is constant over the texts; its correlation is undefined")
     return (xc * yc).sum(axis=0) / (sx * sy)
+
+
+def correlation_summary(r: np.ndarray, threshold: float = 0.7) -> dict[str, float]:
+    """Mean of the correlations r and how many (and what fraction) lie above +threshold and
+    below −threshold."""
+    r = np.asarray(r, dtype=np.float64)
+    above, below = int(np.sum(r > threshold)), int(np.sum(r < -threshold))
+    return {"mean": float(r.mean()), "threshold": threshold, "n_above": above, "n_below": below,
+            "fraction_above": above / len(r), "fraction_below": below / len(r)}
 
 
 def top_discriminative_dims(a: np.ndarray, b: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:

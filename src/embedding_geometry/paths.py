@@ -33,9 +33,10 @@ def built_results_dir() -> Path:
     return (project_root() or Path.cwd()) / "build" / "results"
 
 
-def cache_dir() -> Path:
-    """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under the book's root, else the user cache."""
+def cache_dir(root: Path | None = None) -> Path:
+    """``$EMBEDDING_GEOMETRY_CACHE``, else ``build/cache`` under ``root`` (default: the book's
+    root found from the working directory), else the user cache."""
     if env := os.environ.get("EMBEDDING_GEOMETRY_CACHE"):
         return Path(env)
-    root = project_root()
+    root = root or project_root()
     return root / "build" / "cache" if root else Path.home() / ".cache" / "embedding-geometry"
