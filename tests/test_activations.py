@@ -152,9 +152,15 @@ def test_token_frame_and_tokenization_table(record):
     assert table["word tokens"].tolist() == [9, 1, 6]
 
 
-def test_unfinished_cache_writes_are_removed(tmp_path):
-    (tmp_path / ".partial-abc.joblib").write_bytes(b"half")
+def test_unfinished_cache_writes_of_dead_processes_are_removed(tmp_path):
+    import os
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f".partial-{dead.pid}-abc.joblib").write_bytes(b"half")
+    (tmp_path / f".partial-{os.getpid()}-def.joblib").write_bytes(b"being written")
     (tmp_path / "complete.joblib").write_bytes(b"whole")
     removed = activations.remove_partial_entries(tmp_path)
-    assert [p.name for p in removed] == [".partial-abc.joblib"]
-    assert [p.name for p in tmp_path.iterdir()] == ["complete.joblib"]
+    assert [p.name for p in removed] == [f".partial-{dead.pid}-abc.joblib"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".partial-{os.getpid()}-def.joblib", "complete.joblib"]

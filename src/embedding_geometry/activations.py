@@ -273,10 +273,11 @@ PARTIAL_PREFIX = ".partial-"
 
 
 def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
-    """Delete the temporary files of cache writes that never finished (a process killed while
-    writing); call it only when no extraction is running. Returns what it removed."""
+    """Delete the temporary files of cache writes whose writer process is gone (killed while
+    writing). Each temporary file carries its writer's PID, so a write in progress in another
+    process is left alone. Returns what it removed."""
     folder = Path(folder or paths.cache_dir())
-    stale = list(folder.glob(f"{PARTIAL_PREFIX}*")) if folder.is_dir() else []
+    stale = [p for p in folder.glob(f"{PARTIAL_PREFIX}*") if not paths.owner_alive(p)] if folder.is_dir() else []
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
@@ -285,7 +286,7 @@ def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
 def _store(path: Path, record: Activations) -> None:
     """Write atomically: a temporary file in the same folder, renamed into place when complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=PARTIAL_PREFIX, suffix=".joblib", dir=path.parent)
+    handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".joblib", dir=path.parent)
     os.close(handle)
     try:
         joblib.dump(record, tmp)

@@ -6,7 +6,8 @@ For each ``notebooks/NN_slug.ipynb`` the build
    for every chapter that declares them, then ``chapters.<slug>`` values),
 2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
    weights of every model it names — equals that of its last successful run (unless forced),
-3. otherwise executes it into a temporary file with results staged in a temporary folder, and
+3. otherwise executes it into a temporary file with results staged in a temporary folder (the
+   kernel's stderr goes to ``build/logs/<slug>.log``), and
    only when every cell succeeded moves the executed copy to ``book/chapters/`` and the results
    JSON to ``build/results/``: a failure leaves the previous good outputs in place,
 
@@ -16,6 +17,7 @@ warnings as errors.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -134,11 +136,12 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         if json.loads(state.read_text()).get("fingerprint") == fingerprint:
             return Outcome(slug, "skipped", 0.0, "unchanged since its last successful run")
     start = time.time()
-    scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-", dir=_mkdir(root / "build")))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
     try:
-        papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
-                                   cwd=str(root), kernel_name="python3", progress_bar=False)
+        with _stderr_to(_mkdir(root / "build" / "logs") / f"{slug}.log"):
+            papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
+                                       cwd=str(root), kernel_name="python3", progress_bar=False)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
             return Outcome(slug, "failed", time.time() - start, f"the notebook wrote no results JSON ({slug}.json)")
@@ -198,10 +201,27 @@ def build(root: Path, profile: str = "default", only: list[str] | None = None, f
     return code
 
 
+@contextlib.contextmanager
+def _stderr_to(log: Path):
+    """Send this process's and the kernel's stderr (start-up notices, progress bars) to ``log``
+    while a chapter runs; the build prints its own one-line summary of any failure."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(log, "w") as handle:
+        os.dup2(handle.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def _remove_leftovers(root: Path) -> None:
-    """Scratch folders and unfinished cache writes of a build that was killed outright."""
+    """Scratch folders and unfinished cache writes of builds that were killed outright (those of
+    a build still running, in another process, are left alone)."""
     for scratch in (root / "build").glob(".*-*"):
-        if scratch.is_dir():
+        if scratch.is_dir() and not paths.owner_alive(scratch):
             shutil.rmtree(scratch, ignore_errors=True)
     activations.remove_partial_entries(paths.cache_dir(root))
 

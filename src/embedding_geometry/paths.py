@@ -40,3 +40,19 @@ def cache_dir(root: Path | None = None) -> Path:
         return Path(env)
     root = root or project_root()
     return root / "build" / "cache" if root else Path.home() / ".cache" / "embedding-geometry"
+
+
+def owner_alive(path: Path) -> bool:
+    """Whether the process that made a temporary ``.<name>-<pid>-<random>`` file or folder is
+    still running (names without a PID count as alive: never delete what we cannot attribute)."""
+    parts = path.name.split("-")
+    pid = next((int(part) for part in parts[1:] if part.isdigit()), None)
+    if pid is None:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
