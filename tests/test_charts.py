@@ -108,6 +108,12 @@ def test_token_animation_has_a_slider_fixed_axes_and_targets():
     assert x_domain[0] < 0 and x_domain[1] > 6  # padded, fixed over all depths
 
 
+def test_rows_frame_keeps_row_order():
+    frame = charts.rows_frame({"b": [0.1, 0.2], "a": [0.3, 0.4]}, "m")
+    assert frame["row"].tolist() == ["b", "b", "a", "a"] and frame["depth"].tolist() == [0, 1, 0, 1]
+    assert frame["m"].tolist() == [0.1, 0.2, 0.3, 0.4]
+
+
 def test_binned_frames_and_histogram_chart():
     run = charts.binned_frame([-0.9, 0.1, 0.2, 0.95], np.linspace(-1, 1, 5), "ours", "m")
     assert run["count"].tolist() == [1, 0, 2, 1] and run["fraction"].sum() == pytest.approx(1)

@@ -206,6 +206,12 @@ def unique_labels(tokens: Sequence[str]) -> list[str]:
 _SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
+def rows_frame(series: Mapping[str, Sequence[float]], value: str = "value") -> pd.DataFrame:
+    """Long frame (row, depth, value) from per-depth series keyed by a row label, rows in order."""
+    return pd.DataFrame([{"row": row, "depth": depth, value: round(float(v), 4)}
+                         for row, values in series.items() for depth, v in enumerate(values)])
+
+
 def token_positions_frame(record, coords: np.ndarray, labels: Sequence[str],
                           groups: Sequence[str] | None = None, shapes: Sequence[str] | None = None) -> pd.DataFrame:
     """Long frame of 2-D token positions at every depth, plus one centroid row per text and depth.
@@ -331,18 +337,20 @@ def depth_heatmap(frame: pd.DataFrame, value: str, title: str = "", value_title:
     cells = base.mark_rect().encode(
         color=alt.Color(f"{value}:Q", title=value_title or value, scale=alt.Scale(scheme="viridis")),
         tooltip=["row:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=".3f")])
+    middle = (float(frame[value].min()) + float(frame[value].max())) / 2  # dark text on the light half of viridis
     text = base.mark_text(fontSize=9).encode(
         text=alt.Text(f"{value}:Q", format=".2f"),
-        color=alt.condition(f"datum['{value}'] > {float(frame[value].median())}", alt.value("black"), alt.value("white")))
-    return alt.layer(cells, text).properties(title=title, width=alt.Step(34), height=alt.Step(22))
+        color=alt.condition(f"datum['{value}'] > {middle}", alt.value("black"), alt.value("white")))
+    step = max(18, min(34, 640 // frame["depth"].nunique()))
+    return alt.layer(cells, text).properties(title=title, width=alt.Step(step), height=alt.Step(22))
 
 
 def grouped_bars(frame: pd.DataFrame, x: str, y: str, group: str, y_title: str, title: str = "") -> alt.Chart:
     """Bars of ``y`` per ``x`` category (in the frame's order), side by side per ``group``."""
     return alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None, sort=None), xOffset=alt.XOffset(f"{group}:N", sort=None),
-        y=alt.Y(f"{y}:Q", title=y_title), color=alt.Color(f"{group}:N", title=None, sort=None),
-        tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".3f")]).properties(title=title)
+        x=alt.X(f"{x}:N", title=None, sort=None, axis=alt.Axis(labelAngle=-40)), xOffset=alt.XOffset(f"{group}:N", sort=None),
+        y=alt.Y(f"{y}:Q", title=y_title), color=alt.Color(f"{group}:N", title=group, sort=None),
+        tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".3f")]).properties(title=title, width=560)
 
 # --------------------------------------------------------------------------- chapter 4
 
