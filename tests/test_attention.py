@@ -307,7 +307,8 @@ def _manual_head(model, hidden, layer, head):
     attn = model.encoder.layer[layer].attention.self
     d = model.config.hidden_size // model.config.num_attention_heads
     cols = slice(head * d, (head + 1) * d)
-    q, k, v = (torch.nn.functional.linear(hidden, m.weight[cols], m.bias[cols]) for m in (attn.query, attn.key, attn.value))
+    q, k, v = (torch.nn.functional.linear(hidden, m.weight[cols], m.bias[cols])
+               for m in (attn.query, attn.key, attn.value))
     probs = torch.softmax(q @ k.transpose(-1, -2) / d ** 0.5, dim=-1)
     return probs @ v, probs
 
@@ -359,6 +360,36 @@ def test_block_means_average_square_blocks():
     np.testing.assert_allclose(attention.block_means(m, 2), [[2.5, 4.5], [10.5, 12.5]])
     assert attention.block_means(np.ones((5, 5)), 2).shape == (2, 2)  # blocks of 3, then 2
     np.testing.assert_allclose(attention.block_means(np.ones((5, 5)), 2), 1.0)
+
+
+def test_example_frames_and_charts_are_valid_and_light(tiny_bert):
+    from embedding_geometry import charts
+
+    settings = attention.Settings()
+    texts = attention.windows(tiny_bert.tokenizer, attention.cycled(SENTENCES), 3, length=32)
+    run = attention.measure(tiny_bert, texts, settings, batch_size=2)
+    frames = attention.example_frames(run.example, size=16)
+    L, H = tiny_bert.info.layers, tiny_bert.info.heads
+    assert len(frames["matrices"]) == L * H and frames["matrices"]["side"].iloc[0] == 16
+    assert all(len(c) == 16 * 16 for c in frames["matrices"]["cells"])  # blocks of 2 tokens
+    first = attention.decode_levels(frames["matrices"]["cells"].iloc[0]).reshape(16, 16)
+    expected = attention.block_means(run.example.similarity[0, 0], 16)
+    np.testing.assert_allclose(first, expected / np.abs(expected).max(), atol=1 / 63)
+    assert frames["bounds"]["position"].tolist()[0] == 1  # the first sentence starts after [CLS]
+    spec = charts.context_matrix_explorer(frames, L, H, 0.3, attention.LEVELS).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["layer"]["bind"]["max"] == L and params["head"]["bind"]["max"] == H
+    assert len(json.dumps(spec)) < 60_000
+    m = attention.metrics(run.stats, settings)
+    for chart in (charts.layer_shares(attention.kinds_frame(m), "kind"),
+                  charts.head_grid(attention.head_table(run.stats, settings)),
+                  charts.distance_lines(attention.distance_frame(m, [1, L])),
+                  charts.block_lines(attention.layer_frame({"run": m["mean_pair_distance"]}), "d", chance=10.0),
+                  charts.layer_heatmap(attention.unique_focus_frame(m), "distinct", "share", "distinct"),
+                  charts.sensitivity_chart(attention.sensitivity_frame(m), {"mean_pair_distance": "d"})):
+        chart.to_dict()  # validates against the Vega-Lite schema
+    with pytest.raises(ParameterError, match="'matrix_size'"):
+        attention.example_frames(run.example, size=1)
 
 
 # --------------------------------------------------------------------------- memory and the chapter

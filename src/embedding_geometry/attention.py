@@ -81,15 +81,15 @@ def windows(tokenizer, sentences: Iterable[str], n_texts: int, length: int = 128
     (no padding, so every position is a real token); the next text starts with the next sentence.
     Blank sentences are skipped. Raises ParameterError when ``sentences`` run out.
     """
-    if isinstance(length, bool) or not isinstance(length, int) or length < 4:
-        raise ParameterError("text_length", "an integer ≥ 4", length)
+    parameters.integer(4)("text_length", length)
     stream = (s.strip() for s in sentences if s.strip())
     for made in range(n_texts):
         chosen: list[str] = []
         while True:
             sentence = next(stream, None)
             if sentence is None:
-                raise ParameterError("n_texts", f"at most {made} texts of {length} tokens from these sentences", n_texts)
+                raise ParameterError("n_texts", f"at most {made} texts of {length} tokens from these sentences",
+                                     n_texts)
             chosen.append(sentence)
             encoding = tokenizer(" ".join(chosen), truncation=True, max_length=length,
                                  return_offsets_mapping=True, return_special_tokens_mask=True)
@@ -450,7 +450,8 @@ def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndar
         attended = received >= settings.attention_threshold
         stats.head_attended[l] = attended.sum(axis=(0, 2))
         stats.head_attended_separators[l] = (attended & seps).sum(axis=(0, 2))
-        stats.attended_kinds[l] = np.bincount(np.broadcast_to(kinds, attended.shape)[attended], minlength=len(TOKEN_KINDS))
+        stats.attended_kinds[l] = np.bincount(np.broadcast_to(kinds, attended.shape)[attended],
+                                              minlength=len(TOKEN_KINDS))
         for k, t in enumerate(settings.sensitivity_thresholds):
             stats.sensitivity_attended[k, l] = (received >= t).sum()
             stats.sensitivity_attended_separators[k, l] = ((received >= t) & seps).sum()
@@ -490,36 +491,43 @@ def measure(loaded, texts: Iterable[Window], settings: Settings, batch_size: int
     """One streaming pass: each batch of ``batch_size`` windows is run once with hooks
     (``activations.run_with_cache``), reduced to :class:`ContextStats`, added to the running
     totals and dropped. Only the first text's matrices are kept (for the figures)."""
-    import torch
     from tqdm.auto import tqdm
 
-    from .activations import run_with_cache
-
-    n_layers = loaded.model.config.num_hidden_layers
-    names = head_names(n_layers)
     limit = max_text_length(loaded.model.config)
     record, stats, example = TextRecord(), None, None
     source = iter(texts)
     with tqdm(total=total, desc="texts", disable=not progress, leave=False) as bar:
         while batch := list(_take(source, batch_size)):
+            if len(batch[0].input_ids) > limit:
+                raise ParameterError("text_length", f"an integer ≤ {limit} (this model's positions)",
+                                     len(batch[0].input_ids))
             for window in batch:
-                if len(window.input_ids) > limit:
-                    raise ParameterError("text_length", f"an integer ≤ {limit} (this model's positions)", len(window.input_ids))
                 record.add(window)
-            ids = torch.as_tensor(np.stack([w.input_ids for w in batch]), device=loaded.device)
-            _, cache = run_with_cache(loaded.model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, names)
-            outs = [cache[f"blocks.{l}.attn.head_out"].float().numpy() for l in range(n_layers)]
-            maps = [cache[f"blocks.{l}.attn.pattern"].float().numpy() for l in range(n_layers)]
+            outs, maps = _capture(loaded, batch)
             part = batch_statistics(outs, maps, TextBatch.of(batch), settings)
             stats = part if stats is None else stats + part
-            if example is None:
-                example = Example(window=batch[0],
-                                  similarity=np.stack([context_similarity(np.swapaxes(o[0], 0, 1)) for o in outs]).astype(np.float32),
-                                  received=np.stack([attention_received(m[0]) for m in maps]).astype(np.float32))
+            example = example or Example(
+                window=batch[0],
+                similarity=np.stack([context_similarity(o[0].swapaxes(0, 1)) for o in outs]).astype(np.float32),
+                received=np.stack([attention_received(m[0]) for m in maps]).astype(np.float32))
             bar.update(len(batch))
     if stats is None:
         raise ParameterError("n_texts", "at least 1 text", 0)
     return Measurement(stats=stats, texts=record, example=example)
+
+
+def _capture(loaded, batch: Sequence[Window]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """One forward pass: per block, head outputs [B, T, H, d_head] and attention maps [B, H, T, T]."""
+    import torch
+
+    from .activations import run_with_cache
+
+    n_layers = loaded.model.config.num_hidden_layers
+    ids = torch.as_tensor(np.stack([w.input_ids for w in batch]), device=loaded.device)
+    _, cache = run_with_cache(loaded.model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)},
+                              head_names(n_layers))
+    return ([cache[f"blocks.{l}.attn.head_out"].float().numpy() for l in range(n_layers)],
+            [cache[f"blocks.{l}.attn.pattern"].float().numpy() for l in range(n_layers)])
 
 
 def max_text_length(config) -> int:
@@ -546,7 +554,11 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
     same = stats.head_same_sentence.sum(axis=1) / pairs
     same_chance = stats.all_same_sentence / stats.all_pairs
     heads = head_table(stats, settings)
-    classes = {c: heads.groupby("layer")["class"].apply(lambda x, c=c: int((x == c).sum())).tolist() for c in HEAD_CLASSES}
+    per_layer = pd.crosstab(heads["layer"], heads["class"]).reindex(columns=HEAD_CLASSES, fill_value=0)
+    per_head = {column: heads.pivot(index="layer", columns="head", values=column).to_numpy().tolist()
+                for column in ("repeat_share", "common_focus_share", "mean_pair_distance",
+                               "same_sentence_fraction", "separator_attention", "class")}
+    kinds = stats.attended_kinds / stats.attended_kinds.sum(axis=1, keepdims=True)
     return {
         "layers": list(range(1, n_layers + 1)),
         "n_texts": stats.texts,
@@ -560,14 +572,11 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "unique_focus_fraction": unique_mean / n_heads,
         "separator_attention": stats.head_attended_separators.sum(axis=1) / stats.head_attended.sum(axis=1),
         "separator_share": stats.separators / stats.tokens,
-        "attended_kinds": dict(zip(TOKEN_KINDS, (stats.attended_kinds / stats.attended_kinds.sum(axis=1, keepdims=True)).T)),
+        "attended_kinds": dict(zip(TOKEN_KINDS, kinds.T)),
         "repeat_chance": stats.all_repeats / stats.all_pairs,
-        "heads": {column: heads.pivot(index="layer", columns="head", values=column).to_numpy()
-                  for column in ("repeat_share", "common_focus_share", "mean_pair_distance",
-                                 "same_sentence_fraction", "separator_attention")}
-                 | {"class": heads.pivot(index="layer", columns="head", values="class").to_numpy().tolist()},
-        "head_classes": classes,
-        "layers_with_both_kinds": int(sum(r > 0 and c > 0 for r, c in zip(classes["repetition"], classes["common-token"]))),
+        "heads": per_head,
+        "head_classes": {c: per_layer[c].tolist() for c in HEAD_CLASSES},
+        "layers_with_both_kinds": int(((per_layer["repetition"] > 0) & (per_layer["common-token"] > 0)).sum()),
         "sensitivity": {
             "thresholds": list(settings.sensitivity_thresholds),
             "separator_attention": stats.sensitivity_attended_separators / stats.sensitivity_attended,
