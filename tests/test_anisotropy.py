@@ -67,6 +67,16 @@ def test_token_anisotropy_samples_the_same_tokens_at_every_depth():
     np.testing.assert_allclose(values, [an.anisotropy(hidden[d, rows]) for d in range(3)])
 
 
+def test_final_step_share():
+    # the post's table: (0.672 − 0.417) / (0.924 − 0.417)
+    series = [0.626, 0.924, 0.672, 0.417]
+    assert an.final_step_share(series) == pytest.approx(0.255 / 0.507)
+    assert an.final_step_share([0.2, 0.5, 0.1]) == pytest.approx(1.0)
+    assert an.final_step_share([0.1, 0.5]) == 0.0
+    with pytest.raises(ValueError, match="at least 2"):
+        an.final_step_share([0.3])
+
+
 def test_nearest_depth_maps_relative_depth():
     assert an.nearest_depth(0.5, 24) == 12 and an.nearest_depth(0.5, 6) == 3
     assert an.nearest_depth(1.0, 6) == 6 and an.nearest_depth(0.0, 6) == 0
@@ -118,6 +128,7 @@ def test_vocabulary_projection_on_a_hand_matrix():
     projections, top, bottom = an.vocabulary_projection(embeddings, np.array([0.0, 0.0, 2.0]), k=2)
     np.testing.assert_allclose(projections, [0.0, 0.0, 3.0, -1.0])
     assert top.tolist() == [2, 0] and bottom.tolist() == [3, 0]
+    assert an.vocabulary_ranks(projections, [2, 3, 0]) == [1, 4, 2]
 
 
 def test_axis_cosines_are_absolute_and_width_mismatch_is_not_comparable():
@@ -127,6 +138,17 @@ def test_axis_cosines_are_absolute_and_width_mismatch_is_not_comparable():
     assert matrix["a"]["b"] == pytest.approx(1 / SQRT2) and matrix["b"]["a"] == pytest.approx(1 / SQRT2)
     assert matrix["a"]["c"] is None and matrix["c"]["b"] is None
     assert matrix["c"]["c"] == pytest.approx(1.0)
+
+
+def test_axis_family_summary_needs_every_model():
+    matrix = {"a": {"a": 1.0, "b": 0.9, "c": 0.8, "o": 0.1},
+              "b": {"a": 0.9, "b": 1.0, "c": 0.95, "o": 0.2},
+              "c": {"a": 0.8, "b": 0.95, "c": 1.0, "o": 0.05},
+              "o": {"a": 0.1, "b": 0.2, "c": 0.05, "o": 1.0}}
+    assert an.axis_family_summary(matrix, ["a", "b", "c"], "o") == {"within_min": 0.8, "to_outsider_max": 0.2}
+    assert an.axis_family_summary(matrix, ["a", "b", "x"], "o") == {"within_min": None, "to_outsider_max": None}
+    matrix["a"]["o"] = None  # widths differ: not comparable
+    assert an.axis_family_summary(matrix, ["a", "b"], "o")["to_outsider_max"] is None
 
 
 # --------------------------------------------------------------------------- groups

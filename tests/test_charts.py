@@ -64,6 +64,28 @@ def test_token_heatmap_has_a_depth_slider():
     assert json.dumps(spec).count('"depth"') >= 1
 
 
+def test_matrix_frame_marks_missing_cells_and_heatmap_keeps_order():
+    frame = charts.matrix_frame({"b": {"b": 1.0, "a": None}, "a": {"b": None, "a": 0.25}})
+    assert frame["row"].tolist() == ["b", "b", "a", "a"]
+    assert frame["label"].tolist() == ["1.000", "not comparable", "not comparable", "0.250"]
+    assert frame["value"].isna().tolist() == [False, True, True, False]
+    spec = charts.matrix_heatmap(frame, "axes", "|cos|").to_dict()
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a"]
+    assert "isValid" in json.dumps(spec["layer"][0]["encoding"]["color"])
+    short = charts.matrix_frame({"org/model-a": {"org/model-a": -0.5}}, digits=2, short_names=True)
+    assert short.iloc[0][["row", "column", "label"]].tolist() == ["model-a", "model-a", "-0.50"]
+    diverging = charts.matrix_heatmap(short, domain=(-1, 1), diverging=True).to_dict()
+    scale = diverging["layer"][0]["encoding"]["color"]["condition"]["scale"]
+    assert scale["domainMid"] == 0 and scale["domain"] == [-1, 1] and scale["clamp"] is True
+
+
+def test_category_strip_orders_categories_by_median():
+    frame = pd.DataFrame({"score": [1.0, 2.0, -1.0], "topic": ["x", "x", "y"], "sentence": ["s", "t", "u"]})
+    spec = charts.category_strip(frame, "score", "topic", "PC1 score", tooltip=["sentence:N"]).to_dict()
+    assert spec["mark"]["type"] == "tick"
+    assert spec["encoding"]["y"]["sort"] == {"field": "score", "op": "median", "order": "descending"}
+
+
 # --------------------------------------------------------------------------- chapters 1 and 2 helpers
 
 class _Record:

@@ -11,13 +11,18 @@
     mean_direction(X)        = x̄ / ‖x̄‖, x̄ = (1/n) Σ_i x_i                      → [D]
     axis_scores(X, a)        = (x_i − x̄) · a, the PCA score of each row on a    → [n]
     axis_cosines({m: a_m})   = |cos(a_m, a_m')| for every pair of equal width, None otherwise
+    final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L): the share of the fall from the
+                               peak that happens in the last step                 x: [L + 1]
+    extremes(s, k), vocabulary_projection(E, a, k): the k highest and lowest scores; E a: [V]
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        y: [n], g: [n] labels
+    rank_correlation(x, y)   = Spearman's ρ (scipy)                            x, y: [n]
     centred(X, μ)            = X − μ                                           (μ defaults to x̄)
     centering_removal[a][b]  = (A_b − A(X_b − μ_a)) / (A_b − A(X_b − μ_b)), A = anisotropy:
                                the share of topic b's anisotropy that topic a's mean removes,
                                relative to what b's own mean removes
     removal_share(X, μ)      = (A(X) − A(X − μ)) / (A(X) − A(X − x̄)), the building block above
     offdiagonal_mean(M)      = mean of M[a][b] over a ≠ b                       M: nested mapping
+    topic_measurements(S, g) = all of the above per topic, at the final depth and at every depth
 
 Cosines are on raw vectors (no centring, no normalisation first), as everywhere in the book; a
 zero vector has no direction and raises ValueError instead of giving NaN. Nothing here mutates
@@ -80,6 +85,16 @@ def token_anisotropy_per_depth(hidden: np.ndarray, keep: np.ndarray, size: int =
     return anisotropy_per_depth(np.asarray(hidden)[:, rows]), rows
 
 
+def final_step_share(series: np.ndarray) -> float:
+    """(x_{L−1} − x_L) / (max_l x_l − x_L): the share of the fall from the peak of a per-depth
+    series that happens in its last step (0 when the final depth is the peak: nothing falls)."""
+    series = np.asarray(series, dtype=np.float64)
+    if len(series) < 2:
+        raise ValueError(f"a final step needs a series of at least 2 depths; got {len(series)}")
+    fall = series.max() - series[-1]
+    return 0.0 if fall == 0 else float((series[-2] - series[-1]) / fall)
+
+
 def nearest_depth(relative: float, n_layers: int) -> int:
     """The depth l of a model of ``n_layers`` blocks nearest relative depth r = l / L."""
     return int(round(relative * n_layers))
@@ -135,11 +150,31 @@ def vocabulary_projection(embeddings: np.ndarray, axis: np.ndarray, k: int = 10)
     return projections, top, bottom
 
 
+def vocabulary_ranks(projections: np.ndarray, ids: Sequence[int]) -> list[int]:
+    """1-based rank from the top of each row id in ``projections`` (rank 1 = highest)."""
+    projections = np.asarray(projections, dtype=np.float64)
+    return [int(np.sum(projections > projections[i])) + 1 for i in ids]
+
+
 def axis_cosines(axes: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
     """|cos| between every pair of axes (the sign of a principal axis is arbitrary); None where
     the widths differ, so the pair is not comparable."""
     return {a: {b: abs(cosine(u, v)) if len(u) == len(v) else None for b, v in axes.items()}
             for a, u in axes.items()}
+
+
+def axis_family_summary(matrix: Mapping[str, Mapping[str, float | None]], family: Sequence[str],
+                        outsider: str) -> dict[str, float | None]:
+    """From an ``axis_cosines`` matrix: ``within_min``, the smallest |cos| between two members of
+    ``family``, and ``to_outsider_max``, the largest |cos| between a member and ``outsider``;
+    each None unless every model it needs is in the matrix and comparable."""
+    def cell(a: str, b: str) -> float | None:
+        return matrix.get(a, {}).get(b)
+
+    within = [cell(a, b) for i, a in enumerate(family) for b in family[i + 1:]]
+    across = [cell(a, outsider) for a in family]
+    return {"within_min": min(within) if within and None not in within else None,
+            "to_outsider_max": max(across) if across and None not in across else None}
 
 
 # --------------------------------------------------------------------------- groups (topics)

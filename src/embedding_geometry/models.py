@@ -167,7 +167,7 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    info = replace(base.info, id=f"random-init control of {base.info.id} (seed {seed})", source="control",
+    info = replace(base.info, id=f"{base.info.id} [random-init control, seed {seed}]", source="control",
                    sha256=digest.hexdigest(), revision=None)
     return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
 
