@@ -42,7 +42,7 @@ def embedded():
     return models.load(device="cpu")
 
 
-BOOK_SOURCES = ["_config.yml", "_toc.yml", "_static/book.css", "book", "notebooks", "params"]
+BOOK_SOURCES = ["_config.yml", "_toc.yml", "_static", "book", "notebooks", "params"]
 
 
 def copy_book(destination: Path) -> Path:
@@ -54,7 +54,7 @@ def copy_book(destination: Path) -> Path:
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints"))
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints", "vega-bundle.js"))
         else:
             shutil.copy2(source, target)
     return destination
@@ -73,9 +73,10 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
 TINY_CHAPTER_PARAMS: dict[str, dict] = {
     # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
     "00_the_model": {},
-    "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
+    "00b_primer": {"n_texts": 40},
     "01_layer_by_layer": {},  # models keeps its default (the embedded MiniLM): a second model of other depth
     "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]}},
+    "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
     "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32},
 }
 
