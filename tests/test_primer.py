@@ -1,0 +1,242 @@
+"""The primer's toy constructions on hand-computed cases, its charts, and the page end to end."""
+
+import json
+
+import numpy as np
+import pytest
+
+from embedding_geometry import anisotropy, geometry, primer
+from embedding_geometry.errors import ParameterError
+
+SLUG = "00b_primer"
+
+
+# --------------------------------------------------------------------------- hidden states and pooling
+
+def test_residual_stream_adds_one_update_per_block():
+    states = primer.residual_stream(n_tokens=3, width=4, n_layers=2, scale=0.5, seed=1)
+    assert states.shape == (3, 3, 4)
+    np.testing.assert_array_equal(states, primer.residual_stream(3, 4, 2, 0.5, seed=1))
+    same_start = primer.residual_stream(3, 4, 2, scale=0.0, seed=1)
+    np.testing.assert_array_equal(same_start[0], same_start[2])  # no updates: every depth equals depth 0
+
+
+def test_pool_modes_on_a_hand_array():
+    tokens = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(primer.pool(tokens, "mean"), [4 / 3, 2.0])
+    np.testing.assert_array_equal(primer.pool(tokens, "cls"), [1.0, 0.0])
+    with pytest.raises(ValueError, match=r"mean.*cls"):
+        primer.pool(tokens, "max")
+
+
+def test_similarity_modes_against_hand_values():
+    a = np.array([[[1.0, 0.0], [0.0, 1.0]]])  # one depth, two tokens
+    b = np.array([[[1.0, 0.0]]])
+    assert primer.similarity(a, b, "mean")[0] == pytest.approx(1 / np.sqrt(2))  # cos((.5, .5), (1, 0))
+    assert primer.similarity(a, b, "cls")[0] == pytest.approx(1.0)
+    assert primer.similarity(a, b, "maxsim")[0] == pytest.approx(0.5)  # best matches 1 and 0
+    with pytest.raises(ValueError, match="maxsim"):
+        primer.similarity(a, b, "sum")
+
+
+def test_similarity_of_one_token_each_is_their_cosine_and_identical_texts_score_one():
+    u, v = np.array([[[3.0, 4.0]]]), np.array([[[4.0, 3.0]]])
+    for mode in primer.SIMILARITY_MODES:
+        assert primer.similarity(u, v, mode)[0] == pytest.approx(24 / 25)
+    stack = primer.residual_stream(4, 5, 3, seed=2)
+    for mode in primer.SIMILARITY_MODES:
+        np.testing.assert_allclose(primer.similarity(stack, stack, mode), 1.0)
+
+
+def test_a_zero_mean_pool_is_an_error_not_nan():
+    opposite = np.array([[[1.0, 0.0], [-1.0, 0.0]]])
+    with pytest.raises(ValueError, match="zero vector"):
+        primer.similarity(opposite, opposite, "mean")
+
+
+def test_cosine_to_depth0_and_pair_cosines():
+    states = np.array([[[1.0, 0.0]], [[1.0, 1.0]], [[0.0, 2.0]]])  # one token turning by 45° per depth
+    np.testing.assert_allclose(primer.cosine_to_depth0(states), [[1.0], [1 / np.sqrt(2)], [0.0]], atol=1e-12)
+    pools = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    pairs = primer.pair_cosines(pools, ["a", "b", "c"])
+    assert list(pairs) == ["a · b", "a · c", "b · c"]
+    np.testing.assert_allclose([pairs[k][0] for k in pairs], [0.0, 1 / np.sqrt(2), 1 / np.sqrt(2)], atol=1e-12)
+    frame = primer.rows_frame(pairs)
+    assert list(frame.columns) == ["row", "depth", "value"] and len(frame) == 3
+
+
+def test_toy_similarities_follow_the_definitions():
+    (_, a), (_, b) = primer.TOY_PAIR.values()
+    a, b = np.asarray(a), np.asarray(b)
+    toy = primer.toy_similarities()
+    assert toy["mean"] == pytest.approx(geometry.cosine(a.mean(0), b.mean(0)))
+    assert toy["cls"] == pytest.approx(geometry.cosine(a[0], b[0]))
+    assert toy["maxsim"] == pytest.approx(geometry.cosine_matrix(a[1:], b[1:]).max(axis=1).mean())
+    frame = primer.toy_pair_frame()
+    assert set(frame["kind"]) == {"token", "CLS", "mean pool"} and len(frame) == len(a) + len(b) + 2
+
+
+def test_angle_frame_cosine_ignores_length_but_the_dot_product_does_not():
+    frame = primer.angle_frame([0, 90, 180], [1.0, 2.0]).query("vector == 'v'").set_index(["angle", "length"])
+    assert frame.loc[(90, 1.0), "cosine"] == pytest.approx(0.0, abs=1e-3)
+    assert frame.loc[(180, 2.0), "cosine"] == pytest.approx(-1.0)
+    assert frame.loc[(0, 1.0), "cosine"] == frame.loc[(0, 2.0), "cosine"]
+    assert frame.loc[(0, 2.0), "dot"] == pytest.approx(2 * frame.loc[(0, 1.0), "dot"])
+
+
+# --------------------------------------------------------------------------- PCA: fixed vs refitted axes
+
+def test_elongated_cloud_has_exactly_the_asked_covariance():
+    cloud = primer.elongated_cloud(12, 0.02, seed=3)
+    np.testing.assert_allclose(cloud.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.cov(cloud, rowvar=False), [[1.02, 0.0], [0.0, 1.0]], atol=1e-12)
+    with pytest.raises(ValueError, match="at least 3"):
+        primer.elongated_cloud(2, 0.1)
+    with pytest.raises(ValueError, match="elongation"):
+        primer.elongated_cloud(10, 0.0)
+
+
+def test_stretch_moves_points_only_along_its_direction_and_leaves_its_input_alone():
+    points = np.array([[1.0, 2.0], [-3.0, 0.5]])
+    before = points.copy()
+    np.testing.assert_allclose(primer.stretch(points, 0, 0.1), [[1.1, 2.0], [-3.3, 0.5]])
+    np.testing.assert_allclose(primer.stretch(points, 90, 0.1), [[1.0, 2.2], [-3.0, 0.55]])
+    np.testing.assert_array_equal(points, before)
+
+
+def test_refitting_fakes_movement_that_fixed_axes_do_not_show():
+    cloud = primer.elongated_cloud(12, 0.02)
+    steps = primer.refit_artefact(cloud, [0, 90], amount=0.05)
+    np.testing.assert_allclose(steps["fixed"], steps["true"], atol=1e-9)  # 2-D: the fixed view is exact
+    assert steps["refit"][0] == pytest.approx(steps["true"][0], abs=1e-9)  # stretching along PC1 keeps the axes
+    assert steps["refit"][1] > 10 * steps["true"][1]  # y becomes the longer axis: the axes swap
+    wide = primer.refit_artefact(primer.elongated_cloud(12, 0.5), np.arange(0, 181, 15), amount=0.05)
+    narrow = primer.refit_artefact(cloud, np.arange(0, 181, 15), amount=0.05)
+    assert wide["refit"].max() < narrow["refit"].max() / 5
+
+
+def test_refit_projection_and_artefact_frames():
+    states = np.stack([primer.elongated_cloud(6, 0.3), primer.elongated_cloud(6, 0.3, seed=4)])
+    coords = primer.refit_projection(states)
+    assert coords.shape == (2, 6, 2)
+    np.testing.assert_allclose(np.linalg.norm(coords[1], axis=1), np.linalg.norm(states[1], axis=1))  # centred cloud
+    frames = primer.artefact_frames(states[0], [0, 45], 0.05)
+    assert len(frames["points"]) == 2 * 2 * 6 and len(frames["steps"]) == 2 * 2
+    assert set(frames["points"]["view"]) == set(primer.VIEWS.values())
+
+
+# --------------------------------------------------------------------------- anisotropy and centering
+
+def test_partial_centering_interpolates_and_does_not_mutate():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    before = x.copy()
+    np.testing.assert_array_equal(primer.partly_centred(x, 0.0), x)
+    np.testing.assert_allclose(primer.partly_centred(x, 1.0), [[-1.0, -1.0], [1.0, 1.0]])
+    np.testing.assert_allclose(primer.partly_centred(x, 0.5), [[0.0, 0.5], [2.0, 2.5]])  # mean (2, 3)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_centering_curve_ends_match_the_anisotropy_module():
+    cone = primer.toy_cone(20, 3.0)
+    curve = primer.centering_curve(cone, [0.0, 1.0])
+    assert curve[0] == pytest.approx(anisotropy.anisotropy(cone))
+    assert curve[1] == pytest.approx(anisotropy.anisotropy(anisotropy.centred(cone)))
+    assert curve[0] > 0.8 > abs(curve[1])
+    assert anisotropy.anisotropy(primer.toy_cone(20, 0.0)) < curve[0]
+    pools = np.stack([cone, 2 * cone])
+    np.testing.assert_allclose(primer.centred_anisotropy(pools, 1.0), [curve[1], curve[1]])
+    frames = primer.centering_frames(cone, {"toy": curve}, [0.0, 1.0])
+    assert len(frames["points"]) == 2 * 20 and len(frames["curves"]) == 2
+
+
+def test_depth_grid_marks_exactly_one_nearest_depth_per_model_and_slider_value():
+    grid = primer.depth_grid({"six": 6, "twenty-four": 24}, [0.0, 0.5, 1.0])
+    assert len(grid) == 3 * (7 + 25)
+    nearest = grid[grid["nearest"]]
+    assert len(nearest) == 3 * 2
+    assert set(nearest.query("r == 0.5")["depth"]) == {3, 12}
+
+
+def test_sentence_pair_rule():
+    assert primer.sentence_pair("pair", None) is None
+    assert primer.sentence_pair("pair", ("a b", "c d")) == ["a b", "c d"]
+    for bad in (["only one"], ["same", "same"], ["a", ""], "a, b", ["a", 3]):
+        with pytest.raises(ParameterError, match="parameter 'pair' expects"):
+            primer.sentence_pair("pair", bad)
+
+
+# --------------------------------------------------------------------------- charts
+
+def _params(spec):
+    found = list(spec.get("params", []))
+    for key in ("layer", "hconcat", "vconcat"):
+        for sub in spec.get(key, []):
+            found += _params(sub)
+    return found
+
+
+@pytest.mark.parametrize("name", ["angle", "artefact", "centering", "depth"])
+def test_every_interactive_chart_has_one_bound_slider(name):
+    cloud, cone, alphas = primer.elongated_cloud(8, 0.02), primer.toy_cone(10, 3.0), [0.0, 0.5, 1.0]
+    chart = {
+        "angle": lambda: primer.angle_chart(primer.angle_frame([0, 45, 90], [1.0, 2.0])),
+        "artefact": lambda: primer.artefact_chart(primer.artefact_frames(cloud, [0, 45, 90], 0.05)),
+        "centering": lambda: primer.centering_chart(primer.centering_frames(cone, {"toy": primer.centering_curve(cone, alphas)}, alphas)),
+        "depth": lambda: primer.depth_chart(primer.depth_grid({"a": 4, "b": 8}, [0.0, 0.5, 1.0])),
+    }[name]()
+    bound = [p for p in _params(chart.to_dict()) if "bind" in p]
+    assert bound and all(p["bind"]["input"] == "range" for p in bound)
+    assert len(bound) == (2 if name == "angle" else 1)
+
+
+def test_pair_scatter_is_a_valid_chart():
+    spec = primer.pair_scatter(primer.toy_pair_frame()).to_dict()
+    assert len(spec["layer"]) == 3
+
+
+# --------------------------------------------------------------------------- the page end to end
+
+@pytest.fixture(scope="module")
+def results(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
+
+
+@pytest.mark.slow
+def test_primer_results_have_one_entry_per_depth(results):
+    L, m = results["model"]["layers"], results["metrics"]
+    for key in ("token_cosine_to_depth0", "relative_depth", "anisotropy", "anisotropy_centred"):
+        assert len(m[key]) == L + 1, key
+    for key in ("pca_step_fixed", "pca_step_refit"):
+        assert len(m[key]) == L, key
+    for series in [*m["pooling_cosine"].values(), *m["reference_pair_cosine"].values()]:
+        assert len(series) == L + 1
+    assert m["token_cosine_to_depth0"][0] == pytest.approx(1.0)
+    assert len(results["inputs"]["corpus"]) == results["params"]["n_texts"] == 40
+
+
+@pytest.mark.slow
+def test_primer_results_are_consistent(results):
+    m, p = results["metrics"], results["params"]
+    # the default pair is the hard pair, whose mean-pool cosine the reference table also holds
+    np.testing.assert_allclose(m["pooling_cosine"]["mean"], m["reference_pair_cosine"]["surged · plunged"], atol=1e-6)
+    assert m["pca_step_ratio"] == pytest.approx(np.mean(m["pca_step_refit"]) / np.mean(m["pca_step_fixed"]))
+    assert m["toy_pooling"] == pytest.approx(primer.toy_similarities())
+    curve = m["centering_curve"]
+    assert curve["toy"][0] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(20, p["toy_offset"], seed=p["seed"])))
+    assert curve["model_last_depth"][0] == pytest.approx(m["anisotropy"][-1])
+    assert curve["model_last_depth"][-1] == pytest.approx(m["anisotropy_centred"][-1])  # centering = 1
+    toy = m["toy_pca_steps"]
+    np.testing.assert_allclose(toy["fixed"], toy["true"], atol=1e-9)
+
+
+@pytest.mark.slow
+def test_primer_exercise_answers_are_computed(results):
+    ex, m = results["metrics"]["exercises"], results["metrics"]
+    assert ex["toy_offset_0"] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(20, 0.0, seed=results["params"]["seed"])))
+    assert set(ex["easy_pair"]) == set(primer.SIMILARITY_MODES)
+    for mode, gap in ex["hard_minus_easy"].items():
+        assert gap == pytest.approx(m["pooling_cosine"][mode][-1] - ex["easy_pair"][mode])
+    assert ex["centering_0.5_last_depth"] == pytest.approx(m["centering_curve"]["model_last_depth"][10])  # α = 0.5
+    assert ex["toy_elongation_0.5_refit_max"] < max(m["toy_pca_steps"]["refit"])
