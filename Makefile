@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make book   set up .venv, run every chapter notebook (papermill), build the site (_build/html)
 #   make test   set up .venv, run the whole test suite
+#   make bench  performance figures (build/bench.json), then `make book` shows them
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -8,13 +9,18 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test setup strip clean serve
+.PHONY: book test bench setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Performance figures (not part of `make test`): prints a table, writes build/bench.json;
+# rebuild the book afterwards to refresh its Performance page.
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
 
 setup: $(STAMP)
 

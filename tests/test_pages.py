@@ -67,3 +67,26 @@ def test_provenance_and_sortable_table(tmp_path):
     assert html.startswith('<table class="eg-sortable">')
     escaped = pages.SortableTable(__import__("pandas").DataFrame({"a": ["<b>"]}))._repr_html_()
     assert "&lt;b&gt;" in escaped
+
+
+BENCH = {
+    "extraction": {"texts": 10, "tokens": 100, "bare_tokens_per_s": 1000, "extract_tokens_per_s": 950, "ratio": 0.95, "target": 0.9},
+    "batching": {"texts": 10, "loop_s": 8.0, "extract_s": 2.0, "gain": 4.0, "target": 5.0},
+    "cache": {"texts": 10, "first_s": 3.0, "second_s": 0.1, "speedup": 30.0, "target": 20.0},
+    "build": {"cold_s": 100.0, "warm_s": 10.0, "warm_fraction": 0.1, "target": 0.15, "warm_skipped_every_chapter": False, "chapters": 3},
+    "memory": {"runs": [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10}, {"n_texts": 2000, "peak_rss_mib": 520.0, "seconds": 100}],
+               "ratio": 1.04, "texts_per_s": 20.0, "target": 1.1},
+}
+
+
+def test_performance_table_judges_each_target(tmp_path, monkeypatch):
+    table = pages.performance_table(BENCH)
+    assert table["met"].tolist() == [True, False, True, False, True]  # build: a chapter was not skipped
+    assert table.loc[4, "detail"] == "200 texts: 500.0 MiB, 2,000 texts: 520.0 MiB; 20.0 texts/s"
+    assert pages.performance_table({}).empty
+    (tmp_path / "_config.yml").write_text("title: t\n")
+    monkeypatch.chdir(tmp_path)
+    assert pages.load_bench() is None
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "bench.json").write_text(json.dumps(BENCH))
+    assert pages.load_bench()["cache"]["speedup"] == 30.0

@@ -103,14 +103,16 @@ def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
 
 
 def _results_read(notebook: Path) -> dict[str, str]:
-    """For a page that summarises other chapters (notebook metadata
-    ``embedding_geometry.depends_on_results: true``), the hashes of their results JSON."""
+    """Hashes of the build products a page summarises, declared in its notebook metadata:
+    ``embedding_geometry.depends_on_results: true`` (every other chapter's results JSON) and
+    ``embedding_geometry.depends_on_files: [paths relative to the root]``."""
     metadata = json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {})
-    if not metadata.get("depends_on_results"):
-        return {}
-    folder = notebook.parent.parent / "build" / "results"
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.glob("*.json")) if p.stem != notebook.stem}
+    root = notebook.parent.parent
+    read = [p for p in sorted((root / "build" / "results").glob("*.json")) if p.stem != notebook.stem] \
+        if metadata.get("depends_on_results") else []
+    read += [root / name for name in metadata.get("depends_on_files", [])]
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "absent"
+            for p in read}
 
 
 # --------------------------------------------------------------------------- running chapters

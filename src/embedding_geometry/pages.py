@@ -105,3 +105,35 @@ class SortableTable:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
                        for row in self.frame.itertuples(index=False))
         return f'<table class="eg-sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# --------------------------------------------------------------------------- performance
+
+def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
+    """The figures ``make bench`` wrote (``name`` relative to the book's root), or None when the
+    benchmarks were not run."""
+    path = (paths.project_root() or Path.cwd()) / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
+    """One row per benchmark figure of ``make bench``: measured value, target, met, detail."""
+    rows = []
+    if r := bench.get("extraction"):
+        rows.append(("extraction overhead (extract ÷ bare forward, tokens/s)", r["ratio"], "≥ 0.90", r["ratio"] >= 0.90,
+                     f"{r['extract_tokens_per_s']:,} vs {r['bare_tokens_per_s']:,} tokens/s on {r['texts']} texts"))
+    if r := bench.get("batching"):
+        rows.append(("batching gain (per-sentence loop ÷ extract)", r["gain"], "≥ 5", r["gain"] >= 5,
+                     f"{r['loop_s']} s vs {r['extract_s']} s on {r['texts']} sentences"))
+    if r := bench.get("cache"):
+        rows.append(("cache speed-up (first ÷ second extraction)", r["speedup"], "≥ 20", r["speedup"] >= 20,
+                     f"{r['first_s']} s vs {r['second_s']} s"))
+    if r := bench.get("build"):
+        rows.append(("warm ÷ cold book build", r["warm_fraction"], "< 0.15",
+                     r["warm_fraction"] < 0.15 and r["warm_skipped_every_chapter"],
+                     f"{r['cold_s']} s cold, {r['warm_s']} s warm; every chapter skipped: {r['warm_skipped_every_chapter']}"))
+    if r := bench.get("memory"):
+        peaks = ", ".join(f"{x['n_texts']:,} texts: {x['peak_rss_mib']} MiB" for x in r["runs"])
+        rows.append(("attention chapter peak RSS (largest ÷ smallest)", r["ratio"], "≤ 1.10", r["ratio"] <= 1.10,
+                     f"{peaks}; {r['texts_per_s']} texts/s"))
+    return pd.DataFrame(rows, columns=["figure", "measured", "target", "met", "detail"])
