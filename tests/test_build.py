@@ -120,6 +120,8 @@ def test_internal_links_resolve(built_book):
     site = root / "_build" / "html"
     parsed = {}
     for page in site.rglob("*.html"):
+        if "_static" in page.relative_to(site).parts:  # theme templates, not pages
+            continue
         parser = Links()
         parser.feed(page.read_text(errors="replace"))
         parsed[page] = parser
