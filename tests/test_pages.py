@@ -20,13 +20,14 @@ def write_notebook(folder, slug, source):
 
 def test_parameter_table_reads_the_parameters_cell(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: t\n")
-    write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\nflag: bool = False\n')
+    write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\nflag: bool = False\nn = None  # None: all\n')
     monkeypatch.chdir(tmp_path)
     table = pages.parameter_table("01_x")
     assert table.to_dict("records") == [
         {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model"},
         {"parameter": "sizes", "default": "[1, 2]", "type": "list", "meaning": "some sizes"},
         {"parameter": "flag", "default": "False", "type": "bool", "meaning": ""},
+        {"parameter": "n", "default": "None", "type": "optional", "meaning": "None: all"},
     ]
 
 

@@ -32,13 +32,15 @@ def parameter_table(slug: str) -> pd.DataFrame:
 
 
 def _literal_type(spec: dict[str, Any]) -> str:
-    """The annotated type, else the type of the default literal (``[]`` → list)."""
+    """The annotated type, else the type of the default literal (``[]`` → list; ``None`` →
+    "optional": the meaning says what None stands for)."""
     if spec["inferred_type_name"] not in ("None", None):
         return spec["inferred_type_name"]
     try:
-        return type(ast.literal_eval(spec["default"])).__name__
+        value = ast.literal_eval(spec["default"])
     except (ValueError, SyntaxError):
         return "expression"
+    return "optional" if value is None else type(value).__name__
 
 
 def load_results(chapter: str) -> dict[str, Any]:
