@@ -521,3 +521,38 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
     tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
 
+
+# --------------------------------------------------------------------------- chapter 5
+
+def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, x_title: str, y_title: str, title: str = "",
+               dash: str | None = None, greyed: Sequence[str] = ()) -> alt.Chart:
+    """Lines of ``y`` against ``x``, one per ``color`` value (frame order), optionally dashed by
+    ``dash``; series named in ``greyed`` (published or assumed curves) are drawn thin and grey."""
+    order = list(dict.fromkeys(frame[color]))
+    palette = _theme()["config"]["range"]["category"]
+    colours, k = [], 0
+    for name in order:
+        if name in greyed:
+            colours.append(PUBLISHED_COLOR)
+        else:
+            colours.append(palette[k % len(palette)])
+            k += 1
+    encoding = dict(
+        x=alt.X(f"{x}:Q", title=x_title), y=alt.Y(f"{y}:Q", title=y_title),
+        color=alt.Color(f"{color}:N", title=None, sort=order, scale=alt.Scale(domain=order, range=colours)),
+        tooltip=[f"{color}:N", alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=".4f")])
+    if dash is not None:
+        encoding["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None)
+        encoding["tooltip"].insert(1, f"{dash}:N")
+    return alt.Chart(frame).mark_line(point=len(frame) <= 200).encode(**encoding).properties(title=title)
+
+
+def scatter_chart(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, title: str = "",
+                  color: str | None = None, tooltip: Sequence[str] = ()) -> alt.Chart:
+    """One point per row: ``y`` against ``x``, optionally coloured by ``color``."""
+    encoding = dict(x=alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False)),
+                    y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(zero=False)),
+                    tooltip=[*tooltip, alt.Tooltip(f"{x}:Q", format=".3g"), alt.Tooltip(f"{y}:Q", format=".3g")])
+    if color is not None:
+        encoding["color"] = alt.Color(f"{color}:N", title=None)
+    return alt.Chart(frame).mark_circle(size=28, opacity=0.55).encode(**encoding).properties(title=title)

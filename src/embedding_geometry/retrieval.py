@@ -57,3 +57,137 @@ def recall_at_k(scores: np.ndarray, relevant: Relevant, k: int) -> float:
 def recall_at_k_per_depth(queries: np.ndarray, pool: np.ndarray, relevant: Relevant, k: int) -> np.ndarray:
     """recall@k of cosine ranking at every depth: queries [L + 1, Q, D], pool [L + 1, P, D] → [L + 1]."""
     return np.array([recall_at_k(cosine_scores(q, p), relevant, k) for q, p in zip(queries, pool)])
+
+
+# --------------------------------------------------------------------------- lexical, fused, graded (chapter 5)
+#
+#   bm25[q, p]    = Σ_{t ∈ q} idf_t · tf / (tf + k1 (1 − b + b |p| / avgdl)),
+#                   idf_t = ln(1 + (P − df_t + 0.5) / (df_t + 0.5))        Lucene's BM25 (bm25s),
+#                   k1 = 1.5, b = 0.75, on lower-cased word tokens, English stopwords removed,
+#                   Snowball-stemmed                                                     → [Q, P]
+#   crank[q, p]   = 1 + #{p' : scores[q, p'] > scores[q, p]}   (ties share the best rank)
+#   rrf[q, p]     = Σ_r 1 / (k + crank_r[q, p]),  k = 60       reciprocal-rank fusion of R rankings
+#   nDCG@k        = mean_q DCG_q / IDCG_q,  DCG_q = Σ_{p ∈ R_q, rank ≤ k} 1 / log2(1 + rank_q(p)),
+#                   IDCG_q = Σ_{i=1}^{min(|R_q|, k)} 1 / log2(1 + i)   (binary gains, pessimistic ranks)
+#   rerank        the top ``depth`` candidates of a ranking reordered by a cross-encoder's scores,
+#                 the rest kept in their order below them
+
+RRF_K = 60
+"""The constant of reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009)."""
+
+
+def competition_ranks(scores: np.ndarray) -> np.ndarray:
+    """1-based ranks of every candidate, ties sharing the best rank ("1224"): [Q, P] → [Q, P]."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.stack([np.searchsorted(np.sort(-row), -row, side="left") + 1 for row in scores])
+
+
+def bm25_scores(queries: Sequence[str], documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> np.ndarray:
+    """BM25 score of every document for every query with bm25s (see above) → [Q, P]."""
+    import bm25s
+    import snowballstemmer
+
+    stemmer = snowballstemmer.stemmer("english")
+    tokens = bm25s.tokenize(list(documents), stopwords="en", stemmer=stemmer, show_progress=False)
+    index = bm25s.BM25(k1=k1, b=b)
+    index.index(tokens, show_progress=False)
+    query_tokens = bm25s.tokenize(list(queries), stopwords="en", stemmer=stemmer, return_ids=False,
+                                  show_progress=False)
+    return np.stack([index.get_scores(q) for q in query_tokens]).astype(np.float64)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
+    """Σ_r 1 / (k + crank_r) over score matrices of the same shape [Q, P] → [Q, P]."""
+    if not rankings:
+        raise ValueError("reciprocal-rank fusion needs at least one ranking")
+    if k < 0:
+        raise ValueError(f"the RRF constant k must be ≥ 0; got {k}")
+    shapes = {np.shape(r) for r in rankings}
+    if len(shapes) != 1:
+        raise ValueError(f"rankings to fuse must share one shape; got {sorted(shapes)}")
+    return sum(1.0 / (k + competition_ranks(r)) for r in rankings)
+
+
+def ndcg_at_k(scores: np.ndarray, relevant: Relevant, k: int = 10) -> float:
+    """Mean over queries of DCG@k / IDCG@k with binary gains and pessimistic ranks."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k}")
+    values = []
+    for query in ranks(scores, relevant):
+        dcg = sum(1.0 / np.log2(1 + r) for r in query if r <= k)
+        ideal = sum(1.0 / np.log2(1 + i) for i in range(1, min(len(query), k) + 1))
+        values.append(dcg / ideal)
+    return float(np.mean(values))
+
+
+def rerank(queries: Sequence[str], documents: Sequence[str], scores: np.ndarray, predict,
+           depth: int = 100) -> np.ndarray:
+    """Reorder each query's top ``depth`` candidates (by ``scores``, [Q, P]) by
+    ``predict([(query, document), ...])``, a cross-encoder's relevance scores; the rest follow in
+    their original order. Returns scores (−position in the new order) → [Q, P]."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if depth < 1:
+        raise ValueError(f"rerank depth must be ≥ 1; got {depth}")
+    new = np.empty_like(scores)
+    for q, row in enumerate(scores):
+        order = np.argsort(-row, kind="stable")
+        top = order[:depth]
+        judged = np.asarray(predict([(queries[q], documents[p]) for p in top]), dtype=np.float64)
+        reordered = np.concatenate([top[np.argsort(-judged, kind="stable")], order[depth:]])
+        new[q, reordered] = -np.arange(len(reordered), dtype=np.float64)
+    return new
+
+
+def cross_encoder(model: str, device: str = "cpu"):
+    """A sentence-transformers CrossEncoder (hub id or local directory) as a ``predict``
+    function for ``rerank``; a model that cannot be loaded offline is a one-line error."""
+    from sentence_transformers import CrossEncoder
+
+    from .errors import ModelUnavailableError
+
+    try:
+        encoder = CrossEncoder(model, device=device)
+    except OSError as error:
+        raise ModelUnavailableError(
+            f"cross-encoder '{model}' is not available offline: pass a local model directory, or run once "
+            f"with internet access (huggingface-cli download {model})") from error
+    return lambda pairs: np.asarray(encoder.predict(list(pairs), show_progress_bar=False), dtype=np.float64)
+
+
+QUERY_FILE = "corpus_queries.yaml"
+
+
+def corpus_queries(sentences: Sequence[str], name: str = QUERY_FILE) -> dict[str, list]:
+    """The judged query set over the project corpus (``data/corpus_queries.yaml``): queries,
+    their kinds (keyword or paraphrase), topics, and for each the indices in ``sentences`` of its
+    relevant documents. A relevant sentence missing from ``sentences`` is a ValueError."""
+    from .corpora import load_yaml
+
+    position = {s: i for i, s in enumerate(sentences)}
+    out: dict[str, list] = {"queries": [], "kinds": [], "topics": [], "relevant": []}
+    for item in load_yaml(name)["queries"]:
+        missing = [s for s in item["relevant"] if s not in position]
+        if missing:
+            raise ValueError(f"query '{item['query']}': relevant sentence not in the corpus: '{missing[0]}'")
+        out["queries"].append(item["query"])
+        out["kinds"].append(item["kind"])
+        out["topics"].append(item["topic"])
+        out["relevant"].append([position[s] for s in item["relevant"]])
+    return out
+
+
+def summary(scores: np.ndarray, relevant: Relevant, ks: Sequence[int] = (1, 5, 10), ndcg_k: int = 10) -> dict[str, float]:
+    """recall@k for each k in ``ks`` and nDCG@``ndcg_k`` of one ranking."""
+    values = {f"recall_at_{k}": recall_at_k(scores, relevant, k) for k in ks}
+    return {**values, f"ndcg_at_{ndcg_k}": ndcg_at_k(scores, relevant, ndcg_k)}
+
+
+def summary_by_kind(scores: np.ndarray, relevant: Relevant, kinds: Sequence[str], ks: Sequence[int] = (1, 5, 10),
+                    ndcg_k: int = 10) -> dict[str, dict[str, float]]:
+    """``summary`` over all queries ("all") and over the queries of each kind."""
+    scores, kinds = np.asarray(scores), np.asarray(kinds)
+    out = {"all": summary(scores, relevant, ks, ndcg_k)}
+    for kind in dict.fromkeys(kinds.tolist()):
+        rows = np.flatnonzero(kinds == kind)
+        out[kind] = summary(scores[rows], [relevant[i] for i in rows], ks, ndcg_k)
+    return out

@@ -1,0 +1,227 @@
+"""Texts longer than one sentence, built from corpus sentences, and the article's sliding windows.
+
+All texts are corpus sentences joined by single spaces, so a text's tokens are its sentences'
+tokens in order (WordPiece splits on whitespace first):
+
+    dilution texts   key + f_1 + … + f_k, k = 0..K: one key sentence followed by k unrelated
+                     sentences (other topics, seeded); or f_1 + … + f_k + key (key last)
+    topic runs       consecutive sentences of one topic, in corpus order, until the text has at
+                     least T tokens; the tokenizer then truncates it to exactly T
+    documents        a seeded shuffle of the corpus cut into consecutive runs of ≥ n words
+
+The article's ``_encode_long`` splits ``text.split()`` (W words) into windows of ``window`` words
+every ``stride`` words,
+
+    windows = [words[i : i + window] for i in range(0, W − window + 1, stride)]
+
+(a text of ≤ ``window`` words is not split), encodes each window and max-pools the window
+embeddings dimension by dimension. The model reads at most B = max_length − (special tokens)
+tokens of each window, so
+
+    coverage = |⋃ tokens read| / (tokens of the text)              ∈ (0, 1]
+
+with truncation (one window: the first B tokens) or with the windows. Words after the last full
+window are never read, and a window of ``window`` words holds more than ``window`` tokens.
+
+The long-document test: each document's sentences are queries (their own sentence vectors);
+a query is answered when the nearest document (cosine) is its own, recall@1, split by whether
+truncation reads the whole sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from .geometry import unit_rows
+from .models import LoadedModel
+
+WindowPooling = Literal["max", "mean"]
+WINDOW_POOLINGS = ("max", "mean")
+
+
+# --------------------------------------------------------------------------- building texts
+
+def dilution_sets(sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int,
+                  seed: int = 0, key_last: bool = False) -> dict[str, list]:
+    """``n_keys`` key sentences (seeded) and, for each, texts key + k fillers for k = 0..k_max
+    (``key_last``: the k fillers, then the key), the fillers drawn (seeded, without repeats)
+    from topics other than the key's; the same seed gives the same keys and fillers.
+    → {"keys": [str], "fillers": [[str] * k_max], "texts": [[str] * (k_max + 1)]}"""
+    topics = np.asarray(topics)
+    rng = np.random.default_rng(seed)
+    if not 1 <= n_keys <= len(sentences):
+        raise ValueError(f"n_keys must be in [1, {len(sentences)}]; got {n_keys}")
+    keys = np.sort(rng.choice(len(sentences), size=n_keys, replace=False))
+    result: dict[str, list] = {"keys": [], "fillers": [], "texts": []}
+    for key in keys:
+        others = np.flatnonzero(topics != topics[key])
+        if len(others) < k_max:
+            raise ValueError(f"only {len(others)} sentences outside the key's topic; k_max is {k_max}")
+        fillers = [sentences[i] for i in rng.choice(others, size=k_max, replace=False)]
+        result["keys"].append(sentences[key])
+        result["fillers"].append(fillers)
+        order = (lambda k: [*fillers[:k], sentences[key]]) if key_last else (lambda k: [sentences[key], *fillers[:k]])
+        result["texts"].append([" ".join(order(k)) for k in range(k_max + 1)])
+    return result
+
+
+def topic_runs(sentences: Sequence[str], topics: Sequence[str], tokenizer, n_tokens: int) -> dict[str, str]:
+    """Per topic, its sentences in corpus order joined until the text has at least ``n_tokens``
+    tokens (special tokens included); topics whose sentences are too few are left out."""
+    runs: dict[str, str] = {}
+    for topic in dict.fromkeys(topics):
+        text = ""
+        for sentence, label in zip(sentences, topics):
+            if label != topic:
+                continue
+            text = f"{text} {sentence}".strip()
+            if len(tokenizer(text)["input_ids"]) >= n_tokens:
+                runs[str(topic)] = text
+                break
+    if not runs:
+        raise ValueError(f"no topic has enough sentences for a text of {n_tokens} tokens")
+    return runs
+
+
+def documents(sentences: Sequence[str], min_words: int, n_docs: int, seed: int = 0) -> list[list[int]]:
+    """``n_docs`` documents as lists of sentence indices: a seeded shuffle of the sentences cut
+    into consecutive runs of at least ``min_words`` words each."""
+    order = np.random.default_rng(seed).permutation(len(sentences))
+    docs, current, words = [], [], 0
+    for i in order:
+        current.append(int(i))
+        words += len(sentences[i].split())
+        if words >= min_words:
+            docs.append(current)
+            current, words = [], 0
+            if len(docs) == n_docs:
+                return docs
+    raise ValueError(f"the corpus holds only {len(docs)} documents of ≥ {min_words} words; asked for {n_docs}")
+
+
+# --------------------------------------------------------------------------- the article's windows
+
+def word_windows(text: str, window: int = 256, stride: int = 128) -> list[str]:
+    """The article's ``_encode_long`` windows: ``window`` words every ``stride`` words, only full
+    windows (a text of ≤ ``window`` words is returned whole)."""
+    if window < 1 or stride < 1:
+        raise ValueError(f"window and stride must be ≥ 1; got {window}, {stride}")
+    words = text.split()
+    if len(words) <= window:
+        return [text]
+    return [" ".join(words[i:i + window]) for i in range(0, len(words) - window + 1, stride)]
+
+
+def window_starts(n_words: int, window: int, stride: int) -> list[int]:
+    """First word of each window ``word_windows`` makes of a text of ``n_words`` words."""
+    return [0] if n_words <= window else list(range(0, n_words - window + 1, stride))
+
+
+def pool_windows(vectors: np.ndarray, method: WindowPooling = "max") -> np.ndarray:
+    """One vector from window embeddings [n_windows, D]: each is L2-normalised first (what
+    ``model.encode`` returns for a model with a Normalize module), then the per-dimension max
+    (the article) or mean → [D]."""
+    if method not in WINDOW_POOLINGS:
+        raise ValueError(f"window pooling must be one of {WINDOW_POOLINGS}; got {method!r}")
+    unit = unit_rows(vectors, "window embeddings")
+    return unit.max(axis=0) if method == "max" else unit.mean(axis=0)
+
+
+# --------------------------------------------------------------------------- what the model reads
+
+def word_token_offsets(tokenizer, text: str) -> np.ndarray:
+    """Token offsets of the words of ``text.split()``: word w owns tokens offsets[w]:offsets[w+1]
+    (no special tokens) → [W + 1]."""
+    words = text.split()
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    counts = np.bincount([w for w in encoding.word_ids() if w is not None], minlength=len(words))
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def budget(tokenizer, max_length: int) -> int:
+    """B: how many of a text's own tokens fit in ``max_length`` next to the special tokens."""
+    return max_length - tokenizer.num_special_tokens_to_add(pair=False)
+
+
+def read_mask(offsets: np.ndarray, n_budget: int, starts: Sequence[int] | None = None,
+              window: int | None = None) -> np.ndarray:
+    """Which tokens the model reads ([offsets[-1]] bool): the first ``n_budget`` tokens
+    (truncation, ``starts`` None) or, per window starting at word s of ``window`` words, the
+    first ``n_budget`` tokens of words s..s + window − 1."""
+    total = int(offsets[-1])
+    mask = np.zeros(total, dtype=bool)
+    if starts is None:
+        mask[:n_budget] = True
+        return mask
+    n_words = len(offsets) - 1
+    for s in starts:
+        first, last = int(offsets[s]), int(offsets[min(s + window, n_words)])
+        mask[first:min(last, first + n_budget)] = True
+    return mask
+
+
+def sentence_spans(offsets: np.ndarray, word_counts: Sequence[int]) -> list[tuple[int, int]]:
+    """Token span [start, end) of each sentence of a text made of sentences of
+    ``word_counts`` words, joined in order."""
+    bounds = np.concatenate([[0], np.cumsum(word_counts)])
+    return [(int(offsets[a]), int(offsets[b])) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def tokens_per_word(tokenizer, texts: Sequence[str]) -> float:
+    """Tokens (special tokens excluded) per whitespace word over ``texts``."""
+    words = sum(len(t.split()) for t in texts)
+    tokens = sum(len(x) for x in tokenizer(list(texts), add_special_tokens=False)["input_ids"])
+    return tokens / words
+
+
+# --------------------------------------------------------------------------- the long-document test
+
+def long_text_study(loaded: LoadedModel, sentences: Sequence[str], sentence_vectors: np.ndarray, min_words: int,
+                    n_docs: int, window: int = 256, stride: int = 128, seed: int = 0,
+                    batch_size: int = 16) -> dict[str, object]:
+    """Documents of ≥ ``min_words`` words from ``sentences``, encoded by truncation and by the
+    article's windows, max-pooled (``windows_max``, the article) and mean-pooled; coverage, windows over the token limit, and
+    recall@1 of each document's own sentences (vectors ``sentence_vectors`` [N, D]) by method."""
+    from .activations import extract
+    from .retrieval import cosine_scores, recall_at_k
+
+    tokenizer, max_length = loaded.tokenizer, loaded.info.max_seq_length
+    n_budget = budget(tokenizer, max_length)
+    docs = documents(sentences, min_words, n_docs, seed)
+    texts = [" ".join(sentences[i] for i in doc) for doc in docs]
+    windows = [word_windows(text, window, stride) for text in texts]
+    flat = [w for ws in windows for w in ws]
+    pools = extract(loaded, texts + flat, max_length=max_length, batch_size=batch_size, progress=False,
+                    source="long texts").mean_pool("all")[-1]
+    bounds = np.cumsum([len(texts)] + [len(ws) for ws in windows])
+    vectors = {"truncation": pools[:len(texts)],
+               "windows_max": np.stack([pool_windows(pools[a:b], "max") for a, b in zip(bounds[:-1], bounds[1:])]),
+               "windows_mean": np.stack([pool_windows(pools[a:b], "mean") for a, b in zip(bounds[:-1], bounds[1:])])}
+    coverage = {"truncation": [], "windows": []}
+    over_limit, read_by_truncation, queries, relevant = [], [], [], []
+    for d, (doc, text) in enumerate(zip(docs, texts)):
+        offsets = word_token_offsets(tokenizer, text)
+        starts = window_starts(len(text.split()), window, stride)
+        coverage["truncation"].append(read_mask(offsets, n_budget).mean())
+        coverage["windows"].append(read_mask(offsets, n_budget, starts, window).mean())
+        over_limit += [int(offsets[min(s + window, len(offsets) - 1)] - offsets[s]) > n_budget for s in starts]
+        spans = sentence_spans(offsets, [len(sentences[i].split()) for i in doc])
+        read_by_truncation += [end <= n_budget for _, end in spans]
+        queries += doc
+        relevant += [d] * len(doc)
+    read = np.asarray(read_by_truncation)
+    recall = {}
+    for method, docs_vectors in vectors.items():
+        scores = cosine_scores(np.asarray(sentence_vectors)[queries], docs_vectors)
+        recall[method] = {"all": recall_at_k(scores, relevant, 1)}
+        for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):
+            recall[method][group] = recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
+    return {"n_docs": len(docs), "words_per_doc": float(np.mean([len(t.split()) for t in texts])),
+            "windows_per_doc": float(np.mean([len(ws) for ws in windows])), "token_budget": n_budget,
+            "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
+            "windows_over_limit_fraction": float(np.mean(over_limit)),
+            "sentences_beyond_truncation": float(np.mean(~read)), "recall_at_1": recall,
+            "inputs": {"documents": texts}}

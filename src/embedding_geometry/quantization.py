@@ -1,0 +1,150 @@
+"""Compressing embeddings: the article's int8, binary codes and product quantization (faiss).
+
+For N embeddings X ([N, d], float32 = 32 bits a number) and a quantizer with reconstruction X̂:
+
+    int8 (article)   s = 95th percentile of |X| (one scale for the whole set),
+                     q = clip(X / s · 127, −128, 127) cast to int8 (the cast truncates toward 0),
+                     X̂ = q · s / 127;  8 bits a dimension
+    binary           b = [X > 0],  X̂ = 2b − 1 ∈ {−1, +1}^d;  1 bit a dimension
+    PQ (faiss)       X split into m sub-vectors of d/m dimensions, each replaced by the nearest of
+                     2^nbits k-means centroids trained on X;  m · nbits bits a vector
+
+    compression_ratio   = 32 d / (bits a vector)             int8 4, binary 32, PQ 32d / (m · nbits)
+    reconstruction_error = mean_i (1 − cos(x_i, x̂_i))
+    mean_cosine_error    = mean_{i<j} |cos(x_i, x_j) − cos(x̂_i, x̂_j)|   (the "cosine similarity
+                           error" of the article, in cosine units: 0.02 = "2 %")
+    recall_at_k          = mean_i |N_k(x_i) ∩ N̂_k(x̂_i)| / k, N_k the k nearest other vectors by
+                           cosine (self excluded), N̂_k the same among reconstructions
+
+Queries are quantized like the documents (symmetric search on reconstructions). The int8
+scale is a single number and is not counted in the bits.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from .geometry import cosine_matrix, pair_cosine
+
+Method = Literal["int8", "binary", "pq"]
+METHODS = ("int8", "binary", "pq")
+
+
+# --------------------------------------------------------------------------- quantizers
+
+def int8_article(x: np.ndarray, percentile: float = 95.0) -> dict[str, object]:
+    """The article's ``scalar_quantize``: codes [N, d] int8, the scale, the reconstruction and
+    its mean squared error, as the article's code computes them."""
+    x = np.asarray(x, dtype=np.float32)
+    scale = float(np.percentile(np.abs(x), percentile))
+    if scale == 0:
+        raise ValueError("int8 quantization: the 95th percentile of |x| is 0, so the scale is undefined")
+    codes = np.clip(x / scale * 127, -128, 127).astype(np.int8)
+    restored = codes.astype(np.float32) * scale / 127
+    return {"codes": codes, "scale": scale, "reconstruction": restored,
+            "mse": float(np.mean((x - restored) ** 2)), "clipped_fraction": float(np.mean(np.abs(x) > scale))}
+
+
+def binary(x: np.ndarray) -> dict[str, object]:
+    """Sign bits: codes [N, d] bool (x > 0) and the reconstruction 2b − 1."""
+    codes = np.asarray(x) > 0
+    return {"codes": codes, "reconstruction": codes.astype(np.float32) * 2 - 1}
+
+
+def product_quantization(x: np.ndarray, m: int, nbits: int = 8, seed: int = 0) -> dict[str, object]:
+    """faiss ProductQuantizer with ``m`` sub-vectors of ``nbits`` bits, trained on ``x`` itself
+    (seeded k-means; faiss recommends 39 training vectors a centroid, a small corpus has fewer):
+    codes [N, m · nbits / 8] uint8 and the decoded reconstruction."""
+    import faiss
+
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    n, d = x.shape
+    if m < 1 or d % m:
+        raise ValueError(f"PQ needs a number of sub-vectors m that divides d = {d}; got m = {m}")
+    if n < 2 ** nbits:
+        raise ValueError(f"PQ with {nbits} bits trains {2 ** nbits} centroids and needs at least as many vectors; got {n}")
+    quantizer = faiss.ProductQuantizer(d, m, nbits)
+    quantizer.cp.seed = seed
+    quantizer.cp.min_points_per_centroid = 1  # silence faiss's "provide at least 39 points a centroid"
+    quantizer.train(x)
+    codes = quantizer.compute_codes(x)
+    return {"codes": codes, "reconstruction": quantizer.decode(codes)}
+
+
+def bits_per_vector(method: Method, d: int, m: int | None = None, nbits: int = 8) -> int:
+    """Storage of one vector: int8 8d, binary d, PQ m · nbits."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method == "pq" and m is None:
+        raise ValueError("PQ storage needs m, the number of sub-vectors")
+    return {"int8": 8 * d, "binary": d, "pq": (m or 0) * nbits}[method]
+
+
+def compression_ratio(bits: int, d: int) -> float:
+    """32 d / bits: how many times smaller than float32."""
+    return 32 * d / bits
+
+
+def pq_subvectors(d: int, ratio: float, nbits: int = 8) -> int:
+    """The m of a PQ with ``nbits``-bit codes closest to ``ratio`` times compression among the
+    divisors of d (ties: the smaller compression)."""
+    divisors = [m for m in range(1, d + 1) if d % m == 0]
+    return min(divisors, key=lambda m: (abs(compression_ratio(m * nbits, d) - ratio), -m))
+
+
+# --------------------------------------------------------------------------- errors
+
+def reconstruction_errors(x: np.ndarray, restored: np.ndarray) -> np.ndarray:
+    """1 − cos(x_i, x̂_i) for every row → [N]."""
+    return 1.0 - pair_cosine(np.asarray(x, dtype=np.float64), np.asarray(restored, dtype=np.float64))
+
+
+def mean_cosine_error(x: np.ndarray, restored: np.ndarray) -> float:
+    """mean over pairs i < j of |cos(x_i, x_j) − cos(x̂_i, x̂_j)|."""
+    n = len(x)
+    if n < 2:
+        raise ValueError(f"pairwise cosine error needs at least 2 vectors; got {n}")
+    upper = np.triu_indices(n, k=1)
+    return float(np.mean(np.abs(cosine_matrix(x)[upper] - cosine_matrix(restored)[upper])))
+
+
+def neighbours(x: np.ndarray, k: int) -> np.ndarray:
+    """The k nearest other rows of ``x`` by cosine, nearest first (ties: lower index) → [N, k]."""
+    if not 1 <= k < len(x):
+        raise ValueError(f"k must be in [1, {len(x) - 1}]; got {k}")
+    sims = cosine_matrix(x)
+    np.fill_diagonal(sims, -np.inf)
+    return np.argsort(-sims, axis=1, kind="stable")[:, :k]
+
+
+def recall_against_float(x: np.ndarray, restored: np.ndarray, k: int = 10) -> float:
+    """mean_i |N_k(x_i) ∩ N̂_k(x̂_i)| / k: how many of the true k nearest neighbours the
+    quantized search returns."""
+    exact, approx = neighbours(x, k), neighbours(restored, k)
+    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(exact, approx)]))
+
+
+def group_nonuniformity(errors: np.ndarray, labels) -> dict[str, float]:
+    """Whether per-vector errors ([N]) differ between groups (topics): the Kruskal–Wallis p-value
+    (scipy) and the ratio of the largest to the smallest group mean."""
+    from scipy import stats
+
+    errors, labels = np.asarray(errors, dtype=np.float64), np.asarray(labels)
+    groups = [errors[labels == g] for g in dict.fromkeys(labels.tolist())]
+    if len(groups) < 2:
+        raise ValueError("non-uniformity across groups needs at least two groups")
+    means = [g.mean() for g in groups]
+    if min(means) <= 0:
+        raise ValueError("a group has zero mean error; the max/min ratio is undefined")
+    return {"kruskal_p": float(stats.kruskal(*groups).pvalue), "max_over_min": float(max(means) / min(means))}
+
+
+def evaluate(x: np.ndarray, restored: np.ndarray, bits: int, k: int = 10) -> dict[str, float]:
+    """compression_ratio, mean_cosine_error, reconstruction_error and recall_at_k of one quantizer."""
+    x = np.asarray(x, dtype=np.float64)
+    return {"bits_per_vector": bits, "compression_ratio": compression_ratio(bits, x.shape[1]),
+            "mean_cosine_error": mean_cosine_error(x, restored),
+            "reconstruction_error": float(np.mean(reconstruction_errors(x, restored))),
+            f"recall_at_{k}": recall_against_float(x, restored, k)}

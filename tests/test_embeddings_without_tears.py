@@ -1,0 +1,73 @@
+"""Chapter 5 end to end on the tiny model (through ``built_book``), and its ledger's data."""
+
+import json
+
+import pytest
+
+from embedding_geometry import claims, corpora, quantization
+
+SLUG = "05_embeddings_without_tears"
+
+
+def test_the_ledger_matches_the_transcribed_numbers():
+    ledger = claims.load(SLUG)
+    published = corpora.published(SLUG)
+    by_id = {c.id: c for c in ledger.claims}
+    assert len(ledger.claims) >= 40 and len(by_id) == len(ledger.claims)
+    names = {"isotropy-bert": "BERT", "isotropy-minilm": "all-MiniLM-L6-v2",
+             "isotropy-mpnet": "all-mpnet-base-v2", "isotropy-simcse": "SimCSE"}
+    rows = {row["name"]: row for row in published["isotropy_table"]["rows"]}
+    for claim_id, name in names.items():
+        claim = by_id[claim_id]
+        assert claim.published["value"] == rows[name]["score"] and claim.measured_on == rows[name]["model"]
+        assert claim.metric == f"isotropy_article_models.{name}"
+    table = published["cls_attention_table"]["shares"]
+    for claim_id, share in zip(["cls-table-0-10", "cls-table-11-50", "cls-table-51-100", "cls-table-100-plus"], table):
+        assert by_id[claim_id].published["value"] == share
+    defaults = published["quantization"]["pq_code_defaults"]
+    ratio = quantization.compression_ratio(quantization.bits_per_vector("pq", 384, defaults["num_subvectors"],
+                                                                         defaults["bits_per_subvector"]), 384)
+    assert f"{ratio:.0f}× for 384" in next(e for e in ledger.errata if e["id"] == "pq-compression-vs-own-code")["data_value"]
+    untested = corpora.load_yaml(f"claims/{SLUG}.yaml")["untested"]
+    assert all({"statement", "source", "reason"} <= set(item) for item in untested)
+
+
+@pytest.mark.slow
+def test_chapter_results_on_the_tiny_model(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    document = json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
+    metrics, inputs = document["metrics"], document["inputs"]
+    assert document["model"]["layers"] == 3 and document["model"]["hidden"] == 40
+    assert len(inputs["corpus"]) == 675 and len(inputs["queries"]["queries"]) >= 40
+    assert 0 <= metrics["isotropy_score"] <= 1
+    assert metrics["isotropy_reference"]["orthonormal"] == pytest.approx(0.5)
+    assert metrics["isotropy_article_models"]["all-MiniLM-L6-v2"] is None  # the tiny model is not in the table
+    assert any("random-init control" in m for m in metrics["isotropy_by_model"])
+    cone = metrics["cone"]
+    assert cone["mean_pairwise_cosine"] == pytest.approx(cone["identity"], abs=1e-9)
+    whitened = metrics["whitening"]["held_out"]["whiten"]
+    assert abs(whitened["anisotropy"]) < abs(metrics["whitening"]["held_out"]["none"]["anisotropy"])
+    dilution = metrics["length_dilution"]
+    assert len(dilution["key_first"]["mean"]) == document["params"]["k_max"] + 1 == len(dilution["k"])
+    assert dilution["key_first"]["mean"][0] == pytest.approx(1.0) and dilution["key_last"]["cls"][0] == pytest.approx(1.0)
+    shares = metrics["cls_attention_by_position"]["shares"]
+    assert metrics["cls_attention_by_position"]["n_positions"] > 100
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert metrics["subword"]["split_fraction"] == 1.0
+    assert metrics["finetune"]["article"]["max_weight_change"] == 0.0 and metrics["finetune"]["mnrl"]["difference"] == 0.0
+    quant = metrics["quantization"]
+    assert quant["int8"]["compression_ratio"] == 4 and quant["binary"]["compression_ratio"] == 32
+    assert quant["pq_8x"]["compression_ratio"] == 8 and quant["pq_16x"]["compression_ratio"] == 16
+    hybrid = metrics["hybrid_retrieval"]
+    assert set(hybrid) >= {"dense", "bm25", "rrf"} and hybrid["rerank_minus_dense"] is None
+    assert all(0 <= hybrid[m]["all"]["ndcg_at_10"] <= 1 for m in ("dense", "bm25", "rrf"))
+    assert 0 < metrics["long_text"]["coverage"]["truncation"] <= metrics["long_text"]["coverage"]["windows"] <= 1
+    verdicts = {c["id"]: c for c in document["claims"]}
+    assert set(verdicts) == {c.id for c in claims.load(SLUG).claims}
+    assert verdicts["isotropy-bert"]["shape_verdict"] == "not measured"
+    assert verdicts["rerank-precision"]["shape_verdict"] == "not measured"
+    assert verdicts["contrastive-fix"]["shape_verdict"] == "does not hold"
+    assert all(c["numeric_verdict"] is None for c in document["claims"])  # no published number is on the tiny model
+    page = (root / "_build" / "html" / "book" / "chapters" / f"{SLUG}.html").read_text()
+    assert "Embeddings without tears, measured" in page and page.count("eg-chart") >= 6

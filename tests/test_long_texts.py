@@ -1,0 +1,89 @@
+"""Texts built from corpus sentences, the article's sliding windows, and what the model reads."""
+
+import numpy as np
+import pytest
+
+from embedding_geometry import corpora, long_texts
+
+SENTENCES = [f"Sentence number {i} is here." for i in range(12)]
+TOPICS = ["a"] * 4 + ["b"] * 4 + ["c"] * 4
+
+
+def test_dilution_sets_key_first_and_last():
+    first = long_texts.dilution_sets(SENTENCES, TOPICS, n_keys=3, k_max=4, seed=1)
+    last = long_texts.dilution_sets(SENTENCES, TOPICS, n_keys=3, k_max=4, seed=1, key_last=True)
+    assert first["keys"] == last["keys"] and first["fillers"] == last["fillers"]
+    for key, fillers, texts, texts_last in zip(first["keys"], first["fillers"], first["texts"], last["texts"]):
+        assert len(texts) == 5 and texts[0] == key == texts_last[0]
+        assert texts[2] == " ".join([key, *fillers[:2]]) and texts_last[2] == " ".join([*fillers[:2], key])
+        key_topic = TOPICS[SENTENCES.index(key)]
+        assert all(TOPICS[SENTENCES.index(f)] != key_topic for f in fillers)
+        assert len(set(fillers)) == len(fillers)
+    with pytest.raises(ValueError, match="outside the key's topic"):
+        long_texts.dilution_sets(SENTENCES, TOPICS, n_keys=1, k_max=9)
+
+
+def test_topic_runs_reach_the_length(embedded):
+    frame = corpora.corpus()
+    runs = long_texts.topic_runs(frame["sentence"].tolist(), frame["topic"].tolist(), embedded.tokenizer, 120)
+    assert len(runs) == frame["topic"].nunique()
+    for topic, text in runs.items():
+        assert len(embedded.tokenizer(text)["input_ids"]) >= 120
+        assert text.startswith(frame.loc[frame["topic"] == topic, "sentence"].iloc[0])
+
+
+def test_documents_are_disjoint_runs_of_enough_words():
+    docs = long_texts.documents(SENTENCES, min_words=12, n_docs=3, seed=0)
+    assert len(docs) == 3
+    assert all(sum(len(SENTENCES[i].split()) for i in doc) >= 12 for doc in docs)
+    flat = [i for doc in docs for i in doc]
+    assert len(flat) == len(set(flat))
+    with pytest.raises(ValueError, match="holds only"):
+        long_texts.documents(SENTENCES, min_words=30, n_docs=3)
+
+
+def test_word_windows_follow_the_article_and_drop_the_tail():
+    ten = " ".join(f"w{i}" for i in range(10))
+    assert long_texts.word_windows(ten, window=4, stride=2) == [
+        "w0 w1 w2 w3", "w2 w3 w4 w5", "w4 w5 w6 w7", "w6 w7 w8 w9"]
+    eleven = ten + " w10"
+    windows = long_texts.word_windows(eleven, window=4, stride=2)
+    assert len(windows) == 4 and not any("w10" in w for w in windows)  # the last word is never encoded
+    assert long_texts.window_starts(11, 4, 2) == [0, 2, 4, 6]
+    assert long_texts.word_windows("short text", window=4) == ["short text"]
+    with pytest.raises(ValueError, match="≥ 1"):
+        long_texts.word_windows(ten, window=0)
+
+
+def test_pool_windows():
+    vectors = np.array([[3.0, 0.0], [0.0, 2.0]])
+    assert long_texts.pool_windows(vectors, "max") == pytest.approx([1.0, 1.0])
+    assert long_texts.pool_windows(vectors, "mean") == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError, match="window pooling must be one of"):
+        long_texts.pool_windows(vectors, "sum")
+
+
+def test_read_masks_and_spans_by_hand():
+    offsets = np.array([0, 2, 3, 5])  # three words of 2, 1 and 2 tokens
+    assert long_texts.read_mask(offsets, 3).tolist() == [True, True, True, False, False]
+    assert long_texts.read_mask(offsets, 2, starts=[0, 1], window=2).tolist() == [True, True, True, True, False]
+    assert long_texts.read_mask(offsets, 3, starts=[0, 1], window=2).all()
+    assert long_texts.sentence_spans(offsets, [2, 1]) == [(0, 3), (3, 5)]
+
+
+def test_word_token_offsets_and_tokens_per_word(embedded):
+    offsets = long_texts.word_token_offsets(embedded.tokenizer, "DataForce is here")
+    assert offsets.tolist() == [0, 2, 3, 4]
+    assert long_texts.tokens_per_word(embedded.tokenizer, ["DataForce is here"]) == pytest.approx(4 / 3)
+    assert long_texts.budget(embedded.tokenizer, 256) == 254
+
+
+def test_long_text_study_on_the_tiny_model(tiny_bert):
+    sentences = corpora.corpus()["sentence"].tolist()
+    vectors = np.random.default_rng(0).standard_normal((len(sentences), tiny_bert.info.hidden))
+    study = long_texts.long_text_study(tiny_bert, sentences, vectors, min_words=150, n_docs=2, window=40,
+                                       stride=20, batch_size=4)
+    assert study["n_docs"] == 2 and len(study["inputs"]["documents"]) == 2
+    assert 0 < study["coverage"]["truncation"] < study["coverage"]["windows"] <= 1
+    assert set(study["recall_at_1"]) == {"truncation", "windows_max", "windows_mean"}
+    assert all(0 <= r["all"] <= 1 for r in study["recall_at_1"].values())
