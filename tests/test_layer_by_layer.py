@@ -93,3 +93,18 @@ def test_claims_cover_the_ledger_and_published_models_not_run_are_not_measured(r
     assert by_model["jinaai/jina-colbert-v2"] is None and by_model["mixedbread-ai/mxbai-embed-large-v1"] is None
     embedded = by_model[models.EMBEDDED_ID]  # the default `models`: another model, of another depth
     assert embedded is not None and len(embedded) != len(results["metrics"]["intra_sentence_cosine"])
+
+
+def test_exercise_answers_are_computed(results):
+    """The exercises' answers: the one-topic set's collapse, easy Recall@1 and hard Recall@3 per depth."""
+    L, m, inputs = results["model"]["layers"], results["metrics"], results["inputs"]
+    ex = m["exercises"]
+    topic = ex["one_topic"]
+    assert len(inputs["exercise_one_topic"]) >= 3 and inputs["exercise_one_topic"] != inputs["sentences"]
+    assert all(len(topic[key]) == L + 1 for key in ("intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap"))
+    np.testing.assert_allclose(topic["collapse_gap"], np.subtract(topic["intra_sentence_cosine"], topic["cross_sentence_baseline"]))
+    easy_1, hard_3 = np.asarray(ex["easy_recall_at_1"]), np.asarray(ex["hard_recall_at_3"])
+    assert easy_1.shape == hard_3.shape == (L + 1,) and ((0 <= easy_1) & (easy_1 <= 1)).all()
+    # recall can only grow with k: the chapter's run used easy k = 3 and hard k = 1
+    assert m["recall_k"] == {"easy": 3, "hard": 1}
+    assert (easy_1 <= np.asarray(m["recall_at_k"]["easy"])).all() and (hard_3 >= np.asarray(m["recall_at_k"]["hard"])).all()

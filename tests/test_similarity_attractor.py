@@ -74,3 +74,24 @@ def test_claims_cover_the_ledger(results):
     assert [c["id"] for c in results["claims"]] == [c.id for c in ledger.claims]
     assert all(c["numeric_verdict"] is None for c in results["claims"])  # the tiny model is no published model
     assert all(c["measured"] is not None for c in results["claims"])
+
+
+def test_exercise_answers_are_computed(results, tiny_bert_dir):
+    """The exercises' answers: a role reversal's and a paraphrase's cosine per depth, MaxSim against a negation."""
+    L, m = results["model"]["layers"], results["metrics"]
+    ex, pairs = m["exercises"], results["inputs"]["exercise_pairs"]
+    reference = corpora.REFERENCE_SENTENCES
+    assert pairs["reversal"] == [reference["acquirer"], reference["acquired"]]
+    assert pairs["paraphrase"][0] == pairs["negation"][0] == reference["surged"]
+    assert len(ex["reversal_cosine"]) == len(ex["paraphrase_cosine"]) == L + 1
+    above = np.asarray(ex["paraphrase_cosine"]) > np.asarray(m["pair_cosine"]["hard"])
+    assert ex["paraphrase_above_hard_depths"] == int(above.sum())
+    # an independent computation: the role reversal's mean pools at the final depth
+    record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), pairs["reversal"], cache=False, progress=False)
+    a, b = (record.token_states(L, i, "all").astype(np.float64).mean(axis=0) for i in (0, 1))
+    assert ex["reversal_cosine"][L] == pytest.approx(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), abs=1e-5)
+    negation = ex["negation_maxsim_final"]
+    assert negation["a_to_b_min"] <= negation["a_to_b_mean"] <= 1 + 1e-6
+    record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), pairs["negation"], cache=False, progress=False)
+    words_b = [t for t, w in zip(record.tokens[record.rows(1)], record.word_mask[record.rows(1)]) if w]
+    assert list(negation["b_to_a"]) == charts.unique_labels(words_b)
