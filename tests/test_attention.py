@@ -5,6 +5,7 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import fields
+from itertools import islice
 
 import numpy as np
 import pytest
@@ -262,6 +263,19 @@ def test_cycled_repeats_in_new_seeded_orders():
         next(attention.cycled([]))
 
 
+def test_sentence_stream_names_the_source_and_restarts_on_every_call():
+    from embedding_geometry import corpora
+
+    first = attention.sentence_stream("corpus", seed=0)
+    sentences = corpora.corpus()["sentence"].tolist()
+    assert [next(first) for _ in range(3)] == sentences[:3]
+    n = len(sentences) + 5  # past the first pass: into the seeded shuffled order
+    again = attention.sentence_stream("corpus", seed=0)
+    assert list(islice(again, n)) == list(islice(attention.cycled(sentences, seed=0), n))
+    with pytest.raises(ParameterError, match="'texts' expects one of 'corpus', 'wikitext'"):
+        attention.sentence_stream("books")
+
+
 WIKITEXT = """ = Valkyria Chronicles III = 
 
  Senjō no Valkyria 3 is a tactical role @-@ playing video game . It was released in 2011 in Japan !
@@ -436,3 +450,24 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert all(c["numeric_verdict"] is None for c in document["claims"])  # not the paper's model
     page = (root / "_build" / "html" / "book" / "chapters" / "04_attention_context_similarity.html").read_text()
     assert '"name": "layer"' in page and '"name": "head"' in page  # the explorer's two sliders
+
+
+@pytest.mark.slow
+def test_chapter_exercise_answers_on_the_tiny_model(built_book):
+    """Chapter 4's exercise answers: from the streamed totals where they suffice (τ = 0.1 is a
+    sensitivity threshold; head classes at another repeat bar), else on the run's first texts."""
+    root, _ = built_book
+    document = json.loads((root / "build" / "results" / "04_attention_context_similarity.json").read_text())
+    m, L, H = document["metrics"], document["model"]["layers"], document["model"]["heads"]
+    exercises = m["exercises"]
+    low = m["sensitivity"]["thresholds"].index(0.1)
+    assert exercises["attention_threshold_0.1_separator_attention"] == m["sensitivity"]["separator_attention"][low]
+    strict = exercises["repeat_share_threshold_0.5"]
+    assert sum(strict["heads"].values()) == L * H
+    assert strict["heads"]["repetition"] <= sum(m["head_classes"]["repetition"])  # a higher bar keeps fewer
+    assert 0 <= strict["layers_with_both_kinds"] <= L
+    loose = exercises["q_0.95_first_texts"]
+    assert set(loose) == {"q=0.99", "q=0.95"}
+    assert all(len(v["mean_pair_distance"]) == len(v["same_sentence_lift"]) == L for v in loose.values())
+    texts = document["inputs"]["exercise_texts"]
+    assert texts == document["inputs"]["texts"]["first"][:len(texts)] and len(texts) == 6  # min(8, n_texts)

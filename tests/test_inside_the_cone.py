@@ -101,3 +101,27 @@ def test_page_is_built_with_its_charts(built_book):
     page = path.read_text()
     assert "Inside the Cone" in page and len(set(re.findall(r'id="(eg-chart-[0-9a-f-]+)"', page))) >= 6
     assert "Errata" in page and path.stat().st_size < 5_000_000
+
+
+def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
+    """The exercises' answers are in the results, each for its changed parameter value."""
+    inputs, metrics, layers = document["inputs"], document["metrics"], document["model"]["layers"]
+    exercises = metrics["exercises"]
+    assert set(exercises) == {"n_texts_300_anisotropy", "token_set_all_token_anisotropy",
+                              "top_topic_at_each_end", "seed_1_control"}
+    sample = inputs["exercise_sample"]
+    assert sample == corpora.load_corpus("project", 300, seed=0)["sentence"].tolist()
+    record = activations.extract(tiny_bert, sample, batch_size=8, cache=False, progress=False)
+    pools = record.mean_pool("all")
+    assert len(exercises["n_texts_300_anisotropy"]) == layers + 1
+    assert exercises["n_texts_300_anisotropy"][-1] == pytest.approx(geometry.mean_pairwise_cosine(pools[-1]), abs=1e-5)
+    everything = activations.extract(tiny_bert, inputs["sentences"], batch_size=8, cache=False, progress=False)
+    rows = np.asarray(inputs["exercise_token_sample_all"])
+    assert everything.special_mask[rows].any()  # the post's token set includes [CLS] and [SEP]
+    assert exercises["token_set_all_token_anisotropy"][0] == pytest.approx(
+        geometry.mean_pairwise_cosine(everything.hidden[0, rows]), abs=1e-5)
+    ends = exercises["top_topic_at_each_end"]
+    assert set(ends) == {"k=5", "k=20"} and ends["k=20"]["high"]["sentences"] <= 20
+    control = exercises["seed_1_control"]
+    assert 0 <= control["axis_cos_with_model"] <= 1 and 0 <= control["axis_cos_with_this_control"] <= 1
+    assert -1 <= control["final_anisotropy"] <= 1

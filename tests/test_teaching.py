@@ -41,8 +41,6 @@ CHAPTERS = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb")
                   if p.stem not in reference_pages() and not p.stem.startswith("99_"))
 PRIMER = "00b_primer"
 PENDING = {
-    "03_inside_the_cone",
-    "04_attention_context_similarity",
     "05_embeddings_without_tears",
 }
 MIN_EXERCISES = 3

@@ -25,7 +25,8 @@ rule keeps the pairs with S_ij ≥ t · max_P S (t in 0.1 … 0.5), beside the q
 
 Everything is a count or a sum, so one batch's statistics fold into running totals
 (:class:`ContextStats` supports ``+``): memory does not grow with the number of texts.
-Texts are built by :func:`windows` from whole sentences (see there for the one cut sentence).
+Texts are built by :func:`windows` from whole sentences (see there for the one cut sentence)
+of the source :func:`sentence_stream` names.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import parameters
+from . import corpora, parameters
 from .errors import ParameterError
 
 SENTENCE_END = (".", "!", "?")
@@ -125,6 +126,15 @@ def cycled(sentences: Sequence[str], seed: int = 0) -> Iterator[str]:
     rng = np.random.default_rng(seed)
     while True:
         yield from (sentences[i] for i in rng.permutation(len(sentences)))
+
+
+def sentence_stream(texts: str, seed: int = 0) -> Iterator[str]:
+    """The sentences the chapter's ``texts`` parameter names, from the start: ``"corpus"``, the
+    book's corpus :func:`cycled` with ``seed``; ``"wikitext"``, :func:`wikitext_sentences`.
+    Every call starts a new stream, so two calls give the same texts through :func:`windows`."""
+    if PARAMETER_RULES["texts"]("texts", texts) == "corpus":
+        return cycled(corpora.corpus()["sentence"], seed)
+    return wikitext_sentences()
 
 
 def wikitext_sentences(data_files: str | Path | None = None,
