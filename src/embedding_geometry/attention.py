@@ -284,7 +284,7 @@ PARAMETER_RULES = {
     "common_min_count": parameters.integer(2),
     "repeat_share_threshold": _unit_interval,
     "common_focus_threshold": _unit_interval,
-    "matrix_size": parameters.integer(2, 1024),
+    "matrix_size": parameters.integer(2, 512),
 }
 """The chapter's own parameters, for ``parameters.validate`` (shared ones are in ``parameters.RULES``)."""
 
