@@ -19,9 +19,16 @@ CLS attention by position, over N texts of exactly T tokens (a^{(i)}: [T] each):
     entropy        = mean over heads h and query rows i of  −Σ_j A_hij log A_hij / log T
                      (1 = every row uniform over the T keys)
 
+Length bias: Spearman's ρ between ‖m‖ (unnormalised sentence vector) and its token count n,
+and the R² of the averaging law ‖m‖² = a + b / n; dilution: cos(pool(key), pool(key + k others)).
+
 Compounds that WordPiece splits ("DataForce" → data ##force): composition compares the
 embedding of the compound with the mean of its parts' embeddings; stability is the mean
-pairwise cosine of one word's contextual vector v_w across the sentences that use it.
+pairwise cosine of one word's contextual vector v_w across the sentences that use it; the
+margin is mean cos(a compound's sentences) − mean cos(those, a sentence using its parts literally).
+
+``library_checks`` asks sentence-transformers itself what it does with a model: its modules,
+whether padding changes an embedding, whether embeddings have norm 1.
 """
 
 from __future__ import annotations

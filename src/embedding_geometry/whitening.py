@@ -23,8 +23,12 @@ cone's axis), Σ_{i≠j} x̂_i · x̂_j = ‖Σ_i x̂_i‖² − n = n²κ² −
 Centering and whitening are fitted on one split F ([n_F, d]) and applied to any Y ([m, d]):
 
     μ = mean of F,  Σ = (F − μ)ᵀ(F − μ) / (n_F − 1) = U Λ Uᵀ
+    none(Y)   = Y                                            (the baseline)
     centre(Y) = Y − μ
     whiten(Y) = (Y − μ) W,   W = U diag(1 / √(λ + ε)) Uᵀ   (the article's ``whiten_embeddings``, ε = 1e-6)
+
+``domain_transfer`` asks whether a fitted transform travels: labels (topics) split into domains
+A and B; B's held-out rows transformed with B's own fit rows or with A's ("borrowed").
 
 On F itself whitening gives the covariance U diag(λ / (λ + ε)) Uᵀ: the identity wherever λ ≫ ε.
 With n_F ≤ d, Σ has at most n_F − 1 non-zero eigenvalues and W multiplies the remaining
