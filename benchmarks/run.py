@@ -12,7 +12,8 @@
 Prints a table and writes ``build/bench.json`` (read by the book's Performance page).
 
     .venv/bin/python benchmarks/run.py                 # everything (several minutes)
-    .venv/bin/python benchmarks/run.py --skip build    # leave out the (slowest) build timing
+    .venv/bin/python benchmarks/run.py --skip build    # leave out the (slowest) build timing;
+                                                       # skipped figures keep their last measured values
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def memory(sizes=(200, 2000)) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip", nargs="*", default=[], choices=SECTIONS)
+    parser.add_argument("--skip", nargs="*", default=[], choices=SECTIONS,
+                        help="figures not to measure now (their last measured values are kept)")
     parser.add_argument("--texts", type=int, default=1000, help="corpus sentences for the extraction figures")
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args(argv)
@@ -166,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     book_build.seed_everything(0)
     loaded = models.load(device="cpu")
     texts = _sentences(args.texts)
-    results: dict = {}
+    out = ROOT / "build" / "bench.json"
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    results: dict = {name: previous[name] for name in args.skip if name in previous}  # kept from the last run
     for name, run in (("extraction", lambda: extraction(loaded, texts, args.batch_size)),
                       ("batching", lambda: batching(loaded, texts, args.batch_size)),
                       ("cache", lambda: cache(loaded, texts, args.batch_size)),
@@ -177,7 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                           "python": platform.python_version(), "torch": torch.__version__, "model": loaded.info.id,
                           "measured_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-    out = ROOT / "build" / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
     print(pages.performance_table(results).to_string(index=False))
