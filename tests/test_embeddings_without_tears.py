@@ -71,3 +71,21 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert all(c["numeric_verdict"] is None for c in document["claims"])  # no published number is on the tiny model
     page = (root / "_build" / "html" / "book" / "chapters" / f"{SLUG}.html").read_text()
     assert "Embeddings without tears, measured" in page and page.count("eg-chart") >= 6
+
+
+@pytest.mark.slow
+def test_exercise_answers_on_the_tiny_model(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    document = json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
+    exercises, n = document["metrics"]["exercises"], len(document["inputs"]["corpus"])
+    fit = exercises["fit_fraction_0.2"]
+    assert fit["n_fit"] == round(0.2 * n) == len(document["inputs"]["exercise_fit_rows"])
+    assert fit["zero_eigenvalues"] >= 0 and all(0 <= v <= 1 for v in fit["ndcg_at_10"].values())
+    cls = exercises["n_positions_128"]
+    assert cls["n_positions"] == min(128, document["model"]["max_seq_length"])
+    assert sum(cls["shares"]) == pytest.approx(1.0) and sum(cls["uniform"]) == pytest.approx(1.0)
+    windows = exercises["window_128_stride_64"]
+    assert 0 <= windows["windows_over_limit_fraction"] <= 1
+    assert 0 < windows["coverage"]["truncation"] <= windows["coverage"]["windows"] <= 1
+    assert all(0 <= windows["recall_at_1"][m]["all"] <= 1 for m in ("truncation", "windows_max", "windows_mean"))

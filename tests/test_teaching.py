@@ -40,9 +40,7 @@ def reference_pages() -> set[str]:
 CHAPTERS = sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb")
                   if p.stem not in reference_pages() and not p.stem.startswith("99_"))
 PRIMER = "00b_primer"
-PENDING = {
-    "05_embeddings_without_tears",
-}
+PENDING: set[str] = set()
 MIN_EXERCISES = 3
 
 
