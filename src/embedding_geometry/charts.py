@@ -352,6 +352,7 @@ def grouped_bars(frame: pd.DataFrame, x: str, y: str, group: str, y_title: str, 
         y=alt.Y(f"{y}:Q", title=y_title), color=alt.Color(f"{group}:N", title=group, sort=None),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".3f")]).properties(title=title, width=560)
 
+
 # --------------------------------------------------------------------------- chapter 3
 
 def matrix_frame(matrix: Mapping[str, Mapping[str, float | None]], missing: str = "not comparable",
