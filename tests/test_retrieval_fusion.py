@@ -64,6 +64,9 @@ def test_cross_encoder_loading(tiny_bert_dir, tmp_path):
     assert len(predict([("a query", "a document"), ("another", "text")])) == 2
     with pytest.raises(ModelUnavailableError, match="not available offline"):
         retrieval.cross_encoder(str(tmp_path / "no-such-model"))
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(ModelUnavailableError, match="not a model directory"):
+        retrieval.cross_encoder(str(tmp_path))
 
 
 def test_summary_by_kind():

@@ -144,7 +144,9 @@ def cross_encoder(model: str, device: str = "cpu"):
     from sentence_transformers import CrossEncoder
 
     from .errors import ModelUnavailableError
+    from .models import locate
 
+    locate(model)  # a local path that is not a model directory: a one-line error before loading
     try:
         encoder = CrossEncoder(model, device=device)
     except OSError as error:
