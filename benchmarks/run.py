@@ -116,12 +116,9 @@ def build() -> dict:
     """A cold build of the whole book (a copy of its sources, an empty cache), then a warm one."""
     workdir = Path(tempfile.mkdtemp(prefix="eg-bench-book-"))
     try:
-        for name in ("_config.yml", "_toc.yml", "_static", "book", "notebooks", "params"):
-            source = ROOT / name
-            if source.is_dir():
-                shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("chapters", "vega-bundle.js"))
-            else:
-                shutil.copy2(source, workdir / name)
+        from embedding_geometry.build import copy_sources
+
+        copy_sources(ROOT, workdir)
         env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(workdir / "cache")}
         command = [sys.executable, "-m", "embedding_geometry", "build", "--root", str(workdir)]
         timings, outputs = [], []

@@ -42,22 +42,11 @@ def embedded():
     return models.load(device="cpu")
 
 
-BOOK_SOURCES = ["_config.yml", "_toc.yml", "_static", "book", "notebooks", "params"]
-
-
 def copy_book(destination: Path) -> Path:
     """The book's sources (not its build products) copied to ``destination``."""
-    import shutil
+    from embedding_geometry.build import copy_sources
 
-    for name in BOOK_SOURCES:
-        source = ROOT / name
-        target = destination / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints", "vega-bundle.js"))
-        else:
-            shutil.copy2(source, target)
-    return destination
+    return copy_sources(ROOT, destination)
 
 
 def run_build(root: Path, *args: str, cache: Path | None = None):

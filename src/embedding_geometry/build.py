@@ -219,6 +219,23 @@ def _stderr_to(log: Path):
             os.close(saved)
 
 
+SOURCES = ("_config.yml", "_toc.yml", "_static", "book", "notebooks", "params")
+"""What a book is made of (everything else under the root is a build product or the package)."""
+
+
+def copy_sources(root: Path, destination: Path) -> Path:
+    """Copy the book's sources (not ``book/chapters`` nor the generated Vega bundle) from
+    ``root`` to ``destination``: a separate book to build, for tests and benchmarks."""
+    for name in SOURCES:
+        source, target = root / name, destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints", charts.BUNDLE_NAME))
+        else:
+            shutil.copy2(source, target)
+    return destination
+
+
 def _remove_leftovers(root: Path) -> None:
     """Scratch folders and unfinished cache writes of builds that were killed outright (those of
     a build still running, in another process, are left alone)."""
