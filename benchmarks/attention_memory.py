@@ -22,7 +22,8 @@ import time
 
 
 def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
-    from embedding_geometry import attention, corpora, models
+    from embedding_geometry.studies import attention
+    from embedding_geometry.core import corpora, models
 
     loaded = models.load(model, device="cpu")
     sentences = attention.cycled(corpora.corpus()["sentence"], seed=0)

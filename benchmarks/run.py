@@ -45,7 +45,7 @@ def _best_of(repeats: int, run) -> float:
 
 
 def _sentences(n: int) -> list[str]:
-    from embedding_geometry import corpora
+    from embedding_geometry.core import corpora
 
     sentences = list(corpora.corpus()["sentence"])
     return (sentences * (n // len(sentences) + 1))[:n] if n > len(sentences) else sentences[:n]
@@ -55,7 +55,7 @@ def extraction(loaded, texts: list[str], batch_size: int) -> dict:
     """Throughput of extract (no cache) against the bare forward over identical batches."""
     import torch
 
-    from embedding_geometry import activations
+    from embedding_geometry.core import activations
 
     encoded = loaded.tokenizer(texts, truncation=True, max_length=loaded.info.max_seq_length)["input_ids"]
     order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
@@ -81,7 +81,7 @@ def batching(loaded, texts: list[str], batch_size: int) -> dict:
     """extract against a per-sentence loop: one tokenizer call and one forward per sentence."""
     import torch
 
-    from embedding_geometry import activations
+    from embedding_geometry.core import activations
 
     def loop():
         with torch.inference_mode():
@@ -100,7 +100,7 @@ def batching(loaded, texts: list[str], batch_size: int) -> dict:
 
 def cache(loaded, texts: list[str], batch_size: int) -> dict:
     """First extraction (computes and stores) against the second (loads)."""
-    from embedding_geometry import activations
+    from embedding_geometry.core import activations
 
     folder = tempfile.mkdtemp(prefix="eg-bench-cache-")
     try:
@@ -116,7 +116,7 @@ def build() -> dict:
     """A cold build of the whole book (a copy of its sources, an empty cache), then a warm one."""
     workdir = Path(tempfile.mkdtemp(prefix="eg-bench-book-"))
     try:
-        from embedding_geometry.build import copy_sources
+        from embedding_geometry.book.build import copy_sources
 
         copy_sources(ROOT, workdir)
         env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(workdir / "cache")}
@@ -160,9 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
 
-    from embedding_geometry import build as book_build, models, pages
+    from embedding_geometry.book import build as book_build, pages
+    from embedding_geometry.book.chapter import seed_everything
+    from embedding_geometry.core import models
 
-    book_build.seed_everything(0)
+    seed_everything(0)
     loaded = models.load(device="cpu")
     texts = _sentences(args.texts)
     out = ROOT / "build" / "bench.json"

@@ -30,21 +30,21 @@ def tiny_xlmr_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_bert(tiny_bert_dir):
-    from embedding_geometry import models
+    from embedding_geometry.core import models
 
     return models.load(str(tiny_bert_dir), device="cpu")
 
 
 @pytest.fixture(scope="session")
 def embedded():
-    from embedding_geometry import models
+    from embedding_geometry.core import models
 
     return models.load(device="cpu")
 
 
 def copy_book(destination: Path) -> Path:
     """The book's sources (not its build products) copied to ``destination``."""
-    from embedding_geometry.build import copy_sources
+    from embedding_geometry.book.build import copy_sources
 
     return copy_sources(ROOT, destination)
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry import activations, models
-from embedding_geometry.errors import ParameterError
+from embedding_geometry.core import activations, models
+from embedding_geometry.core.errors import ParameterError
 
 TEXTS = ["The quick brown fox jumps over the lazy dog", "Hi", "Its rival acquired the tech giant"]
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import anisotropy as an
-from embedding_geometry import geometry
+from embedding_geometry.studies import anisotropy as an
+from embedding_geometry.core import geometry
 
 SQRT2 = np.sqrt(2)
 

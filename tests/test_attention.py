@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry import activations, attention
-from embedding_geometry.errors import ParameterError
+from embedding_geometry.core import activations
+from embedding_geometry.studies import attention
+from embedding_geometry.core.errors import ParameterError
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -264,7 +265,7 @@ def test_cycled_repeats_in_new_seeded_orders():
 
 
 def test_sentence_stream_names_the_source_and_restarts_on_every_call():
-    from embedding_geometry import corpora
+    from embedding_geometry.core import corpora
 
     first = attention.sentence_stream("corpus", seed=0)
     sentences = corpora.corpus()["sentence"].tolist()
@@ -377,7 +378,7 @@ def test_block_means_average_square_blocks():
 
 
 def test_example_frames_and_charts_are_valid_and_light(tiny_bert):
-    from embedding_geometry import charts
+    from embedding_geometry.book import charts
 
     settings = attention.Settings()
     texts = attention.windows(tiny_bert.tokenizer, attention.cycled(SENTENCES), 3, length=32)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from embedding_geometry import charts
+from embedding_geometry.book import charts
 
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs", re.I)
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry import claims
+from embedding_geometry.book import claims
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
 MODEL = "org/published-model"

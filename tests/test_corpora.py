@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from embedding_geometry import corpora
-from embedding_geometry.errors import ParameterError
+from embedding_geometry.core import corpora
+from embedding_geometry.core.errors import ParameterError
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from embedding_geometry import claims, corpora, quantization
+from embedding_geometry.book import claims
+from embedding_geometry.core import corpora
+from embedding_geometry.studies import quantization
 
 SLUG = "05_embeddings_without_tears"
 

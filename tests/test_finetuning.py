@@ -1,6 +1,6 @@
 """The article's fine-tuning fix, replayed on the tiny model."""
 
-from embedding_geometry import finetuning
+from embedding_geometry.studies import finetuning
 
 
 def test_mnrl_ignores_the_labels(tiny_bert_dir):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import geometry
+from embedding_geometry.core import geometry
 
 
 def test_cosine_of_orthogonal_parallel_and_opposite_vectors():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import TINY_CHAPTER_PARAMS
-from embedding_geometry import activations, corpora, geometry
+from embedding_geometry.core import activations, corpora, geometry
 
 pytestmark = pytest.mark.slow
 SLUG = "03_inside_the_cone"

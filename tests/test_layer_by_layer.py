@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry import activations, claims, corpora, models
+from embedding_geometry.core import activations, corpora, models
+from embedding_geometry.book import claims
 
 pytestmark = pytest.mark.slow
 SLUG = "01_layer_by_layer"

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import corpora, long_texts
+from embedding_geometry.core import corpora
+from embedding_geometry.studies import long_texts
 
 SENTENCES = [f"Sentence number {i} is here." for i in range(12)]
 TOPICS = ["a"] * 4 + ["b"] * 4 + ["c"] * 4

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from embedding_geometry import models
-from embedding_geometry.errors import ModelUnavailableError, RemoteCodeError
+from embedding_geometry.core import models
+from embedding_geometry.core.errors import ModelUnavailableError, RemoteCodeError
 
 import tiny_models
 

@@ -5,7 +5,7 @@ import json
 import nbformat
 import pytest
 
-from embedding_geometry import pages
+from embedding_geometry.book import pages
 
 
 def write_notebook(folder, slug, source):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from embedding_geometry import parameters
-from embedding_geometry.errors import ParameterError
+from embedding_geometry.book import parameters
+from embedding_geometry.core.errors import ParameterError
 
 
 @pytest.mark.parametrize("name, value, expected", [

@@ -5,7 +5,8 @@ import pytest
 import torch
 import yaml
 
-from embedding_geometry import activations, corpora, pooling
+from embedding_geometry.core import activations, corpora
+from embedding_geometry.studies import pooling
 
 import tiny_models
 
@@ -191,7 +192,7 @@ def test_the_compound_set_splits_every_compound_and_keeps_every_control_whole(em
 # --------------------------------------------------------------------------- the library
 
 def test_library_checks_on_the_tiny_model(tiny_bert, tmp_path):
-    from embedding_geometry import models
+    from embedding_geometry.core import models
 
     texts = ["short one", "a somewhat longer sentence than the first", "mid length text"]
     checks = pooling.library_checks(tiny_bert, texts)

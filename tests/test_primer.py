@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry import anisotropy, geometry, primer
-from embedding_geometry.errors import ParameterError
+from embedding_geometry.studies import anisotropy, primer
+from embedding_geometry.core import geometry
+from embedding_geometry.core.errors import ParameterError
 
 SLUG = "00b_primer"
 

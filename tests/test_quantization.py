@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import geometry, quantization
+from embedding_geometry.core import geometry
+from embedding_geometry.studies import quantization
 
 
 def test_int8_by_hand():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import retrieval
+from embedding_geometry.studies import retrieval
 
 SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.3, 0.3]])
 

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import corpora, retrieval
-from embedding_geometry.errors import ModelUnavailableError
+from embedding_geometry.core import corpora
+from embedding_geometry.studies import retrieval
+from embedding_geometry.core.errors import ModelUnavailableError
 
 
 def test_competition_ranks_share_the_best_rank_on_ties():

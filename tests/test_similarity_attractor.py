@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from conftest import TINY_CHAPTER_PARAMS
-from embedding_geometry import activations, charts, claims, corpora, models
+from embedding_geometry.core import activations, corpora, models
+from embedding_geometry.book import charts, claims
 
 pytestmark = pytest.mark.slow
 SLUG = "02_similarity_attractor"

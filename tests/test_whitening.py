@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry import whitening
+from embedding_geometry.studies import whitening
 
 
 def test_identical_vectors_score_zero_and_warn():

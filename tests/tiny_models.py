@@ -28,7 +28,7 @@ def tiny_bert(directory: Path, sentence_transformers: bool = True, seed: int = 0
     ``sentence_transformers`` it is saved as a mean-pooling sentence-transformers model."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from embedding_geometry.models import embedded_model_path
+    from embedding_geometry.core.models import embedded_model_path
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_path()))
     torch.manual_seed(seed)

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import build
+from .book import build
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .geometry import cosine_matrix
+from ..core.geometry import cosine_matrix
 
 Relevant = Sequence[int] | Sequence[Sequence[int]]
 
@@ -143,8 +143,8 @@ def cross_encoder(model: str, device: str = "cpu"):
     function for ``rerank``; a model that cannot be loaded offline is a one-line error."""
     from sentence_transformers import CrossEncoder
 
-    from .errors import ModelUnavailableError
-    from .models import locate
+    from ..core.errors import ModelUnavailableError
+    from ..core.models import locate
 
     locate(model)  # a local path that is not a model directory: a one-line error before loading
     try:
@@ -163,7 +163,7 @@ def corpus_queries(sentences: Sequence[str], name: str = QUERY_FILE) -> dict[str
     """The judged query set over the project corpus (``data/corpus_queries.yaml``): queries,
     their kinds (keyword or paraphrase), topics, and for each the indices in ``sentences`` of its
     relevant documents. A relevant sentence missing from ``sentences`` is a ValueError."""
-    from .corpora import load_yaml
+    from ..core.corpora import load_yaml
 
     position = {s: i for i, s in enumerate(sentences)}
     out: dict[str, list] = {"queries": [], "kinds": [], "topics": [], "relevant": []}

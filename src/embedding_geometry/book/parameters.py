@@ -12,11 +12,32 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import ParameterError
+from ..core.errors import ParameterError
 
 Rule = Callable[[str, Any], Any]
 
 
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]"
+    if low is not None:
+        return f" ≥ {low}"
+    if high is not None:
+        return f" ≤ {high}"
+    return ""
+
+
+def expects(description: str) -> Callable[[Rule], Rule]:
+    """Attach ``description`` (what the rule accepts, in words) to a rule, for the parameter table."""
+
+    def mark(rule: Rule) -> Rule:
+        rule.expects = description
+        return rule
+
+    return mark
+
+
+@expects("true or false")
 def boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ParameterError(name, "true or false", value)
@@ -26,6 +47,7 @@ def boolean(name: str, value: Any) -> bool:
 def integer(low: int | None = None, high: int | None = None) -> Rule:
     """An int in [low, high] (either bound optional); bools are not ints here."""
 
+    @expects(f"an integer{_bounds(low, high)}")
     def rule(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ParameterError(name, f"an integer{_bounds(low, high)}", value)
@@ -39,6 +61,7 @@ def integer(low: int | None = None, high: int | None = None) -> Rule:
 def number(low: float | None = None, high: float | None = None) -> Rule:
     """A finite real number in [low, high]."""
 
+    @expects(f"a number{_bounds(low, high)}")
     def rule(name: str, value: Any) -> float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if not ok or (low is not None and value < low) or (high is not None and value > high):
@@ -49,6 +72,7 @@ def number(low: float | None = None, high: float | None = None) -> Rule:
 
 
 def one_of(*choices: str) -> Rule:
+    @expects("one of " + ", ".join(repr(c) for c in choices))
     def rule(name: str, value: Any) -> str:
         if value not in choices:
             raise ParameterError(name, "one of " + ", ".join(repr(c) for c in choices), value)
@@ -57,6 +81,7 @@ def one_of(*choices: str) -> Rule:
     return rule
 
 
+@expects("a non-empty string")
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ParameterError(name, "a non-empty string", value)
@@ -66,6 +91,7 @@ def text(name: str, value: Any) -> str:
 def optional(rule: Rule) -> Rule:
     """``None`` or whatever ``rule`` accepts."""
 
+    @expects(f"None or {getattr(rule, 'expects', 'a value')}")
     def wrapped(name: str, value: Any) -> Any:
         return None if value is None else rule(name, value)
 
@@ -75,6 +101,7 @@ def optional(rule: Rule) -> Rule:
 def text_list(min_items: int = 1) -> Rule:
     """A list of at least ``min_items`` non-empty strings, without duplicates."""
 
+    @expects(f"a list of at least {min_items} non-empty, distinct strings")
     def rule(name: str, value: Any) -> list[str]:
         expected = f"a list of at least {min_items} non-empty, distinct strings"
         if not isinstance(value, (list, tuple)) or len(value) < min_items:
@@ -89,6 +116,7 @@ def text_list(min_items: int = 1) -> Rule:
     return rule
 
 
+@expects('{"queries": [...], "pool": [...], "relevant": [pool index per query]}')
 def retrieval_set(name: str, value: Any) -> dict[str, list]:
     """``{"queries": [...], "pool": [...], "relevant": [...]}``: non-empty lists of strings and,
     per query, the index of its relevant document in the pool."""
@@ -103,6 +131,7 @@ def retrieval_set(name: str, value: Any) -> dict[str, list]:
     return {"queries": queries, "pool": pool, "relevant": list(relevant)}
 
 
+@expects("a mapping {pair name: [sentence a, sentence b]}")
 def sentence_pairs(name: str, value: Any) -> dict[str, list[str]]:
     """A mapping from a pair's name to exactly two non-empty sentences."""
     if not isinstance(value, Mapping):
@@ -115,6 +144,7 @@ def sentence_pairs(name: str, value: Any) -> dict[str, list[str]]:
     return {key: list(pair) for key, pair in value.items()}
 
 
+@expects("a non-empty list of model ids or local directories")
 def model_list(name: str, value: Any) -> list[str]:
     if not isinstance(value, (list, tuple)) or not value:
         raise ParameterError(name, "a non-empty list of model ids or local directories", value)
@@ -142,11 +172,26 @@ def validate(rules: Mapping[str, Rule] | None = None, **values: Any) -> dict[str
     return {name: table[name](name, value) for name, value in values.items()}
 
 
-def _bounds(low: float | None, high: float | None) -> str:
-    if low is not None and high is not None:
-        return f" in [{low}, {high}]"
-    if low is not None:
-        return f" ≥ {low}"
-    if high is not None:
-        return f" ≤ {high}"
-    return ""
+
+@expects("None or a list of two different non-empty sentences")
+def sentence_pair(name: str, value: Any) -> list[str] | None:
+    """None, or exactly two different non-empty sentences."""
+    if value is None:
+        return None
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2 and len(set(value)) == 2
+          and all(isinstance(s, str) and s.strip() for s in value))
+    if not ok:
+        raise ParameterError(name, "None or a list of two different non-empty sentences", value)
+    return list(value)
+
+
+def number_list(low: float, high: float) -> Rule:
+    """A non-empty list of numbers, each in [low, high]."""
+
+    @expects(f"a non-empty list of numbers in [{low}, {high}]")
+    def rule(name: str, value: Any) -> list[float]:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ParameterError(name, f"a non-empty list of numbers in [{low}, {high}]", value)
+        return [number(low, high)(name, item) for item in value]
+
+    return rule

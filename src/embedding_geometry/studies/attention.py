@@ -41,8 +41,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import corpora, parameters
-from .errors import ParameterError
+from ..core import corpora
+from ..book import parameters
+from ..core.errors import ParameterError
 
 SENTENCE_END = (".", "!", "?")
 HEAD_CLASSES = ("repetition", "common-token", "other")
@@ -530,7 +531,7 @@ def _capture(loaded, batch: Sequence[Window]) -> tuple[list[np.ndarray], list[np
     """One forward pass: per block, head outputs [B, T, H, d_head] and attention maps [B, H, T, T]."""
     import torch
 
-    from .activations import run_with_cache
+    from ..core.activations import run_with_cache
 
     n_layers = loaded.model.config.num_hidden_layers
     ids = torch.as_tensor(np.stack([w.input_ids for w in batch]), device=loaded.device)

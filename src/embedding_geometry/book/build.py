@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -34,19 +33,10 @@ from typing import Any
 
 import yaml
 
-from . import activations, charts, models, paths
+from ..core import activations, models, paths
+from . import charts
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and torch's generators."""
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 # --------------------------------------------------------------------------- profiles

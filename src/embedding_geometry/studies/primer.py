@@ -39,8 +39,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from . import anisotropy, charts, geometry
-from .errors import ParameterError
+from . import anisotropy
+from ..book import charts
+from ..core import geometry
+from ..core.errors import ParameterError
 
 PoolMode = Literal["mean", "cls"]
 POOL_MODES = ("mean", "cls")

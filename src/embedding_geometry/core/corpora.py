@@ -52,6 +52,7 @@ def load_yaml(name: str) -> Any:
 
 CORPUS_FILE = "corpus.tsv"
 CORPORA = ("project", "snli")
+CORPUS_SIZE = 675  # sentences in data/corpus.tsv (a test checks it)
 SNLI_ID = "stanfordnlp/snli"
 
 

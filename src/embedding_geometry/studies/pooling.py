@@ -39,9 +39,9 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, stats
 
-from .activations import Activations, run_with_cache
-from .geometry import cosine_matrix, mean_pairwise_cosine, pair_cosine
-from .models import LoadedModel
+from ..core.activations import Activations, run_with_cache
+from ..core.geometry import cosine_matrix, mean_pairwise_cosine, pair_cosine
+from ..core.models import LoadedModel
 
 Pooling = Literal["mean", "cls", "attention", "subword"]
 POOLINGS = ("mean", "cls", "attention", "subword")
@@ -297,7 +297,7 @@ def library_checks(loaded: LoadedModel, texts: Sequence[str]) -> dict[str, objec
     (0 when padding is excluded from the pooling)."""
     from sentence_transformers import SentenceTransformer
 
-    from .models import locate
+    from ..core.models import locate
 
     directory, _ = locate(loaded.info.id)
     if directory is None or not (directory / "modules.json").is_file():
@@ -323,7 +323,7 @@ COMPOUND_FILE = "subword_compounds.yaml"
 def compound_set(name: str = COMPOUND_FILE) -> dict[str, list]:
     """The compounds (compound, parts, contexts, literal) and single-token controls (word,
     contexts) of ``data/subword_compounds.yaml``."""
-    from .corpora import load_yaml
+    from ..core.corpora import load_yaml
 
     data = load_yaml(name)
     return {"compounds": list(data["compounds"]), "controls": list(data["controls"])}
@@ -337,7 +337,7 @@ def compound_study(loaded: LoadedModel, data: dict[str, list], batch_size: int =
     sentences; and, over its four sentences (three contexts, then the literal one), the margin
     mean cos(context pairs) − mean cos(context, literal) with mean pooling and with subword-aware
     pooling. Per control word: its stability. Summaries average over items."""
-    from .activations import extract
+    from ..core.activations import extract
 
     compounds, controls = data["compounds"], data["controls"]
     words = [c["compound"] for c in compounds]

@@ -26,7 +26,7 @@ from typing import Literal
 
 import numpy as np
 
-from .geometry import cosine_matrix, pair_cosine
+from ..core.geometry import cosine_matrix, pair_cosine
 
 Method = Literal["int8", "binary", "pq"]
 METHODS = ("int8", "binary", "pq")

@@ -37,7 +37,7 @@ def _sentence_model(model: str, device: str):
     """A fresh sentence-transformers copy of ``model`` (the embedded id, a local directory or a hub id)."""
     from sentence_transformers import SentenceTransformer
 
-    from .models import locate
+    from ..core.models import locate
 
     directory, _ = locate(model)
     return SentenceTransformer(str(directory) if directory is not None else model, device=device)
@@ -103,7 +103,7 @@ def mnrl_label_effect(model: str, device: str = "cpu",
 
 def _pair_cosines(vectors: np.ndarray) -> list[float]:
     """cos(text a, text b) of each pair, from vectors laid out a_0, b_0, a_1, b_1, …"""
-    from .geometry import pair_cosine
+    from ..core.geometry import pair_cosine
 
     return pair_cosine(vectors[0::2], vectors[1::2]).tolist()
 

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import __version__, paths
+from .. import __version__
+from . import paths
 from .errors import ParameterError
 from .models import LoadedModel
 

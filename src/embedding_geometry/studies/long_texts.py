@@ -35,8 +35,8 @@ from typing import Literal
 
 import numpy as np
 
-from .geometry import unit_rows
-from .models import LoadedModel
+from ..core.geometry import unit_rows
+from ..core.models import LoadedModel
 
 WindowPooling = Literal["max", "mean"]
 WINDOW_POOLINGS = ("max", "mean")
@@ -185,7 +185,7 @@ def long_text_study(loaded: LoadedModel, sentences: Sequence[str], sentence_vect
     """Documents of ≥ ``min_words`` words from ``sentences``, encoded by truncation and by the
     article's windows, max-pooled (``windows_max``, the article) and mean-pooled; coverage, windows over the token limit, and
     recall@1 of each document's own sentences (vectors ``sentence_vectors`` [N, D]) by method."""
-    from .activations import extract
+    from ..core.activations import extract
     from .retrieval import cosine_scores, recall_at_k
 
     tokenizer, max_length = loaded.tokenizer, loaded.info.max_seq_length

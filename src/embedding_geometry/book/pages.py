@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims, paths
+from . import claims
+from ..core import paths
 
 VERDICT_ORDER = ["holds", "does not hold", "reproduced", "not reproduced", "not measured", "measured only"]
 

@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 from sklearn.decomposition import PCA
 
-from .geometry import cosine, unit_rows
+from ..core.geometry import cosine, unit_rows
 
 TOKEN_SAMPLE = 4000
 """METHODS.md §3: token anisotropy uses at most this many tokens (a seeded uniform sample)."""

@@ -42,7 +42,7 @@ from typing import Literal
 
 import numpy as np
 
-from .geometry import unit_rows
+from ..core.geometry import unit_rows
 
 WARNING_THRESHOLD = 0.6
 """The article's rule: "If average similarity > 0.6, you have a problem"."""

@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import __version__, paths
+from .. import __version__
+from ..core import paths
 
 Series = np.ndarray
 

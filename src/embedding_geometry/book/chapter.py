@@ -1,0 +1,119 @@
+"""One run of one chapter notebook: parameters in, results JSON out.
+
+A chapter notebook opens its run with one call and closes it with one call::
+
+    ch = Chapter.open("01_layer_by_layer", globals())   # validate, seed, theme, start the clock
+    acts = ch.extract(sentences)                           # forward passes of ch.model, cached
+    ch.metrics.update(layer_by_layer.collapse(acts))       # a study module computes the numbers
+    ...
+    ch.finish()                                            # verdicts, glued prose, results JSON
+
+Between the two, ``ch.metrics`` collects the chapter's metrics dict (its schema is documented
+in the study module that computes it), ``ch.inputs`` every text the chapter used, and
+``ch.glue`` the values the prose quotes. :meth:`Chapter.compared` is the one loop over the main
+model, the comparison models of the ``models`` parameter and the random-init controls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from . import charts, claims, parameters, rules
+from ..core import activations, models
+
+
+@dataclass
+class Chapter:
+    """The state of one chapter run (see the module docstring)."""
+
+    slug: str
+    params: dict[str, Any]
+    started: float = field(default_factory=time.time)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
+        """Validate the parameters the chapter's rule table names (read from ``namespace``,
+        normally the notebook's ``globals()``), seed every generator with ``seed``, set the
+        chart theme, and start the clock. A bad value raises one-line
+        :class:`~embedding_geometry.core.errors.ParameterError`."""
+        table = rules.rules_for(slug)
+        missing = [name for name in table if name not in namespace]
+        if missing:
+            raise KeyError(f"chapter {slug!r} declares no value for {missing} (its parameters cell must)")
+        params = parameters.validate(table, **{name: namespace[name] for name in table})
+        if "seed" in params:
+            seed_everything(params["seed"])
+        charts.use_theme()
+        return cls(slug=slug, params=params)
+
+    # ------------------------------------------------------------------ models and activations
+
+    @cached_property
+    def model(self) -> models.LoadedModel:
+        """The chapter's main model (parameter ``model``), loaded once."""
+        return self._load(self.params["model"])
+
+    def _load(self, name: str) -> models.LoadedModel:
+        return models.load(name, self.params.get("device", "auto"), self.params.get("trust_remote_code", False))
+
+    def extract(self, texts: list[str], model: models.LoadedModel | None = None, source: str = "texts",
+                **options: Any) -> activations.Activations:
+        """:func:`activations.extract` of ``texts`` on ``model`` (default: the main model) with
+        the chapter's ``batch_size``; ``source`` names the parameter the texts came from."""
+        return activations.extract(model or self.model, texts, batch_size=self.params.get("batch_size", 32),
+                                   source=source, **options)
+
+    def compared(self, main: bool = True) -> Iterator[models.LoadedModel]:
+        """The models a comparison runs on, each loaded when its turn comes: the main model
+        (unless ``main`` is False), every other model of the ``models`` parameter, then, when
+        ``random_control`` is true, a random-init control of the main model (seeded by ``seed``)."""
+        if main:
+            yield self.model
+        for name in dict.fromkeys(self.params.get("models", [])):
+            if name != self.params["model"]:
+                yield self._load(name)
+        if self.params.get("random_control"):
+            yield models.random_control(self.model, self.params.get("seed", 0))
+
+    # ------------------------------------------------------------------ prose and results
+
+    def glue(self, **values: Any) -> None:
+        """Glue each value under its name for the page's ``{glue:text}`` references."""
+        from myst_nb import glue
+
+        for name, value in values.items():
+            glue(name, value, display=False)
+
+    def finish(self, verdicts: bool = True) -> Path:
+        """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the
+        chapter has one), glue the claims and errata tables and every claim's prose values, and
+        write ``build/results/<slug>.json`` atomically. Returns the results path."""
+        found = []
+        if verdicts:
+            ledger = claims.load(self.slug)
+            found = claims.evaluate(ledger, self.metrics, self.model.info.id)
+            self.glue(**claims.prose_values(found), claims_table=claims.table(found),
+                      errata_table=claims.errata_table(ledger), n_errata=len(ledger.errata))
+        model = self.model.info.to_dict() if "model" in self.params else {}
+        return claims.write_results(self.slug, model=model, params=self.params, inputs=self.inputs,
+                                    metrics=self.metrics, claims=found,
+                                    device=str(self.model.device) if model else "none", started=self.started)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's generators."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
