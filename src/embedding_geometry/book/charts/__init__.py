@@ -1,0 +1,16 @@
+"""Altair charts for the book, rendered offline, in four modules re-exported here:
+
+- ``theme``: the book's theme and the offline ``book`` renderer (``use_theme``, ``write_bundle``);
+- ``frames``: tidy DataFrames (series × depth, tokens, published curves);
+- ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
+- ``matrices``: model × model and head × block charts, and the context-matrix explorer.
+
+Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
+the x-axis as relative depth r = l / L whenever a published curve is overlaid.
+"""
+
+from .depth import *  # noqa: F401,F403
+from .frames import *  # noqa: F401,F403
+from .matrices import *  # noqa: F401,F403
+from .theme import *  # noqa: F401,F403
+from .theme import BUNDLE_NAME, PUBLISHED_COLOR  # noqa: F401

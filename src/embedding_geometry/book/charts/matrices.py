@@ -1,0 +1,178 @@
+"""Charts of matrices and heads: model × model heatmaps, per-head grids and block lines, and the
+context-similarity matrix explorer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import altair as alt
+import pandas as pd
+
+from .theme import PUBLISHED_COLOR
+
+
+def matrix_frame(matrix: Mapping[str, Mapping[str, float | None]], missing: str = "not comparable",
+                 digits: int = 3, short_names: bool = False) -> pd.DataFrame:
+    """A nested mapping ``matrix[row][column]`` as a long frame (row, column, value, label) in
+    the mapping's order; a None cell has no value and the label ``missing``. With
+    ``short_names``, model ids are shortened to their last path component."""
+    def name(key: str) -> str:
+        return str(key).rsplit("/", 1)[-1] if short_names else str(key)
+
+    rows = [{"row": name(r), "column": name(c), "value": None if v is None else round(float(v), 4),
+             "label": missing if v is None else f"{v:.{digits}f}"}
+            for r, cells in matrix.items() for c, v in cells.items()]
+    return pd.DataFrame(rows, columns=["row", "column", "value", "label"])
+
+
+def matrix_heatmap(frame: pd.DataFrame, title: str = "", value_title: str = "value",
+                   domain: tuple[float, float] = (0.0, 1.0), diverging: bool = False) -> alt.LayerChart:
+    """A square heatmap of ``matrix_frame`` rows, each cell labelled (rows and columns in the
+    frame's order). Colours span ``domain`` (values outside are clamped); ``diverging`` uses a
+    blue–white–red scale centred on 0 for signed values. Cells without a value are grey."""
+    order = list(dict.fromkeys(frame["row"]))
+    big = len(order) > 6
+    axis = alt.Axis(labelLimit=360)
+    base = alt.Chart(frame).encode(x=alt.X("column:N", title=None, sort=order, axis=alt.Axis(labelLimit=360, labelAngle=-40)),
+                                   y=alt.Y("row:N", title=None, sort=order, axis=axis))
+    scale = alt.Scale(scheme="redblue", reverse=True, domain=list(domain), domainMid=0, clamp=True) if diverging \
+        else alt.Scale(scheme="viridis", domain=list(domain), clamp=True)
+    cells = base.mark_rect().encode(
+        color=alt.condition("isValid(datum.value)", alt.Color("value:Q", title=value_title, scale=scale),
+                            alt.value("#dddddd")),
+        tooltip=["row:N", "column:N", "label:N"])
+    span = max(abs(domain[0]), abs(domain[1]))
+    dark = (f"isValid(datum.value) && abs(datum.value) > {0.6 * span}" if diverging
+            else f"isValid(datum.value) && datum.value < {domain[0] + 0.5 * (domain[1] - domain[0])}")
+    text = base.mark_text(fontSize=9 if big else 12).encode(
+        text="label:N", color=alt.condition(dark, alt.value("white"), alt.value("black")))
+    return alt.layer(cells, text).properties(
+        title=title, width=alt.Step(38 if big else 120), height=alt.Step(24 if big else 40))
+
+
+def category_strip(frame: pd.DataFrame, value: str, category: str, x_title: str, title: str = "",
+                   tooltip: Sequence[str] = ()) -> alt.Chart:
+    """One tick per row: ``value`` on x, one line per ``category`` (ordered by median value), to
+    show whether a direction separates the categories."""
+    return alt.Chart(frame).mark_tick(thickness=2, opacity=0.6).encode(
+        x=alt.X(f"{value}:Q", title=x_title),
+        y=alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField(field=value, op="median", order="descending")),
+        color=alt.Color(f"{category}:N", legend=None),
+        tooltip=[f"{category}:N", *tooltip, alt.Tooltip(f"{value}:Q", format=".3f")],
+    ).properties(title=title, width=520)
+
+
+def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: float | None = None,
+                color: str = "series") -> alt.LayerChart | alt.Chart:
+    """Per-block series (``layer`` 1..L on x, ``value`` on y, one line per ``color``); an optional
+    grey dashed rule marks the chance level."""
+    x = alt.X("layer:Q", title="layer l (block)", scale=alt.Scale(domain=[1, int(frame["layer"].max())]),
+              axis=alt.Axis(tickMinStep=1, format="d"))
+    lines = alt.Chart(frame).mark_line(point=True).encode(
+        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color(f"{color}:N", title=None),
+        tooltip=[f"{color}:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")])
+    if chance is None:
+        return lines.properties(title=title)
+    level = pd.DataFrame({"value": [chance], "label": [f"chance {chance:.3g}"]})
+    rule = alt.Chart(level).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="value:Q", tooltip=["label:N"])
+    return alt.layer(rule, lines).properties(title=title)
+
+
+def layer_shares(frame: pd.DataFrame, color: str, title: str = "", y_title: str = "share") -> alt.Chart:
+    """Stacked bars of ``share`` per ``layer``, one segment per ``color`` category (frame order)."""
+    order = list(dict.fromkeys(frame[color]))
+    return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum['{color}'])").mark_bar().encode(
+        x=alt.X("layer:O", title="layer l (block)"), y=alt.Y("share:Q", title=y_title, stack="zero"),
+        color=alt.Color(f"{color}:N", title=None, sort=order), order=alt.Order("rank:Q"),
+        tooltip=["layer:O", f"{color}:N", alt.Tooltip("share:Q", format=".3f")],
+    ).properties(title=title, width=alt.Step(40))
+
+
+def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
+    """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
+    ``attention.head_table``)."""
+    classes = alt.Scale(domain=["repetition", "common-token", "other"], range=["#1f5fa8", "#d2691e", "#d9d9d9"])
+    shares = ["repeat_share", "common_focus_share", "same_sentence_fraction"]
+    return alt.Chart(frame).mark_rect(stroke="white").encode(
+        x=alt.X("head:O", title="head h"), y=alt.Y("layer:O", title="layer l (block)"),
+        color=alt.Color("class:N", title=None, scale=classes),
+        tooltip=["layer:O", "head:O", "class:N", *[alt.Tooltip(f"{s}:Q", format=".2f") for s in shares],
+                 alt.Tooltip("mean_pair_distance:Q", format=".1f"), "top_focus:N"],
+    ).properties(title=title, width=alt.Step(32), height=alt.Step(26))
+
+
+def distance_lines(frame: pd.DataFrame, title: str = "") -> alt.Chart:
+    """Share of high pairs at each distance, one line per layer; the ``chance`` rows grey and dashed."""
+    layers = [x for x in dict.fromkeys(frame["layer"]) if x != "chance"]
+    colours = alt.Scale(domain=layers + ["chance"],
+                        range=["#1f5fa8", "#d2691e", "#2e8b57", "#8b3a8b"][:len(layers)] + [PUBLISHED_COLOR])
+    return alt.Chart(frame).mark_line().encode(
+        x=alt.X("distance:Q", title="distance |i − j| (tokens)"), y=alt.Y("share:Q", title="share of high pairs"),
+        color=alt.Color("layer:N", title=None, sort=layers + ["chance"], scale=colours),
+        strokeDash=alt.condition(alt.datum.layer == "chance", alt.value([5, 4]), alt.value([1, 0])),
+        tooltip=["layer:N", "distance:Q", alt.Tooltip("share:Q", format=".4f")],
+    ).properties(title=title)
+
+
+def layer_heatmap(frame: pd.DataFrame, x: str, value: str, x_title: str, title: str = "",
+                  value_title: str | None = None) -> alt.LayerChart:
+    """A layer × ``x`` heatmap of ``value``, each cell labelled."""
+    base = alt.Chart(frame).encode(x=alt.X(f"{x}:O", title=x_title), y=alt.Y("layer:O", title="layer l (block)"))
+    cells = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", title=value_title or value, scale=alt.Scale(scheme="blues")),
+        tooltip=["layer:O", f"{x}:O", alt.Tooltip(f"{value}:Q", format=".3f")])
+    dark = float(frame[value].max()) / 2
+    text = base.mark_text(fontSize=9).encode(
+        text=alt.Text(f"{value}:Q", format=".2f"),
+        color=alt.condition(f"datum.{value} > {dark}", alt.value("white"), alt.value("black")))
+    return alt.layer(cells, text).properties(title=title, width=alt.Step(36), height=alt.Step(24))
+
+
+def sensitivity_chart(frame: pd.DataFrame, titles: Mapping[str, str], title: str = "") -> alt.HConcatChart:
+    """One panel per ``measure`` (its y title from ``titles``): value per layer, one line per threshold."""
+    panels = [block_lines(frame[frame["measure"] == name], y_title, color="threshold").properties(width=150, height=180)
+              for name, y_title in titles.items()]
+    return alt.hconcat(*panels).properties(title=title)
+
+
+def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n_heads: int,
+                            threshold: float, levels: str, title: str = "") -> alt.VConcatChart:
+    """One text's context similarity matrix S for the (layer, head) two sliders pick, sentence
+    starts as grey rules, above the attention a_j each token receives from that head.
+
+    ``frames`` is ``attention.example_frames``: each matrix travels as a string of one
+    ``levels`` character per block of b × b tokens, decoded in the browser (level k ↦
+    2k / (len(levels) − 1) − 1), so that every head fits on the page."""
+    layer = alt.param(name="layer", value=n_layers, bind=alt.binding_range(min=1, max=n_layers, step=1, name="layer "))
+    head = alt.param(name="head", value=1, bind=alt.binding_range(min=1, max=n_heads, step=1, name="head "))
+    chosen = (alt.datum.layer == layer) & (alt.datum.head == head)
+    matrices, tokens = frames["matrices"], frames["tokens"]
+    b, side, n = int(matrices["block"].iloc[0]), int(matrices["side"].iloc[0]), len(tokens)
+    positions = alt.Scale(domain=[0, n], nice=False)
+    cells = (alt.Chart(matrices).transform_filter(chosen)
+             .transform_calculate(code="split(datum.cells, '')").transform_flatten(["code"])
+             .transform_window(k="row_number()")
+             .transform_calculate(i=f"floor((datum.k - 1) / {side}) * {b}", j=f"((datum.k - 1) % {side}) * {b}",
+                                  value=f"indexof('{levels}', datum.code) * 2 / {len(levels) - 1} - 1")
+             .transform_calculate(i2=f"datum.i + {b}", j2=f"datum.j + {b}")
+             .mark_rect().encode(
+                 x=alt.X("j:Q", title="token position j", scale=positions), x2="j2:Q",
+                 y=alt.Y("i:Q", title="token position i", scale=alt.Scale(domain=[0, n], nice=False, reverse=True)),
+                 y2="i2:Q", tooltip=["i:Q", "j:Q", alt.Tooltip("value:Q", format=".2f")],
+                 color=alt.Color("value:Q", title="S / max |S|",
+                                 scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True))))
+    bounds = alt.Chart(frames["bounds"]).mark_rule(color="#555555", strokeWidth=0.8)
+    matrix = alt.layer(cells, bounds.encode(x="position:Q"), bounds.encode(y="position:Q")).properties(
+        width=430, height=430, title=title)
+    separator = alt.Scale(domain=[True, False], range=["#d2691e", "#1f5fa8"])
+    received = (alt.Chart(frames["received"]).transform_filter(chosen).transform_flatten(["a"])
+                .transform_window(k="row_number()").transform_calculate(position="datum.k - 1")
+                .transform_lookup(lookup="position", from_=alt.LookupData(tokens, "position", ["token", "separator"]))
+                .mark_bar().encode(
+                    x=alt.X("position:Q", title="token position j", scale=positions),
+                    y=alt.Y("a:Q", title="attention received a_j"),
+                    color=alt.Color("separator:N", title="separator", scale=separator),
+                    tooltip=["position:Q", "token:N", "separator:N", alt.Tooltip("a:Q", format=".2f")]))
+    tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="a:Q")
+    return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
