@@ -1,0 +1,60 @@
+"""The chapter skeleton moved every computation out of the notebooks into ``src``; this test shows
+that the move changed no number. A build of the default profile on the embedded model must
+reproduce, to 1e-6, every metric that the notebooks computed before the move
+(``tests/reference/metrics.json``: the ``metrics`` of each results JSON of the build of commit
+bd91b16, chapter by chapter). New metrics may be added; none may change or disappear.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_book, run_build
+
+REFERENCE = json.loads((Path(__file__).parent / "reference" / "metrics.json").read_text())
+
+DERIVED: dict[str, list[str]] = {}
+"""Chapters that took over part of an older chapter's metrics (a split): old slug → new slugs."""
+
+
+def differences(reference, value, path: str = "") -> list[str]:
+    """Where ``value`` differs from ``reference`` (numbers to 1e-6, absolute or relative)."""
+    if isinstance(reference, dict):
+        if not isinstance(value, dict):
+            return [f"{path}: expected a mapping, got {type(value).__name__}"]
+        return [d for key, ref in reference.items()
+                for d in (differences(ref, value[key], f"{path}.{key}") if key in value else [f"{path}.{key}: missing"])]
+    if isinstance(reference, list):
+        if not isinstance(value, list) or len(value) != len(reference):
+            return [f"{path}: expected a list of {len(reference)}"]
+        return [d for i, (r, v) in enumerate(zip(reference, value)) for d in differences(r, v, f"{path}[{i}]")]
+    if isinstance(reference, (int, float)) and not isinstance(reference, bool):
+        ok = isinstance(value, (int, float)) and math.isclose(reference, value, rel_tol=1e-6, abs_tol=1e-6)
+        return [] if ok else [f"{path}: {reference!r} became {value!r}"]
+    return [] if reference == value else [f"{path}: {reference!r} became {value!r}"]
+
+
+def test_differences_finds_changed_missing_and_reshaped_values():
+    reference = {"a": [0.5, 1.0], "b": {"c": "x"}, "d": 2}
+    assert differences(reference, {"a": [0.5, 1.0 + 1e-9], "b": {"c": "x"}, "d": 2, "new": 1}) == []
+    assert differences(reference, {"a": [0.5, 1.1], "b": {"c": "x"}, "d": 2}) == [".a[1]: 1.0 became 1.1"]
+    assert differences(reference, {"a": [0.5], "b": {}, "d": 2}) == [".a: expected a list of 2", ".b.c: missing"]
+
+
+@pytest.mark.slow
+def test_every_chapter_metric_is_unchanged_on_the_embedded_model(tmp_path):
+    root = copy_book(tmp_path / "book")
+    result = run_build(root, "--profile", "default", "--no-site")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    built = {path.stem: json.loads(path.read_text())["metrics"] for path in (root / "build" / "results").glob("*.json")}
+    found = []
+    for chapter, reference in REFERENCE.items():
+        merged: dict = {}
+        for slug in [chapter, *DERIVED.get(chapter, [])]:
+            merged.update(built.get(slug, {}))
+        found += [f"{chapter}{d}" for d in differences(reference, merged)]
+    assert not found, f"{len(found)} metrics changed, e.g.:\n" + "\n".join(found[:20])
