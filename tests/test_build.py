@@ -90,14 +90,27 @@ def test_unknown_chapter_and_profile_key_are_one_line_errors(built_book, tiny_be
     assert bad.returncode != 0 and "has no such parameter" in bad.stderr
 
 
-def test_launch_and_download_buttons_point_at_real_files(built_book):
+def test_no_launch_buttons_without_a_real_repository_and_the_download_button_stays(built_book):
+    """_config.yml names no repository (none is public yet), so no page offers Binder or Colab
+    buttons that would open a placeholder; the download button still serves the page's source."""
     root, _ = built_book
     page = (root / "_build" / "html" / "book" / "chapters" / "00_the_model.html").read_text()
-    launch = re.findall(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com)[^"]*)"', page)
-    assert len(launch) == 2
-    assert all(url.endswith("notebooks/00_the_model.ipynb") for url in launch), launch
-    assert (root / "notebooks" / "00_the_model.ipynb").is_file()
+    assert not re.findall(r'href="https://(?:mybinder\.org|colab\.research\.google\.com)', page)
+    assert "_sources/book/chapters/00_the_model.ipynb" in page
     assert (root / "_build" / "html" / "_sources" / "book" / "chapters" / "00_the_model.ipynb").is_file()
+
+
+def test_launch_buttons_are_retargeted_to_the_clean_notebook():
+    """With a repository configured, the theme's Binder/Colab links name the executed copy;
+    the extension points them at notebooks/<chapter>.ipynb."""
+    from embedding_geometry.book.sphinx_launch import retarget_launch_buttons
+
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/book/chapters/01_x.ipynb"
+    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder}]},
+                                  {"label": "download-buttons", "buttons": [{"url": "book/chapters/01_x.ipynb"}]}]}
+    retarget_launch_buttons(None, "book/chapters/01_x", None, context, None)
+    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("tree/notebooks/01_x.ipynb")
+    assert context["header_buttons"][1]["buttons"][0]["url"] == "book/chapters/01_x.ipynb"
 
 
 def test_internal_links_resolve(built_book):
