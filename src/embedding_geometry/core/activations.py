@@ -170,6 +170,17 @@ class Activations:
         """float32 [L + 1, N, D]: c_l(s), the state of each text's first token."""
         return self.hidden[:, self.offsets[:-1]]
 
+    def word_states(self) -> list[np.ndarray]:
+        """N stacks [L + 1, W_i, D]: each text's word-token states at every depth (METHODS.md §0)."""
+        from .geometry import per_text
+
+        return per_text(self.hidden, self.offsets, self.word_mask)
+
+    def word_tokens(self, i: int | None = None) -> list[str]:
+        """The word-token pieces of text i, or of every text in order when i is None."""
+        rows = slice(None) if i is None else self.rows(i)
+        return [token for token, word in zip(self.tokens[rows], self.word_mask[rows]) if word]
+
 
 # --------------------------------------------------------------------------- extraction
 
