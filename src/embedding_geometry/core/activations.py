@@ -309,6 +309,19 @@ def _store(path: Path, record: Activations) -> None:
 
 # --------------------------------------------------------------------------- tables
 
+def unique_labels(tokens: Sequence[str]) -> list[str]:
+    """Token labels made unique by a subscript on repeats: the, stock, …, the₂ (the posts' style)."""
+    seen: dict[str, int] = {}
+    labels = []
+    for token in tokens:
+        seen[token] = seen.get(token, 0) + 1
+        labels.append(token if seen[token] == 1 else token + str(seen[token]).translate(_SUBSCRIPTS))
+    return labels
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
 def token_kinds(record: Activations) -> np.ndarray:
     """str [n_tokens]: the piece itself for special tokens ("[CLS]", "[SEP]"), else "word tokens"."""
     return np.where(record.special_mask, np.asarray(record.tokens, dtype=object), "word tokens")

@@ -3,12 +3,12 @@ r = l / L wherever a published curve may be overlaid."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ...core.activations import unique_labels  # noqa: F401  (token labels live in core; charts re-export them)
 
 
 def per_layer_frame(series: Mapping[str, Sequence[float]], model: str) -> pd.DataFrame:
@@ -55,19 +55,6 @@ def published_binned_frame(figure: Mapping, series: str) -> pd.DataFrame:
     counts = np.asarray(figure["counts"], dtype=float)
     return pd.DataFrame({"centre": figure["bin_centres"], "count": counts, "fraction": counts / counts.sum(),
                          "series": series, "model": figure["model"]})
-
-
-def unique_labels(tokens: Sequence[str]) -> list[str]:
-    """Token labels made unique by a subscript on repeats: the, stock, …, the₂ (the posts' style)."""
-    seen: Counter[str] = Counter()
-    labels = []
-    for token in tokens:
-        seen[token] += 1
-        labels.append(token if seen[token] == 1 else token + str(seen[token]).translate(_SUBSCRIPTS))
-    return labels
-
-
-_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def rows_frame(series: Mapping[str, Sequence[float]], value: str = "value") -> pd.DataFrame:
