@@ -84,6 +84,15 @@ class Chapter:
 
     # ------------------------------------------------------------------ prose and results
 
+    def add_metrics(self, part: Mapping[str, Any]) -> None:
+        """``metrics.update(part)``, except that the ``per_unit`` values of ``part`` (what a
+        metric averages: per sentence, pair or query, keyed by the metric's path) join
+        ``metrics["per_unit"]`` instead of replacing it."""
+        part = dict(part)
+        if "per_unit" in part:
+            self.metrics.setdefault("per_unit", {}).update(part.pop("per_unit"))
+        self.metrics.update(part)
+
     def glue(self, **values: Any) -> None:
         """Glue each value under its name for the page's ``{glue:text}`` references."""
         from myst_nb import glue
