@@ -1,7 +1,8 @@
 """Peak memory of chapter 4's streaming pass at several numbers of texts.
 
 Each size runs in a fresh Python process, so that one run's peak cannot hide another's: the
-child loads the model, streams ``n`` texts of T tokens through ``attention.measure`` and reports
+child loads the model, streams ``n`` texts of T tokens through ``core.streaming.stream`` into
+``studies.context_similarity.measure`` and reports
 its peak resident set size (``ru_maxrss``). Statistics are folded into running totals batch by
 batch, so the peaks should match; the script exits with status 1 when the largest peak exceeds
 the smallest by more than ``--max-ratio`` (default 1.10).
@@ -22,14 +23,13 @@ import time
 
 
 def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
-    from embedding_geometry.studies import attention
-    from embedding_geometry.core import corpora, models
+    from embedding_geometry.core import models, streaming, windows
+    from embedding_geometry.studies import context_similarity
 
     loaded = models.load(model, device="cpu")
-    sentences = attention.cycled(corpora.corpus()["sentence"], seed=0)
+    texts = windows.from_source(loaded.tokenizer, "corpus", n_texts, length, seed=0)
     start = time.time()
-    run = attention.measure(loaded, attention.windows(loaded.tokenizer, sentences, n_texts, length),
-                            attention.Settings(), batch_size=batch_size)
+    run = context_similarity.measure(streaming.stream(loaded, texts, batch_size), context_similarity.Settings())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"n_texts": run.stats.texts, "peak_rss_mib": round(peak_kib / 1024, 1),
             "seconds": round(time.time() - start, 1)}

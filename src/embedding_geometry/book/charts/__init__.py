@@ -3,7 +3,9 @@
 - ``theme``: the book's theme and the offline ``book`` renderer (``use_theme``, ``write_bundle``);
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
-- ``matrices``: model × model and head × block charts, and the context-matrix explorer.
+- ``matrices``: model × model and head × block charts, and the context-matrix explorer;
+- ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
+  the first text's matrices encoded for the explorer).
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
@@ -11,6 +13,7 @@ the x-axis as relative depth r = l / L whenever a published curve is overlaid.
 
 from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
+from .heads import *  # noqa: F401,F403
 from .matrices import *  # noqa: F401,F403
 from .theme import *  # noqa: F401,F403
 from .theme import BUNDLE_NAME, PUBLISHED_COLOR  # noqa: F401

@@ -91,7 +91,7 @@ def layer_shares(frame: pd.DataFrame, color: str, title: str = "", y_title: str 
 
 def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
-    ``attention.head_table``)."""
+    ``context_similarity.head_table``)."""
     classes = alt.Scale(domain=["repetition", "common-token", "other"], range=["#1f5fa8", "#d2691e", "#d9d9d9"])
     shares = ["repeat_share", "common_focus_share", "same_sentence_fraction"]
     return alt.Chart(frame).mark_rect(stroke="white").encode(
@@ -141,7 +141,7 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
     """One text's context similarity matrix S for the (layer, head) two sliders pick, sentence
     starts as grey rules, above the attention a_j each token receives from that head.
 
-    ``frames`` is ``attention.example_frames``: each matrix travels as a string of one
+    ``frames`` is ``heads.example_frames``: each matrix travels as a string of one
     ``levels`` character per block of b × b tokens, decoded in the browser (level k ↦
     2k / (len(levels) − 1) − 1), so that every head fits on the page."""
     layer = alt.param(name="layer", value=n_layers, bind=alt.binding_range(min=1, max=n_layers, step=1, name="layer "))

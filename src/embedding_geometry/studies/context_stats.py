@@ -1,0 +1,204 @@
+"""Per-batch statistics of chapter 4's study and their running totals (METHODS.md §4).
+
+One batch of B texts of T tokens, captured on a model of L blocks with H heads
+(:class:`~embedding_geometry.core.streaming.Captured`), becomes a :class:`ContextStats` of
+counts and sums: high pairs of every S_{l,h} (:mod:`~embedding_geometry.studies.context_matrices`),
+their distances, how many lie in one sentence or join a repeated token, focus tokens, and the
+tokens with high attention a_j ≥ τ, with the same counts at every threshold of the sensitivity
+check. Statistics add (``+``), so a stream of batches folds into totals of fixed size.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ..core.windows import Window
+from .context_matrices import (attention_received, context_similarity, focus_positions, pair_values,
+                               quantile_mask, relative_mask, upper_pairs)
+
+TOKEN_KINDS = ("[CLS]", "[SEP]", "sentence end", "other")
+"""Kinds of token, for what high-attention tokens are: the opening special token, the closing
+[SEP], the final . ! ? of a whole sentence, anything else."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The chapter's thresholds, each a notebook parameter (validated by the chapter's rule table).
+
+    q                       quantile that makes a pair "high" (METHODS.md §4: 0.99)
+    attention_threshold     τ: a_j ≥ τ makes token j "high attention" (the paper: 0.3)
+    sensitivity_thresholds  the τ and t values of the sensitivity check (0.1 … 0.5)
+    common_min_count        a word token is *common* when its id occurs at least this often in its text
+    repeat_share_threshold  a head whose high pairs are repeats at least this often is repetition-detecting
+    common_focus_threshold  … else common-token when its focus is a common token in at least this share of texts
+    """
+
+    q: float = 0.99
+    attention_threshold: float = 0.3
+    sensitivity_thresholds: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5)
+    common_min_count: int = 3
+    repeat_share_threshold: float = 0.25
+    common_focus_threshold: float = 0.5
+
+    @classmethod
+    def from_parameters(cls, values: dict) -> Settings:
+        """The settings among a chapter's (already validated) parameters; lists become tuples."""
+        picked = {f.name: values[f.name] for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in picked.items()})
+
+    def to_dict(self) -> dict:
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+
+
+# --------------------------------------------------------------------------- one batch
+
+@dataclass(frozen=True)
+class TextBatch:
+    """The token metadata of B windows: ids, sentence ids and separators [B, T], pieces."""
+
+    input_ids: np.ndarray
+    sentence_ids: np.ndarray
+    separators: np.ndarray
+    tokens: list[list[str]]
+
+    @classmethod
+    def of(cls, batch: Sequence[Window]) -> TextBatch:
+        return cls(input_ids=np.stack([w.input_ids for w in batch]),
+                   sentence_ids=np.stack([w.sentence_ids for w in batch]),
+                   separators=np.stack([w.separators for w in batch]),
+                   tokens=[w.tokens for w in batch])
+
+    def kinds(self) -> np.ndarray:
+        """int64 [B, T]: each token's index in TOKEN_KINDS."""
+        special = self.sentence_ids < 0
+        first = np.zeros_like(special)
+        first[:, 0] = special[:, 0]
+        return np.select([first, special & self.separators, self.separators], [0, 1, 2], default=3)
+
+    def common_tokens(self, min_count: int) -> np.ndarray:
+        """bool [B, T]: word tokens whose id occurs at least ``min_count`` times in their text."""
+        ids = self.input_ids
+        occurrences = (ids[:, :, None] == ids[:, None, :]).sum(axis=-1)
+        return (occurrences >= min_count) & (self.sentence_ids >= 0)
+
+
+@dataclass
+class ContextStats:
+    """Running totals over texts (L blocks, H heads, T tokens, K sensitivity thresholds).
+
+    texts, tokens, separators                 counts of texts, tokens, separator tokens
+    all_pairs, all_same_sentence, all_repeats  chance levels: every pair of P, those inside one
+                                               sentence, those joining two equal word tokens
+    distance_counts            [L, T]   high pairs at distance d (column d; column 0 stays 0)
+    head_pairs                 [L, H]   high pairs
+    head_distance              [L, H]   Σ d over high pairs
+    head_same_sentence         [L, H]   high pairs inside one sentence
+    head_repeats               [L, H]   high pairs joining two occurrences of one word token
+    head_common_focus          [L, H]   texts whose focus is a common token
+    head_attended              [L, H]   tokens with a_j ≥ τ
+    head_attended_separators   [L, H]   … that are separators
+    unique_focus               [L, H+1] texts with k distinct focus positions over the heads
+    attended_kinds             [L, 4]   tokens with a_j ≥ τ by kind (TOKEN_KINDS), all heads
+    sensitivity_*              [K, L]   the same counts for a_j ≥ t and for S_ij ≥ t · max S
+    focus_tokens               L × H Counters of focus pieces (bounded by the vocabulary)
+    """
+
+    texts: int
+    tokens: int
+    separators: int
+    all_pairs: int
+    all_same_sentence: int
+    all_repeats: int
+    distance_counts: np.ndarray
+    head_pairs: np.ndarray
+    head_distance: np.ndarray
+    head_same_sentence: np.ndarray
+    head_repeats: np.ndarray
+    head_common_focus: np.ndarray
+    head_attended: np.ndarray
+    head_attended_separators: np.ndarray
+    unique_focus: np.ndarray
+    attended_kinds: np.ndarray
+    sensitivity_attended: np.ndarray
+    sensitivity_attended_separators: np.ndarray
+    sensitivity_pairs: np.ndarray
+    sensitivity_distance: np.ndarray
+    sensitivity_same_sentence: np.ndarray
+    focus_tokens: list[list[Counter]]
+
+    @classmethod
+    def empty(cls, n_layers: int, n_heads: int, n_tokens: int, n_thresholds: int) -> ContextStats:
+        heads, sensitivity = (n_layers, n_heads), (n_thresholds, n_layers)
+        zeros = lambda shape: np.zeros(shape, np.int64)  # noqa: E731
+        return cls(
+            texts=0, tokens=0, separators=0, all_pairs=0, all_same_sentence=0, all_repeats=0,
+            distance_counts=zeros((n_layers, n_tokens)), head_pairs=zeros(heads), head_distance=zeros(heads),
+            head_same_sentence=zeros(heads), head_repeats=zeros(heads), head_common_focus=zeros(heads),
+            head_attended=zeros(heads), head_attended_separators=zeros(heads),
+            unique_focus=zeros((n_layers, n_heads + 1)), attended_kinds=zeros((n_layers, len(TOKEN_KINDS))),
+            sensitivity_attended=zeros(sensitivity),
+            sensitivity_attended_separators=zeros(sensitivity), sensitivity_pairs=zeros(sensitivity),
+            sensitivity_distance=zeros(sensitivity), sensitivity_same_sentence=zeros(sensitivity),
+            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)])
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(L, H, T)."""
+        return self.head_pairs.shape + (self.distance_counts.shape[1],)
+
+    def __add__(self, other: ContextStats) -> ContextStats:
+        """The totals of both (new object; neither operand changes)."""
+        if self.shape != other.shape or self.sensitivity_pairs.shape != other.sensitivity_pairs.shape:
+            raise ValueError(f"cannot add statistics of shapes {self.shape} and {other.shape}")
+        summed = {f.name: getattr(self, f.name) + getattr(other, f.name)
+                  for f in fields(self) if f.name != "focus_tokens"}
+        focus = [[a + b for a, b in zip(row_a, row_b)] for row_a, row_b in zip(self.focus_tokens, other.focus_tokens)]
+        return ContextStats(**summed, focus_tokens=focus)
+
+
+def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndarray],
+                     batch: TextBatch, settings: Settings) -> ContextStats:
+    """The statistics of one batch. head_outs: L × [B, T, H, d_head] (``blocks.{l}.attn.head_out``);
+    patterns: L × [B, H, T, T] (``blocks.{l}.attn.pattern``)."""
+    n_texts, n_tokens, n_heads, _ = np.shape(head_outs[0])
+    i, j = upper_pairs(n_tokens)
+    distance = j - i
+    sid, ids, seps = batch.sentence_ids, batch.input_ids, batch.separators[:, None]
+    same = ((sid[:, i] == sid[:, j]) & (sid[:, i] >= 0))[:, None]  # [B, 1, P]
+    repeat = ((ids[:, i] == ids[:, j]) & (sid[:, i] >= 0) & (sid[:, j] >= 0))[:, None]
+    common = batch.common_tokens(settings.common_min_count)
+    kinds = batch.kinds()[:, None]  # [B, 1, T]
+    stats = ContextStats.empty(len(head_outs), n_heads, n_tokens, len(settings.sensitivity_thresholds))
+    stats.texts, stats.tokens, stats.separators = n_texts, n_texts * n_tokens, int(seps.sum())
+    stats.all_pairs, stats.all_same_sentence, stats.all_repeats = n_texts * len(i), int(same.sum()), int(repeat.sum())
+    for l, (out, pattern) in enumerate(zip(head_outs, patterns)):
+        values = pair_values(context_similarity(np.swapaxes(out, 1, 2)))  # [B, H, P]
+        high = quantile_mask(values, settings.q)
+        stats.distance_counts[l] = np.bincount(np.broadcast_to(distance, high.shape)[high], minlength=n_tokens)
+        stats.head_pairs[l] = high.sum(axis=(0, 2))
+        stats.head_distance[l] = (high * distance).sum(axis=(0, 2))
+        stats.head_same_sentence[l] = (high & same).sum(axis=(0, 2))
+        stats.head_repeats[l] = (high & repeat).sum(axis=(0, 2))
+        focus = focus_positions(high, n_tokens)  # [B, H]
+        stats.head_common_focus[l] = np.take_along_axis(common, focus, axis=1).sum(axis=0)
+        stats.unique_focus[l] = np.bincount([len(set(row)) for row in focus.tolist()], minlength=n_heads + 1)
+        for h in range(n_heads):
+            stats.focus_tokens[l][h].update(batch.tokens[b][focus[b, h]] for b in range(n_texts))
+        received = attention_received(pattern)  # [B, H, T]
+        attended = received >= settings.attention_threshold
+        stats.head_attended[l] = attended.sum(axis=(0, 2))
+        stats.head_attended_separators[l] = (attended & seps).sum(axis=(0, 2))
+        stats.attended_kinds[l] = np.bincount(np.broadcast_to(kinds, attended.shape)[attended],
+                                              minlength=len(TOKEN_KINDS))
+        for k, t in enumerate(settings.sensitivity_thresholds):
+            stats.sensitivity_attended[k, l] = (received >= t).sum()
+            stats.sensitivity_attended_separators[k, l] = ((received >= t) & seps).sum()
+            relative = relative_mask(values, t)
+            stats.sensitivity_pairs[k, l] = relative.sum()
+            stats.sensitivity_distance[k, l] = (relative * distance).sum()
+            stats.sensitivity_same_sentence[k, l] = (relative & same).sum()
+    return stats

@@ -1,0 +1,79 @@
+"""Chapter 4's chart frames (book.charts.heads): matrices encoded in 64 levels, block means, the
+first text's frames for the explorer, and every chapter 4 chart valid against Vega-Lite."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from embedding_geometry.book import charts
+from embedding_geometry.core import streaming, windows
+from embedding_geometry.core.errors import ParameterError
+from embedding_geometry.studies import context_similarity as cs
+
+SENTENCES = ["The cat sat on the mat.", "A dog barked at the cat!", "Birds sing in the morning.",
+             "Is the garden green?", "The mat was red.", "Rain fell all night long."]
+
+
+def test_levels_encode_values_in_one_character_each():
+    values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
+    text = charts.encode_levels(values)
+    assert len(text) == 6 and text[0] == "0" and text[-2:] == "__"
+    np.testing.assert_allclose(charts.decode_levels(text), np.clip(values, -1, 1), atol=1 / 63)
+
+
+def test_block_means_average_square_blocks():
+    m = np.arange(16, dtype=float).reshape(4, 4)
+    np.testing.assert_allclose(charts.block_means(m, 2), [[2.5, 4.5], [10.5, 12.5]])
+    assert charts.block_means(np.ones((5, 5)), 2).shape == (2, 2)  # blocks of 3, then 2
+    np.testing.assert_allclose(charts.block_means(np.ones((5, 5)), 2), 1.0)
+
+
+def test_example_frames_and_charts_are_valid_and_light(tiny_bert):
+    settings = cs.Settings()
+    texts = windows.windows(tiny_bert.tokenizer, windows.cycled(SENTENCES), 3, length=32)
+    run = cs.measure(streaming.stream(tiny_bert, texts, batch_size=2), settings)
+    frames = charts.example_frames(run.example, size=16)
+    L, H = tiny_bert.info.layers, tiny_bert.info.heads
+    assert len(frames["matrices"]) == L * H and frames["matrices"]["side"].iloc[0] == 16
+    assert all(len(c) == 16 * 16 for c in frames["matrices"]["cells"])  # blocks of 2 tokens
+    first = charts.decode_levels(frames["matrices"]["cells"].iloc[0]).reshape(16, 16)
+    expected = charts.block_means(run.example.similarity[0, 0], 16)
+    np.testing.assert_allclose(first, expected / np.abs(expected).max(), atol=1 / 63)
+    assert frames["bounds"]["position"].tolist()[0] == 1  # the first sentence starts after [CLS]
+    spec = charts.context_matrix_explorer(frames, L, H, 0.3, charts.LEVELS).to_dict()
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["layer"]["bind"]["max"] == L and params["head"]["bind"]["max"] == H
+    assert len(json.dumps(spec)) < 60_000
+    m = cs.metrics(run.stats, settings)
+    for chart in (charts.layer_shares(charts.kinds_frame(m), "kind"),
+                  charts.head_grid(cs.head_table(run.stats, settings)),
+                  charts.distance_lines(charts.distance_frame(m, [1, L])),
+                  charts.block_lines(charts.layer_frame({"run": m["mean_pair_distance"]}), "d", chance=10.0),
+                  charts.layer_heatmap(charts.unique_focus_frame(m), "distinct", "share", "distinct"),
+                  charts.sensitivity_chart(charts.sensitivity_frame(m), {"mean_pair_distance": "d"})):
+        chart.to_dict()  # validates against the Vega-Lite schema
+    with pytest.raises(ParameterError, match="'matrix_size'"):
+        charts.example_frames(run.example, size=1)
+
+
+def test_frames_from_a_hand_made_metrics_dict():
+    m = {"attended_kinds": {"[CLS]": [0.5, 0.25], "other": [0.5, 0.75]},
+         "distance_histogram": [[2, 1, 1], [0, 0, 4]],
+         "unique_focus_tokens": {"histogram": [[0, 1, 3], [0, 4, 0]]},
+         "sensitivity": {"thresholds": [0.1, 0.5], "separator_attention": [[0.2, 0.4], [0.6, None]],
+                         "mean_pair_distance": [[1.0, 2.0], [3.0, 4.0]],
+                         "same_sentence_fraction": [[0.1, 0.2], [0.3, 0.4]]}}
+    kinds = charts.kinds_frame(m)
+    assert kinds.columns.tolist() == ["layer", "share", "kind"] and kinds["share"].tolist() == [0.5, 0.25, 0.5, 0.75]
+    distance = charts.distance_frame(m, [2])
+    assert distance[distance["layer"] == "layer 2"]["share"].tolist() == [0, 0, 1]
+    # T = 4: pairs at distance 1, 2, 3 number 3, 2, 1 of 6
+    assert distance[distance["layer"] == "chance"]["share"].tolist() == pytest.approx([0.5, 1 / 3, 1 / 6])
+    focus = charts.unique_focus_frame(m)
+    assert focus.values.tolist() == [[1, 1, 0.25], [1, 2, 0.75], [2, 1, 1.0]]  # counts no text had: dropped
+    sensitivity = charts.sensitivity_frame(m)
+    assert len(sensitivity) == 11 and set(sensitivity["threshold"]) == {"0.1", "0.5"}  # one None dropped
+    pd.testing.assert_frame_equal(charts.layer_frame({"a": [1, 2]}),
+                                  pd.DataFrame({"layer": [1, 2], "value": [1.0, 2.0], "series": "a"}))

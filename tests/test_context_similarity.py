@@ -1,0 +1,405 @@
+"""Chapter 4's study (studies.context_matrices, context_stats, context_similarity): matrices and
+pair statistics on hand-made head outputs, streaming against all-at-once, the metrics dict and
+its schema, head classes, and the chapter end to end on the tiny model."""
+
+import ast
+import json
+from collections import Counter
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedding_geometry.book import rules
+from embedding_geometry.core.errors import ParameterError
+from embedding_geometry.core.streaming import Captured
+from embedding_geometry.core.windows import Window
+from embedding_geometry.studies import context_matrices as cm
+from embedding_geometry.studies import context_similarity as cs
+
+SLUG = "04_attention_context_similarity"
+
+
+# --------------------------------------------------------------------------- matrices and pairs
+
+def test_context_similarity_is_o_ot_with_zero_diagonal():
+    o = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]])
+    s = cm.context_similarity(o)
+    np.testing.assert_array_equal(s, [[0, 2, 0], [2, 0, 0], [0, 0, 0]])
+    assert o[0, 0] == 1.0  # input untouched
+    batch = cm.context_similarity(np.stack([o, 2 * o]))
+    np.testing.assert_array_equal(batch[1], 4 * s)
+
+
+def test_one_token_and_zero_outputs_are_errors_not_nan():
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        cm.context_similarity(np.ones((1, 4)))
+    with pytest.raises(ValueError, match="all zero"):
+        cm.high_pairs(cm.context_similarity(np.zeros((5, 3))), 0.99)
+    with pytest.raises(ValueError, match="no attention"):
+        cm.attention_received(np.zeros((3, 3)))
+
+
+def test_high_pairs_are_the_entries_at_or_above_the_quantile():
+    s = np.zeros((4, 4))
+    for (i, j), v in {(0, 1): 1, (0, 2): 5, (0, 3): 2, (1, 2): 4, (1, 3): 3, (2, 3): 6}.items():
+        s[i, j] = s[j, i] = v
+    assert cm.upper_pairs(4)[0].tolist() == [0, 0, 0, 1, 1, 2]
+    # values in pair order: 1 5 2 4 3 6; the 0.5-quantile is 3.5
+    assert cm.high_pairs(s, 0.5).tolist() == [False, True, False, True, False, True]
+    assert cm.high_pairs(s, 0.99).tolist() == [False, False, False, False, False, True]
+    assert cm.high_pairs(s, 0.0).all()
+    # relative rule: S ≥ t · max S (max 6)
+    assert cm.relative_high_pairs(s, 0.5).tolist() == [False, True, False, True, True, True]
+    with pytest.raises(ParameterError, match="parameter 'q' expects a number in \\[0, 1\\]; got 99"):
+        cm.high_pairs(s, 99)
+
+
+def test_ties_are_all_high_and_identical_tokens_tie():
+    o = np.ones((5, 2))  # five identical token outputs: every pair has S = 2
+    assert cm.high_pairs(cm.context_similarity(o), 0.99).all()
+
+
+def test_focus_is_the_endpoint_of_most_high_pairs_lowest_on_ties():
+    i, j = cm.upper_pairs(5)
+    star = (i == 2) | (j == 2)  # every pair touching token 2
+    assert cm.focus_positions(star, 5) == 2
+    assert cm.endpoint_counts(star, 5).tolist() == [1, 1, 4, 1, 1]
+    single = (i == 1) & (j == 3)
+    assert cm.focus_positions(single, 5) == 1  # 1 and 3 tie
+    both = np.stack([star, single])
+    assert cm.focus_positions(both, 5).tolist() == [2, 1]
+
+
+def test_attention_received_is_column_sums_scaled_to_max_one():
+    a = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.5, 0.25, 0.25]])
+    np.testing.assert_allclose(cm.attention_received(a), [1.0, 0.375, 0.125])
+
+
+# --------------------------------------------------------------------------- pair statistics
+
+def _hand_batch():
+    """One text, T = 5: [CLS] a b a [SEP], tokens 1..3 in sentence 0; one block, one head."""
+    batch = cs.TextBatch(input_ids=np.array([[101, 7, 8, 7, 102]]),
+                                sentence_ids=np.array([[-1, 0, 0, 0, -1]]),
+                                separators=np.array([[False, False, False, False, True]]),
+                                tokens=[["[CLS]", "a", "b", "a", "[SEP]"]])
+    # outputs: tokens 1 and 3 equal (S = 9), everything else orthogonal-ish and small
+    o = np.array([[0.1, 0, 0], [3, 0, 0], [0, 1, 0], [3, 0, 0], [0, 0, 0.5]])
+    head_out = o[None, :, None, :]  # [B, T, H, d]
+    pattern = np.zeros((1, 1, 5, 5))
+    pattern[..., 4] = 1.0  # every query attends to [SEP]
+    return batch, head_out, pattern
+
+
+def test_pair_statistics_on_a_hand_made_text():
+    batch, head_out, pattern = _hand_batch()
+    settings = cs.Settings(q=0.9, common_min_count=2, sensitivity_thresholds=[0.1, 0.5])
+    stats = cs.batch_statistics([head_out], [pattern], batch, settings)
+    # S pairs (i<j): only (1,3) = 9 and (0,1)=(0,3)=0.3 are non-zero; 0.9-quantile of 10 values
+    # [0.3, 0, 0.3, 0, 0, 9, 0, 0, 0, 0] is 1.17, so the one high pair is (1, 3)
+    assert stats.head_pairs.tolist() == [[1]]
+    assert stats.head_distance.tolist() == [[2]]
+    assert stats.distance_counts.tolist() == [[0, 0, 1, 0, 0]]
+    assert stats.head_same_sentence.tolist() == [[1]] and stats.head_repeats.tolist() == [[1]]
+    assert stats.focus_tokens[0][0] == Counter({"a": 1})  # positions 1 and 3 tie: the first
+    assert stats.head_common_focus.tolist() == [[1]]  # "a" occurs twice ≥ common_min_count
+    assert stats.unique_focus.tolist() == [[0, 1]]
+    # chance: 10 pairs, 3 inside the sentence, 1 repeat; 1 separator of 5 tokens
+    assert (stats.all_pairs, stats.all_same_sentence, stats.all_repeats) == (10, 3, 1)
+    assert (stats.tokens, stats.separators) == (5, 1)
+    # attention: only [SEP] receives any, and it is a separator
+    assert stats.head_attended.tolist() == [[1]] and stats.head_attended_separators.tolist() == [[1]]
+    assert stats.attended_kinds.tolist() == [[0, 1, 0, 0]]
+    # relative rule: t = 0.1 → S ≥ 0.9: the pair (1, 3); t = 0.5 the same
+    assert stats.sensitivity_pairs.tolist() == [[1], [1]]
+    assert stats.sensitivity_distance.tolist() == [[2], [2]]
+
+
+def test_metrics_divide_pooled_counts():
+    batch, head_out, pattern = _hand_batch()
+    settings = cs.Settings(q=0.9, common_min_count=2)
+    stats = cs.batch_statistics([head_out], [pattern], batch, settings)
+    m = cs.metrics(stats, settings)
+    assert m["layers"] == [1]
+    assert m["mean_pair_distance"].tolist() == [2.0]
+    assert m["mean_pair_distance_chance"] == pytest.approx((4 * 1 + 3 * 2 + 2 * 3 + 1 * 4) / 10)  # (T + 1) / 3
+    assert m["same_sentence_fraction"].tolist() == [1.0]
+    assert m["same_sentence_chance"] == pytest.approx(0.3)
+    assert m["separator_attention"].tolist() == [1.0] and m["separator_share"] == pytest.approx(0.2)
+    assert m["unique_focus_tokens"]["mean"].tolist() == [1.0] and m["unique_focus_fraction"].tolist() == [1.0]
+    assert m["heads"]["class"] == [["repetition"]]
+    assert m["head_classes"] == {"repetition": [1], "common-token": [0], "other": [0]}
+    assert m["distance_histogram"].tolist() == [[0, 1, 0, 0]]
+    json.dumps(cs.metrics(stats, settings), default=lambda x: x.tolist())  # all serialisable
+
+
+def test_head_classes_follow_the_stated_rule():
+    stats = cs.ContextStats.empty(1, 3, 8, 1)
+    stats.texts = 10
+    stats.head_pairs[:] = 100
+    stats.head_repeats[0] = [30, 10, 10]
+    stats.head_common_focus[0] = [0, 6, 4]
+    stats.head_attended[:] = 1
+    settings = cs.Settings(repeat_share_threshold=0.25, common_focus_threshold=0.5)
+    table = cs.head_table(stats, settings)
+    assert table["class"].tolist() == ["repetition", "common-token", "other"]
+    assert table[["layer", "head"]].values.tolist() == [[1, 1], [1, 2], [1, 3]]
+
+
+# --------------------------------------------------------------------------- streaming
+
+def _random_batch(rng, n_texts, n_tokens=10, n_heads=3, n_layers=2, width=4):
+    ids = rng.integers(5, 9, size=(n_texts, n_tokens))
+    ids[:, 0], ids[:, -1] = 101, 102
+    sentence_ids = np.repeat(np.arange(n_tokens) * 3 // n_tokens, 1)[None].repeat(n_texts, 0)
+    sentence_ids[:, [0, -1]] = -1
+    separators = np.zeros((n_texts, n_tokens), bool)
+    separators[:, [4, -1]] = True
+    batch = cs.TextBatch(ids, sentence_ids, separators, [[f"t{t}" for t in row] for row in ids])
+    outs = [rng.normal(size=(n_texts, n_tokens, n_heads, width)) for _ in range(n_layers)]
+    maps = [rng.dirichlet(np.ones(n_tokens), size=(n_texts, n_heads, n_tokens)) for _ in range(n_layers)]
+    return batch, outs, maps
+
+
+def _part(batch, outs, maps, rows, settings):
+    sub = cs.TextBatch(batch.input_ids[rows], batch.sentence_ids[rows], batch.separators[rows],
+                       [batch.tokens[r] for r in rows])
+    return cs.batch_statistics([o[rows] for o in outs], [m[rows] for m in maps], sub, settings)
+
+
+def _assert_same_stats(a, b):
+    for f in fields(cs.ContextStats):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "focus_tokens":
+            assert x == y, f.name
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f.name)
+
+
+def test_streaming_aggregates_equal_the_all_at_once_result():
+    rng = np.random.default_rng(0)
+    batch, outs, maps = _random_batch(rng, n_texts=7)
+    settings = cs.Settings(q=0.8, common_min_count=2)
+    whole = _part(batch, outs, maps, np.arange(7), settings)
+    for splits in ([1, 3, 7], [2, 4, 6, 7], list(range(1, 8))):
+        starts = [0] + splits[:-1]
+        parts = [_part(batch, outs, maps, np.arange(a, b), settings) for a, b in zip(starts, splits)]
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        _assert_same_stats(total, whole)
+    assert whole.texts == 7 and whole.head_pairs.sum() > 0
+    m = cs.metrics(whole, settings)
+    assert m["unique_focus_tokens"]["histogram"].sum(axis=1).tolist() == [7, 7]
+
+
+def test_adding_statistics_leaves_both_operands_unchanged():
+    rng = np.random.default_rng(1)
+    batch, outs, maps = _random_batch(rng, n_texts=2)
+    settings = cs.Settings()
+    a, b = _part(batch, outs, maps, [0], settings), _part(batch, outs, maps, [1], settings)
+    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0])
+    _ = a + b
+    np.testing.assert_array_equal(a.head_pairs, before[0])
+    assert a.focus_tokens[0][0] == before[1]
+    with pytest.raises(ValueError, match="cannot add"):
+        a + cs.ContextStats.empty(1, 3, 10, 5)
+
+
+# --------------------------------------------------------------------------- the fold over captured batches
+
+def _windows(batch):
+    """Window objects for the rows of a TextBatch (text: the pieces joined)."""
+    return [Window(text=" ".join(tokens), input_ids=ids, tokens=tokens, sentence_ids=sid, separators=sep,
+                   whole_sentences=1)
+            for ids, tokens, sid, sep in zip(batch.input_ids, batch.tokens, batch.sentence_ids, batch.separators)]
+
+
+def _captured(batch, outs, maps, rows):
+    return Captured(windows=[_windows(batch)[r] for r in rows], head_out=[o[rows] for o in outs],
+                    pattern=[m[rows] for m in maps])
+
+
+def test_measure_folds_captured_batches_into_the_all_at_once_totals():
+    rng = np.random.default_rng(2)
+    batch, outs, maps = _random_batch(rng, n_texts=5)
+    settings = cs.Settings(q=0.8, common_min_count=2)
+    run = cs.measure([_captured(batch, outs, maps, [0, 1, 2]), _captured(batch, outs, maps, [3, 4])], settings)
+    _assert_same_stats(run.stats, _part(batch, outs, maps, np.arange(5), settings))
+    assert run.texts.count == 5 and run.texts.first == [w.text for w in _windows(batch)]
+    assert run.example.window.text == _windows(batch)[0].text
+    assert run.example.similarity.shape == (2, 3, 10, 10) and run.example.similarity.dtype == np.float32
+    np.testing.assert_allclose(run.example.similarity[1, 2], cm.context_similarity(outs[1][0, :, 2]), rtol=1e-6)
+    np.testing.assert_allclose(run.example.received[0], cm.attention_received(maps[0][0]), rtol=1e-6)
+    with pytest.raises(ParameterError, match="'n_texts' expects at least 1 text"):
+        cs.measure([], settings)
+
+
+def test_at_quantiles_measure_the_same_batches_at_each_quantile():
+    rng = np.random.default_rng(3)
+    batch, outs, maps = _random_batch(rng, n_texts=4)
+    batches = [_captured(batch, outs, maps, [0, 1]), _captured(batch, outs, maps, [2, 3])]
+    settings = cs.Settings(q=0.9, common_min_count=2)
+    at_q = cs.at_quantiles(batches, settings, (0.9, 0.5))
+    assert list(at_q) == [0.9, 0.5]
+    for q, m in at_q.items():
+        chosen = cs.Settings(q=q, common_min_count=2, sensitivity_thresholds=(settings.attention_threshold,))
+        expected = cs.metrics(_part(batch, outs, maps, np.arange(4), chosen), chosen)
+        np.testing.assert_array_equal(m["mean_pair_distance"], expected["mean_pair_distance"])
+        assert m["sensitivity"]["thresholds"] == [0.3]
+    # a lower quantile lets in more pairs: more high pairs per layer
+    assert (at_q[0.5]["distance_histogram"].sum(axis=1) > at_q[0.9]["distance_histogram"].sum(axis=1)).all()
+
+
+# --------------------------------------------------------------------------- the metrics dict
+
+METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_chance", "same_sentence_fraction",
+               "same_sentence_chance", "same_sentence_lift", "distance_histogram", "unique_focus_tokens",
+               "unique_focus_fraction", "separator_attention", "separator_share", "attended_kinds",
+               "repeat_chance", "heads", "head_classes", "layers_with_both_kinds", "sensitivity"}
+SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
+                    "high_pairs_per_matrix", "distance_last_over_first"}
+
+
+def test_metrics_schema_and_the_sensitivity_ratios():
+    rng = np.random.default_rng(4)
+    batch, outs, maps = _random_batch(rng, n_texts=6, n_layers=3)
+    settings = cs.Settings(q=0.8, common_min_count=2, sensitivity_thresholds=(0.1, 0.5))
+    m = cs.metrics(_part(batch, outs, maps, np.arange(6), settings), settings)
+    assert set(m) == METRIC_KEYS and set(m["sensitivity"]) == SENSITIVITY_KEYS
+    assert set(m["attended_kinds"]) == set(cs.TOKEN_KINDS) and set(m["head_classes"]) == set(cs.HEAD_CLASSES)
+    assert np.shape(m["heads"]["class"]) == (3, 3) and np.shape(m["sensitivity"]["separator_attention"]) == (2, 3)
+    rows = m["sensitivity"]["mean_pair_distance"]
+    assert m["sensitivity"]["distance_last_over_first"] == pytest.approx([r[-1] / r[0] for r in rows])
+
+
+def test_last_over_first_by_hand():
+    assert cs.last_over_first([[4.0, 3.0, 2.0], [5.0, 1.0, 6.0]]) == [0.5, 1.2]
+    assert cs.last_over_first([[4.0, 2.0], [None, 1.0]]) is None  # a layer without pairs
+    assert cs.last_over_first([[0.0, 2.0]]) is None
+
+
+def test_sensitivity_row_and_class_totals():
+    m = {"sensitivity": {"thresholds": [0.1, 0.3], "separator_attention": [[0.5, 0.25], [0.75, 1.0]]},
+         "head_classes": {"repetition": [1, 2], "common-token": [0, 3], "other": [3, 0]},
+         "layers_with_both_kinds": 1}
+    np.testing.assert_array_equal(cs.sensitivity_row(m, "separator_attention", 0.3), [0.75, 1.0])
+    assert cs.sensitivity_row(m, "separator_attention", 0.2) is None
+    assert cs.class_totals(m) == {"heads": {"repetition": 3, "common-token": 3, "other": 3},
+                                  "layers_with_both_kinds": 1}
+
+
+def test_the_every_threshold_claim_reads_the_sensitivity_ratios():
+    from embedding_geometry.book import claims
+
+    ledger = claims.load(SLUG)
+    (claim,) = [c for c in ledger.claims if c.id == "long-to-short-range-every-threshold"]
+    ledger = claims.Ledger(chapter=SLUG, claims=[claim])
+    verdict = lambda ratios: claims.evaluate(ledger, {"sensitivity": {"distance_last_over_first": ratios}}, "m")[0]  # noqa: E731
+    assert verdict([0.9, 0.95]).shape == "holds"
+    assert verdict([0.9, 1.01]).shape == "does not hold" and verdict([0.9, 1.01]).measured == 1.01
+    assert verdict(None).shape == "not measured"
+
+
+# --------------------------------------------------------------------------- settings and layering
+
+def test_settings_copy_the_validated_parameters():
+    params = {"q": 0.95, "attention_threshold": 0.2, "sensitivity_thresholds": [0.1, 0.2],
+              "common_min_count": 4, "repeat_share_threshold": 0.3, "common_focus_threshold": 0.6,
+              "model": "ignored", "matrix_size": 64}
+    settings = cs.Settings.from_parameters(params)
+    assert settings.sensitivity_thresholds == (0.1, 0.2) and settings.q == 0.95
+    assert settings.to_dict() == {k: params[k] for k in settings.to_dict()}
+
+
+def test_the_rule_table_checks_every_setting_and_names_the_parameter():
+    table = rules.rules_for(SLUG)
+    assert {f.name for f in fields(cs.Settings)} <= set(table)
+    with pytest.raises(ParameterError, match="'attention_threshold' expects a number in \\[0.0, 1.0\\]; got 1.5"):
+        table["attention_threshold"]("attention_threshold", 1.5)
+    for bad in ([0.1, -0.2], []):
+        with pytest.raises(ParameterError, match="'sensitivity_thresholds'"):
+            table["sensitivity_thresholds"]("sensitivity_thresholds", bad)
+    with pytest.raises(ParameterError, match="'common_min_count' expects an integer ≥ 2"):
+        table["common_min_count"]("common_min_count", 1)
+    assert table["sensitivity_thresholds"]("sensitivity_thresholds", [0.1, 1]) == [0.1, 1.0]
+
+
+def test_the_study_and_its_core_modules_import_no_book_module():
+    package = Path(cm.__file__).parents[1]
+    for path in [package / "studies" / f"context_{n}.py" for n in ("matrices", "stats", "similarity")] + [
+            package / "core" / "windows.py", package / "core" / "streaming.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "book" not in (node.module or "").split("."), f"{path.name} imports {node.module}"
+
+
+# --------------------------------------------------------------------------- memory and the chapter
+
+@pytest.mark.slow
+def test_peak_memory_does_not_grow_with_the_number_of_texts(tiny_bert_dir):
+    """benchmarks/attention_memory.py on the tiny model: 10× the texts, the same peak RSS."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    script = ROOT / "benchmarks" / "attention_memory.py"
+    done = subprocess.run([sys.executable, str(script), "--model", str(tiny_bert_dir), "--sizes", "16", "160",
+                           "--length", "64", "--batch-size", "8"], capture_output=True, text=True, timeout=900)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["n_texts"] for r in report["runs"]] == [16, 160]
+    assert done.returncode == 0 and report["ratio"] <= 1.10, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_chapter_results_on_the_tiny_model(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    document = json.loads((root / "build" / "results" / "04_attention_context_similarity.json").read_text())
+    m, L, H = document["metrics"], document["model"]["layers"], document["model"]["heads"]
+    assert m["layers"] == list(range(1, L + 1)) and m["n_texts"] == 6
+    for key in ("mean_pair_distance", "same_sentence_fraction", "separator_attention", "unique_focus_fraction"):
+        assert len(m[key]) == L, key
+    assert len(m["distance_histogram"]) == L and len(m["distance_histogram"][0]) == 127  # d = 1 … T − 1
+    histogram = m["unique_focus_tokens"]["histogram"]
+    assert [sum(row) for row in histogram] == [6] * L and len(histogram[0]) == H + 1
+    assert all(0 <= x <= 1 for x in m["separator_attention"] + m["same_sentence_fraction"])
+    assert 1 <= min(m["mean_pair_distance"]) and max(m["mean_pair_distance"]) <= 127
+    assert sum(sum(v) for v in m["head_classes"].values()) == L * H
+    texts = document["inputs"]["texts"]
+    assert texts["count"] == 6 and len(texts["first"]) == 6 and len(texts["sha256"]) == 64
+    assert document["inputs"]["thresholds"]["attention_threshold"] == 0.3
+    assert document["inputs"]["thresholds"]["sensitivity_thresholds"] == [0.1, 0.2, 0.3, 0.4, 0.5]
+    ids = [c["id"] for c in document["claims"]]
+    assert ids == ["separators-in-final-layers", "heads-specialise", "long-to-short-range",
+                   "long-to-short-range-every-threshold", "same-sentence-in-final-layers", "unique-focus-tokens"]
+    ratios = m["sensitivity"]["distance_last_over_first"]
+    assert len(ratios) == 5 and all(r > 0 for r in ratios)
+    assert all(c["shape_verdict"] in ("holds", "does not hold") for c in document["claims"])
+    assert all(c["numeric_verdict"] is None for c in document["claims"])  # not the paper's model
+    page = (root / "_build" / "html" / "book" / "chapters" / "04_attention_context_similarity.html").read_text()
+    assert '"name": "layer"' in page and '"name": "head"' in page  # the explorer's two sliders
+
+
+@pytest.mark.slow
+def test_chapter_exercise_answers_on_the_tiny_model(built_book):
+    """Chapter 4's exercise answers: from the streamed totals where they suffice (τ = 0.1 is a
+    sensitivity threshold; head classes at another repeat bar), else on the run's first texts."""
+    root, _ = built_book
+    document = json.loads((root / "build" / "results" / "04_attention_context_similarity.json").read_text())
+    m, L, H = document["metrics"], document["model"]["layers"], document["model"]["heads"]
+    exercises = m["exercises"]
+    low = m["sensitivity"]["thresholds"].index(0.1)
+    assert exercises["attention_threshold_0.1_separator_attention"] == m["sensitivity"]["separator_attention"][low]
+    strict = exercises["repeat_share_threshold_0.5"]
+    assert sum(strict["heads"].values()) == L * H
+    assert strict["heads"]["repetition"] <= sum(m["head_classes"]["repetition"])  # a higher bar keeps fewer
+    assert 0 <= strict["layers_with_both_kinds"] <= L
+    loose = exercises["q_0.95_first_texts"]
+    assert set(loose) == {"q=0.99", "q=0.95"}
+    assert all(len(v["mean_pair_distance"]) == len(v["same_sentence_lift"]) == L for v in loose.values())
+    texts = document["inputs"]["exercise_texts"]
+    assert texts == document["inputs"]["texts"]["first"][:len(texts)] and len(texts) == 6  # min(8, n_texts)
