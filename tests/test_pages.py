@@ -1,11 +1,16 @@
 """Reader-facing pages: parameter tables from notebooks, provenance, the claims dashboard."""
 
 import json
+from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 
-from embedding_geometry.book import pages
+from embedding_geometry.book import pages, rules
+from embedding_geometry.book import parameters as p
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
 def write_notebook(folder, slug, source):
@@ -18,17 +23,32 @@ def write_notebook(folder, slug, source):
     nbformat.write(notebook, folder / "notebooks" / f"{slug}.ipynb")
 
 
-def test_parameter_table_reads_the_parameters_cell(tmp_path, monkeypatch):
+def test_parameter_table_reads_the_parameters_cell_and_the_rules(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: t\n")
     write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\nflag: bool = False\nn = None  # None: all\n')
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(rules.CHAPTERS, "01_x", {"model": p.text, "sizes": p.number_list(0, 5), "flag": p.boolean,
+                                                 "n": p.optional(p.integer(1))})
     table = pages.parameter_table("01_x")
     assert table.to_dict("records") == [
-        {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model"},
-        {"parameter": "sizes", "default": "[1, 2]", "type": "list", "meaning": "some sizes"},
-        {"parameter": "flag", "default": "False", "type": "bool", "meaning": ""},
-        {"parameter": "n", "default": "None", "type": "optional", "meaning": "None: all"},
+        {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model", "expects": "a non-empty string"},
+        {"parameter": "sizes", "default": "[1, 2]", "type": "list", "meaning": "some sizes",
+         "expects": "a non-empty list of numbers in [0, 5]"},
+        {"parameter": "flag", "default": "False", "type": "bool", "meaning": "", "expects": "true or false"},
+        {"parameter": "n", "default": "None", "type": "optional", "meaning": "None: all", "expects": "None or an integer ≥ 1"},
     ]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_every_parameter_of_a_notebook_has_a_rule_and_every_rule_a_parameter(notebook):
+    declared, table = set(papermill.inspect_notebook(str(notebook))), rules.rules_for(notebook.stem)
+    assert declared - set(table) == set(), f"parameters of {notebook.name} with no rule in book/rules.py"
+    assert set(table) - declared == set(), f"rules in book/rules.py for parameters {notebook.name} does not declare"
+    assert all(getattr(rule, "expects", "") for rule in table.values()), "every rule says what it expects"
+
+
+def test_every_rule_table_belongs_to_a_notebook():
+    assert set(rules.CHAPTERS) == {path.stem for path in NOTEBOOKS}
 
 
 def result(chapter, claims):

@@ -5,9 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry.studies import anisotropy, primer
+from embedding_geometry.book import charts, parameters
 from embedding_geometry.core import geometry
+from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.errors import ParameterError
+from embedding_geometry.studies import anisotropy, primer
 
 SLUG = "00b_primer"
 
@@ -22,20 +24,15 @@ def test_residual_stream_adds_one_update_per_block():
     np.testing.assert_array_equal(same_start[0], same_start[2])  # no updates: every depth equals depth 0
 
 
-def test_pool_modes_on_a_hand_array():
-    tokens = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]])
-    np.testing.assert_allclose(primer.pool(tokens, "mean"), [4 / 3, 2.0])
-    np.testing.assert_array_equal(primer.pool(tokens, "cls"), [1.0, 0.0])
-    with pytest.raises(ValueError, match=r"mean.*cls"):
-        primer.pool(tokens, "max")
-
-
 def test_similarity_modes_against_hand_values():
     a = np.array([[[1.0, 0.0], [0.0, 1.0]]])  # one depth, two tokens
     b = np.array([[[1.0, 0.0]]])
     assert primer.similarity(a, b, "mean")[0] == pytest.approx(1 / np.sqrt(2))  # cos((.5, .5), (1, 0))
     assert primer.similarity(a, b, "cls")[0] == pytest.approx(1.0)
     assert primer.similarity(a, b, "maxsim")[0] == pytest.approx(0.5)  # best matches 1 and 0
+    c = np.array([[[0.0, 1.0], [4.0, 0.0], [0.0, 2.0]]])  # CLS along y, mean of the tokens (4/3, 1)
+    assert primer.similarity(a, c, "cls")[0] == pytest.approx(0.0, abs=1e-12)
+    assert primer.similarity(a, c, "mean")[0] == pytest.approx(geometry.cosine([0.5, 0.5], [4 / 3, 1.0]))
     with pytest.raises(ValueError, match="maxsim"):
         primer.similarity(a, b, "sum")
 
@@ -62,8 +59,6 @@ def test_cosine_to_depth0_and_pair_cosines():
     pairs = primer.pair_cosines(pools, ["a", "b", "c"])
     assert list(pairs) == ["a · b", "a · c", "b · c"]
     np.testing.assert_allclose([pairs[k][0] for k in pairs], [0.0, 1 / np.sqrt(2), 1 / np.sqrt(2)], atol=1e-12)
-    frame = primer.rows_frame(pairs)
-    assert list(frame.columns) == ["row", "depth", "value"] and len(frame) == 3
 
 
 def test_toy_similarities_follow_the_definitions():
@@ -73,7 +68,7 @@ def test_toy_similarities_follow_the_definitions():
     assert toy["mean"] == pytest.approx(geometry.cosine(a.mean(0), b.mean(0)))
     assert toy["cls"] == pytest.approx(geometry.cosine(a[0], b[0]))
     assert toy["maxsim"] == pytest.approx(geometry.cosine_matrix(a[1:], b[1:]).max(axis=1).mean())
-    frame = primer.toy_pair_frame()
+    frame = charts.toy_pair_frame()
     assert set(frame["kind"]) == {"token", "CLS", "mean pool"} and len(frame) == len(a) + len(b) + 2
 
 
@@ -121,9 +116,9 @@ def test_refit_projection_and_artefact_frames():
     coords = primer.refit_projection(states)
     assert coords.shape == (2, 6, 2)
     np.testing.assert_allclose(np.linalg.norm(coords[1], axis=1), np.linalg.norm(states[1], axis=1))  # centred cloud
-    frames = primer.artefact_frames(states[0], [0, 45], 0.05)
+    frames = charts.artefact_frames(states[0], primer.refit_artefact(states[0], [0, 45], 0.05), 0.05)
     assert len(frames["points"]) == 2 * 2 * 6 and len(frames["steps"]) == 2 * 2
-    assert set(frames["points"]["view"]) == set(primer.VIEWS.values())
+    assert set(frames["points"]["view"]) == set(charts.VIEWS.values())
 
 
 # --------------------------------------------------------------------------- anisotropy and centering
@@ -146,12 +141,12 @@ def test_centering_curve_ends_match_the_anisotropy_module():
     assert anisotropy.anisotropy(primer.toy_cone(20, 0.0)) < curve[0]
     pools = np.stack([cone, 2 * cone])
     np.testing.assert_allclose(primer.centred_anisotropy(pools, 1.0), [curve[1], curve[1]])
-    frames = primer.centering_frames(cone, {"toy": curve}, [0.0, 1.0])
+    frames = charts.centering_frames(cone, {"toy": curve}, [0.0, 1.0])
     assert len(frames["points"]) == 2 * 20 and len(frames["curves"]) == 2
 
 
 def test_depth_grid_marks_exactly_one_nearest_depth_per_model_and_slider_value():
-    grid = primer.depth_grid({"six": 6, "twenty-four": 24}, [0.0, 0.5, 1.0])
+    grid = charts.depth_grid({"six": 6, "twenty-four": 24}, [0.0, 0.5, 1.0])
     assert len(grid) == 3 * (7 + 25)
     nearest = grid[grid["nearest"]]
     assert len(nearest) == 3 * 2
@@ -159,11 +154,96 @@ def test_depth_grid_marks_exactly_one_nearest_depth_per_model_and_slider_value()
 
 
 def test_sentence_pair_rule():
-    assert primer.sentence_pair("pair", None) is None
-    assert primer.sentence_pair("pair", ("a b", "c d")) == ["a b", "c d"]
+    assert parameters.sentence_pair("pair", None) is None
+    assert parameters.sentence_pair("pair", ("a b", "c d")) == ["a b", "c d"]
     for bad in (["only one"], ["same", "same"], ["a", ""], "a, b", ["a", 3]):
         with pytest.raises(ParameterError, match="parameter 'pair' expects"):
-            primer.sentence_pair("pair", bad)
+            parameters.sentence_pair("pair", bad)
+
+
+# --------------------------------------------------------------------------- the page's numbers
+
+def record(*stacks):
+    """An ``Activations`` of hand-made texts: each stack [L + 1, T, D] is [CLS], T − 2 words, [SEP]."""
+    lengths = [stack.shape[1] for stack in stacks]
+    special = np.concatenate([[True] + [False] * (n - 2) + [True] for n in lengths])
+    word_ids = np.concatenate([[-1, *range(n - 2), -1] for n in lengths])
+    return Activations(texts=[f"text {i}" for i in range(len(stacks))], hidden=np.concatenate(stacks, axis=1),
+                       offsets=np.concatenate([[0], np.cumsum(lengths)]), input_ids=np.zeros(sum(lengths), np.int64),
+                       tokens=["t"] * sum(lengths), special_mask=special, word_mask=~special, word_ids=word_ids)
+
+
+def turning_text(scale: float) -> np.ndarray:
+    """[3, 4, 2]: [CLS] and [SEP] at (1, 1), and two word tokens of lengths scale and 2 · scale
+    along x at depth 0, at 45° at depth 1 and along y at depth 2 (cosine with depth 0: 1, 1/√2, 0)."""
+    turn = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    words = scale * np.array([1.0, 2.0])[None, :, None] * turn[:, None, :]
+    ends = np.ones((3, 1, 2))
+    return np.concatenate([ends, words, ends], axis=1)
+
+
+CONE_POOLS = np.random.default_rng(1).normal(size=(3, 6, 2)) + np.array([0.0, 5.0, 1.0])[:, None, None]
+"""Corpus mean pools [3, 6, 2] whose depth 1 sits far from the origin: the most anisotropic depth."""
+
+
+@pytest.fixture(scope="module")
+def measured():
+    reference = record(turning_text(1.0), turning_text(3.0))
+    pair = record(turning_text(1.0), turning_text(1.0))  # two equal texts
+    return primer.measure(reference, ["a", "b"], pair, CONE_POOLS, seed=2, centering=1.0, toy_offset=3.0,
+                          toy_elongation=0.02, toy_stretch=0.05)
+
+
+def test_measure_has_the_documented_schema(measured):
+    assert set(measured) == {
+        "token_cosine_to_depth0", "relative_depth", "toy_cosine", "reference_pair_cosine", "toy_pooling",
+        "pooling_cosine", "toy_pca_steps", "pca_step_fixed", "pca_step_refit", "pca_step_ratio",
+        "anisotropy", "anisotropy_centred", "centering_curve"}
+    assert set(measured["centering_curve"]) == {"alpha", "toy", "model_peak_depth", "model_last_depth"}
+    np.testing.assert_array_equal(measured["centering_curve"]["alpha"], primer.UNIT_STEPS)
+
+
+def test_measure_on_hand_made_texts(measured):
+    np.testing.assert_allclose(measured["token_cosine_to_depth0"], [1.0, 1 / np.sqrt(2), 0.0], atol=1e-12)
+    np.testing.assert_allclose(measured["relative_depth"], [0.0, 0.5, 1.0])
+    assert (measured["toy_cosine"][0.0], measured["toy_cosine"][60.0], measured["toy_cosine"][90.0]) == (1.0, 0.5, 0.0)
+    # depth 0: text a's tokens (1, 1), (1, 0), (2, 0), (1, 1) average (5/4, 1/2); text b's (11/4, 1/2)
+    assert list(measured["reference_pair_cosine"]) == ["a · b"]
+    assert measured["reference_pair_cosine"]["a · b"][0] == pytest.approx(geometry.cosine([5 / 4, 1 / 2], [11 / 4, 1 / 2]))
+    for mode in primer.SIMILARITY_MODES:
+        np.testing.assert_allclose(measured["pooling_cosine"][mode], 1.0)  # a text against itself
+    assert measured["toy_pooling"] == pytest.approx(primer.toy_similarities())
+    fixed, refit = measured["pca_step_fixed"], measured["pca_step_refit"]
+    assert len(fixed) == len(refit) == 2
+    assert measured["pca_step_ratio"] == pytest.approx(refit.mean() / fixed.mean())
+    toy = measured["toy_pca_steps"]
+    np.testing.assert_allclose(toy["fixed"], toy["true"], atol=1e-9)  # 2-D: fixed axes see the true move
+
+
+def test_measure_centres_each_depth_and_finds_the_cone(measured):
+    aniso, curve = measured["anisotropy"], measured["centering_curve"]
+    assert int(np.argmax(aniso)) == 1
+    assert curve["model_peak_depth"][0] == pytest.approx(aniso[1])
+    assert curve["model_last_depth"][0] == pytest.approx(aniso[-1])
+    np.testing.assert_allclose(measured["anisotropy_centred"], [anisotropy.anisotropy(anisotropy.centred(p)) for p in CONE_POOLS])
+    assert curve["model_last_depth"][-1] == pytest.approx(measured["anisotropy_centred"][-1])  # centering = 1
+    assert curve["toy"][0] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(primer.CONE_POINTS, 3.0, seed=2)))
+
+
+def test_exercise_answers_follow_their_definitions(measured):
+    metrics = {**measured, "pooling_cosine": {"mean": np.array([1.0, 0.9]), "cls": np.array([1.0, 0.5]),
+                                              "maxsim": np.array([1.0, 0.7])}}
+    easy = record(turning_text(1.0), turning_text(1.0))  # similarity 1 every way
+    ex = primer.exercise_answers(metrics, easy, CONE_POOLS, seed=2, toy_stretch=0.05)
+    assert ex["easy_pair"] == pytest.approx({"mean": 1.0, "cls": 1.0, "maxsim": 1.0})
+    assert ex["hard_minus_easy"] == pytest.approx({"mean": -0.1, "cls": -0.5, "maxsim": -0.3})
+    assert ex["widest_gap"] == "mean"
+    raw, full = measured["centering_curve"]["model_last_depth"][[0, -1]]
+    half = anisotropy.anisotropy(CONE_POOLS[-1] - 0.5 * CONE_POOLS[-1].mean(axis=0))
+    assert ex["centering_0.5_last_depth"] == pytest.approx(half)
+    assert ex["centering_0.5_share_of_fall"] == pytest.approx((raw - half) / (raw - full))
+    assert ex["toy_offset_0"] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(primer.CONE_POINTS, 0.0, seed=2)))
+    assert ex["toy_elongation_0.5_refit_max"] > ex["toy_elongation_0.5_true_max"] > 0
 
 
 # --------------------------------------------------------------------------- charts
@@ -180,10 +260,10 @@ def _params(spec):
 def test_every_interactive_chart_has_one_bound_slider(name):
     cloud, cone, alphas = primer.elongated_cloud(8, 0.02), primer.toy_cone(10, 3.0), [0.0, 0.5, 1.0]
     chart = {
-        "angle": lambda: primer.angle_chart(primer.angle_frame([0, 45, 90], [1.0, 2.0])),
-        "artefact": lambda: primer.artefact_chart(primer.artefact_frames(cloud, [0, 45, 90], 0.05)),
-        "centering": lambda: primer.centering_chart(primer.centering_frames(cone, {"toy": primer.centering_curve(cone, alphas)}, alphas)),
-        "depth": lambda: primer.depth_chart(primer.depth_grid({"a": 4, "b": 8}, [0.0, 0.5, 1.0])),
+        "angle": lambda: charts.angle_chart(primer.angle_frame([0, 45, 90], [1.0, 2.0])),
+        "artefact": lambda: charts.artefact_chart(charts.artefact_frames(cloud, primer.refit_artefact(cloud, [0, 45, 90], 0.05), 0.05)),
+        "centering": lambda: charts.centering_chart(charts.centering_frames(cone, {"toy": primer.centering_curve(cone, alphas)}, alphas)),
+        "depth": lambda: charts.depth_chart(charts.depth_grid({"a": 4, "b": 8}, [0.0, 0.5, 1.0])),
     }[name]()
     bound = [p for p in _params(chart.to_dict()) if "bind" in p]
     assert bound and all(p["bind"]["input"] == "range" for p in bound)
@@ -191,7 +271,7 @@ def test_every_interactive_chart_has_one_bound_slider(name):
 
 
 def test_pair_scatter_is_a_valid_chart():
-    spec = primer.pair_scatter(primer.toy_pair_frame()).to_dict()
+    spec = charts.pair_scatter(charts.toy_pair_frame()).to_dict()
     assert len(spec["layer"]) == 3
 
 

@@ -16,6 +16,7 @@ Every notebook in ``notebooks/`` is a chapter except the pages of the table of c
 (strict), so the suite stays green and the entry must be removed once the exercises land.
 """
 
+import ast
 import re
 import sys
 from pathlib import Path
@@ -58,11 +59,15 @@ def markdown(slug: str) -> str:
 
 
 def glued_patterns(slug: str) -> list[re.Pattern]:
-    """The keys a notebook's code cells glue, as patterns (an f-string key like ``f"ex_{key}"``
-    matches any key with that prefix and suffix)."""
+    """The keys a notebook's code cells glue, as patterns: ``glue("key", …)`` (an f-string key
+    like ``f"ex_{key}"`` matches any key with that prefix and suffix) and the keyword names of
+    ``ch.glue(key=…)``."""
     notebook = nbformat.read(NOTEBOOKS / f"{slug}.ipynb", as_version=4)
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     keys = re.findall(r"""glue\(\s*f?["']([^"']+)["']""", code)
+    keys += [keyword.arg for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", getattr(node.func, "id", None)) == "glue"
+             for keyword in node.keywords if keyword.arg]
     return [re.compile("^" + ".+".join(map(re.escape, re.split(r"\{[^}]*\}", key))) + "$") for key in keys]
 
 

@@ -23,6 +23,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import charts, claims, parameters, rules
 from ..core import activations, models
 
@@ -94,11 +96,13 @@ class Chapter:
         self.metrics.update(part)
 
     def glue(self, **values: Any) -> None:
-        """Glue each value under its name for the page's ``{glue:text}`` references."""
+        """Glue each value under its name for the page's ``{glue:text}`` references. A NumPy
+        scalar is glued as the Python number it holds, so that a format such as
+        ``{glue:text}`name:.3f``` applies to it."""
         from myst_nb import glue
 
         for name, value in values.items():
-            glue(name, value, display=False)
+            glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
 
     def finish(self, verdicts: bool = True) -> Path:
         """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the

@@ -14,22 +14,24 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims
+from . import claims, rules
 from ..core import paths
 
 VERDICT_ORDER = ["holds", "does not hold", "reproduced", "not reproduced", "not measured", "measured only"]
 
 
 def parameter_table(slug: str) -> pd.DataFrame:
-    """A chapter's parameters — name, default, type, meaning — read from the ``parameters`` cell
-    of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line comment)."""
+    """A chapter's parameters — name, default, type, meaning, expects — read from the
+    ``parameters`` cell of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line
+    comment) and from the chapter's rule table (``expects``: what the rule accepts, in words)."""
     import papermill
 
     notebook = (paths.project_root() or Path.cwd()) / "notebooks" / f"{slug}.ipynb"
     declared = papermill.inspect_notebook(str(notebook))
+    table = rules.rules_for(slug)
     rows = [{"parameter": name, "default": spec["default"], "type": _literal_type(spec),
-             "meaning": spec["help"]} for name, spec in declared.items()]
-    return pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning"])
+             "meaning": spec["help"], "expects": table[name].expects} for name, spec in declared.items()]
+    return pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning", "expects"])
 
 
 def _literal_type(spec: dict[str, Any]) -> str:

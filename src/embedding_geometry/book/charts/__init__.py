@@ -5,7 +5,9 @@
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
 - ``matrices``: model × model and head × block charts, and the context-matrix explorer;
 - ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
-  the first text's matrices encoded for the explorer).
+  the first text's matrices encoded for the explorer);
+- ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
+  artefact, centering, relative depth).
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
@@ -15,5 +17,6 @@ from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .heads import *  # noqa: F401,F403
 from .matrices import *  # noqa: F401,F403
+from .primer import *  # noqa: F401,F403
 from .theme import *  # noqa: F401,F403
 from .theme import BUNDLE_NAME, PUBLISHED_COLOR  # noqa: F401
