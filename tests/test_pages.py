@@ -74,9 +74,12 @@ def test_dashboard_and_counts(tmp_path):
     assert board["chapter"].tolist() == ["01_a", "01_a", "02_b"]
     assert board.loc[0, "published (model)"] == "0.9 (big)"
     assert board.loc[1, "this run (model)"] == "not measured (m)"
-    assert board.loc[2, "verdict"] == "numeric: not reproduced; shape: does not hold"
+    assert board.loc[2, "verdict"] == "does not hold (no interval)" and board.loc[2, "numeric"] == "not reproduced"
     counts = dict(zip(*pages.verdict_counts(board).to_dict("list").values()))
-    assert counts == {"holds": 1, "does not hold": 1, "not reproduced": 1, "not measured": 1}
+    assert counts == {"holds (no interval)": 1, "does not hold (no interval)": 1, "not measured": 1}
+    assert sum(counts.values()) == len(board)  # one verdict per claim
+    numeric = dict(zip(*pages.verdict_counts(board, "numeric").to_dict("list").values()))
+    assert numeric == {"not reproduced": 1, "—": 2}
     assert pages.claims_dashboard(tmp_path, chapters=["02_b"])["claim"].tolist() == ["exact"]
 
 

@@ -1,17 +1,63 @@
 """Embedding Geometry, Reproduced: the helper package behind the book.
 
-Data moves one way through the modules:
+The package has three layers, and imports only run downward (``book`` → ``studies`` → ``core``;
+a study never imports ``book``):
 
-    models → activations → geometry / attention → claims → charts
+    core/     it measures: load a model, run it, capture its states, the geometry on arrays
+    studies/  one module per chapter topic: activations in, that chapter's metrics dict out
+    book/     it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
 
-``models`` loads an encoder and its tokenizer, ``activations`` runs batched forward passes and
-caches what they produce, ``geometry`` and ``attention`` hold the measurements of METHODS.md as
-pure functions on arrays, ``claims`` compares them with the published numbers and writes each
-chapter's results JSON, ``charts`` draws them with Altair, ``corpora`` holds the sentence sets
-the project writes itself, and ``build`` runs the notebooks and compiles the site.
+``core``
+    ``models``          loading an encoder and its tokenizer, and describing it
+    ``registry``        the encoders the book ships offline, and how each is made ready and verified
+    ``architectures``   where to capture what, in each supported architecture family (one table)
+    ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
+    ``activations``     batched, cached forward passes and the ``Activations`` they produce
+    ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
+    ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
+    ``geometry``        the measurements every chapter shares, on arrays (METHODS.md §0)
+    ``corpora``         the reference sentences of METHODS.md §0 and the project's own sentence sets
+    ``paths``           where the book keeps its files
+    ``errors``          one-line errors that name the culprit and what was expected
 
-Importing the package has no side effects: call ``charts.use_theme()`` and
-``build.seed_everything(seed)`` explicitly.
+``studies``
+    ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
+    ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
+    ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
+    ``retrieval``           ranking a candidate pool by similarity, and recall@k
+    ``anisotropy``          chapter 3: anisotropy and the cone, how much a set of vectors shares one direction
+    ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
+    ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
+    ``context_matrices``    chapter 4: context similarity matrices and their pairs
+    ``context_stats``       chapter 4: per-batch statistics and their running totals
+    ``whitening``           the isotropy score, its anisotropy warning, centering and whitening (METHODS.md §5)
+    ``pooling``             pooling token states into one vector, length bias and dilution (METHODS.md §5)
+    ``cls_attention``       where [CLS] looks: its last-layer attention by position (METHODS.md §5)
+    ``compounds``           compounds that WordPiece splits, and the subword-aware fix
+    ``long_texts``          texts longer than one sentence, and sliding windows
+    ``quantization``        int8, binary codes and product quantization of embeddings
+    ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
+
+``book``
+    ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
+    ``rules``           every chapter's parameters and the rule each must satisfy
+    ``parameters``      the rule primitives and their one-line errors
+    ``profiles``        the YAML profiles that set the chapters' parameters for a build
+    ``claims``          published claims as data and their verdicts on this run
+    ``reducers``        how a metric becomes the one number a claim is about
+    ``shapes``          shape tests, the model-agnostic form of a claim
+    ``intervals``       bootstrap intervals over a claim's sampling unit
+    ``claim_text``      the words a verdict is shown with (table cells, sentences, summary, legend)
+    ``results``         the results JSON of a chapter run, written atomically
+    ``readback``        reading build products back, checked (results JSON, benchmark figures)
+    ``pages``           parameter tables, provenance, the claims dashboard and the performance table
+    ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
+                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``primer``
+    ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
+    ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
+
+``python -m embedding_geometry build`` (``__main__``) builds the book. Importing the package has
+no side effects: ``book.chapter.Chapter.open`` sets the chart theme and seeds every generator.
 """
 
 __version__ = "0.1.0"

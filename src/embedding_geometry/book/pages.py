@@ -17,7 +17,8 @@ import pandas as pd
 from . import claims, rules
 from ..core import paths
 
-VERDICT_ORDER = ["holds", "does not hold", "reproduced", "not reproduced", "not measured", "measured only"]
+VERDICT_ORDER = [*claims.VERDICTS, "reproduced", "not reproduced"]
+"""Verdicts in the order the dashboard counts them (claims.VERDICTS), then the numeric verdicts."""
 
 
 def parameter_table(slug: str) -> pd.DataFrame:
@@ -69,32 +70,26 @@ def provenance(document: dict[str, Any]) -> pd.DataFrame:
 
 def claims_dashboard(results: Path | None = None, chapters: list[str] | None = None) -> pd.DataFrame:
     """Every claim of the chapters' results JSON (all chapters, or those named in ``chapters``):
-    chapter, claim, published (model), this run (model), verdict."""
+    chapter, claim, published (model), this run (model), verdict, numeric, 95% interval, null, test
+    and id — one verdict per claim (claims.VERDICTS), the numeric verdict in its own column."""
     rows = []
     for path in sorted((results or paths.built_results_dir()).glob("*.json")):
         document = json.loads(path.read_text())
         if chapters and document.get("chapter") not in chapters:
             continue
-        for claim in document.get("claims", []):
-            published = claim.get("published")
-            measured = claim.get("measured")
-            rows.append({
-                "chapter": document["chapter"],
-                "claim": claim["statement"],
-                "published (model)": f"{claims._fmt(published['value'])} ({published['model']})" if published else "—",
-                "this run (model)": f"{claims._fmt(measured) if measured is not None else 'not measured'} ({claim['model']})",
-                "verdict": claims.verdict_text(claim.get("numeric_verdict"), claim.get("shape_verdict")),
-            })
-    return pd.DataFrame(rows, columns=["chapter", "claim", "published (model)", "this run (model)", "verdict"])
+        rows += [{"chapter": document["chapter"], "id": claim.get("id", ""), **claims.row(claim)}
+                 for claim in document.get("claims", [])]
+    columns = ["chapter", "claim", "published (model)", "this run (model)", "verdict", "numeric", "95% interval",
+               "null", "test", "id"]
+    return pd.DataFrame(rows, columns=columns)
 
 
-def verdict_counts(dashboard: pd.DataFrame) -> pd.DataFrame:
-    """How many claims got each verdict (numeric and shape verdicts counted separately)."""
-    kinds = []
-    for verdict in dashboard["verdict"]:
-        for part in verdict.split("; "):
-            kinds.append(part.split(": ", 1)[-1])
-    counts = pd.Series(kinds, dtype=object).value_counts()
+def verdict_counts(dashboard: pd.DataFrame, column: str = "verdict") -> pd.DataFrame:
+    """How many claims got each verdict: one per claim, so the counts add up to the number of
+    claims (a verdict's reason, after ":", is not part of it). ``column="numeric"`` counts the
+    numeric verdicts instead ("—": none given)."""
+    kinds = dashboard[column].astype(str).str.split(": ", n=1).str[0]
+    counts = kinds.value_counts()
     ordered = [v for v in VERDICT_ORDER if v in counts] + [v for v in counts.index if v not in VERDICT_ORDER]
     return pd.DataFrame({"verdict": ordered, "claims": [int(counts[v]) for v in ordered]})
 
