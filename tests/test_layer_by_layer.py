@@ -1,15 +1,205 @@
-"""Chapter 1 end to end on the tiny model: the results contract of METHODS.md §1."""
+"""Chapter 1: its study functions on hand-computed synthetic activations, then the chapter end to
+end on the tiny model (the results contract of METHODS.md §1)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.book import claims
+from embedding_geometry.core import activations, corpora, models
+from embedding_geometry.core.activations import Activations
+from embedding_geometry.studies import layer_by_layer as study
 
-pytestmark = pytest.mark.slow
 SLUG = "01_layer_by_layer"
+slow = pytest.mark.slow
+
+
+# --------------------------------------------------------------------------- synthetic activations
+
+def record(*texts, cls=None, tokens=None) -> Activations:
+    """Activations whose text i has the word tokens ``texts[i]`` ([L + 1, n_i, D], nested lists);
+    with ``cls`` ([L + 1, N, D]) each text starts with a [CLS] token holding ``cls[:, i]``.
+    ``tokens`` names the word tokens (default w0, w1, …)."""
+    stacks = [np.asarray(t, dtype=float) for t in texts]
+    words = tokens or [[f"w{j}" for j in range(s.shape[1])] for s in stacks]
+    lead = [] if cls is None else ["[CLS]"]
+    if cls is not None:
+        stacks = [np.concatenate([np.asarray(cls, dtype=float)[:, [i]], s], axis=1) for i, s in enumerate(stacks)]
+    special = np.array([t == "[CLS]" for ws in words for t in lead + list(ws)])
+    lengths = [s.shape[1] for s in stacks]
+    return Activations(
+        texts=[" ".join(ws) for ws in words], hidden=np.concatenate(stacks, axis=1).astype(np.float32),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), input_ids=np.arange(sum(lengths)),
+        tokens=[t for ws in words for t in lead + list(ws)], special_mask=special, word_mask=~special,
+        word_ids=np.array([w for ws in words for w in [-1] * len(lead) + list(range(len(ws)))], dtype=np.int64))
+
+
+E1, E2 = [1.0, 0.0], [0.0, 1.0]
+
+
+def test_word_states_and_word_tokens_skip_special_tokens():
+    acts = record([[E1, E2]], [[E2]], cls=[[E1, E1]], tokens=[["a", "b"], ["c"]])
+    assert [s.shape for s in acts.word_states()] == [(1, 2, 2), (1, 1, 2)]
+    np.testing.assert_array_equal(acts.word_states()[1][0], [E2])
+    assert acts.word_tokens() == ["a", "b", "c"] and acts.word_tokens(1) == ["c"]
+    assert activations.unique_labels(["the", "cat", "the", "the"]) == ["the", "cat", "the₂", "the₃"]
+
+
+def test_collapse_against_hand_values_and_its_per_unit_means():
+    # depth 0: a = (e1, e2) orthogonal, b = (e1, e1) and c = (e2, e2) identical: within = (0 + 1 + 1) / 3;
+    # token pairs across texts: a·b = a·c = 1/2, b·c = 0, so the baseline is 1/3.
+    # depth 1: every token is e1, so within = baseline = 1 and the gap closes
+    acts = record([[E1, E2], [E1, E1]], [[E1, E1], [E1, E1]], [[E2, E2], [E1, E1]])
+    m = study.collapse(acts)
+    np.testing.assert_allclose(m["intra_sentence_cosine"], [2 / 3, 1.0])
+    np.testing.assert_allclose(m["cross_sentence_baseline"], [1 / 3, 1.0])
+    np.testing.assert_allclose(m["collapse_gap"], [1 / 3, 0.0], atol=1e-12)
+    np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine"], [[0, 1], [1, 1], [1, 1]])
+    np.testing.assert_allclose(m["per_unit"]["cross_sentence_baseline"], [[0.5, 1], [0.5, 1], [0, 1]], atol=1e-12)
+
+
+def test_pca_steps_see_a_translation_in_fixed_axes_only():
+    # the same three 2-D points, shifted by (3, 4) at depth 1: every token moves 5 units, but a
+    # PCA refitted on the (centred) shifted cloud puts every token exactly where it was
+    cloud = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    m = study.pca_steps(record([cloud, cloud + [3.0, 4.0]]))
+    np.testing.assert_allclose(m["pca_step_fixed"], [5.0], rtol=1e-6)
+    np.testing.assert_allclose(m["pca_step_refit"], [0.0], atol=1e-6)
+    assert m["pca_step_ratio"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_token_pca_fits_at_the_chosen_depth_and_names_the_word_tokens():
+    spread_x = [[-1.0, 0.0], [1.0, 0.0]]
+    spread_y = [[0.0, -2.0], [0.0, 2.0]]
+    acts = record([spread_x, spread_y], cls=[[[5.0, 5.0]], [[5.0, 5.0]]], tokens=[["left", "right"]])
+    at_0, at_1 = study.token_pca(acts, fit_depth=0), study.token_pca(acts, fit_depth=1)
+    assert at_0["tokens"] == ["left", "right"] and np.shape(at_0["coords"]) == (2, 2, 2)
+    np.testing.assert_allclose(at_0["explained_variance_ratio"], [1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(np.abs(at_0["coords"][0, :, 0]), [1.0, 1.0])  # PC1 of depth 0 is the x axis
+    np.testing.assert_allclose(np.abs(at_1["coords"][1, :, 0]), [2.0, 2.0])  # PC1 of depth 1 is the y axis
+
+
+def test_first_last_cosine_per_sentence():
+    acts = record([[E1, E1], [E2, E2]], [[E1, E2], [E1, E2]])
+    np.testing.assert_allclose(study.first_last_cosine(acts)["meanpool_first_last_cosine"], [0.0, 1.0], atol=1e-12)
+
+
+def test_peak_writes_find_the_depth_of_each_dimensions_largest_change():
+    # one text, one token, three dims over depths 0..3: dim 0 changes most at 0→1, dims 1 and 2 at 2→3
+    acts = record([[[0, 0, 0]], [[5, 1, 0]], [[5, 2, 1]], [[6, 9, 4]]])
+    m = study.peak_writes(acts)
+    np.testing.assert_array_equal(m["peak_write_depth"], [1, 3, 3])
+    np.testing.assert_array_equal(m["peak_write_hist"], [1, 0, 2])
+    assert m["peak_write_last_two"] == pytest.approx(2 / 3)
+
+
+def test_dimension_correlation_over_sentences():
+    # per sentence (one token each): dim 0 at the end is 2·start + 1 (r = 1), dim 1 is −start (r = −1)
+    starts = [1.0, 2.0, 4.0]
+    acts = record(*[[[[x, x]], [[2 * x + 1, -x]]] for x in starts])
+    corr = study.dimension_correlation(acts, threshold=0.7)["dim_corr_first_last"]
+    np.testing.assert_allclose(corr["r"], [1.0, -1.0])
+    assert (corr["n_above"], corr["n_below"], corr["mean"]) == (1, 1, pytest.approx(0.0))
+
+
+def test_discriminative_dims_rank_final_differences_and_find_half_values():
+    # dims 0..2 differ between the two texts by [0, 0, 4], [0, 0, 0] and [0, 1, 2] over depths 0..2
+    a = [[[1, 1, 1]], [[1, 1, 1]], [[1, 1, 1]]]
+    b = [[[1, 1, 1]], [[1, 1, 2]], [[5, 1, 3]]]
+    top = study.discriminative_dims(record(a, b), k=2)["top_discriminative_dims"]
+    np.testing.assert_array_equal(top["dims"], [0, 2])
+    np.testing.assert_allclose(top["difference"], [[0, 0, 4], [0, 1, 2]])
+    np.testing.assert_array_equal(top["half_value_depth"], [2, 1])
+    np.testing.assert_allclose(top["half_value_relative_depth"], [1.0, 0.5])
+
+
+def test_matryoshka_slices_clip_to_the_width_and_compare_each_slice():
+    a, b = np.ones(70), np.ones(70)
+    b[64:] = -1  # equal in [0, 64), opposite in [64, 70)
+    m = study.matryoshka(record([[a]], [[b]]))
+    assert m["slice_bounds"]["0-64"] == (0, 64) and m["slice_bounds"]["64-128"] == (64, 70)
+    assert m["slice_bounds"]["128-256"] is None and m["slice_cosine"]["128-256"] is None
+    np.testing.assert_allclose(m["slice_cosine"]["0-64"], [1.0])
+    np.testing.assert_allclose(m["slice_cosine"]["64-128"], [-1.0])
+
+
+def test_separability_is_between_spread_over_within_scatter():
+    # 1-D: text a = {0, 2} (centroid 1), text b = {4, 6} (centroid 5); C = 3, B = 4, W = 1
+    m = study.separability(record([[[0.0], [2.0]]], [[[4.0], [6.0]]]))
+    np.testing.assert_allclose(m["separability_ratio"], [4.0])
+
+
+def test_pair_cosine_of_all_tokens_or_word_tokens():
+    # [CLS] = e2 in both; the word tokens are e1 and −e1: word means opposite, all-token means orthogonal
+    acts = record([[E1]], [[[-1.0, 0.0]]], cls=[[E2, E2]])
+    np.testing.assert_allclose(study.pair_cosine(acts, tokens="word"), [-1.0])
+    np.testing.assert_allclose(study.pair_cosine(acts, tokens="all"), [0.0], atol=1e-12)
+
+
+def test_recall_at_k_per_depth_with_per_query_hits():
+    # pool: e1, e2, e1+e2. Query 0 = e1 (relevant 0), query 1 = e2 (relevant 2).
+    # Depth 0: query 0 ranks doc 0 first; query 1 ranks doc 1 first, doc 2 second.
+    # Depth 1: query 1 becomes e1+e2 and ranks doc 2 first.
+    queries = record([[E1], [E1]], [[E2], [[1.0, 1.0]]])
+    pool = record([[E1], [E1]], [[E2], [E2]], [[[1.0, 1.0]], [[1.0, 1.0]]])
+    at_1, hits_1 = study.recall_at_k(queries, pool, [0, 2], k=1)
+    at_2, _ = study.recall_at_k(queries, pool, [0, 2], k=2)
+    np.testing.assert_allclose(at_1, [0.5, 1.0])
+    np.testing.assert_allclose(hits_1, [[1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_allclose(at_2, [1.0, 1.0])
+    m = study.recall({"easy": (queries, pool, [0, 2])}, {"easy": 1})
+    assert m["recall_k"] == {"easy": 1} and list(m["per_unit"]) == ["recall_at_k.easy"]
+    np.testing.assert_allclose(m["per_unit"]["recall_at_k.easy"].mean(axis=0), m["recall_at_k"]["easy"])
+
+
+def test_recall_counts_a_tie_against_the_query():
+    queries = record([[E1]])
+    pool = record([[E1]], [[[2.0, 0.0]]])  # both documents point along e1: the relevant one ranks 2nd
+    np.testing.assert_allclose(study.recall_at_k(queries, pool, [0], k=1)[0], [0.0])
+
+
+def test_cls_alignment_and_pc1_alignment_per_sentence():
+    # text a: [CLS] = its word mean (2, 0), tokens along x, PC1 = x: both alignments 1
+    # text b: [CLS] ⟂ its word mean (1, 0), tokens (1, ±1), PC1 = y: both alignments 0
+    acts = record([[[1.0, 0.0], [3.0, 0.0]]], [[[1.0, 1.0], [1.0, -1.0]]], cls=[[[2.0, 0.0], E2]])
+    m = study.cls_alignment(acts)
+    np.testing.assert_allclose(m["cls_mean_alignment"], [0.5])
+    np.testing.assert_allclose(m["pc1_mean_alignment"], [0.5])
+    np.testing.assert_allclose(m["per_unit"]["cls_mean_alignment"], [[1.0], [0.0]], atol=1e-12)
+    np.testing.assert_allclose(m["per_unit"]["pc1_mean_alignment"], [[1.0], [0.0]], atol=1e-12)
+
+
+def test_by_model_keeps_models_not_run_as_none():
+    acts = record([[E1, E2]], [[E1, [1.0, 1.0]]])
+    m = study.by_model({"published/not-run": None, "this": acts})
+    assert m["intra_sentence_cosine_by_model"]["published/not-run"] is None
+    assert m["separability_ratio_by_model"]["published/not-run"] is None
+    np.testing.assert_allclose(m["intra_sentence_cosine_by_model"]["this"], study.collapse(acts)["intra_sentence_cosine"])
+
+
+def test_exercises_answers():
+    topic = record([[E1, E2], [E1, E1]], [[E1, E1], [E1, E1]], [[E2, E2], [E1, E1]])
+    queries = record([[E1], [E1]], [[E2], [[1.0, 1.0]]])
+    pool = record([[E1], [E1]], [[E2], [E2]], [[[1.0, 1.0]], [[1.0, 1.0]]])
+    ex = study.exercises(topic, {"easy": (queries, pool, [0, 2]), "hard": (queries, pool, [0, 2])})["exercises"]
+    assert "per_unit" not in ex["one_topic"]
+    np.testing.assert_allclose(ex["one_topic"]["collapse_gap"], [1 / 3, 0.0], atol=1e-12)
+    np.testing.assert_allclose(ex["easy_recall_at_1"], [0.5, 1.0])
+    assert ex["easy_recall_at_1_peak_depth"] == 1
+    np.testing.assert_allclose(ex["hard_recall_at_3"], [1.0, 1.0])
+    assert (ex["hard_recall_at_1"] <= ex["hard_recall_at_3"]).all()
+
+
+def test_inputs_default_to_the_books_data_and_take_the_readers_sentences():
+    default = study.inputs()
+    assert default["sentences"] == corpora.layer_by_layer_sentences()
+    assert default["easy_set"] == corpora.retrieval_set("easy") and default["exercise_one_topic"] == list(study.ONE_TOPIC)
+    mine = study.inputs(sentences=["a b", "c d", "e f"])
+    assert mine["sentences"] == ["a b", "c d", "e f"] and mine["hard_pair"] == default["hard_pair"]
+
+
+# --------------------------------------------------------------------------- the chapter end to end (slow)
 PER_DEPTH = ["intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap", "separability_ratio",
              "cls_mean_alignment", "pc1_mean_alignment"]
 PER_STEP = ["pca_step_fixed", "pca_step_refit", "peak_write_hist"]
@@ -22,6 +212,7 @@ def results(built_book):
     return json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
 
 
+@slow
 def test_series_have_one_entry_per_depth_or_step(results):
     L, D = results["model"]["layers"], results["model"]["hidden"]
     m = results["metrics"]
@@ -37,6 +228,7 @@ def test_series_have_one_entry_per_depth_or_step(results):
     assert len(m["meanpool_first_last_cosine"]) == len(results["inputs"]["sentences"])
 
 
+@slow
 def test_dimension_metrics_cover_every_dimension(results):
     L, D = results["model"]["layers"], results["model"]["hidden"]
     m = results["metrics"]
@@ -53,12 +245,14 @@ def test_dimension_metrics_cover_every_dimension(results):
         assert bounds is None or bounds[1] <= D
 
 
+@slow
 def test_derived_metrics_are_consistent(results):
     m = results["metrics"]
     np.testing.assert_allclose(m["collapse_gap"], np.subtract(m["intra_sentence_cosine"], m["cross_sentence_baseline"]))
     assert m["pca_step_ratio"] == pytest.approx(np.mean(m["pca_step_refit"]) / np.mean(m["pca_step_fixed"]))
 
 
+@slow
 def test_within_sentence_cosine_matches_a_direct_computation(results, tiny_bert_dir, tmp_path):
     """An independent loop over sentences and token pairs, on freshly extracted states."""
     record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), results["inputs"]["sentences"],
@@ -73,6 +267,7 @@ def test_within_sentence_cosine_matches_a_direct_computation(results, tiny_bert_
     assert results["metrics"]["intra_sentence_cosine"][depth] == pytest.approx(np.mean(per_sentence), abs=1e-5)
 
 
+@slow
 def test_inputs_are_recorded_verbatim(results):
     inputs = results["inputs"]
     reference = corpora.REFERENCE_SENTENCES
@@ -84,6 +279,7 @@ def test_inputs_are_recorded_verbatim(results):
         assert len(inputs[name]["queries"]) >= 10 and not set(inputs[name]["queries"]) & set(inputs[name]["pool"])
 
 
+@slow
 def test_claims_cover_the_ledger_and_published_models_not_run_are_not_measured(results):
     ledger = claims.load(SLUG)
     assert [c["id"] for c in results["claims"]] == [c.id for c in ledger.claims]
@@ -96,6 +292,7 @@ def test_claims_cover_the_ledger_and_published_models_not_run_are_not_measured(r
     assert embedded is not None and len(embedded) != len(results["metrics"]["intra_sentence_cosine"])
 
 
+@slow
 def test_exercise_answers_are_computed(results):
     """The exercises' answers: the one-topic set's collapse, easy Recall@1 and hard Recall@3 per depth."""
     L, m, inputs = results["model"]["layers"], results["metrics"], results["inputs"]

@@ -1,4 +1,5 @@
-"""Chapter 2 end to end on the tiny model: the results contract of METHODS.md §2, a reader's pair."""
+"""Chapter 2: its study functions on hand-computed synthetic pairs, then the chapter end to end on
+the tiny model (the results contract of METHODS.md §2, a reader's pair)."""
 
 import json
 
@@ -6,12 +7,93 @@ import numpy as np
 import pytest
 
 from conftest import TINY_CHAPTER_PARAMS
+from embedding_geometry.book import claims
 from embedding_geometry.core import activations, corpora, models
-from embedding_geometry.book import charts, claims
+from embedding_geometry.studies import similarity_attractor as study
+from test_layer_by_layer import record
 
-pytestmark = pytest.mark.slow
 SLUG = "02_similarity_attractor"
 MINE = TINY_CHAPTER_PARAMS[SLUG]["pairs"]
+slow = pytest.mark.slow
+E1, E2, DIAGONAL = [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]
+
+
+# --------------------------------------------------------------------------- the study on synthetic pairs
+
+def test_pair_similarity_of_mean_pools_and_cls():
+    # depth 0: equal [CLS], word tokens e1 vs e2; depth 1: [CLS] e1 vs e2, word tokens both e1
+    pair = record([[E1], [E1]], [[E2], [E1]], cls=[[E1, E1], [E1, E2]])
+    m = study.pair_similarity({"p": pair})
+    np.testing.assert_allclose(m["cls_cosine"]["p"], [1.0, 0.0], atol=1e-12)
+    # mean pools: depth 0 (1, 0) vs (1/2, 1/2) → 1/√2; depth 1 (1, 0) vs (1/2, 1/2) → 1/√2
+    np.testing.assert_allclose(m["pair_cosine"]["p"], [1 / np.sqrt(2), 1 / np.sqrt(2)])
+
+
+def test_attractor_peaks_and_the_hard_easy_gap():
+    cosines = {"hard": np.array([0.9, 0.95, 0.8]), "medium": np.array([0.5, 0.7, 0.7]), "easy": np.array([0.1, 0.6, 0.2])}
+    m = study.attractor(cosines)
+    assert m["attractor_peak_depth"] == {"hard": 1, "medium": 1, "easy": 1}  # the first of a tie
+    assert m["attractor_peak_relative_depth"] == {"hard": 0.5, "medium": 0.5, "easy": 0.5}
+    np.testing.assert_allclose(m["hard_easy_gap"], [0.8, 0.35, 0.6])
+    summary = m["hard_easy_gap_summary"]
+    assert summary["easy_peak_depth"] == 1 and summary["at_easy_peak"] == pytest.approx(0.35)
+    assert (summary["first"], summary["last"]) == (pytest.approx(0.8), pytest.approx(0.6))
+    assert summary["narrowing"] == pytest.approx(0.35 / 0.8)
+    assert study.peak_depths({"flat": [1, 1, 1], "late": [0, 1, 2]}) == {"flat": 0, "late": 2}
+
+
+def test_maxsim_profile_labels_repeats_and_marks_shared_tokens():
+    # a = (the: e1, cat: e2, the: diagonal), b = (the: e1, dog: diagonal), one depth
+    pair = record([[E1, E2, DIAGONAL]], [[E1, DIAGONAL]], tokens=[["the", "cat", "the"], ["the", "dog"]])
+    m = study.maxsim_profile(pair, words=("cat", "bird"))
+    r = 1 / np.sqrt(2)
+    assert list(m["maxsim"]) == ["the", "cat", "the₂"]
+    np.testing.assert_allclose([m["maxsim"][t][0] for t in m["maxsim"]], [1.0, r, 1.0])
+    np.testing.assert_allclose(m["maxsim_mean"], [(2 + r) / 3])
+    np.testing.assert_allclose(m["maxsim_spread"], [1 - r])
+    np.testing.assert_allclose(m["per_unit"]["maxsim_mean"], [[1.0], [r], [1.0]])
+    assert m["maxsim_shared"] == {"first_min": pytest.approx(1.0), "last_min": pytest.approx(1.0), "last_max": pytest.approx(1.0)}
+    assert m["maxsim_final_range"] == {"min": pytest.approx(r), "max": pytest.approx(1.0)}
+    assert m["maxsim_discriminative"]["bird"] is None
+    np.testing.assert_allclose(m["maxsim_discriminative"]["cat"], [r])
+
+
+def test_maxsim_shared_is_none_without_a_shared_word():
+    pair = record([[E1]], [[E2]], tokens=[["up"], ["down"]])
+    assert study.maxsim_profile(pair)["maxsim_shared"] == {"first_min": None, "last_min": None, "last_max": None}
+
+
+def test_final_depth_scores_and_differences():
+    metrics = {"pair_cosine": {"hard": [0.5, 0.8]}, "cls_cosine": {"hard": [1.0, 0.9]}, "maxsim_mean": [0.7, 0.82]}
+    m = study.final_depth(metrics)
+    assert m["final_depth_scores"] == {"mean pool": 0.8, "CLS": 0.9, "mean MaxSim": 0.82}
+    assert m["final_depth_differences"]["cls_minus_mean_pool"] == pytest.approx(0.1)
+    assert m["final_depth_differences"]["maxsim_minus_mean_pool"] == pytest.approx(0.02)
+
+
+def test_exercises_answers():
+    reversal = record([[E1], [E1]], [[E1], [E2]])  # cosine 1 then 0: peak at depth 0
+    paraphrase = record([[E1], [E1]], [[E2], [DIAGONAL]])  # cosine 0 then 1/√2
+    negation = record([[E1, E2]], [[E1, E2, [-1.0, 0.0]]], tokens=[["up", "now"], ["up", "now", "not"]])
+    ex = study.exercises(reversal, paraphrase, negation, hard_cosine=np.array([0.5, 0.5]))["exercises"]
+    np.testing.assert_allclose(ex["reversal_cosine"], [1.0, 0.0], atol=1e-12)
+    assert ex["reversal_peak_depth"] == 0 and ex["paraphrase_peak_depth"] == 1
+    assert ex["paraphrase_above_hard_depths"] == 1
+    final = ex["negation_maxsim_final"]  # a → b finds both words; b → a: "not" (−e1) matches e2 best, at 0
+    assert (final["a_to_b_mean"], final["a_to_b_min"]) == (pytest.approx(1.0), pytest.approx(1.0))
+    assert final["b_to_a"] == {"up": pytest.approx(1.0), "now": pytest.approx(1.0), "not": pytest.approx(0.0, abs=1e-12)}
+
+
+def test_inputs_add_the_readers_pairs_and_a_named_pair_replaces_the_posts():
+    default = study.inputs()
+    assert list(default["pairs"]) == ["hard", "medium", "easy"] and default["maxsim_pair"] == default["pairs"]["hard"]
+    mine = study.inputs({"hard": ["a b", "b a"], "mine": ["c", "d"]})
+    assert mine["pairs"]["hard"] == ["a b", "b a"] == mine["maxsim_pair"] and "mine" in mine["pairs"]
+    assert mine["animation"] == ["a b", "b a"] + default["pairs"]["easy"]
+    assert mine["exercise_pairs"]["paraphrase"] == [corpora.REFERENCE_SENTENCES["surged"], study.PARAPHRASE]
+
+
+# --------------------------------------------------------------------------- the chapter end to end (slow)
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +103,7 @@ def results(built_book):
     return json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
 
 
+@slow
 def test_pairs_are_recorded_and_a_readers_pair_is_covered(results):
     L = results["model"]["layers"]
     pairs, m = results["inputs"]["pairs"], results["metrics"]
@@ -32,6 +115,7 @@ def test_pairs_are_recorded_and_a_readers_pair_is_covered(results):
         assert m["attractor_peak_relative_depth"][name] == pytest.approx(m["attractor_peak_depth"][name] / L)
 
 
+@slow
 def test_hard_easy_gap_and_its_summary(results):
     m = results["metrics"]
     gap = np.subtract(m["pair_cosine"]["hard"], m["pair_cosine"]["easy"])
@@ -42,12 +126,13 @@ def test_hard_easy_gap_and_its_summary(results):
     assert summary["narrowing"] == pytest.approx(summary["at_easy_peak"] / gap[0])
 
 
+@slow
 def test_maxsim_rows_are_the_hard_pair_tokens(results, tiny_bert_dir):
     L, m = results["model"]["layers"], results["metrics"]
     loaded = models.load(str(tiny_bert_dir), device="cpu")
     record = activations.extract(loaded, results["inputs"]["maxsim_pair"], cache=False, progress=False)
     words_a = [t for t, w in zip(record.tokens[record.rows(0)], record.word_mask[record.rows(0)]) if w]
-    assert list(m["maxsim"]) == charts.unique_labels(words_a) and "the₂" in m["maxsim"]
+    assert list(m["maxsim"]) == activations.unique_labels(words_a) and "the₂" in m["maxsim"]
     rows = np.array(list(m["maxsim"].values()))
     assert rows.shape == (len(words_a), L + 1)
     np.testing.assert_allclose(m["maxsim_mean"], rows.mean(axis=0))
@@ -61,6 +146,7 @@ def test_maxsim_rows_are_the_hard_pair_tokens(results, tiny_bert_dir):
     assert m["maxsim"]["surged"][L] == pytest.approx(best, abs=1e-5)
 
 
+@slow
 def test_final_depth_scores_and_cls(results):
     m = results["metrics"]
     final = m["final_depth_scores"]
@@ -70,6 +156,7 @@ def test_final_depth_scores_and_cls(results):
     assert m["cls_cosine"]["hard"][0] == pytest.approx(1.0)  # both [CLS] states are the same embedding at depth 0
 
 
+@slow
 def test_claims_cover_the_ledger(results):
     ledger = claims.load(SLUG)
     assert [c["id"] for c in results["claims"]] == [c.id for c in ledger.claims]
@@ -77,6 +164,7 @@ def test_claims_cover_the_ledger(results):
     assert all(c["measured"] is not None for c in results["claims"])
 
 
+@slow
 def test_exercise_answers_are_computed(results, tiny_bert_dir):
     """The exercises' answers: a role reversal's and a paraphrase's cosine per depth, MaxSim against a negation."""
     L, m = results["model"]["layers"], results["metrics"]
@@ -95,4 +183,4 @@ def test_exercise_answers_are_computed(results, tiny_bert_dir):
     assert negation["a_to_b_min"] <= negation["a_to_b_mean"] <= 1 + 1e-6
     record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), pairs["negation"], cache=False, progress=False)
     words_b = [t for t, w in zip(record.tokens[record.rows(1)], record.word_mask[record.rows(1)]) if w]
-    assert list(negation["b_to_a"]) == charts.unique_labels(words_b)
+    assert list(negation["b_to_a"]) == activations.unique_labels(words_b)

@@ -1,0 +1,166 @@
+"""How a metric becomes the one number a claim is about, with positions on relative depth.
+
+A per-depth series has one entry per depth l = 0, …, L (``series: depths``, length L + 1) or one
+per block l = 1, …, L, the transition from depth l − 1 to depth l (``series: blocks``, length L).
+Entry i sits at relative depth r_i = i / L (depths) or (i + 1) / L (blocks), so a claim about
+"the last tenth of the network" means the same thing on a 6-block and on a 24-block model.
+
+Every reducer works on the **last axis** of an array: the same code reduces the run's series
+(one row) and B bootstrap resamples of it (B rows) at once.
+
+=================  ==========================================================================
+``value``          the metric itself (a number)
+``first``          x at the first entry; ``last`` at the last; ``penultimate`` one before
+``max`` ``min``    over the entries; ``mean`` their average
+``argmax``         the depth l of the largest entry (the first on ties); ``argmin`` smallest
+``argmax_relative``  that depth as l / L; ``argmin_relative`` likewise
+``at_relative:r``  x at the depth nearest r · L (ties go deeper); :func:`where` names it
+``last_over:r``    x_last ÷ x at relative depth r: how many times the series grows after r
+``last_fraction:f``  the share of the total in the last f of relative depth:
+                   Σ_{r_i > 1 − f} x_i ÷ Σ_i x_i (a histogram over blocks: on L = 24 and
+                   f = 0.1 the last 3 blocks; on L = 6 the last one)
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+SERIES_KINDS = ("depths", "blocks")
+
+_EPS = 1e-9  # float slack when a relative depth lands exactly on a boundary
+
+
+def depth_count(n: int, series: str = "depths") -> int:
+    """L, the number of blocks, of a series with n entries."""
+    return n - 1 if series == "depths" else n
+
+
+def positions(n: int, series: str = "depths") -> np.ndarray:
+    """Relative depth r_i of each of the n entries (see the module docstring)."""
+    L = depth_count(n, series)
+    return np.arange(n) / L if series == "depths" else np.arange(1, n + 1) / L
+
+
+def index_at(r: float, n: int, series: str = "depths") -> int:
+    """The entry at the depth nearest r · L (a tie goes to the deeper depth)."""
+    L = depth_count(n, series)
+    depth = math.floor(r * L + 0.5 + _EPS)
+    return min(max(depth if series == "depths" else depth - 1, 0), n - 1)
+
+
+def depth_of(i: int, series: str = "depths") -> int:
+    """The depth l of entry i (a block's entry is named by the depth it writes: block l)."""
+    return int(i) if series == "depths" else int(i) + 1
+
+
+def depth_text(l: int, L: int) -> str:
+    """Every depth the book names, written one way: "depth 2 of 6 (l/L = 0.33)"."""
+    return f"depth {l} of {L} (l/L = {l / L:.2f})"
+
+
+def entry_text(i: int, n: int, series: str = "depths") -> str:
+    """:func:`depth_text` of entry i; a block reads "block 2 of 6 (l/L = 0.33)"."""
+    L, l = depth_count(n, series), depth_of(i, series)
+    return depth_text(l, L) if series == "depths" else f"block {l} of {L} (l/L = {l / L:.2f})"
+
+
+# --------------------------------------------------------------------------- the reducers
+
+def _argmax(x: np.ndarray, series: str) -> np.ndarray:
+    return np.argmax(x, axis=-1) + (series == "blocks")
+
+
+def _argmin(x: np.ndarray, series: str) -> np.ndarray:
+    return np.argmin(x, axis=-1) + (series == "blocks")
+
+
+def _tail(f: float, n: int, series: str) -> np.ndarray:
+    return positions(n, series) > 1 - f + _EPS
+
+
+NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
+    "first": lambda x, s: x[..., 0],
+    "last": lambda x, s: x[..., -1],
+    "penultimate": lambda x, s: x[..., -2],
+    "max": lambda x, s: np.max(x, axis=-1),
+    "min": lambda x, s: np.min(x, axis=-1),
+    "mean": lambda x, s: np.mean(x, axis=-1),
+    "argmax": _argmax,
+    "argmin": _argmin,
+    "argmax_relative": lambda x, s: _argmax(x, s) / depth_count(x.shape[-1], s),
+    "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
+}
+
+PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
+    "at_relative": lambda x, r, s: x[..., index_at(r, x.shape[-1], s)],
+    "last_over": lambda x, r, s: x[..., -1] / x[..., index_at(r, x.shape[-1], s)],
+    "last_fraction": lambda x, f, s: x[..., _tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
+}
+
+SCALAR_SAFE = {"value", "first", "last", "max", "min", "mean"}
+"""Reducers that leave a single number unchanged (a per-unit scalar needs no series axis)."""
+
+
+def parse(how: str) -> tuple[str, float | None]:
+    """``"at_relative:0.25"`` → ``("at_relative", 0.25)``; a named reducer → ``(name, None)``.
+    Raises ValueError for anything else."""
+    name, _, arg = how.partition(":")
+    if arg and name in PARAMETRISED:
+        value = float(arg)
+        if name == "last_fraction" and not 0 < value <= 1:
+            raise ValueError(f"reduce '{how}': the fraction must be in (0, 1]")
+        return name, value
+    if not arg and (name in NAMED or name == "value"):
+        return name, None
+    options = sorted([*NAMED, "value"]) + [f"{p}:x" for p in PARAMETRISED]
+    raise ValueError(f"reduce must be one of {options}; got {how!r}")
+
+
+def reduce_array(x: Any, how: str = "value", series: str = "depths") -> np.ndarray:
+    """Reduce the last axis of ``x`` with ``how`` (``value`` returns ``x`` unchanged)."""
+    name, arg = parse(how)
+    x = np.asarray(x, dtype=float)
+    if name == "value":
+        return x
+    return NAMED[name](x, series) if arg is None else PARAMETRISED[name](x, arg, series)
+
+
+def reduce_metric(value: Any, how: str = "value", series: str = "depths") -> float:
+    """One number from a metric (see the module docstring for ``how``)."""
+    if how == "value":
+        return float(value)
+    return float(reduce_array(value, how, series))
+
+
+def where(how: str, value: Any, series: str = "depths") -> str | None:
+    """The depth (or depths) a positional reducer landed on, in :func:`depth_text`'s words;
+    None for reducers that name no depth."""
+    name, arg = parse(how)
+    if name == "value" or np.ndim(value) != 1:
+        return None
+    x = np.asarray(value, dtype=float)
+    n = len(x)
+    fixed = {"first": 0, "last": n - 1, "penultimate": n - 2}
+    if name in fixed:
+        return entry_text(fixed[name], n, series)
+    if name in ("max", "argmax", "argmax_relative"):
+        return entry_text(int(np.argmax(x)), n, series)
+    if name in ("min", "argmin", "argmin_relative"):
+        return entry_text(int(np.argmin(x)), n, series)
+    if name in ("at_relative", "last_over"):
+        at = entry_text(index_at(arg, n, series), n, series)
+        return at if name == "at_relative" else f"last ÷ {at}"
+    if name == "last_fraction":
+        tail = np.flatnonzero(_tail(arg, n, series))
+        return f"the last {len(tail)} of {n} entries: from {entry_text(tail[0], n, series)}"
+    return None
+
+
+REDUCERS: dict[str, Callable[[Any], float]] = {
+    "value": float, **{name: (lambda x, name=name: reduce_metric(x, name)) for name in NAMED}}
+"""The named reducers as one-argument functions on a per-depth series (``series: depths``)."""

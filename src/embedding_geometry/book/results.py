@@ -1,0 +1,69 @@
+"""The results JSON of a chapter run: versions and device, numpy values made plain, an atomic write."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..core import paths
+
+
+def environment(device: str, started: float) -> dict[str, Any]:
+    """Versions, device and wall time since ``started`` (a ``time.time()`` stamp)."""
+    import torch
+    import transformers
+
+    return {
+        "python": platform.python_version(), "torch": torch.__version__,
+        "transformers": transformers.__version__, "numpy": np.__version__,
+        "embedding_geometry": __version__, "platform": platform.platform(),
+        "device": str(device), "seconds": round(time.time() - started, 2),
+    }
+
+
+def write_results(chapter: str, *, model: Mapping[str, Any], params: Mapping[str, Any],
+                  inputs: Mapping[str, Any], metrics: Mapping[str, Any], claims: list,
+                  device: str, started: float) -> Path:
+    """Write ``<results_dir>/<chapter>.json`` atomically (temporary file, then rename). NaN or
+    infinite numbers are refused: a metric that produces one is a bug to fix, not to publish."""
+    document = {
+        "chapter": chapter, "model": dict(model), "params": dict(params), "inputs": dict(inputs),
+        "metrics": dict(metrics), "claims": [v.record() for v in claims],
+        "environment": environment(device, started),
+    }
+    text = json.dumps(to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)
+    folder = paths.results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{chapter}-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(tmp, folder / f"{chapter}.json")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return folder / f"{chapter}.json"
+
+
+def to_jsonable(value: Any, path: str = "") -> Any:
+    """numpy arrays and scalars → lists and Python numbers; NaN/inf → ValueError naming the key."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist(), path)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"results value at '{path}' is {value}; results must be finite numbers")
+    return value
