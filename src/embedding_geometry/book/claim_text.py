@@ -31,6 +31,8 @@ BY_CONSTRUCTION, NOT_MEASURED, DESCRIPTION = "by construction", "not measured", 
 NO_INTERVAL = " (no interval)"
 VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, HOLDS + NO_INTERVAL, FAILS + NO_INTERVAL, NOT_MEASURED,
             BY_CONSTRUCTION, DESCRIPTION)
+JUDGED = VERDICTS[:5]
+"""Verdicts of a shape test, with an interval or on the value alone."""
 COUNTED = VERDICTS[:6]
 """Verdicts that count in a chapter's tally; by construction and description are shown only."""
 MENTIONED = (FAILS, INCONCLUSIVE, NOT_MEASURED, FAILS + NO_INTERVAL, BY_CONSTRUCTION, HOLDS + NO_INTERVAL)
@@ -90,12 +92,12 @@ def verdict_of(record: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- table cells
 
 def interval_text(record: Mapping[str, Any]) -> str:
-    """"[0.51, 0.6] over 24 sentences", or "— (why there is none)"."""
+    """"[0.51, 0.6] over 24 sentences", or "— (why there is none)" for a claim that is judged."""
     if record.get("interval"):
         lo, hi = record["interval"]
         return f"[{_fmt(lo)}, {_fmt(hi)}] over {record['n_units']} {record['unit']}"
     note = record.get("interval_note")
-    return f"— ({note})" if note and record.get("measured") is not None else "—"
+    return f"— ({note})" if note and verdict_of(record) in JUDGED else "—"
 
 
 def null_text(record: Mapping[str, Any]) -> str:
