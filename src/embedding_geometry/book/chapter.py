@@ -104,20 +104,46 @@ class Chapter:
         for name, value in values.items():
             glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
 
-    def finish(self, verdicts: bool = True) -> Path:
+    def glue_metrics(self) -> None:
+        """Glue every value of ``metrics`` under its key path (:func:`metric_values`), so that the
+        prose quotes a metric by where the results JSON holds it:
+        ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
+        self.glue(**metric_values(claims.to_jsonable(self.metrics)))
+
+    def finish(self, verdicts: bool = True, findings: list[str] | None = None) -> Path:
         """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the
-        chapter has one), glue the claims and errata tables and every claim's prose values, and
-        write ``build/results/<slug>.json`` atomically. Returns the results path."""
+        chapter has one; bootstrap seeded by ``seed``), glue the claims and errata tables, every
+        claim's prose values, and the Markdown written from the verdicts (``findings``: the "What
+        this run found" box, of the claims named in ``findings`` or the ledger's headline claims;
+        ``claims_summary``; ``verdict_legend``; ``sentence_<id>``), and write
+        ``build/results/<slug>.json`` atomically. Returns the results path."""
         found = []
         if verdicts:
             ledger = claims.load(self.slug)
-            found = claims.evaluate(ledger, self.metrics, self.model.info.id)
-            self.glue(**claims.prose_values(found), claims_table=claims.table(found),
-                      errata_table=claims.errata_table(ledger), n_errata=len(ledger.errata))
+            found = claims.evaluate(ledger, self.metrics, self.model.info.id, seed=self.params.get("seed", 0))
+            self.glue(**claims.prose_values(found), **claims.markdown_values(found, findings),
+                      claims_table=claims.table(found), errata_table=claims.errata_table(ledger),
+                      n_errata=len(ledger.errata))
         model = self.model.info.to_dict() if "model" in self.params else {}
         return claims.write_results(self.slug, model=model, params=self.params, inputs=self.inputs,
                                     metrics=self.metrics, claims=found,
                                     device=str(self.model.device) if model else "none", started=self.started)
+
+
+def metric_values(tree: Any, path: str = "") -> dict[str, Any]:
+    """Every number and text of a metrics tree by its key path: mapping keys joined by ".", items
+    of a list of numbers by their index ("finetune.article.pair_cosine_before.1"); None becomes
+    "not measured". Lists of mappings and the ``per_unit`` samples are left out."""
+    if isinstance(tree, Mapping):
+        pairs = [(str(key), value) for key, value in tree.items() if key != "per_unit"]
+    elif isinstance(tree, list):
+        if any(isinstance(value, (Mapping, list)) for value in tree):
+            return {}
+        pairs = [(str(i), value) for i, value in enumerate(tree)]
+    else:
+        return {path: "not measured" if tree is None else tree}
+    return {key: value for name, item in pairs
+            for key, value in metric_values(item, f"{path}.{name}" if path else name).items()}
 
 
 def seed_everything(seed: int) -> None:
