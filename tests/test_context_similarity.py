@@ -260,7 +260,7 @@ METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_ch
                "unique_focus_fraction", "separator_attention", "separator_share", "attended_kinds",
                "repeat_chance", "heads", "head_classes", "layers_with_both_kinds", "sensitivity"}
 SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
-                    "high_pairs_per_matrix", "distance_last_over_first"}
+                    "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first"}
 
 
 def test_metrics_schema_and_the_sensitivity_ratios():
@@ -273,6 +273,7 @@ def test_metrics_schema_and_the_sensitivity_ratios():
     assert np.shape(m["heads"]["class"]) == (3, 3) and np.shape(m["sensitivity"]["separator_attention"]) == (2, 3)
     rows = m["sensitivity"]["mean_pair_distance"]
     assert m["sensitivity"]["distance_last_over_first"] == pytest.approx([r[-1] / r[0] for r in rows])
+    assert m["sensitivity"]["max_distance_last_over_first"] == max(m["sensitivity"]["distance_last_over_first"])
 
 
 def test_last_over_first_by_hand():
@@ -297,9 +298,10 @@ def test_the_every_threshold_claim_reads_the_sensitivity_ratios():
     ledger = claims.load(SLUG)
     (claim,) = [c for c in ledger.claims if c.id == "long-to-short-range-every-threshold"]
     ledger = claims.Ledger(chapter=SLUG, claims=[claim])
-    verdict = lambda ratios: claims.evaluate(ledger, {"sensitivity": {"distance_last_over_first": ratios}}, "m")[0]  # noqa: E731
-    assert verdict([0.9, 0.95]).shape == "holds"
-    assert verdict([0.9, 1.01]).shape == "does not hold" and verdict([0.9, 1.01]).measured == 1.01
+    verdict = lambda largest: claims.evaluate(  # noqa: E731
+        ledger, {"sensitivity": {"max_distance_last_over_first": largest}}, "m")[0]
+    assert verdict(0.95).shape.startswith("holds")
+    assert verdict(1.01).shape.startswith("does not hold") and verdict(1.01).measured == 1.01
     assert verdict(None).shape == "not measured"
 
 

@@ -109,6 +109,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
                                      mean_pair_distance, same_sentence_fraction and
                                      high_pairs_per_matrix (S_ij ≥ t · max S), and
                                      distance_last_over_first [K] (None when a ratio is undefined)
+                                     and its largest entry, max_distance_last_over_first
     """
     n_layers, n_heads, n_tokens = stats.shape
     pairs = stats.head_pairs.sum(axis=1)
@@ -154,7 +155,8 @@ def _sensitivity(stats: ContextStats, settings: Settings) -> dict:
         "mean_pair_distance": distance,
         "same_sentence_fraction": _ratios(stats.sensitivity_same_sentence, stats.sensitivity_pairs),
         "high_pairs_per_matrix": stats.sensitivity_pairs / (stats.texts * n_heads),
-        "distance_last_over_first": last_over_first(distance),
+        "distance_last_over_first": (ratios := last_over_first(distance)),
+        "max_distance_last_over_first": max(ratios) if ratios else None,
     }
 
 
