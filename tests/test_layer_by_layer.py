@@ -205,11 +205,16 @@ PER_DEPTH = ["intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap",
 PER_STEP = ["pca_step_fixed", "pca_step_refit", "peak_write_hist"]
 
 
-@pytest.fixture(scope="module")
-def results(built_book):
+def chapter_results(built_book, slug: str) -> dict:
+    """The results JSON of chapter ``slug`` in the book built on the tiny model."""
     root, result = built_book
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
+    return json.loads((root / "build" / "results" / f"{slug}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def results(built_book):
+    return chapter_results(built_book, SLUG)
 
 
 @slow

@@ -1,8 +1,6 @@
 """Chapter 2: its study functions on hand-computed synthetic pairs, then the chapter end to end on
 the tiny model (the results contract of METHODS.md §2, a reader's pair)."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -10,7 +8,7 @@ from conftest import TINY_CHAPTER_PARAMS
 from embedding_geometry.book import claims
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.studies import similarity_attractor as study
-from test_layer_by_layer import record
+from test_layer_by_layer import chapter_results, record
 
 SLUG = "02_similarity_attractor"
 MINE = TINY_CHAPTER_PARAMS[SLUG]["pairs"]
@@ -98,9 +96,7 @@ def test_inputs_add_the_readers_pairs_and_a_named_pair_replaces_the_posts():
 
 @pytest.fixture(scope="module")
 def results(built_book):
-    root, result = built_book
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads((root / "build" / "results" / f"{SLUG}.json").read_text())
+    return chapter_results(built_book, SLUG)
 
 
 @slow
