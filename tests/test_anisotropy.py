@@ -1,10 +1,17 @@
-"""Anisotropy, the cone axis and per-topic geometry on hand-computed cases."""
+"""Chapter 3's study (studies.anisotropy): anisotropy, the cone axis and every study function,
+on hand-computed cases."""
+
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
-from embedding_geometry.studies import anisotropy as an
 from embedding_geometry.core import geometry
+from embedding_geometry.core.models import ModelInfo
+from embedding_geometry.studies import anisotropy as an
+from embedding_geometry.studies import centering
 
 SQRT2 = np.sqrt(2)
 
@@ -20,9 +27,11 @@ def test_anisotropy_of_hand_computed_sets():
 
 
 def test_anisotropy_of_identical_vectors_is_one_and_matches_the_pairwise_definition():
+    assert an.anisotropy is geometry.mean_pairwise_cosine  # one implementation
     assert an.anisotropy(np.tile([0.3, -2.0, 1.0], (5, 1))) == pytest.approx(1.0)
     x = np.random.default_rng(0).normal(size=(30, 7)) + 0.5
-    assert an.anisotropy(x) == pytest.approx(geometry.mean_pairwise_cosine(x), abs=1e-12)
+    sims = geometry.cosine_matrix(x)
+    assert an.anisotropy(x) == pytest.approx((sims.sum() - np.trace(sims)) / (30 * 29), abs=1e-12)
 
 
 def test_anisotropy_edge_cases_are_errors_not_nan():
@@ -49,24 +58,6 @@ def test_sample_rows_is_seeded_sorted_and_without_repeats():
     assert not np.array_equal(rows, an.sample_rows(1000, size=50, seed=4))
 
 
-def test_token_anisotropy_uses_kept_tokens_and_never_pairs_a_token_with_itself():
-    # depth 0: kept tokens (rows 1, 2) are orthogonal → 0; depth 1: kept tokens identical → 1
-    hidden = np.array([[[5.0, 5.0], [1.0, 0.0], [0.0, 1.0]],
-                       [[5.0, -5.0], [1.0, 1.0], [3.0, 3.0]]])
-    values, rows = an.token_anisotropy_per_depth(hidden, np.array([False, True, True]))
-    np.testing.assert_allclose(values, [0.0, 1.0], atol=1e-12)
-    np.testing.assert_array_equal(rows, [1, 2])
-    with pytest.raises(ValueError, match="n ≥ 2"):
-        an.token_anisotropy_per_depth(hidden, np.array([False, True, False]))
-
-
-def test_token_anisotropy_samples_the_same_tokens_at_every_depth():
-    hidden = np.random.default_rng(1).normal(size=(3, 200, 4))
-    values, rows = an.token_anisotropy_per_depth(hidden, np.ones(200, bool), size=20, seed=7)
-    assert len(rows) == 20
-    np.testing.assert_allclose(values, [an.anisotropy(hidden[d, rows]) for d in range(3)])
-
-
 def test_final_step_share():
     # the post's table: (0.672 − 0.417) / (0.924 − 0.417)
     series = [0.626, 0.924, 0.672, 0.417]
@@ -85,16 +76,16 @@ def test_nearest_depth_maps_relative_depth():
 
 # --------------------------------------------------------------------------- the cone axis
 
-def test_cone_axis_is_pc1_of_centred_vectors_with_sklearn_sign():
+def test_the_cone_axis_is_pc1_of_centred_vectors_with_sklearn_sign():
     x = np.array([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]]) + [7.0, -3.0]
-    np.testing.assert_allclose(an.cone_axis(x), np.array([2.0, 1.0]) / np.sqrt(5))
-    assert an.explained_variance_ratio(x, an.cone_axis(x)) == pytest.approx(1.0)
+    np.testing.assert_allclose(geometry.principal_axis(x), np.array([2.0, 1.0]) / np.sqrt(5))
+    assert an.explained_variance_ratio(x, geometry.principal_axis(x)) == pytest.approx(1.0)
 
 
 def test_cone_axis_and_mean_direction_can_be_orthogonal():
     # every vector points along +x (the cone); the spread around the mean is along y
     x = np.array([[10.0, -1.0], [10.0, 1.0], [10.0, -2.0], [10.0, 2.0]])
-    axis = an.cone_axis(x)
+    axis = geometry.principal_axis(x)
     np.testing.assert_allclose(np.abs(axis), [0.0, 1.0], atol=1e-12)
     np.testing.assert_allclose(an.mean_direction(x), [1.0, 0.0])
     assert geometry.cosine(axis, an.mean_direction(x)) == pytest.approx(0.0, abs=1e-12)
@@ -104,9 +95,9 @@ def test_cone_axis_and_mean_direction_can_be_orthogonal():
 
 def test_cone_axis_of_identical_or_single_vectors_is_an_error():
     with pytest.raises(ValueError, match="identical"):
-        an.cone_axis(np.ones((4, 3)))
+        geometry.principal_axis(np.ones((4, 3)))
     with pytest.raises(ValueError, match="n ≥ 2"):
-        an.cone_axis(np.ones((1, 3)))
+        geometry.principal_axis(np.ones((1, 3)))
     with pytest.raises(ValueError, match="zero vector"):
         an.mean_direction(np.array([[1.0, 1.0], [-1.0, -1.0]]))
     with pytest.raises(ValueError, match="identical"):
@@ -151,49 +142,76 @@ def test_axis_family_summary_needs_every_model():
     assert an.axis_family_summary(matrix, ["a", "b"], "o")["to_outsider_max"] is None
 
 
-# --------------------------------------------------------------------------- groups
+# --------------------------------------------------------------------------- topics (studies.centering)
 
 X = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.0, 2.0]])
 LABELS = ["a", "a", "b", "b"]
 
 
 def test_group_anisotropy_means_and_mean_cosines():
-    assert an.group_anisotropy(X, LABELS) == pytest.approx({"a": 1 / SQRT2, "b": 1.0})
-    means = an.group_means(X, LABELS)
+    assert centering.group_anisotropy(X, LABELS) == pytest.approx({"a": 1 / SQRT2, "b": 1.0})
+    means = centering.group_means(X, LABELS)
     np.testing.assert_allclose(means["a"], [1.0, 0.5])
     np.testing.assert_allclose(means["b"], [0.0, 1.5])
-    cosines = an.group_mean_cosines(X, LABELS)
+    cosines = centering.group_mean_cosines(X, LABELS)
     assert cosines["a"]["b"] == pytest.approx(0.5 / np.sqrt(1.25)) and cosines["b"]["b"] == pytest.approx(1.0)
     assert list(cosines) == ["a", "b"]
 
 
 def test_centred_does_not_mutate_and_defaults_to_the_mean():
     before = X.copy()
-    np.testing.assert_allclose(an.centred(X).mean(axis=0), [0.0, 0.0], atol=1e-12)
-    np.testing.assert_allclose(an.centred(X, [1.0, 0.0])[0], [0.0, 0.0])
+    np.testing.assert_allclose(geometry.centred(X).mean(axis=0), [0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(geometry.centred(X, [1.0, 0.0])[0], [0.0, 0.0])
     np.testing.assert_array_equal(X, before)
 
 
 def test_removal_share_hand_case():
     x = np.array([[2.0, 1.0], [2.0, -1.0]])
     # raw: cos = (4 − 1) / 5 = 0.6; own mean (2, 0) → [[0, 1], [0, −1]]: −1; own removal 1.6
-    assert an.removal_share(x, np.array([2.0, 0.0])) == pytest.approx(1.0)
-    assert an.removal_share(x, np.array([0.0, 0.0])) == pytest.approx(0.0)
+    assert centering.removal_share(x, np.array([2.0, 0.0])) == pytest.approx(1.0)
+    assert centering.removal_share(x, np.array([0.0, 0.0])) == pytest.approx(0.0)
     # mean (1, 0) → [[1, 1], [1, −1]]: cos 0 → removal 0.6 / 1.6
-    assert an.removal_share(x, np.array([1.0, 0.0])) == pytest.approx(0.375)
+    assert centering.removal_share(x, np.array([1.0, 0.0])) == pytest.approx(0.375)
 
 
 def test_centering_removal_is_one_on_the_diagonal():
     x = np.array([[2.0, 1.0], [2.0, -1.0], [1.0, 3.0], [-1.0, 3.0]])
-    removal = an.centering_removal(x, ["p", "p", "q", "q"])
+    removal = centering.centering_removal(x, ["p", "p", "q", "q"])
     assert removal["p"]["p"] == pytest.approx(1.0) and removal["q"]["q"] == pytest.approx(1.0)
     # q's mean (0, 3) on p: [[2, −2], [2, −4]] → cos = (4 + 8) / (√8 √20)
     expected = (0.6 - 12 / np.sqrt(8 * 20)) / 1.6
     assert removal["q"]["p"] == pytest.approx(expected)
-    assert an.offdiagonal_mean(removal) == pytest.approx((removal["q"]["p"] + removal["p"]["q"]) / 2)
+    assert centering.offdiagonal_mean(removal) == pytest.approx((removal["q"]["p"] + removal["p"]["q"]) / 2)
     with pytest.raises(ValueError, match="two labels"):
-        an.offdiagonal_mean({"p": {"p": 1.0}})
+        centering.offdiagonal_mean({"p": {"p": 1.0}})
 
+
+def test_topic_measurements_shapes_and_too_few_topics():
+    rng = np.random.default_rng(0)
+    states = rng.normal(size=(3, 12, 4)) + 2.0
+    labels = ["x"] * 5 + ["y"] * 5 + ["z"] * 2
+    result = centering.topic_measurements(states, labels, min_size=5)
+    assert result["topics"] == ["x", "y"] and result["topic_sizes"] == {"x": 5, "y": 5}
+    assert set(result["topic_anisotropy"]) == {"x", "y"}
+    assert result["topic_anisotropy"]["x"] == pytest.approx(an.anisotropy(states[-1, :5]))
+    for key in ("topic_mean_cosine_offdiag", "topic_centering_removal_offdiag", "corpus_mean_removal"):
+        assert result[key].shape == (3,)
+    assert result["topic_mean_cosine_offdiag"][-1] == pytest.approx(
+        geometry.cosine(states[-1, :5].mean(0), states[-1, 5:10].mean(0)))
+    assert result["corpus_mean_removal"][0] == pytest.approx(np.mean(
+        [centering.removal_share(states[0, rows], states[0, :10].mean(0)) for rows in (slice(0, 5), slice(5, 10))]))
+    for too_few in (centering.topic_measurements(states, labels, min_size=6),
+                    centering.topic_measurements(states, ["only"] * 12)):
+        assert all(too_few[key] is None for key in centering.TOPIC_KEYS)
+    assert centering.topic_measurements(states, ["only"] * 12)["topics"] == ["only"]
+
+
+def test_label_rows_keep_the_order_of_first_appearance():
+    rows = geometry.label_rows(["b", "a", "b", "c"])
+    assert list(rows) == ["b", "a", "c"] and rows["b"].tolist() == [0, 2]
+
+
+# --------------------------------------------------------------------------- what an axis separates
 
 def test_correlation_ratio_and_rank_correlation():
     assert an.correlation_ratio([1.0, 1.0, 3.0, 3.0], ["a", "a", "b", "b"]) == pytest.approx(1.0)
@@ -209,17 +227,205 @@ def test_correlation_ratio_and_rank_correlation():
         an.rank_correlation([1, 1, 1], [1, 2, 3])
 
 
-def test_topic_measurements_shapes_and_too_few_topics():
+
+
+# --------------------------------------------------------------------------- study functions
+
+def test_cone_formation_series_peak_final_share_and_per_sentence_values():
+    pools = np.array([[[1.0, 0.0], [0.0, 1.0]],      # orthogonal: 0
+                      [[1.0, 1.0], [2.0, 2.0]],      # identical directions: 1
+                      [[1.0, 0.0], [1.0, 1.0]]])     # 45°: 1/√2
+    result = an.cone_formation(pools)
+    np.testing.assert_allclose(result["anisotropy"], [0.0, 1.0, 1 / SQRT2], atol=1e-12)
+    assert result["anisotropy_peak_depth"] == 1
+    assert result["final_step_share"] == pytest.approx(1.0)  # the whole fall is in the last step
+    per_sentence = result["per_unit"]["anisotropy"]
+    assert per_sentence.shape == (2, 3)
+    np.testing.assert_allclose(per_sentence.mean(axis=0), result["anisotropy"], atol=1e-12)
+
+
+def test_per_sentence_anisotropy_differs_between_sentences_but_averages_to_the_metric():
+    pools = np.array([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]] * 2)
+    per_sentence = an.cone_formation(pools)["per_unit"]["anisotropy"][:, 0]
+    np.testing.assert_allclose(per_sentence, [1 / (2 * SQRT2), 1 / (2 * SQRT2), 1 / SQRT2])
+    assert per_sentence.mean() == pytest.approx((2 / SQRT2) / 3)
+
+
+def masks(word, special):
+    return SimpleNamespace(word_mask=np.array(word, bool), special_mask=np.array(special, bool))
+
+
+def test_token_sample_counts_word_or_all_tokens_and_samples_them():
+    acts = masks([False, True, True, False, True, False], [True, False, False, True, False, True])
+    rows, kept = an.token_sample(acts, "word", size=10)
+    assert rows.tolist() == [1, 2, 4] and kept == 3
+    rows, kept = an.token_sample(acts, "all", size=10)
+    assert rows.tolist() == [0, 1, 2, 3, 4, 5] and kept == 6
+    rows, kept = an.token_sample(acts, "all", size=4, seed=2)
+    assert len(rows) == 4 and kept == 6 and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows, an.sample_rows(6, 4, seed=2))
+    with pytest.raises(ValueError, match="token_set"):
+        an.token_sample(acts, "special")
+
+
+def test_pooling_gap_is_sentence_minus_token_anisotropy():
+    pools = np.array([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 1.0], [2.0, 2.0]]])   # 1/√2, 1
+    tokens = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 3.0]],                 # (0 + 0 + 1)·2 / 6 = 1/3
+                       [[1.0, 0.0], [-1.0, 0.0], [2.0, 0.0]]])                # (−1 + 1 − 1)·2 / 6 = −1/3
+    result = an.pooling_gap(pools, tokens)
+    np.testing.assert_allclose(result["token_anisotropy"], [1 / 3, -1 / 3], atol=1e-12)
+    np.testing.assert_allclose(result["anisotropy_gap"], [1 / SQRT2 - 1 / 3, 1 + 1 / 3], atol=1e-12)
+
+
+def test_word_counts_per_text():
+    acts = SimpleNamespace(word_mask=np.array([0, 1, 1, 0, 0, 1, 0], bool), offsets=np.array([0, 4, 7]))
+    assert an.word_counts(acts).tolist() == [2, 1]
+
+
+def test_end_topics_counts_the_most_frequent_topic_at_each_end():
+    scores, topics = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.0]), ["a", "a", "b", "b", "c", "c"]
+    assert an.end_topics(scores, topics, 3) == {"high": {"topic": "a", "sentences": 2, "of": 3},
+                                                "low": {"topic": "c", "sentences": 2, "of": 3}}
+    everything = an.end_topics(scores, topics, 20)  # k is clipped to the number of sentences
+    assert everything["high"]["of"] == 6 and everything["high"]["sentences"] == 2
+
+
+# the cone along +x; spread along y (PC1), scores −2, −1, 1, 2
+CONE = np.array([[10.0, -2.0], [10.0, -1.0], [10.0, 1.0], [10.0, 2.0]])
+
+
+def test_cone_axis_reading_on_a_cone_whose_spread_is_orthogonal_to_its_direction():
+    sentences = ["s0", "s1", "s2", "s3"]
+    result = an.cone_axis_reading(CONE, ["a", "a", "b", "b"], [1, 2, 3, 4], sentences, k=1)
+    np.testing.assert_allclose(result["cone_axis"], [0.0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(result["mean_direction"], [1.0, 0.0])
+    np.testing.assert_allclose(result["cone_axis_scores"], [-2.0, -1.0, 1.0, 2.0], atol=1e-12)
+    assert result["cone_axis_vs_mean_direction"] == pytest.approx(0.0, abs=1e-12)
+    assert result["cone_axis_explained_variance"] == pytest.approx(1.0)
+    assert result["mean_direction_explained_variance"] == pytest.approx(0.0, abs=1e-12)
+    spread = np.array([2.0, 1.0, 1.0, 2.0])
+    assert result["mean_cos_to_mean_direction"] == pytest.approx(np.mean(10 / np.sqrt(100 + spread ** 2)))
+    assert result["mean_abs_cos_to_cone_axis"] == pytest.approx(np.mean(spread / np.sqrt(100 + spread ** 2)))
+    assert result["cone_extremes"] == {"high": [{"sentence": "s3", "topic": "b", "score": pytest.approx(2.0)}],
+                                       "low": [{"sentence": "s0", "topic": "a", "score": pytest.approx(-2.0)}]}
+    assert result["cone_end_topics"]["high"] == {"topic": "b", "sentences": 1, "of": 1}
+    # label means −1.5 and 1.5: between = 2·2.25 + 2·2.25 = 9, total = 4 + 1 + 1 + 4 = 10
+    assert result["cone_axis_topic_eta2"] == pytest.approx(0.9)
+    assert result["cone_axis_length_spearman"] == pytest.approx(1.0)
+
+
+def test_cone_axis_reading_with_one_topic_has_no_eta2():
+    result = an.cone_axis_reading(CONE, ["t"] * 4, [4, 3, 2, 1], ["s0", "s1", "s2", "s3"], k=2)
+    assert result["cone_axis_topic_eta2"] is None
+    assert result["cone_axis_length_spearman"] == pytest.approx(-1.0)
+
+
+def test_vocabulary_reading_ranks_common_words():
+    embeddings = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]])
+    names = lambda ids: [f"t{i}" for i in ids]  # noqa: E731
+    result = an.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3, "a": 2}, names)
+    assert result["top"] == [{"token": "t2", "id": 2, "projection": 3.0}, {"token": "t0", "id": 0, "projection": 0.0}]
+    assert [row["id"] for row in result["bottom"]] == [3, 0]
+    assert result["common_word_ranks"] == {"the": 4, "a": 1}
+    assert result["common_in_top"] == 1 and result["n_tokens"] == 4
+
+
+def test_vocabulary_on_axis_reads_the_input_embeddings_and_the_tokenizer():
+    vocab = ["[PAD]", "the", "cat", "a"]
+    table = torch.nn.Embedding(4, 2)
+    with torch.no_grad():
+        table.weight.copy_(torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 5.0], [0.0, -1.0]]))
+    tokenizer = SimpleNamespace(convert_tokens_to_ids=lambda words: [vocab.index(w) for w in words],
+                                convert_ids_to_tokens=lambda ids: [vocab[i] for i in ids])
+    loaded = SimpleNamespace(model=SimpleNamespace(get_input_embeddings=lambda: table), tokenizer=tokenizer)
+    result = an.vocabulary_on_axis(loaded, np.array([0.0, 1.0]), 1, ["the", "a"])
+    assert result["top"][0]["token"] == "cat" and result["bottom"][0]["token"] == "a"
+    assert result["common_word_ranks"] == {"the": 2, "a": 4}
+
+
+INFO = ModelInfo(id="trained", source="local", sha256=None, revision=None, model_type="bert", layers=2, hidden=2,
+                 heads=1, vocab=4, parameters=0, pooling="mean", max_seq_length=8)
+CONTROL = replace(INFO, id="trained [random-init control, seed 0]", source="control")
+# the control's cone: along +y, spread along x, so its axis is orthogonal to the trained model's
+CONTROL_CONE = np.array([[-2.0, 10.0], [-1.0, 10.0], [1.0, 10.0], [2.0, 10.0]])
+POST = {"models": {"m": "trained", "n": "other", "base": "base"}, "fine_tuned": ["m", "n"], "base": "base"}
+
+
+def test_axis_comparison_with_a_random_control():
+    result = an.axis_comparison({INFO: CONE, CONTROL: CONTROL_CONE}, POST)
+    assert list(result["models_final_anisotropy"]) == ["trained", CONTROL.id]
+    assert result["models_final_anisotropy"]["trained"] == pytest.approx(an.anisotropy(CONE))
+    assert result["cone_axis_cosine"]["trained"][CONTROL.id] == pytest.approx(0.0, abs=1e-12)
+    assert result["cone_axis_cosine"][CONTROL.id][CONTROL.id] == pytest.approx(1.0)
+    assert result["cone_axis_family"] == {"within_min": None, "to_outsider_max": None}  # "other" was not run
+    assert result["chance_axis_cosine"] == pytest.approx(np.sqrt(1 / np.pi))
+    control = result["random_control"]
+    assert control["model"] == CONTROL.id and control["axis_cosine"] == pytest.approx(0.0, abs=1e-12)
+    assert control["anisotropy_excess"] == pytest.approx(an.anisotropy(CONTROL_CONE) - an.anisotropy(CONE))
+
+
+def test_axis_comparison_of_the_post_family_and_without_a_control():
+    other = replace(INFO, id="other", source="hub")
+    base = replace(INFO, id="base", source="hub")
+    result = an.axis_comparison({INFO: CONE, other: CONE * [1.0, 2.0], base: CONTROL_CONE}, POST)
+    assert result["cone_axis_family"] == {"within_min": pytest.approx(1.0), "to_outsider_max": pytest.approx(0.0, abs=1e-12)}
+    assert result["random_control"] == {"model": None, "final_anisotropy": None, "axis_cosine": None,
+                                        "anisotropy_excess": None}
+
+
+def test_second_control_against_the_model_and_the_first_control():
+    second = CONTROL_CONE * [3.0, 1.0]  # its axis is the first control's
+    result = an.second_control({INFO: CONE, CONTROL: CONTROL_CONE}, second)
+    assert result["final_anisotropy"] == pytest.approx(an.anisotropy(second))
+    assert result["axis_cos_with_model"] == pytest.approx(0.0, abs=1e-12)
+    assert result["axis_cos_with_this_control"] == pytest.approx(1.0)
+    assert result["anisotropy_difference"] == pytest.approx(abs(an.anisotropy(second) - an.anisotropy(CONTROL_CONE)))
+    assert result["axis_cos_over_chance"] == pytest.approx(1.0 / an.chance_axis_cosine(2))
+    alone = an.second_control({INFO: CONE}, second)
+    assert alone["axis_cos_with_this_control"] is None and alone["axis_cos_over_chance"] is None
+
+
+def test_chance_axis_cosine_matches_random_directions():
     rng = np.random.default_rng(0)
-    states = rng.normal(size=(3, 12, 4)) + 2.0
-    labels = ["x"] * 5 + ["y"] * 5 + ["z"] * 2
-    result = an.topic_measurements(states, labels, min_size=5)
-    assert result["topics"] == ["x", "y"] and result["topic_sizes"] == {"x": 5, "y": 5}
-    assert set(result["topic_anisotropy"]) == {"x", "y"}
-    assert result["topic_anisotropy"]["x"] == pytest.approx(an.anisotropy(states[-1, :5]))
-    for key in ("topic_mean_cosine_offdiag", "topic_centering_removal_offdiag", "corpus_mean_removal"):
-        assert result[key].shape == (3,)
-    assert result["topic_mean_cosine_offdiag"][-1] == pytest.approx(
-        geometry.cosine(states[-1, :5].mean(0), states[-1, 5:10].mean(0)))
-    assert an.topic_measurements(states, labels, min_size=6) is None
-    assert an.topic_measurements(states, ["only"] * 12) is None
+    a, b = rng.normal(size=(2, 4000, 384))
+    observed = np.abs(geometry.pair_cosine(a, b)).mean()
+    assert observed == pytest.approx(an.chance_axis_cosine(384), rel=0.03)
+
+
+# --------------------------------------------------------------------------- the exercises' answers
+
+def test_sample_pools_reuses_the_corpus_pools_or_extracts():
+    pools = np.arange(2 * 3 * 1, dtype=float).reshape(2, 3, 1)
+    calls = []
+
+    def extract(texts):
+        calls.append(texts)
+        return SimpleNamespace(mean_pool=lambda tokens: np.zeros((2, len(texts), 1)))
+
+    np.testing.assert_array_equal(an.sample_pools(["c", "a"], ["a", "b", "c"], pools, extract), pools[:, [2, 0]])
+    assert calls == []
+    assert an.sample_pools(["a", "new"], ["a", "b", "c"], pools, extract).shape == (2, 2, 1)
+    assert calls == [["a", "new"]]
+
+
+def test_sample_size_check_summarises_the_sample_curve():
+    pools = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [2.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]]])
+    result = an.sample_size_check(pools, np.array([0.1, 0.9, 0.7]))
+    np.testing.assert_allclose(result["n_texts_300_anisotropy"], [0.0, 1.0, 1 / SQRT2], atol=1e-12)
+    assert result["n_texts_300"] == {"n": 2, "peak": pytest.approx(1.0), "peak_depth": 1,
+                                     "final": pytest.approx(1 / SQRT2), "max_difference": pytest.approx(0.1)}
+
+
+def test_token_set_check_compares_token_sets_and_the_pooling_gap():
+    hidden = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 2.0], [1.0, 1.0]]])  # one depth, four tokens
+    special = np.array([False, True, True, False])
+    result = an.token_set_check(hidden, np.array([0, 1, 2]), special, np.array([0.5]), np.array([0.5]), depth=0)
+    # tokens 0, 1, 2: cosines 0, 0, 1 → anisotropy 1/3; the special tokens 1 and 2 are parallel
+    np.testing.assert_allclose(result["token_set_all_token_anisotropy"], [1 / 3])
+    every = result["token_set_all"]
+    assert every["at_depth"] == pytest.approx(1 / 3) and every["this_build_at_depth"] == 0.5
+    assert every["max_difference"] == pytest.approx(1 / 6) and every["special_share"] == 0.5
+    assert every["special_anisotropy"] == pytest.approx(1.0)
+    assert every["change_share"] == pytest.approx((1 / 6) / 0.5)
+    no_gap = an.token_set_check(hidden, np.array([0, 1, 2]), special, np.array([0.5]), np.array([0.0]), depth=0)
+    assert no_gap["token_set_all"]["change_share"] is None

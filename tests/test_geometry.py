@@ -32,8 +32,45 @@ def test_mean_pairwise_cosine_excludes_self_pairs():
     # pairs: (0,1)=0, (0,2)=(1,2)=1/√2, each counted twice → mean = 2/√2 / 3
     assert geometry.mean_pairwise_cosine(x) == pytest.approx((2 / np.sqrt(2)) / 3)
     assert geometry.mean_pairwise_cosine(np.ones((4, 3))) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="at least 2"):
+    with pytest.raises(ValueError, match="n ≥ 2"):
         geometry.mean_pairwise_cosine(np.ones((1, 3)))
+    with pytest.raises(ValueError, match="zero vector"):
+        geometry.mean_pairwise_cosine(np.array([[1.0, 0.0], [0.0, 0.0]]))
+
+
+def test_mean_pairwise_cosine_equals_the_mean_of_the_full_cosine_matrix_off_its_diagonal():
+    x = np.random.default_rng(3).normal(size=(40, 6)) + 0.3
+    sims = geometry.cosine_matrix(x)
+    assert geometry.mean_pairwise_cosine(x) == pytest.approx((sims.sum() - 40) / (40 * 39), abs=1e-12)
+
+
+def test_row_mean_cosine_per_row_and_its_mean():
+    x = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    # row 0: (0 + 1/√2) / 2, row 1 the same, row 2: (1/√2 + 1/√2) / 2
+    a = geometry.row_mean_cosine(x)
+    np.testing.assert_allclose(a, [1 / (2 * np.sqrt(2)), 1 / (2 * np.sqrt(2)), 1 / np.sqrt(2)])
+    assert a.mean() == pytest.approx(geometry.mean_pairwise_cosine(x))
+    with pytest.raises(ValueError, match="n ≥ 2"):
+        geometry.row_mean_cosine(np.ones((1, 2)))
+
+
+def test_principal_axis_is_pc1_of_the_centred_rows_with_sklearn_sign():
+    x = np.array([[0.0, 0.0], [2.0, -1.0], [4.0, -2.0]]) + [7.0, 3.0]
+    # the spread is along (2, −1); the sign puts the largest |coefficient| positive
+    np.testing.assert_allclose(geometry.principal_axis(x), np.array([2.0, -1.0]) / np.sqrt(5))
+    x = np.array([[10.0, -1.0], [10.0, 1.0], [10.0, 3.0]])  # every vector along +x, spread along y
+    np.testing.assert_allclose(np.abs(geometry.principal_axis(x)), [0.0, 1.0], atol=1e-12)
+    with pytest.raises(ValueError, match="identical"):
+        geometry.principal_axis(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="n ≥ 2"):
+        geometry.principal_axis(np.ones((1, 2)))
+
+
+def test_centred_subtracts_the_mean_or_a_given_vector_without_mutating():
+    x = np.array([[1.0, 2.0], [3.0, 6.0]])
+    np.testing.assert_allclose(geometry.centred(x), [[-1.0, -2.0], [1.0, 2.0]])
+    np.testing.assert_allclose(geometry.centred(x, [1.0, 0.0]), [[0.0, 2.0], [2.0, 6.0]])
+    np.testing.assert_array_equal(x, [[1.0, 2.0], [3.0, 6.0]])
 
 
 def test_relative_depth_and_norms_and_group_mean():

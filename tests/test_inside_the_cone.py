@@ -68,6 +68,13 @@ def test_numbers_recompute_from_the_recorded_inputs(document, tiny_bert):
     assert metrics["cone_axis_vs_mean_direction"] == pytest.approx(float(axis @ mean / np.linalg.norm(mean)), abs=1e-5)
 
 
+def test_per_sentence_values_average_to_the_anisotropy(document):
+    metrics = document["metrics"]
+    per_sentence = np.asarray(metrics["per_unit"]["anisotropy"])
+    assert per_sentence.shape == (len(document["inputs"]["sentences"]), document["model"]["layers"] + 1)
+    np.testing.assert_allclose(per_sentence.mean(axis=0), metrics["anisotropy"], atol=1e-12)
+
+
 def test_cone_axis_matrix_compares_the_model_with_its_control(document):
     matrix = document["metrics"]["cone_axis_cosine"]
     model, control = document["inputs"]["models"]
@@ -76,6 +83,10 @@ def test_cone_axis_matrix_compares_the_model_with_its_control(document):
     assert matrix[model][control] == pytest.approx(matrix[control][model]) and 0 <= matrix[model][control] <= 1
     assert document["metrics"]["cone_axis_family"] == {"within_min": None, "to_outsider_max": None}
     assert set(document["metrics"]["models_final_anisotropy"]) == {model, control}
+    summary = document["metrics"]["random_control"]
+    assert summary["model"] == control and summary["axis_cosine"] == pytest.approx(matrix[model][control])
+    finals = document["metrics"]["models_final_anisotropy"]
+    assert summary["anisotropy_excess"] == pytest.approx(finals[control] - finals[model])
 
 
 def test_topics_vocabulary_and_claims(document):
@@ -89,7 +100,7 @@ def test_topics_vocabulary_and_claims(document):
     assert [t["projection"] for t in vocab["top"]] == sorted((t["projection"] for t in vocab["top"]), reverse=True)
     assert set(vocab["common_word_ranks"]) == {"the", "a", "is"}
     verdicts = {c["id"]: c for c in document["claims"]}
-    assert len(verdicts) == 17
+    assert len(verdicts) == 22
     assert all(c["numeric_verdict"] is None for c in verdicts.values())  # the tiny model is not mxbai
     assert verdicts["cone-axes-fine-tuned-family"]["shape_verdict"] == "not measured"
     assert {c["shape_verdict"] for c in verdicts.values()} <= {None, "holds", "does not hold", "not measured"}
@@ -107,8 +118,8 @@ def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
     """The exercises' answers are in the results, each for its changed parameter value."""
     inputs, metrics, layers = document["inputs"], document["metrics"], document["model"]["layers"]
     exercises = metrics["exercises"]
-    assert set(exercises) == {"n_texts_300_anisotropy", "token_set_all_token_anisotropy",
-                              "top_topic_at_each_end", "seed_1_control"}
+    assert set(exercises) == {"n_texts_300_anisotropy", "n_texts_300", "token_set_all_token_anisotropy",
+                              "token_set_all", "top_topic_at_each_end", "seed_1_control"}
     sample = inputs["exercise_sample"]
     assert sample == corpora.load_corpus("project", 300, seed=0)["sentence"].tolist()
     record = activations.extract(tiny_bert, sample, batch_size=8, cache=False, progress=False)

@@ -3,9 +3,15 @@
     cos(u, v)          = u·v / (‖u‖ ‖v‖)                         u, v: [D]
     cosine_matrix(X,Y) = X̂ Ŷᵀ, rows normalised                   X: [n, D], Y: [m, D] → [n, m]
     mean_pairwise(X)   = (1 / n(n−1)) Σ_{i≠j} cos(x_i, x_j)       X: [n, D], n ≥ 2
+                       = (‖Σ_i x̂_i‖² − n) / (n(n−1))           (x̂ = x / ‖x‖; O(nD), no n × n matrix)
+    row_mean_cosine(X) = a_i = (1 / (n−1)) Σ_{j≠i} cos(x_i, x_j)  [n]; mean_i a_i = mean_pairwise(X)
+    principal_axis(X)  = PC1 of the centred rows of X (scikit-learn's full SVD and sign
+                         convention: the largest |coefficient| is positive)  → [D], ‖·‖ = 1
     r(l)               = l / L                                   relative depth of depth l of L
     ‖h‖₂ per token     = sqrt(Σ_d h_d²)                          H: [..., D] → [...]
     group_mean(V, g)   = for each label k: mean over columns j with g_j = k of V[:, j]
+    label_rows(g)      = for each label k (in order of first appearance): the rows i with g_i = k
+    centred(X, μ)      = X − μ                                   (μ defaults to the mean row x̄)
 
 Token collapse and pair similarity (METHODS.md §1, §2). A *stack* is one text's states at every
 depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text and depth):
@@ -63,12 +69,35 @@ def cosine_matrix(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
 
 
 def mean_pairwise_cosine(x: np.ndarray) -> float:
-    """Mean cosine over ordered pairs i ≠ j of the rows of x (self-pairs excluded)."""
-    n = len(x)
-    if n < 2:
-        raise ValueError(f"mean pairwise cosine needs at least 2 vectors; got {n}")
-    sims = cosine_matrix(x)
-    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+    """Mean cosine over ordered pairs i ≠ j of the rows of ``x`` ([n, D], n ≥ 2): the book's
+    anisotropy. Computed in O(nD) from the sum of the unit rows, Σ_{i≠j} x̂_i·x̂_j = ‖Σ_i x̂_i‖² − n."""
+    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    n, total = len(unit), unit.sum(axis=0)
+    return float((total @ total - n) / (n * (n - 1)))
+
+
+def row_mean_cosine(x: np.ndarray) -> np.ndarray:
+    """a_i, the mean cosine of row i of ``x`` ([n, D], n ≥ 2) with every other row → [n]. Their
+    mean over i is :func:`mean_pairwise_cosine`: a_i = (x̂_i · Σ_j x̂_j − 1) / (n − 1)."""
+    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    return (unit @ unit.sum(axis=0) - 1) / (len(unit) - 1)
+
+
+def _vector_set(x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` as float64, checked to be an [n, D] array of n ≥ 2 vectors."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or len(x) < 2:
+        raise ValueError(f"{what} needs an [n, D] array with n ≥ 2 vectors; got shape {x.shape}")
+    return x
+
+
+def principal_axis(x: np.ndarray) -> np.ndarray:
+    """PC1 of the centred rows of ``x`` ([n, D], n ≥ 2): the unit vector [D] of largest spread
+    around the mean, in scikit-learn's sign convention (a principal axis has no natural sign)."""
+    x = _vector_set(x, "a principal axis")
+    if np.ptp(x, axis=0).max() == 0:
+        raise ValueError("the principal axis is undefined: all vectors are identical (no variance)")
+    return PCA(n_components=1, svd_solver="full").fit(x).components_[0]
 
 
 def relative_depth(n_layers: int) -> np.ndarray:
@@ -85,6 +114,18 @@ def group_mean(values: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     """Per label, the mean over the columns of ``values`` ([L + 1, n]) carrying that label."""
     labels = np.asarray(labels)
     return {str(k): np.asarray(values)[:, labels == k].mean(axis=1) for k in np.unique(labels)}
+
+
+def label_rows(labels: Sequence[str]) -> dict[str, np.ndarray]:
+    """The row indices of each label, labels in order of first appearance."""
+    labels = np.asarray(labels)
+    return {str(name): np.flatnonzero(labels == name) for name in dict.fromkeys(labels.tolist())}
+
+
+def centred(x: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
+    """A new array ``x − mean`` (``mean`` defaults to the mean of the rows of ``x``)."""
+    x = np.asarray(x, dtype=np.float64)
+    return x - (x.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float64))
 
 
 # --------------------------------------------------------------------------- per-text stacks (§1, §2)
@@ -247,15 +288,8 @@ def pc1_mean_alignment(stacks: Sequence[np.ndarray]) -> np.ndarray:
     axis of the text's centred tokens and w the mean of its (uncentred) tokens. → [L + 1]"""
     _check_stacks(stacks, min_texts=1, min_tokens=2)
     n_depths = stacks[0].shape[0]
-    return np.array([np.mean([abs(cosine(_first_axis(s[l]), s[l].mean(axis=0))) for s in stacks])
+    return np.array([np.mean([abs(cosine(principal_axis(s[l]), s[l].mean(axis=0))) for s in stacks])
                      for l in range(n_depths)])
-
-
-def _first_axis(tokens: np.ndarray) -> np.ndarray:
-    tokens = np.asarray(tokens, dtype=np.float64)
-    if np.all(tokens == tokens[0]):
-        raise ValueError("the tokens are identical, so they have no principal axis")
-    return PCA(n_components=1).fit(tokens).components_[0]
 
 
 # --------------------------------------------------------------------------- token matching (§2)

@@ -1,0 +1,112 @@
+"""Is a centering vector corpus-specific? Per-topic geometry of sentence vectors (chapter 3).
+
+With A the anisotropy (mean pairwise cosine, ``geometry.mean_pairwise_cosine``), X_b the vectors
+of topic b and μ_b their mean:
+
+    group_anisotropy(X, g)[b]   = A(X_b)
+    group_mean_cosines(X, g)    = cos(μ_a, μ_b) for every pair of topics
+    removal_share(X, μ)         = (A(X) − A(X − μ)) / (A(X) − A(X − x̄)): the anisotropy centring
+                                  with μ removes, as a share of what X's own mean x̄ removes
+    centering_removal(X, g)     = R[a][b] = removal_share(X_b, μ_a): 1 when a's mean serves b as
+                                  well as b's own, 0 when it removes nothing, < 0 when it makes b
+                                  *more* anisotropic
+    offdiagonal_mean(M)         = mean of M[a][b] over a ≠ b
+
+:func:`topic_measurements` is the study function; its keys join chapter 3's metrics dict:
+
+    topics [names], topic_sizes {topic: n}        the topics with at least ``min_size`` sentences
+    topic_anisotropy {topic: A}                   at the final depth
+    topic_mean_cosine, topic_centering_removal    {topic: {topic: value}}, at the final depth
+    topic_mean_cosine_offdiag [L + 1]             offdiagonal_mean of topic_mean_cosine, per depth
+    topic_centering_removal_offdiag [L + 1]       offdiagonal_mean of R, per depth
+    corpus_mean_removal [L + 1]                   mean over topics b of removal_share(X_b, mean of all)
+
+All but ``topics`` and ``topic_sizes`` are None when fewer than two topics qualify (a corpus with
+one topic, such as SNLI, has nothing to compare).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..core.geometry import centred, cosine, label_rows
+from ..core.geometry import mean_pairwise_cosine as anisotropy
+
+TOPIC_KEYS = ("topic_anisotropy", "topic_mean_cosine", "topic_centering_removal", "topic_mean_cosine_offdiag",
+              "topic_centering_removal_offdiag", "corpus_mean_removal")
+"""The keys that need at least two topics."""
+
+
+def group_anisotropy(x: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
+    """``anisotropy`` of the rows of each label (each label needs at least 2 rows)."""
+    x = np.asarray(x, dtype=np.float64)
+    return {name: anisotropy(x[rows]) for name, rows in label_rows(labels).items()}
+
+
+def group_means(x: np.ndarray, labels: Sequence[str]) -> dict[str, np.ndarray]:
+    """The mean vector [D] of the rows of each label."""
+    x = np.asarray(x, dtype=np.float64)
+    return {name: x[rows].mean(axis=0) for name, rows in label_rows(labels).items()}
+
+
+def group_mean_cosines(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, float]]:
+    """cos(x̄_a, x̄_b) between the mean vectors of every pair of labels."""
+    means = group_means(x, labels)
+    return {a: {b: cosine(u, v) for b, v in means.items()} for a, u in means.items()}
+
+
+def removal_share(x: np.ndarray, mean: np.ndarray, name: str = "vectors") -> float:
+    """(A(X) − A(X − mean)) / (A(X) − A(X − x̄)): the anisotropy that centring ``x`` with
+    ``mean`` removes, as a share of what centring with its own mean x̄ removes."""
+    raw = anisotropy(x)
+    own = raw - anisotropy(centred(x))
+    if abs(own) < 1e-12:
+        raise ValueError(f"{name}: centring with its own mean removes no anisotropy, so the share is undefined")
+    return (raw - anisotropy(centred(x, mean))) / own
+
+
+def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, float]]:
+    """R[a][b]: how much of label b's anisotropy the mean of label a removes, relative to what
+    b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own)."""
+    x = np.asarray(x, dtype=np.float64)
+    groups, means = label_rows(labels), group_means(x, labels)
+    return {a: {b: removal_share(x[rows], means[a], b) for b, rows in groups.items()} for a in groups}
+
+
+def offdiagonal_mean(matrix: Mapping[str, Mapping[str, float]]) -> float:
+    """Mean of ``matrix[a][b]`` over a ≠ b (needs at least two labels)."""
+    values = [v for a, row in matrix.items() for b, v in row.items() if a != b]
+    if not values:
+        raise ValueError("an off-diagonal mean needs at least two labels")
+    return float(np.mean(values))
+
+
+def corpus_mean_removal(x: np.ndarray, labels: Sequence[str]) -> float:
+    """Mean over labels b of removal_share(X_b, x̄), x̄ the mean of all rows of ``x``."""
+    x = np.asarray(x, dtype=np.float64)
+    overall = x.mean(axis=0)
+    return float(np.mean([removal_share(x[rows], overall, name) for name, rows in label_rows(labels).items()]))
+
+
+def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5) -> dict:
+    """Per-topic geometry of sentence vectors ``states`` ([L + 1, n, D]) labelled by topic, on the
+    topics with at least ``min_size`` sentences (the keys are in the module docstring)."""
+    labels = np.asarray(labels)
+    sizes = {name: len(rows) for name, rows in label_rows(labels).items()}
+    kept = [name for name, size in sizes.items() if size >= min_size]
+    result = {"topics": kept, "topic_sizes": {name: sizes[name] for name in kept}}
+    if len(kept) < 2:
+        return {**result, **dict.fromkeys(TOPIC_KEYS)}
+    rows = np.isin(labels, kept)
+    states, labels = np.asarray(states, dtype=np.float64)[:, rows], labels[rows]
+    return {
+        **result,
+        "topic_anisotropy": group_anisotropy(states[-1], labels),
+        "topic_mean_cosine": group_mean_cosines(states[-1], labels),
+        "topic_centering_removal": centering_removal(states[-1], labels),
+        "topic_mean_cosine_offdiag": np.array([offdiagonal_mean(group_mean_cosines(x, labels)) for x in states]),
+        "topic_centering_removal_offdiag": np.array([offdiagonal_mean(centering_removal(x, labels)) for x in states]),
+        "corpus_mean_removal": np.array([corpus_mean_removal(x, labels) for x in states]),
+    }
