@@ -98,7 +98,7 @@ def inputs(sentences: list[str] | None = None, easy_set: Mapping | None = None,
 # --------------------------------------------------------------------------- tokens of a sentence
 
 def _per_text(measure: Callable[[list[np.ndarray]], np.ndarray], stacks: list[np.ndarray]) -> np.ndarray:
-    """A macro mean over texts, measured on each text alone: [N, L + 1]."""
+    """The per-text values of a macro mean over texts: ``measure`` of each text alone → [N, L + 1]."""
     return np.stack([measure([stack]) for stack in stacks])
 
 
