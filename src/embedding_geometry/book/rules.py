@@ -11,7 +11,7 @@ the cell, is a programming error that the tests catch.
 from __future__ import annotations
 
 from . import parameters as p
-from ..core import corpora
+from ..core import corpora, windows
 
 MODEL = {
     "model": p.text,
@@ -52,7 +52,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     },
     "04_attention_context_similarity": {
         **MODEL,
-        "texts": p.one_of("corpus", "wikitext"), "n_texts": p.integer(1),
+        "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
         "text_length": p.integer(4, 8192), "q": unit, "attention_threshold": unit,
         "sensitivity_thresholds": p.number_list(0.0, 1.0), "common_min_count": p.integer(2),
         "repeat_share_threshold": unit, "common_focus_threshold": unit,
