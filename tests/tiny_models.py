@@ -1,4 +1,5 @@
-"""Tiny, randomly initialised local models for tests: other depths and widths than MiniLM.
+"""Tiny, randomly initialised local models for tests: other depths and widths than MiniLM, and
+one of each architecture family the book supports (``tiny_family``).
 
 Each builder saves a model directory (config, weights, fast tokenizer) the way a downloaded
 model looks on disk, so tests exercise the same loading code as real models.
@@ -26,11 +27,9 @@ TRAINING_TEXT = [
 def tiny_bert(directory: Path, sentence_transformers: bool = True, seed: int = 0) -> Path:
     """A 3-block, 40-wide BERT with the embedded model's WordPiece tokenizer; with
     ``sentence_transformers`` it is saved as a mean-pooling sentence-transformers model."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import BertConfig, BertModel
 
-    from embedding_geometry.core.models import embedded_model_path
-
-    tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_path()))
+    tokenizer = _wordpiece()
     torch.manual_seed(seed)
     model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, **TINY_BERT))
     model.save_pretrained(directory)
@@ -40,16 +39,26 @@ def tiny_bert(directory: Path, sentence_transformers: bool = True, seed: int = 0
     return directory
 
 
-def tiny_xlm_roberta(directory: Path, seed: int = 0) -> Path:
-    """A 2-block, 48-wide XLM-RoBERTa with a small byte-level BPE tokenizer trained here."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+def _byte_level_bpe(specials: list[str], every_byte: bool = False):
+    """A 300-piece byte-level BPE (GPT-2/RoBERTa/Qwen style) trained on ``TRAINING_TEXT``; with
+    ``every_byte`` its alphabet holds all 256 bytes, so that no text has unknown pieces."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe = Tokenizer(models.BPE(unk_token="<unk>" if "<unk>" in specials else None))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(TRAINING_TEXT * 5, trainers.BpeTrainer(vocab_size=300, special_tokens=specials))
+    alphabet = pre_tokenizers.ByteLevel.alphabet() if every_byte else []
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=specials, initial_alphabet=alphabet)
+    bpe.train_from_iterator(TRAINING_TEXT * 5, trainer)
+    return bpe
+
+
+def tiny_xlm_roberta(directory: Path, seed: int = 0) -> Path:
+    """A 2-block, 48-wide XLM-RoBERTa with a small byte-level BPE tokenizer trained here."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
+
+    bpe = _byte_level_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     bpe.post_processor = processors.RobertaProcessing(("</s>", bpe.token_to_id("</s>")), ("<s>", bpe.token_to_id("<s>")))
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                                         cls_token="<s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
@@ -58,6 +67,70 @@ def tiny_xlm_roberta(directory: Path, seed: int = 0) -> Path:
     XLMRobertaModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
+
+
+# --------------------------------------------------------------------------- one model per family
+
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+             max_position_embeddings=160)
+DECODER = dict(SMALL, num_key_value_heads=2)  # grouped-query attention: 2 key/value heads for 4 heads
+FAMILY_CONFIGS = {
+    # name: (transformers config class, its arguments, tokenizer: "wordpiece" or where a BPE adds tokens)
+    "bert": ("BertConfig", SMALL, "wordpiece"),
+    "xlm-roberta": None,  # tiny_xlm_roberta
+    "mpnet": ("MPNetConfig", SMALL, "wordpiece"),
+    "distilbert": ("DistilBertConfig", dict(dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                                            max_position_embeddings=160), "wordpiece"),
+    "modernbert": ("ModernBertConfig", dict(SMALL, local_attention=8, global_attn_every_n_layers=2), "wordpiece"),
+    "qwen2": ("Qwen2Config", DECODER, "none"),  # Qwen2: the tokenizer adds no token
+    "qwen3": ("Qwen3Config", dict(DECODER, head_dim=12), "eos"),  # Qwen3-Embedding appends <|endoftext|>; d_head ≠ D / H
+    "llama": ("LlamaConfig", DECODER, "bos"),  # Llama: <s> first
+    "mistral": ("MistralConfig", DECODER, "bos"),
+}
+
+
+def tiny_family(name: str, directory: Path, seed: int = 0) -> Path:
+    """A 2-block, random model of the family ``name`` (a key of ``FAMILY_CONFIGS``) with a fast
+    tokenizer: MiniLM's WordPiece for encoders, a byte-level BPE for decoders."""
+    import transformers
+
+    if name == "xlm-roberta":
+        return tiny_xlm_roberta(directory, seed)
+    config_class, arguments, tokens = FAMILY_CONFIGS[name]
+    tokenizer = _wordpiece() if tokens == "wordpiece" else _decoder_tokenizer(tokens)
+    ids = {key: getattr(tokenizer, key) for key in ("pad_token_id", "bos_token_id", "eos_token_id",
+                                                     "cls_token_id", "sep_token_id")}
+    ids = {key: value for key, value in ids.items() if value is not None}
+    if name == "mpnet":
+        ids["pad_token_id"] = 1  # MPNet's position ids count from its fixed padding index 1
+    torch.manual_seed(seed)
+    config = getattr(transformers, config_class)(vocab_size=len(tokenizer), **ids, **arguments)
+    transformers.AutoModel.from_config(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def _wordpiece():
+    from transformers import AutoTokenizer
+
+    from embedding_geometry.core.models import embedded_model_path
+
+    return AutoTokenizer.from_pretrained(str(embedded_model_path()))
+
+
+def _decoder_tokenizer(adds: str):
+    """A decoder's byte-level BPE with its end-of-text token as padding; ``adds``: "none", "bos"
+    (<s> before the text) or "eos" (<|endoftext|> after it)."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = _byte_level_bpe(["<|endoftext|>", "<s>"], every_byte=True)
+    if adds != "none":
+        token = "<s>" if adds == "bos" else "<|endoftext|>"
+        template = f"{token} $A" if adds == "bos" else f"$A {token}"
+        bpe.post_processor = processors.TemplateProcessing(single=template, special_tokens=[(token, bpe.token_to_id(token))])
+    pad = None if adds == "bos" else "<|endoftext|>"  # Llama-style tokenizers have no padding token
+    return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="<|endoftext|>", pad_token=pad)
 
 
 def needs_remote_code(directory: Path) -> Path:

