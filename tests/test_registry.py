@@ -116,6 +116,12 @@ def test_pieces_that_still_mismatch_are_one_line_naming_the_packages(fake, monke
            "fake-model-part-002==0.0.1 fake-model-part-003==0.0.1" in message
 
 
+def test_a_folder_that_lost_its_config_is_rebuilt(fake):
+    folder = registry.directory(fake)
+    (folder / "config.json").unlink()
+    assert (registry.directory(fake) / "config.json").is_file()
+
+
 def test_a_truncated_weights_file_is_reported_by_size(fake, monkeypatch):
     folder = registry.directory(fake)
     (folder / "model.safetensors").write_bytes(WEIGHTS[:100])

@@ -83,13 +83,13 @@ def models_root() -> Path:
 
 def directory(entry: EmbeddedModel) -> Path:
     """The entry's verified model directory; a split model is assembled when missing and
-    reassembled once when its weights fail their check. Raises one-line
+    reassembled once when its weights fail their check (or its config.json is gone). Raises one-line
     :class:`ModelUnavailableError` when the packages are missing or the weights stay wrong."""
     if not entry.split:
         folder = _package_directory(entry)
     else:
         folder = models_root() / entry.folder
-        if weights_problem(entry, folder) is None:
+        if weights_problem(entry, folder) is None and (folder / "config.json").is_file():
             return folder
         assemble(pieces(entry), folder, entry.folder)
     if (problem := weights_problem(entry, folder)) is not None:
