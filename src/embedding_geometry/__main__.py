@@ -1,4 +1,8 @@
-"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``."""
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``.
+
+A bad input (a profile that is not YAML, a chapter that does not exist, a value a chapter
+refuses) prints one line that names it and what is expected, and exits with status 1.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import time
 from pathlib import Path
 
 from .book import build
+from .core.errors import BookError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,10 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
     run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
     args = parser.parse_args(argv)
+    root = args.root.resolve()
+    if not (root / "_config.yml").is_file():
+        print(f"--root {str(root)!r} is not a book (it has no _config.yml); run in the book's folder or "
+              "pass --root", file=sys.stderr)
+        return 1
     build.install_sigterm_handler()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     start = time.time()
-    code = build.build(args.root.resolve(), args.profile, args.only, args.force, site=not args.no_site)
+    try:
+        code = build.build(root, args.profile, args.only, args.force, site=not args.no_site)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
     print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
     return code
 

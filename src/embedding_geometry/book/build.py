@@ -3,7 +3,8 @@
 For each ``notebooks/NN_slug.ipynb`` the build
 
 1. takes the chapter's parameters from a profile (``params/<profile>.yaml``: ``common`` values
-   for every chapter that declares them, then ``chapters.<slug>`` values),
+   for every chapter that declares them, then ``chapters.<slug>`` values), checked before any
+   chapter runs (:mod:`~embedding_geometry.book.profiles`),
 2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
    weights of every model it names — equals that of its last successful run (unless forced),
 3. otherwise executes it into a temporary file with results staged in a temporary folder (the
@@ -31,38 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..core import activations, models, paths
-from . import charts
+from ..core.errors import ParameterError
+from . import charts, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-
-
-# --------------------------------------------------------------------------- profiles
-
-def load_profile(profile: str, root: Path) -> dict[str, Any]:
-    """A profile by name (``params/<name>.yaml``) or path; ``{"common": {...}, "chapters": {...}}``."""
-    path = Path(profile) if profile.endswith((".yaml", ".yml")) else root / "params" / f"{profile}.yaml"
-    if not path.is_file():
-        raise SystemExit(f"profile '{profile}' not found (looked for {path})")
-    data = yaml.safe_load(path.read_text()) or {}
-    return {"common": data.get("common") or {}, "chapters": data.get("chapters") or {}}
-
-
-def chapter_parameters(notebook: Path, profile: dict[str, Any]) -> dict[str, Any]:
-    """The profile's values for the parameters this notebook declares."""
-    import papermill
-
-    declared = papermill.inspect_notebook(str(notebook))
-    slug = notebook.stem
-    params = {k: v for k, v in profile["common"].items() if k in declared}
-    for key, value in (profile["chapters"].get(slug) or {}).items():
-        if key not in declared:
-            raise SystemExit(f"profile sets '{key}' for chapter {slug}, which has no such parameter "
-                             f"(it has: {', '.join(declared)})")
-        params[key] = value
-    return params
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -124,9 +98,8 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     results = root / "build" / "results" / f"{slug}.json"
     state = root / "build" / "state" / f"{slug}.json"
     fingerprint = chapter_fingerprint(notebook, params)
-    if not force and executed.is_file() and results.is_file() and state.is_file():
-        if json.loads(state.read_text()).get("fingerprint") == fingerprint:
-            return Outcome(slug, "skipped", 0.0, "unchanged since its last successful run")
+    if not force and executed.is_file() and results.is_file() and _last_fingerprint(state) == fingerprint:
+        return Outcome(slug, "skipped", 0.0, "unchanged since its last successful run")
     start = time.time()
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
@@ -152,6 +125,16 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         activations.remove_partial_entries(paths.cache_dir(root))
 
 
+def _last_fingerprint(state: Path) -> str | None:
+    """The fingerprint a chapter's last successful run recorded; None when there is none or
+    its state file is damaged (the chapter then simply runs again)."""
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return recorded.get("fingerprint") if isinstance(recorded, dict) else None
+
+
 def build_site(root: Path) -> int:
     """Write the offline chart bundle and run ``jupyter-book build`` with warnings as errors."""
     charts.write_bundle(root / "_static")
@@ -174,12 +157,16 @@ def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
 def build(root: Path, profile: str = "default", only: list[str] | None = None, force: bool = False,
           site: bool = True) -> int:
     """Run the chapters, then the site. Returns a process exit code (0 = success)."""
-    chosen = load_profile(profile, root)
+    chosen = profiles.load(profile, root, [p.stem for p in notebooks(root)])
+    planned = {notebook: _checked_parameters(notebook.stem, chosen) for notebook in notebooks(root, only)}
+    if None in planned.values():
+        print("bad parameters in the profile: no chapter was run", file=sys.stderr)
+        return 1
     _remove_leftovers(root)
     failures = 0
-    for notebook in notebooks(root, only):
-        outcome = run_chapter(notebook, chapter_parameters(notebook, chosen), root, force)
-        print(f"{outcome.status:>8}  {outcome.slug:<40} {outcome.seconds:7.1f} s  {outcome.message}", flush=True)
+    for notebook, params in planned.items():
+        outcome = run_chapter(notebook, params, root, force)
+        _report(outcome)
         failures += outcome.status == "failed"
     if failures:
         print(f"{failures} chapter(s) failed; their previous executed copies and results were kept; "
@@ -191,6 +178,20 @@ def build(root: Path, profile: str = "default", only: list[str] | None = None, f
     code = build_site(root)
     print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s", flush=True)
     return code
+
+
+def _checked_parameters(slug: str, profile: profiles.Profile) -> dict[str, Any] | None:
+    """The chapter's parameters from ``profile``, or None after reporting a bad value (the
+    chapter is then not run, and its previous outputs stay as they are)."""
+    try:
+        return profiles.chapter_parameters(slug, profile)
+    except ParameterError as error:
+        _report(Outcome(slug, "failed", 0.0, f"parameters cell: ParameterError: {error} (from {profile.where})"))
+        return None
+
+
+def _report(outcome: Outcome) -> None:
+    print(f"{outcome.status:>8}  {outcome.slug:<40} {outcome.seconds:7.1f} s  {outcome.message}", flush=True)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims, rules
+from . import claims, readback, rules
 from ..core import paths
 
 VERDICT_ORDER = [*claims.VERDICTS, "reproduced", "not reproduced"]
@@ -48,8 +48,9 @@ def _literal_type(spec: dict[str, Any]) -> str:
 
 
 def load_results(chapter: str) -> dict[str, Any]:
-    """The results JSON a chapter wrote in this run."""
-    return json.loads((paths.results_dir() / f"{chapter}.json").read_text())
+    """The results JSON a chapter wrote in this run, checked (:func:`readback.read`: a damaged
+    file is one line naming it and the command that rebuilds it)."""
+    return readback.read(paths.results_dir() / f"{chapter}.json")
 
 
 def provenance(document: dict[str, Any]) -> pd.DataFrame:
@@ -73,8 +74,8 @@ def claims_dashboard(results: Path | None = None, chapters: list[str] | None = N
     chapter, claim, published (model), this run (model), verdict, numeric, 95% interval, null, test
     and id — one verdict per claim (claims.VERDICTS), the numeric verdict in its own column."""
     rows = []
-    for path in sorted((results or paths.built_results_dir()).glob("*.json")):
-        document = json.loads(path.read_text())
+    for path in sorted((results or paths.built_results_dir()).glob("[!.]*.json")):  # not unfinished writes
+        document = readback.read(path)
         if chapters and document.get("chapter") not in chapters:
             continue
         rows += [{"chapter": document["chapter"], "id": claim.get("id", ""), **claims.row(claim)}
@@ -113,7 +114,7 @@ def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
     """The figures ``make bench`` wrote (``name`` relative to the book's root), or None when the
     benchmarks were not run."""
     path = (paths.project_root() or Path.cwd()) / name
-    return json.loads(path.read_text()) if path.is_file() else None
+    return readback.read_mapping(path, "remake it: make bench", "benchmark file") if path.is_file() else None
 
 
 def performance_table(bench: dict[str, Any]) -> pd.DataFrame:

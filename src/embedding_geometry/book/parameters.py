@@ -63,12 +63,20 @@ def number(low: float | None = None, high: float | None = None) -> Rule:
 
     @expects(f"a number{_bounds(low, high)}")
     def rule(name: str, value: Any) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
         if not ok or (low is not None and value < low) or (high is not None and value > high):
             raise ParameterError(name, f"a number{_bounds(low, high)}", value)
         return float(value)
 
     return rule
+
+
+def _finite(value: int | float) -> bool:
+    """A finite number that a float can hold (an int beyond 1.8e308 cannot)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def one_of(*choices: str) -> Rule:
@@ -178,8 +186,8 @@ def sentence_pair(name: str, value: Any) -> list[str] | None:
     """None, or exactly two different non-empty sentences."""
     if value is None:
         return None
-    ok = (isinstance(value, (list, tuple)) and len(value) == 2 and len(set(value)) == 2
-          and all(isinstance(s, str) and s.strip() for s in value))
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(s, str) and s.strip() for s in value) and len(set(value)) == 2)
     if not ok:
         raise ParameterError(name, "None or a list of two different non-empty sentences", value)
     return list(value)

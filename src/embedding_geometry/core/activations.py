@@ -144,9 +144,14 @@ def extract(
     version) and a second call loads it; a damaged cache file is detected and recomputed.
     ``source`` names the parameter the texts came from, for error messages.
     """
+    if isinstance(texts, str):
+        raise ParameterError(source, "a list of texts, not one string", texts)
     texts = list(texts)
     if not texts:
         raise ParameterError(source, "a non-empty list of texts", texts)
+    for text in texts:
+        if not isinstance(text, str) or _unencodable(text):
+            raise ParameterError(source, "a list of strings of valid Unicode (no lone surrogates)", text)
     max_length = max_length or loaded.info.max_seq_length
     key = cache_key(loaded, texts, max_length, attentions)
     path = Path(cache_dir or paths.cache_dir()) / f"{key}.joblib"
@@ -168,7 +173,8 @@ def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attent
 def _forward(loaded, texts, max_length, batch_size, attentions, progress, source) -> Activations:
     encoding = loaded.tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
     ids = [np.asarray(x, np.int64) for x in encoding["input_ids"]]
-    special = [np.asarray(x, bool) for x in encoding["special_tokens_mask"]]
+    structural = _structural_ids(loaded.tokenizer)  # also where a text spells one out ("[SEP]")
+    special = [np.asarray(m, bool) | np.isin(x, structural) for m, x in zip(encoding["special_tokens_mask"], ids)]
     for text, mask in zip(texts, special):
         if mask.all():
             raise ParameterError(source, "texts that each contain at least one word token", text)
@@ -203,12 +209,28 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         tokens=[t for x in ids for t in loaded.tokenizer.convert_ids_to_tokens(x.tolist())],
         special_mask=special_flat,
         word_mask=~special_flat,
-        word_ids=np.concatenate([[-1 if w is None else w for w in encoding.word_ids(i)] for i in range(len(texts))]).astype(np.int64),
+        word_ids=np.where(special_flat, -1, np.concatenate([[-1 if w is None else w for w in encoding.word_ids(i)]
+                                                             for i in range(len(texts))])).astype(np.int64),
         attentions=maps if attentions else None,
         family=loaded.info.family,
         has_cls=loaded.info.has_cls,
         has_sep=loaded.info.has_sep,
     )
+
+
+def _structural_ids(tokenizer) -> list[int]:
+    """Ids of the tokens METHODS.md §0 calls special: [CLS], [SEP], <s>, </s> and padding."""
+    names = ("cls_token_id", "sep_token_id", "bos_token_id", "eos_token_id", "pad_token_id")
+    return [i for i in (getattr(tokenizer, name, None) for name in names) if isinstance(i, int)]
+
+
+def _unencodable(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (no UTF-8 form: no tokenizer can read it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _load(path: Path, key: str) -> Activations | None:
@@ -241,8 +263,12 @@ def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
 
 def _store(path: Path, record: Activations) -> None:
     """Write atomically: a temporary file in the same folder, renamed into place when complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".joblib", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".joblib", dir=path.parent)
+    except OSError as error:  # a read-only or misplaced cache folder: go on without caching
+        warnings.warn(f"activation cache folder {path.parent} is not writable ({error.strerror}); not cached")
+        return
     os.close(handle)
     try:
         joblib.dump(record, tmp)

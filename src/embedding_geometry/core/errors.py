@@ -37,5 +37,15 @@ class NotApplicableError(BookError, ValueError):
 
 
 def _short(value: object, width: int = 60) -> str:
-    text = repr(value)
+    """``repr(value)`` cut to ``width`` characters, built in bounded time and memory whatever
+    the value (``reprlib``: a YAML alias bomb or a 5,000-digit integer included)."""
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxstring = shown.maxother = shown.maxlong = width
+    shown.maxlevel = 3  # 60 characters never show more
+    try:
+        text = shown.repr(value)
+    except ValueError:  # an int beyond Python's digit limit for str()
+        text = f"an integer of {value.bit_length()} bits"
     return text if len(text) <= width else text[: width - 3] + "..."

@@ -27,6 +27,9 @@ from .errors import ModelUnavailableError, RemoteCodeError
 
 EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model",
+                   "tokenizer.model")
+"""Files a tokenizer is built from (without one, transformers builds an empty vocabulary)."""
 
 
 @dataclass(frozen=True)
@@ -150,12 +153,19 @@ def load(
         )
     if not config.get("auto_map"):  # custom code names its own architecture
         architectures.family_of(config.get("model_type"))
+    if directory is not None and not any((directory / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelUnavailableError(f"model '{model_id}' has no tokenizer files; expected one of "
+                                    f"{', '.join(TOKENIZER_FILES)} beside its config.json")
     kwargs = dict(revision=revision, trust_remote_code=trust_remote_code, local_files_only=_offline(directory))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **kwargs)
-        model = AutoModel.from_pretrained(where, attn_implementation="eager", dtype=torch.float32, **kwargs)
+        model, report = AutoModel.from_pretrained(where, attn_implementation="eager", dtype=torch.float32,
+                                                  output_loading_info=True, **kwargs)
     except OSError as error:
-        raise _unavailable(model_id) from error
+        raise (_unavailable(model_id) if directory is None else _damaged(model_id, error)) from error
+    except Exception as error:  # a damaged directory: transformers and safetensors raise many kinds
+        raise _damaged(model_id, error) from error
+    _check_weights(model_id, config, report)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailableError(f"model '{model_id}' has no fast tokenizer (tokenizer.json); word ids need one")
     tokenizer.padding_side = "right"
@@ -163,7 +173,10 @@ def load(
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     torch_device = resolve_device(device)
     model.to(torch_device).eval()
-    info = _describe(model_id, source, sha, model, tokenizer, directory)
+    try:
+        info = _describe(model_id, source, sha, model, tokenizer, directory)
+    except (ValueError, TypeError, AttributeError, OSError) as error:  # damaged sentence-transformers files
+        raise _damaged(model_id, error) from error
     return LoadedModel(model=model, tokenizer=tokenizer, info=info, device=torch_device)
 
 
@@ -224,7 +237,9 @@ def _config_dict(model_id: str, where: str, revision: str | None) -> dict[str, A
     try:
         config, _ = PretrainedConfig.get_config_dict(where, revision=revision, local_files_only=_offline(Path(where)))
     except (OSError, ValueError) as error:
-        raise _unavailable(model_id) from error
+        raise (_damaged(model_id, error) if Path(where).is_dir() else _unavailable(model_id)) from error
+    if not isinstance(config, dict):
+        raise _damaged(model_id, TypeError("config.json does not hold a JSON object"))
     return config
 
 
@@ -233,6 +248,28 @@ def _offline(directory: Path | None) -> bool:
     if directory is not None and directory.exists():
         return True
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+
+
+def _damaged(model_id: str, error: Exception) -> ModelUnavailableError:
+    """A model whose files are there but cannot be loaded (empty weights, a config that is not
+    JSON, a tokenizer file cut short): one line with the first line of the underlying error."""
+    first = (str(error).strip().splitlines() or [""])[0][:160]
+    return ModelUnavailableError(
+        f"model '{model_id}' is damaged or incomplete ({type(error).__name__}: {first}); expected a "
+        "directory as save_pretrained writes it: config.json, the weights and the tokenizer files"
+    )
+
+
+def _check_weights(model_id: str, config: dict[str, Any], report: dict[str, Any]) -> None:
+    """Refuse a model whose weights file lacks weights its architecture needs (they would be
+    random: a config.json of another architecture, or a partial checkpoint). A missing pooler
+    is allowed: no measurement uses it."""
+    missing = sorted(k for k in report.get("missing_keys", ()) if not k.startswith("pooler."))
+    if missing:
+        raise ModelUnavailableError(
+            f"model '{model_id}' has no weights for {len(missing)} parameters of its architecture "
+            f"({config.get('model_type')!r}; e.g. '{missing[0]}'); expected the config.json saved with its weights"
+        )
 
 
 def _unavailable(model_id: str) -> ModelUnavailableError:

@@ -1,0 +1,136 @@
+"""Reading build products back, checked: a chapter's results JSON, the benchmark figures.
+
+:func:`claims.write_results <embedding_geometry.book.claims.write_results>` writes one
+``<slug>.json`` per chapter; the pages that summarise chapters (provenance, the claims dashboard)
+read them back with :func:`read`. A file that is empty, truncated, not UTF-8, not JSON, or not
+of the schema below (written by an older version, or not a results file at all) is a one-line
+:class:`DamagedResultsError` that names the file and the command that rebuilds it.
+
+Schema (what the pages use)::
+
+    chapter      str            the file's own slug
+    model, params, inputs, metrics, environment      mappings
+    environment  python, torch, transformers, device: str; seconds: number
+    claims       list of {statement: str, model: str, published: None | {value, model}, ...},
+                 each of which the dashboard can show (:func:`claims.row <embedding_geometry.book.claims.row>`)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core import paths
+from ..core.errors import BookError
+from . import claims, rules
+
+SECTIONS = {"chapter": str, "model": dict, "params": dict, "inputs": dict, "metrics": dict,
+            "claims": list, "environment": dict}
+ENVIRONMENT = {"python": str, "torch": str, "transformers": str, "device": str, "seconds": (int, float)}
+CLAIM = {"statement": str, "model": str, "published": (dict, type(None))}
+REBUILD = ".venv/bin/python -m embedding_geometry build --only {slug} --force"
+
+
+class DamagedResultsError(BookError, ValueError):
+    """A results (or other build-product) JSON file cannot be used; the message says how to remake it."""
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The results JSON at ``path`` (``<slug>.json``), checked against the schema above."""
+    document = read_json(path, rebuild_hint(path.stem))
+    problem = schema_problem(document, path.stem)
+    if problem:
+        written = document.get("environment", {}).get("embedding_geometry") if isinstance(document, dict) else None
+        if isinstance(written, str) and written != __version__:
+            problem += f" (written by embedding_geometry {written[:20]}, this is {__version__})"
+        raise DamagedResultsError(f"results file {_name(path)} is not usable: {problem}; {rebuild_hint(path.stem)}")
+    return document
+
+
+def read_json(path: Path, remedy: str, what: str = "results file") -> Any:
+    """The JSON value in ``path``; a file that cannot be read as JSON is a one-line
+    :class:`DamagedResultsError` naming ``what`` it is and ending in ``remedy`` (how to remake it)."""
+    name = f"{what} {_name(path)}"
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise DamagedResultsError(f"{name} cannot be read ({error.strerror}); {remedy}") from error
+    if not raw.strip():
+        raise DamagedResultsError(f"{name} is empty; {remedy}")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise DamagedResultsError(f"{name} is not UTF-8 text (byte {error.start}); {remedy}") from error
+    except json.JSONDecodeError as error:
+        raise DamagedResultsError(f"{name} is damaged: not complete JSON ({error.msg} at line "
+                                  f"{error.lineno}, column {error.colno}); {remedy}") from error
+    except RecursionError as error:
+        raise DamagedResultsError(f"{name} is damaged: JSON nested too deeply; {remedy}") from error
+
+
+def read_mapping(path: Path, remedy: str, what: str) -> dict[str, Any]:
+    """:func:`read_json`, where the file must hold a JSON object."""
+    value = read_json(path, remedy, what)
+    if not isinstance(value, dict):
+        raise DamagedResultsError(f"{what} {_name(path)} holds a JSON {_json_type(value)}, not an object; {remedy}")
+    return value
+
+
+def schema_problem(document: Any, slug: str) -> str | None:
+    """What keeps ``document`` from being the results of chapter ``slug``, or None."""
+    if not isinstance(document, dict):
+        return f"it holds a JSON {type(document).__name__}, not an object"
+    problem = _fields(document, SECTIONS, "") or _fields(document["environment"], ENVIRONMENT, "environment.")
+    if problem:
+        return problem
+    if document["chapter"] != slug:
+        return f"it holds the results of chapter {document['chapter'][:60]!r}"
+    for i, claim in enumerate(document["claims"]):
+        if not isinstance(claim, dict):
+            return f"claims[{i}] is a {type(claim).__name__}, not an object"
+        if problem := _fields(claim, CLAIM, f"claims[{i}]."):
+            return problem
+        if claim["published"] is not None and not {"value", "model"} <= set(claim["published"]):
+            return f"claims[{i}].published lacks 'value' or 'model'"
+        try:
+            claims.row(claim)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            return f"claims[{i}] cannot be shown ({type(error).__name__}: {_first_line(error)})"
+    return None
+
+
+def rebuild_hint(slug: str) -> str:
+    """The command that rewrites ``build/results/<slug>.json``."""
+    if slug not in rules.CHAPTERS:
+        return "it is no chapter's results file: remove it"
+    return "rebuild it: " + REBUILD.format(slug=slug)
+
+
+def _fields(mapping: dict, expected: dict[str, Any], prefix: str) -> str | None:
+    for key, kind in expected.items():
+        if key not in mapping:
+            return f"it lacks {prefix}{key}"
+        if not isinstance(mapping[key], kind) or isinstance(mapping[key], bool) and kind != bool:
+            return f"{prefix}{key} is a JSON {_json_type(mapping[key])}"
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:80]
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
+
+
+def _name(path: Path) -> str:
+    """The path relative to the book's root when it lies inside it (as a reader would type it)."""
+    root = paths.project_root()
+    try:
+        shown = path.resolve().relative_to(root.resolve()) if root else path
+    except ValueError:
+        shown = path
+    return repr(str(shown)) if not str(shown).isprintable() else str(shown)
