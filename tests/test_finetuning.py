@@ -16,5 +16,13 @@ def test_the_articles_training_code_moves_no_weight_and_one_real_step_does(tiny_
     assert as_written["pair_cosine_before"] == as_written["pair_cosine_after"]
     one_step = finetuning.article_finetune(str(tiny_bert_dir), "cpu", warmup_steps=0)
     assert one_step["max_weight_change"] > 0
-    table = finetuning.summary_table({"as written": as_written, "no warm-up": one_step})
+
+
+def test_finetune_study_and_its_table(tiny_bert_dir):
+    study = finetuning.finetune_study(str(tiny_bert_dir), "cpu")
+    assert set(study) == set(finetuning.NOT_RUN) == {"article", "no_warmup", "mnrl", "negative_pair_change"}
+    assert study["article"]["max_weight_change"] == 0.0 and study["no_warmup"]["max_weight_change"] > 0
+    before, after = study["no_warmup"]["pair_cosine_before"][1], study["no_warmup"]["pair_cosine_after"][1]
+    assert study["negative_pair_change"] == after - before and study["mnrl"]["difference"] == 0.0
+    table = finetuning.summary_table(study)
     assert list(table.columns) == ["as written", "no warm-up"] and "cos(0.1 pair) after" in table.index

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry.core import corpora
+from embedding_geometry.core import activations, corpora
 from embedding_geometry.studies import long_texts
 
 SENTENCES = [f"Sentence number {i} is here." for i in range(12)]
@@ -79,12 +79,52 @@ def test_word_token_offsets_and_tokens_per_word(embedded):
     assert long_texts.budget(embedded.tokenizer, 256) == 254
 
 
+def test_dilution_texts_put_the_key_first_and_last_in_the_order_the_study_reads():
+    sets = long_texts.dilution_texts(SENTENCES, TOPICS, n_keys=2, k_max=3, seed=1)
+    assert list(sets) == list(long_texts.KEY_POSITIONS)
+    assert sets["key first"]["keys"] == sets["key last"]["keys"]
+    flat = long_texts.flat_texts(sets)
+    assert len(flat) == 2 * 2 * 4
+    assert flat[:4] == sets["key first"]["texts"][0] and flat[-4:] == sets["key last"]["texts"][1]
+
+
+def test_long_documents_encode_each_document_then_its_windows():
+    docs = long_texts.long_documents(SENTENCES, min_words=12, n_docs=2, window=4, stride=2, seed=0)
+    assert docs.documents == long_texts.documents(SENTENCES, 12, 2, seed=0)
+    assert docs.texts == [" ".join(SENTENCES[i] for i in doc) for doc in docs.documents]
+    assert docs.windows == [long_texts.word_windows(t, 4, 2) for t in docs.texts]
+    assert docs.encoded == docs.texts + [w for ws in docs.windows for w in ws]
+
+
+def test_long_text_study_with_hand_made_vectors(embedded):
+    # two documents, one window each (window ≥ their length); every sentence's vector points
+    # at its own document's vector, so every method finds every document
+    docs = long_texts.long_documents(SENTENCES, min_words=12, n_docs=2, window=50, stride=25, seed=0)
+    assert [len(ws) for ws in docs.windows] == [1, 1]
+    vectors = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # documents, then windows
+    sentence_vectors = np.zeros((len(SENTENCES), 2))
+    for d, doc in enumerate(docs.documents):
+        sentence_vectors[doc] = vectors[d]
+    study = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 256)
+    assert study["n_docs"] == 2 and study["windows_per_doc"] == 1.0 and study["token_budget"] == 254
+    assert study["coverage"] == {"truncation": 1.0, "windows": 1.0}
+    assert study["windows_over_limit_fraction"] == 0.0 and study["sentences_beyond_truncation"] == 0.0
+    assert all(r["all"] == 1.0 and r["beyond_truncation"] is None for r in study["recall_at_1"].values())
+    assert study["windows_minus_truncation"] == 0.0 and study["max_minus_mean"] == 0.0
+    assert study["tokens_per_word"] == long_texts.tokens_per_word(embedded.tokenizer, SENTENCES)
+    assert study["words_in_budget"] == pytest.approx(254 / study["tokens_per_word"])
+    short = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12)
+    assert short["coverage"]["truncation"] < 1 and short["windows_over_limit_fraction"] == 1.0
+
+
 def test_long_text_study_on_the_tiny_model(tiny_bert):
     sentences = corpora.corpus()["sentence"].tolist()
     vectors = np.random.default_rng(0).standard_normal((len(sentences), tiny_bert.info.hidden))
-    study = long_texts.long_text_study(tiny_bert, sentences, vectors, min_words=150, n_docs=2, window=40,
-                                       stride=20, batch_size=4)
-    assert study["n_docs"] == 2 and len(study["inputs"]["documents"]) == 2
+    docs = long_texts.long_documents(sentences, min_words=150, n_docs=2, window=40, stride=20)
+    encoded = activations.extract(tiny_bert, docs.encoded, batch_size=4, cache=False, progress=False)
+    study = long_texts.long_text_study(docs, encoded.mean_pool("all")[-1], sentences, vectors, tiny_bert.tokenizer,
+                                       tiny_bert.info.max_seq_length)
+    assert study["n_docs"] == 2
     assert 0 < study["coverage"]["truncation"] < study["coverage"]["windows"] <= 1
     assert set(study["recall_at_1"]) == {"truncation", "windows_max", "windows_mean"}
     assert all(0 <= r["all"] <= 1 for r in study["recall_at_1"].values())

@@ -1,14 +1,14 @@
-"""Pooling operators, [CLS] attention by position, length bias and the compound study."""
+"""Pooling operators, the last layer's attention, length bias and dilution, and the library checks."""
 
 import numpy as np
 import pytest
 import torch
-import yaml
 
-from embedding_geometry.core import activations, corpora
+from embedding_geometry.core import activations, models
 from embedding_geometry.studies import pooling
 
 import tiny_models
+from synthetic_records import cls_maps, record, uniform_maps
 
 
 # --------------------------------------------------------------------------- pooling one text
@@ -57,75 +57,54 @@ def test_subword_aware_pool_by_hand_and_against_the_article():
 
 def test_pool_on_a_record_of_the_tiny_model(tiny_bert):
     texts = ["The quick brown fox", "DataForce quarterly report"]
-    acts = activations.extract(tiny_bert, texts, cache=False, progress=False)
+    acts = activations.extract(tiny_bert, texts, cache=False, progress=False, attentions=True)
     assert np.allclose(pooling.pool(acts, "mean"), acts.mean_pool("all")[-1])
     assert np.allclose(pooling.pool(acts, "cls"), acts.cls()[-1])
     words = pooling.pool(acts, "subword")
     assert np.allclose(words[1], pooling.subword_aware_pool(acts.token_states(-1, 1, "all"), acts.word_ids[acts.rows(1)]))
-    rows, entropy = pooling.last_layer_attention(tiny_bert, texts)
-    weighted = pooling.pool(acts, "attention", rows)
+    rows = pooling.cls_attention(acts)
+    weighted = pooling.pool(acts, "attention")
     assert np.allclose(weighted[0], rows[0] @ acts.token_states(-1, 0, "all") / rows[0].sum())
-    with pytest.raises(ValueError, match="one row of \\[CLS\\] attention"):
-        pooling.pool(acts, "attention")
+    with pytest.raises(ValueError, match="attentions=True"):
+        pooling.pool(activations.extract(tiny_bert, texts, cache=False, progress=False), "attention")
     with pytest.raises(ValueError, match="pooling must be one of"):
         pooling.pool(acts, "max")
 
 
-def test_last_layer_attention_rows_are_distributions(tiny_bert):
+def test_cls_attention_and_entropy_of_hand_made_maps():
+    first = cls_maps([0.5, 0.25, 0.25])
+    first[1] = uniform_maps(3)[1]  # the second head's [CLS] row is uniform
+    acts = record([np.zeros((3, 2)), np.zeros((2, 2))], attentions=[first, uniform_maps(2)])
+    rows = pooling.cls_attention(acts)
+    assert rows[0] == pytest.approx([(0.5 + 1 / 3) / 2, (0.25 + 1 / 3) / 2, (0.25 + 1 / 3) / 2])
+    assert rows[1] == pytest.approx([0.5, 0.5])
+    entropy = pooling.attention_entropy(acts)
+    row_entropy = -(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25)) / np.log(3)  # the one non-uniform row
+    assert entropy[0] == pytest.approx((row_entropy + 5) / 6) and entropy[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="attentions=True"):
+        pooling.cls_attention(record([np.zeros((3, 2))]))
+
+
+def test_cls_attention_rows_of_the_tiny_model_are_distributions(tiny_bert):
     texts = ["a b c d e f g h", "short", "The stock market surged"]
-    rows, entropy = pooling.last_layer_attention(tiny_bert, texts, batch_size=2)
-    lengths = activations.extract(tiny_bert, texts, cache=False, progress=False).lengths
-    assert [len(r) for r in rows] == list(lengths)  # input order kept although batches are sorted
+    acts = activations.extract(tiny_bert, texts, batch_size=2, cache=False, progress=False, attentions=True)
+    rows = pooling.cls_attention(acts)
+    assert [len(r) for r in rows] == list(acts.lengths)  # input order kept although batches are sorted
     assert all(r.sum() == pytest.approx(1.0) for r in rows)
-    assert np.all((entropy > 0) & (entropy <= 1 + 1e-9))
+    assert np.all((pooling.attention_entropy(acts) > 0) & (pooling.attention_entropy(acts) <= 1 + 1e-9))
 
 
-# --------------------------------------------------------------------------- attention by position
-
-def test_bucket_shares_by_hand():
-    weights = np.arange(120, dtype=float)
-    shares = pooling.bucket_shares(weights)
-    assert shares == pytest.approx([sum(range(0, 11)), sum(range(11, 51)), sum(range(51, 101)), sum(range(101, 120))])
-    assert pooling.bucket_shares(np.ones(5)) == pytest.approx([5, 0, 0, 0])
-
-
-def test_uniform_shares():
-    assert pooling.uniform_shares(256) == pytest.approx(np.array([11, 40, 50, 155]) / 256)
-
-
-def test_power_law_is_the_articles_code():
-    position = np.arange(512)
-    attention_weight = 1 / (1 + 0.1 * position)
-    attention_weight /= attention_weight.sum()
-    assert pooling.power_law(512, 0.1) == pytest.approx(attention_weight)
-    with pytest.raises(ValueError):
-        pooling.power_law(0, 0.1)
-
-
-def test_the_articles_table_does_not_follow_from_its_code():
-    table = pooling.article_code_table()
-    assert table.round(3) == pytest.approx([0.192, 0.270, 0.150, 0.387])
-    assert table.sum() == pytest.approx(1.0)
-    length, rms = pooling.closest_length()
-    assert length == 130 and rms == pytest.approx(0.0266, abs=5e-4)
-    erratum = next(e for e in yaml.safe_load(open(corpora._data("claims/05_embeddings_without_tears.yaml")))["errata"]
-                   if e["id"] == "cls-table-not-from-its-code")
-    assert erratum["data_value"].startswith(" / ".join(f"{100 * v:.1f} %" for v in table))
-    assert "130 positions" in erratum["evidence"] and f"{100 * rms:.1f} points" in erratum["evidence"]
-
-
-def test_fit_power_law_recovers_alpha():
-    fit = pooling.fit_power_law(pooling.power_law(200, 0.05))
-    assert fit["alpha"] == pytest.approx(0.05, rel=1e-3)
-    assert fit["r2"] == pytest.approx(1.0, abs=1e-9) and fit["spearman"] == pytest.approx(-1.0)
-    with pytest.raises(ValueError, match="non-constant"):
-        pooling.fit_power_law(np.full(10, 0.1))
-
-
-def test_position_profile_needs_equal_lengths():
-    assert pooling.position_profile([np.array([0.5, 0.5]), np.array([1.0, 0.0])]) == pytest.approx([0.75, 0.25])
-    with pytest.raises(ValueError, match="one length"):
-        pooling.position_profile([np.ones(2), np.ones(3)])
+def test_pooling_retrieval_ranks_each_pooling_by_hand():
+    # documents: [CLS] state, one word; queries equal the documents, so every pooling finds its own
+    docs = record([[[1.0, 0.0], [1.0, 0.1], [0.0, 0.0]], [[0.0, 1.0], [0.1, 1.0], [0.0, 0.0]]],
+                  attentions=[uniform_maps(3), uniform_maps(3)])
+    found = pooling.pooling_retrieval(docs, docs, [0, 1])
+    assert set(found) == {*pooling.POOLINGS, "cls_minus_mean", "subword_minus_mean"}
+    assert all(found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0) for m in pooling.POOLINGS)
+    assert found["cls_minus_mean"] == 0.0 and found["subword_minus_mean"] == 0.0
+    swapped = record([[[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]],
+                     attentions=[uniform_maps(3), uniform_maps(3)])  # [CLS] points to the other document
+    assert pooling.pooling_retrieval(docs, swapped, [0, 1])["cls"]["recall_at_1"] == 0.0
 
 
 # --------------------------------------------------------------------------- length bias and dilution
@@ -148,58 +127,71 @@ def test_length_norm_relation_of_an_exact_averaging_law():
         pooling.length_norm_relation(vectors, np.full(6, 4))
 
 
-# --------------------------------------------------------------------------- compounds
-
-def test_composition_stability_and_margin_by_hand():
-    compounds = np.eye(3)
-    parts = [np.array([[1.0, 0.1, 0.0], [1.0, -0.1, 0.0]]), np.array([[0.0, 1.0, 0.2]]), np.array([[0.1, 0.0, 1.0]])]
-    result = pooling.composition(compounds, parts)
-    assert result["top1"] == 1.0 and result["chance"] == pytest.approx(1 / 3)
-    assert result["cosine"][0] == pytest.approx(1.0)
-    assert pooling.stability(np.ones((3, 4))) == pytest.approx(1.0)
-    vectors = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    assert pooling.pair_margin(vectors, [(0, 1)], [(0, 2)]) == pytest.approx(1.0)
-
-
-def test_word_index_finds_the_compound_in_any_case(tiny_bert):
-    assert pooling.word_index(tiny_bert.tokenizer, "Every payment is on the Blockchain.", "blockchain") == 5
-    with pytest.raises(ValueError, match="does not occur"):
-        pooling.word_index(tiny_bert.tokenizer, "no such word here", "DataForce")
-
-
-def test_compound_study_on_the_tiny_model(tiny_bert):
-    data = pooling.compound_set()
-    small = {"compounds": data["compounds"][:3], "controls": data["controls"][:2]}
-    study = pooling.compound_study(tiny_bert, small, batch_size=8)
-    assert [r["compound"] for r in study["compounds"]] == ["DataForce", "Salesforce", "PayPal"]
-    assert study["compounds"][0]["pieces"] == "data ##force" and study["split_fraction"] == 1.0
-    assert all(r["n_pieces"] == 1 for r in study["controls"])
-    assert -1 <= study["composition_mean_cosine"] <= 1 and 0 <= study["composition_top1"] <= 1
-    assert len(study["inputs"]["sentences"]) == 3 * 4 + 2 * 3
-
-
-def test_the_compound_set_splits_every_compound_and_keeps_every_control_whole(embedded):
-    data = pooling.compound_set()
-    assert len(data["compounds"]) >= 10 and len(data["controls"]) >= 5
-    for item in data["compounds"]:
-        assert len(embedded.tokenizer.tokenize(item["compound"])) > 1, item["compound"]
-        assert len(item["contexts"]) == 3 and all(item["compound"].lower() in s.lower() for s in item["contexts"])
-        assert item["compound"].lower() not in item["literal"].lower()
-    for item in data["controls"]:
-        assert len(embedded.tokenizer.tokenize(item["word"])) == 1, item["word"]
+def test_dilution_study_of_hand_made_texts():
+    # one key position, one key, k = 0..1: the key's text is [CLS] e1 [SEP]; with one filler its
+    # mean turns towards e2, its [CLS] state stays, and [CLS] attends only to the key's token
+    key = [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]
+    longer = [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+    acts = record([key, longer], word_ids=[[-1, 0, -1], [-1, 0, 1, -1]],
+                  attentions=[cls_maps([0.0, 1.0, 0.0]), cls_maps([0.0, 1.0, 0.0, 0.0])])
+    study = pooling.dilution_study(acts, ["key first"], k_max=1)
+    assert study["k"] == [0, 1] and study["k_max"] == 1
+    assert study["key_first"]["mean"] == pytest.approx([1.0, 1 / np.sqrt(2)])
+    assert study["key_first"]["cls"] == pytest.approx([1.0, 1.0])
+    assert study["key_first"]["attention"] == pytest.approx([1.0, 1.0])
+    assert study["attention_gain"] == pytest.approx(1 - 1 / np.sqrt(2))
+    assert study["final"]["key_first"] == pytest.approx({"mean": 1 / np.sqrt(2), "cls": 1.0, "attention": 1.0})
+    assert 0 < study["attention_entropy"] < 1
+    with pytest.raises(ValueError, match="positions"):
+        pooling.dilution_study(acts, ["key first"], k_max=2)
 
 
 # --------------------------------------------------------------------------- the library
 
-def test_library_checks_on_the_tiny_model(tiny_bert, tmp_path):
-    from embedding_geometry.core import models
+class _Pipeline:
+    """A stand-in for a sentence-transformers pipeline: two modules; ``encode`` returns each
+    text's length in characters as a 2-vector, plus the batch size when padding leaks in."""
 
+    def __init__(self, leak: float = 0.0):
+        self.leak = leak
+
+    def __iter__(self):
+        return iter([type("Transformer", (), {})(), type("Pooling", (), {})()])
+
+    def encode(self, texts, batch_size, **_):
+        return np.array([[len(t) + self.leak * (len(texts) - 1), 0.0] for t in texts])
+
+
+def test_library_checks_of_a_hand_made_pipeline():
+    texts = ["ab", "abcd"]
+    checks = pooling.library_checks(_Pipeline(), texts)
+    assert checks == {"modules": ["Transformer", "Pooling"], "max_norm_deviation": 3.0, "padding_max_abs_diff": 0.0}
+    assert pooling.library_checks(_Pipeline(leak=0.5), texts)["padding_max_abs_diff"] == 0.5
+    assert pooling.library_checks(None, texts) is None
+    with pytest.raises(ValueError, match="different lengths"):
+        pooling.library_checks(_Pipeline(), ["same", "same"])
+
+
+def test_library_checks_on_the_tiny_model(tiny_bert, tmp_path):
     texts = ["short one", "a somewhat longer sentence than the first", "mid length text"]
-    checks = pooling.library_checks(tiny_bert, texts)
-    assert checks["modules"] == ["Transformer", "Pooling"] and checks["pooling_mode"] == "mean"
+    checks = pooling.library_checks(models.sentence_transformer(tiny_bert), texts)
+    assert checks["modules"] == ["Transformer", "Pooling"]
     assert checks["padding_max_abs_diff"] < 1e-5
     assert checks["max_norm_deviation"] > 1e-3  # no Normalize module: norms are not 1
     bare = models.load(str(tiny_models.tiny_bert(tmp_path / "bare", sentence_transformers=False)), device="cpu")
-    assert pooling.library_checks(bare, texts) is None
-    with pytest.raises(ValueError, match="different lengths"):
-        pooling.library_checks(tiny_bert, ["same", "same"])
+    assert models.sentence_transformer(bare) is None
+
+
+def test_library_metrics_by_hand(tiny_bert):
+    # [CLS] and [SEP] point along e2, the word along e1: the mean of all tokens is (1, 2) / 3
+    acts = record([[[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])
+    checks = {"modules": ["Transformer", "Pooling"], "max_norm_deviation": 0.5, "padding_max_abs_diff": 0.0}
+    found = pooling.library_metrics(tiny_bert.info, checks, {"max_abs_diff": 1e-7, "min_cosine": 1.0}, acts)
+    assert found["model_facts"] == {"hidden": 40, "layers": 3, "max_seq_length": tiny_bert.info.max_seq_length}
+    library = found["library"]
+    assert library["pooling_mode"] == "mean" and library["pooling_is_mean"] == 1.0
+    assert library["special_token_cosine"] == pytest.approx(1 / np.sqrt(5))
+    assert library["meanpool_vs_model"]["max_abs_diff"] == 1e-7
+    empty = pooling.library_metrics(tiny_bert.info, None, None, acts)["library"]
+    assert empty["modules"] is None and empty["padding_max_abs_diff"] is None
+    assert empty["meanpool_vs_model"] == {"max_abs_diff": None}

@@ -94,3 +94,19 @@ def test_group_nonuniformity():
     assert result["kruskal_p"] < 0.05
     with pytest.raises(ValueError, match="two groups"):
         quantization.group_nonuniformity(errors, ["a"] * 8)
+
+
+def test_quantization_study_keys_and_known_values():
+    x = np.random.default_rng(0).standard_normal((300, 16))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    labels = ["a"] * 150 + ["b"] * 150
+    study = quantization.quantization_study(x, labels, article_m=2, seed=0)
+    assert list(study) == ["int8", "binary", "pq_article", "pq_8x", "pq_16x"]
+    assert [study[k]["compression_ratio"] for k in study] == [4.0, 32.0, 32.0, 8.0, 16.0]
+    assert (study["pq_article"]["m"], study["pq_8x"]["m"], study["pq_16x"]["m"]) == (2, 8, 4)
+    int8 = quantization.int8_article(x)
+    assert study["int8"]["mse"] == int8["mse"] and study["int8"]["clipped_fraction"] == pytest.approx(0.05, abs=0.01)
+    assert study["int8"]["mean_cosine_error"] < study["binary"]["mean_cosine_error"]
+    assert {"kruskal_p", "max_over_min"} <= set(study["int8"])
+    again = quantization.quantization_study(x, labels, article_m=2, seed=0)
+    assert again["pq_8x"]["mean_cosine_error"] == study["pq_8x"]["mean_cosine_error"]  # seeded k-means

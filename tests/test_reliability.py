@@ -53,9 +53,10 @@ BAD_PARAMETERS = [
     ("04_attention_context_similarity", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
     ("05_embeddings_without_tears", {"fit_fraction": 1.5}, "parameter 'fit_fraction' expects"),
     ("05_embeddings_without_tears", {"k_max": -1}, "parameter 'k_max' expects"),
-    ("05_embeddings_without_tears", {"window_words": 0}, "parameter 'window_words' expects"),
-    ("05_embeddings_without_tears", {"reranker": NOT_A_MODEL}, "is a local path but not a model directory"),
+    ("05_embeddings_without_tears", {"n_positions": 100000}, "parameter 'n_positions' expects an integer in [102, "),
     ("05_embeddings_without_tears", {"models": ["nobody/not-a-real-model"]}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("06_search_in_practice", {"window_words": 0}, "parameter 'window_words' expects"),
+    ("06_search_in_practice", {"reranker": NOT_A_MODEL}, "is a local path but not a model directory"),
 ]
 BAD_PARAMETERS = [case for case in BAD_PARAMETERS if (ROOT / "notebooks" / f"{case[0]}.ipynb").is_file()]
 

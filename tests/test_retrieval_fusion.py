@@ -1,4 +1,4 @@
-"""Chapter 5's retrieval pieces: BM25, reciprocal-rank fusion, nDCG, reranking, the query set."""
+"""Chapter 6's retrieval pieces: BM25, reciprocal-rank fusion, nDCG, reranking, the query set."""
 
 import numpy as np
 import pytest
@@ -89,3 +89,20 @@ def test_the_judged_query_set():
         assert relevant and all(topics[i] == topic for i in relevant), query
     with pytest.raises(ValueError, match="not in the corpus"):
         retrieval.corpus_queries(sentences[:3] + sentences[4:])
+
+
+def test_hybrid_study_of_a_three_sentence_corpus():
+    documents = ["metformin treats type 2 diabetes", "the cat sat on the mat", "rain is forecast for tomorrow"]
+    queries = {"queries": ["metformin", "weather tomorrow"], "kinds": ["keyword", "paraphrase"], "relevant": [[0], [2]]}
+    vectors = np.eye(3)
+    study = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    assert set(study) == {"dense", "bm25", "rrf", "rrf_minus_dense", "rerank_minus_dense"}
+    assert study["dense"]["keyword"]["recall_at_1"] == 0.0 and study["dense"]["paraphrase"]["recall_at_1"] == 1.0
+    assert study["bm25"]["keyword"]["recall_at_1"] == 1.0
+    assert study["rrf_minus_dense"]["all"] == pytest.approx(study["rrf"]["all"]["ndcg_at_10"]
+                                                            - study["dense"]["all"]["ndcg_at_10"])
+    assert study["rerank_minus_dense"] is None
+    judge = lambda pairs: [1.0 if "metformin" in d and "metformin" in q else 0.0 for q, d in pairs]
+    reranked = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), judge, 3)
+    assert reranked["dense + rerank"]["keyword"]["recall_at_1"] == 1.0
+    assert reranked["rerank_minus_dense"] > 0

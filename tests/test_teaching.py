@@ -60,15 +60,19 @@ def markdown(slug: str) -> str:
 
 def glued_patterns(slug: str) -> list[re.Pattern]:
     """The keys a notebook's code cells glue, as patterns: ``glue("key", …)`` (an f-string key
-    like ``f"ex_{key}"`` matches any key with that prefix and suffix) and the keyword names of
-    ``ch.glue(key=…)``."""
+    like ``f"ex_{key}"`` matches any key with that prefix and suffix), the keyword names of
+    ``ch.glue(key=…)``, and, when the notebook calls ``ch.glue_metrics()``, any metric key path
+    ("whitening.n_fit"; whether it exists shows on the built page)."""
     notebook = nbformat.read(NOTEBOOKS / f"{slug}.ipynb", as_version=4)
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
     keys = re.findall(r"""glue\(\s*f?["']([^"']+)["']""", code)
-    keys += [keyword.arg for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
-             and getattr(node.func, "attr", getattr(node.func, "id", None)) == "glue"
-             for keyword in node.keywords if keyword.arg]
-    return [re.compile("^" + ".+".join(map(re.escape, re.split(r"\{[^}]*\}", key))) + "$") for key in keys]
+    calls = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)]
+    named = lambda node: getattr(node.func, "attr", getattr(node.func, "id", None))
+    keys += [keyword.arg for node in calls if named(node) == "glue" for keyword in node.keywords if keyword.arg]
+    patterns = [re.compile("^" + ".+".join(map(re.escape, re.split(r"\{[^}]*\}", key))) + "$") for key in keys]
+    if any(named(node) == "glue_metrics" for node in calls):  # ch.glue_metrics(): every metric by its key path
+        patterns.append(re.compile(r"^[\w-]+(\.[\w-]+)+$"))
+    return patterns
 
 
 def declared_parameters(slug: str) -> set[str]:

@@ -60,9 +60,9 @@ def test_zero_vector_and_too_few_vectors_are_clear_errors():
 
 def test_reference_scores():
     refs = whitening.reference_scores(d=8, n=50)
-    assert refs["identical vectors"] == pytest.approx(0.0)
-    assert refs["orthonormal vectors"] == pytest.approx(0.5)
-    assert refs["isotropic random directions"] > 0.9
+    assert refs["identical"] == pytest.approx(0.0)
+    assert refs["orthonormal"] == pytest.approx(0.5)
+    assert refs["isotropic"] > 0.9
 
 
 def test_cone_identity_is_exact():
@@ -141,3 +141,56 @@ def test_a_borrowed_mean_removes_less_than_the_domains_own():
     for method in ("center", "whiten"):
         assert result[method]["own"] < result[method]["borrowed"]
         assert result[method]["own"] < result[method]["raw"]
+
+
+# --------------------------------------------------------------------------- the chapter's metrics
+
+def test_model_row_joins_the_score_the_warning_and_retrieval():
+    docs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    row = whitening.model_row(docs, docs[:2], [0, 1])
+    assert row["mean_cos"] == pytest.approx((0 + 2 / np.sqrt(2)) * 2 / 6)
+    assert row["mean_offdiagonal"] == pytest.approx(row["mean_cos"])
+    assert row["recall_at_10"] == 1.0 and row["ndcg_at_10"] == pytest.approx(1.0)
+    assert row["avg_sim"] == pytest.approx((3 + 4 / np.sqrt(2)) / 9) and row["warns"] is True  # 0.647 > 0.6
+    assert set(row) >= {"score", "var_ratio", "threshold"}
+
+
+def test_isotropy_study_picks_the_main_model_the_control_and_the_articles_rows():
+    rows = {"main": {"score": 0.9, "mean_cos": 0.1, "avg_sim": 0.12, "warns": False},
+            "main [control]": {"score": 0.52, "mean_cos": 0.95, "avg_sim": 0.95, "warns": True}}
+    article = [{"name": "Main", "model": "main", "score": 0.67}, {"name": "Other", "model": "other", "score": 0.3}]
+    refs = {"identical": 0.0, "orthonormal": 0.5, "isotropic": 1.0}
+    study = whitening.isotropy_study(rows, "main", "main [control]", article, refs)
+    assert study["isotropy_score"] == 0.9 and study["isotropy"] == rows["main"]
+    assert study["isotropy_article_models"] == {"Main": 0.9, "Other": None}
+    assert study["isotropy_control"] == {"mean_cos": 0.95, "avg_sim": 0.95, "score": 0.52, "warns": True}
+    assert study["isotropy_reference"] == refs and study["isotropy_by_model"] is rows
+    alone = whitening.isotropy_study({"main": rows["main"]}, "main", None, article, refs)
+    assert alone["isotropy_control"] == {"mean_cos": None, "avg_sim": None, "score": None, "warns": None}
+
+
+def test_cone_study_of_vectors_on_a_cone():
+    x = whitening.cap_boundary_sample(300, 20, np.pi / 3, seed=1)
+    cone = whitening.cone_study(x, control_mean_cos=0.9, seed=0)
+    assert cone["kappa"] == pytest.approx(0.5, abs=0.02)
+    assert cone["simulated"]["alpha_degrees"] == pytest.approx(np.degrees(np.arccos(cone["kappa"])))
+    assert cone["simulated"]["mean_pairwise_cosine"] == pytest.approx(cone["kappa"] ** 2, abs=0.01)
+    assert cone["article_abs_error"] == pytest.approx(abs(cone["mean_pairwise_cosine"] - cone["kappa"]))
+    assert cone["trained_minus_control"] == pytest.approx(cone["mean_pairwise_cosine"] - 0.9)
+    assert whitening.cone_study(x, None)["trained_minus_control"] is None
+
+
+def test_whitening_study_on_a_shifted_cloud():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((80, 5)) + np.array([4.0, 0, 0, 0, 0])  # a narrow cone along e1
+    labels = ["a"] * 40 + ["b"] * 40
+    fit_rows, held_rows = whitening.split(80, 0.5, seed=0)
+    study = whitening.whitening_study(x, x[:4], [0, 1, 2, 3], labels, fit_rows, held_rows, seed=0)
+    assert (study["n_fit"], study["n_held_out"], study["dims"], study["zero_eigenvalues"]) == (40, 40, 5, 0)
+    held = study["held_out"]
+    assert held["none"]["anisotropy"] > 0.7 and abs(held["center"]["anisotropy"]) < 0.1
+    assert study["anisotropy_reduction"] == pytest.approx(held["none"]["anisotropy"] - held["whiten"]["anisotropy"])
+    assert study["ndcg_at_10"] == {m: r["ndcg_at_10"] for m, r in study["retrieval"].items()}
+    assert study["retrieval_change"] == pytest.approx(study["ndcg_at_10"]["whiten"] - study["ndcg_at_10"]["none"])
+    assert study["borrowed_minus_own"] == pytest.approx(study["borrowed"]["center"]["borrowed"]
+                                                        - study["borrowed"]["center"]["own"])

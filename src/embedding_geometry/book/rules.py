@@ -60,10 +60,13 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     },
     "05_embeddings_without_tears": {
         **MODEL, **COMPARED,
-        "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
         "fit_fraction": p.number(0.05, 0.95), "n_keys": p.integer(1), "k_max": p.integer(1),
-        "n_positions": p.optional(p.integer(102)), "n_long_docs": p.integer(2),
-        "long_words": p.integer(2), "window_words": p.integer(1), "stride_words": p.integer(1),
+        "n_positions": p.optional(p.integer(102)),
+    },
+    "06_search_in_practice": {
+        **MODEL,
+        "n_long_docs": p.integer(2), "long_words": p.integer(2), "window_words": p.integer(1),
+        "stride_words": p.integer(1), "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
         "finetune": p.boolean,
     },
     "98_performance": {"bench_file": p.text},

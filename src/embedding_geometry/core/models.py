@@ -323,6 +323,18 @@ def anatomy(loaded: LoadedModel) -> "pd.DataFrame":
     return pd.DataFrame(rows, columns=["property", "value"]).astype(str).set_index("property")
 
 
+def sentence_transformer(loaded: LoadedModel):
+    """The model's own sentence-transformers pipeline (its ``modules.json``: Transformer, Pooling,
+    Normalize, …) on the model's device, or None when it has no such configuration on disk. The
+    library's forward path, which the book uses only to cross-check its own."""
+    from sentence_transformers import SentenceTransformer
+
+    directory, _ = locate(loaded.info.id)
+    if directory is None or not (directory / "modules.json").is_file():
+        return None
+    return SentenceTransformer(str(directory), device=str(loaded.device))
+
+
 def sentence_transformer_embeddings(loaded: LoadedModel, texts: list[str]) -> "np.ndarray | None":
     """The model's own sentence embeddings from sentence-transformers, *before* any Normalize
     module, or None when the model has no sentence-transformers configuration on disk."""
@@ -330,10 +342,9 @@ def sentence_transformer_embeddings(loaded: LoadedModel, texts: list[str]) -> "n
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize
 
-    directory, _ = locate(loaded.info.id)
-    if directory is None or not (directory / "modules.json").is_file():
+    pipeline = sentence_transformer(loaded)
+    if pipeline is None:
         return None
-    pipeline = SentenceTransformer(str(directory), device=str(loaded.device))
     kept = [module for module in pipeline if not isinstance(module, Normalize)]
     unnormalised = SentenceTransformer(modules=kept, device=str(loaded.device))
     return np.asarray(unnormalised.encode(texts, convert_to_numpy=True, normalize_embeddings=False,

@@ -16,7 +16,16 @@ linear warm-up the learning rate of optimizer step t (0-based) is lr · t / warm
 examples in batches of 16 make one step, t = 0, at learning rate 0, so no weight moves.
 
 ``article_finetune`` replays that code on a copy of a model and reports how far its weights moved;
-``mnrl_label_effect`` computes the loss with the labels as written and swapped.
+``mnrl_label_effect`` computes the loss with the labels as written and swapped. Both run through
+sentence-transformers (its training loop needs a forward pass with gradients, which the book's
+extraction, under ``torch.inference_mode``, never makes).
+
+Metrics: ``finetune_study`` → finetune {article: ``article_finetune`` as written
+{max_weight_change, pair_cosine_before [2], pair_cosine_after [2], optimizer_steps,
+warmup_steps}, no_warmup: the same with warmup_steps = 0, mnrl: ``mnrl_label_effect``
+{loss_labels_as_written, loss_labels_swapped, difference}, negative_pair_change: how one step
+without warm-up moves cos of the pair labelled 0.1 (after − before)}; ``NOT_RUN`` (None values)
+when it is switched off.
 """
 
 from __future__ import annotations
@@ -108,12 +117,28 @@ def _pair_cosines(vectors: np.ndarray) -> list[float]:
     return pair_cosine(vectors[0::2], vectors[1::2]).tolist()
 
 
-def summary_table(runs: dict[str, dict]) -> "pd.DataFrame":
-    """One column per ``article_finetune`` run on the article's pairs: max |Δw| and cos(a, b) of
-    each pair before and after."""
+NOT_RUN = {"article": {"max_weight_change": None}, "no_warmup": None,
+           "mnrl": {"loss_labels_as_written": None, "loss_labels_swapped": None, "difference": None},
+           "negative_pair_change": None}
+"""finetune when the chapter does not run the training code."""
+
+
+def finetune_study(model: str, device: str = "cpu", seed: int = 0) -> dict[str, dict]:
+    """finetune (see the module docstring): the article's code as written and without warm-up,
+    each on a fresh copy of ``model``, and MNRL with the labels as written and swapped."""
+    as_written = article_finetune(model, device, seed=seed)
+    no_warmup = article_finetune(model, device, seed=seed, warmup_steps=0)
+    return {"article": as_written, "no_warmup": no_warmup, "mnrl": mnrl_label_effect(model, device),
+            "negative_pair_change": no_warmup["pair_cosine_after"][1] - no_warmup["pair_cosine_before"][1]}
+
+
+def summary_table(finetune: dict[str, dict | None]) -> "pd.DataFrame":
+    """One column per ``article_finetune`` run of a ``finetune_study`` (as written, no warm-up):
+    max |Δw| and cos(a, b) of each of the article's pairs before and after."""
     import pandas as pd
 
     rows = {}
+    runs = {"as written": finetune["article"], "no warm-up": finetune["no_warmup"]}
     for name, run in runs.items():
         row = {"max |Δ weight|": run["max_weight_change"]}
         for i, (_, _, label) in enumerate(ARTICLE_PAIRS):

@@ -26,17 +26,25 @@ window are never read, and a window of ``window`` words holds more than ``window
 The long-document test: each document's sentences are queries (their own sentence vectors);
 a query is answered when the nearest document (cosine) is its own, recall@1, split by whether
 truncation reads the whole sentence.
+
+Metrics: ``long_text_study`` → long_text {n_docs, words_per_doc, windows_per_doc, token_budget B,
+coverage {truncation, windows}, windows_over_limit_fraction (windows of more than B tokens),
+sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
+read_by_truncation, beyond_truncation (None when no sentence is)}}, tokens_per_word (of the
+corpus), words_in_budget = B / tokens_per_word, windows_minus_truncation and max_minus_mean
+(recall@1 over all sentences)}.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ..core.geometry import unit_rows
-from ..core.models import LoadedModel
+from .retrieval import cosine_scores, recall_at_k
 
 WindowPooling = Literal["max", "mean"]
 WINDOW_POOLINGS = ("max", "mean")
@@ -66,6 +74,23 @@ def dilution_sets(sentences: Sequence[str], topics: Sequence[str], n_keys: int, 
         order = (lambda k: [*fillers[:k], sentences[key]]) if key_last else (lambda k: [sentences[key], *fillers[:k]])
         result["texts"].append([" ".join(order(k)) for k in range(k_max + 1)])
     return result
+
+
+KEY_POSITIONS = ("key first", "key last")
+
+
+def dilution_texts(sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int,
+                   seed: int = 0) -> dict[str, dict[str, list]]:
+    """``dilution_sets`` with the key first and with the key last (same keys and fillers), by
+    position name (KEY_POSITIONS); ``flat_texts`` lists their texts in the order
+    ``pooling.dilution_study`` reads them."""
+    return {position: dilution_sets(sentences, topics, n_keys, k_max, seed, key_last=position == "key last")
+            for position in KEY_POSITIONS}
+
+
+def flat_texts(sets: dict[str, dict[str, list]]) -> list[str]:
+    """Every text of ``dilution_texts``: per position, per key, k = 0..k_max."""
+    return [text for found in sets.values() for texts in found["texts"] for text in texts]
 
 
 def topic_runs(sentences: Sequence[str], topics: Sequence[str], tokenizer, n_tokens: int) -> dict[str, str]:
@@ -179,49 +204,78 @@ def tokens_per_word(tokenizer, texts: Sequence[str]) -> float:
 
 # --------------------------------------------------------------------------- the long-document test
 
-def long_text_study(loaded: LoadedModel, sentences: Sequence[str], sentence_vectors: np.ndarray, min_words: int,
-                    n_docs: int, window: int = 256, stride: int = 128, seed: int = 0,
-                    batch_size: int = 16) -> dict[str, object]:
-    """Documents of ≥ ``min_words`` words from ``sentences``, encoded by truncation and by the
-    article's windows, max-pooled (``windows_max``, the article) and mean-pooled; coverage, windows over the token limit, and
-    recall@1 of each document's own sentences (vectors ``sentence_vectors`` [N, D]) by method."""
-    from ..core.activations import extract
-    from .retrieval import cosine_scores, recall_at_k
+@dataclass(frozen=True)
+class LongDocuments:
+    """Documents built from corpus sentences and the article's windows of each.
 
-    tokenizer, max_length = loaded.tokenizer, loaded.info.max_seq_length
-    n_budget = budget(tokenizer, max_length)
+    documents  per document, the indices of its sentences in order
+    texts      per document, its sentences joined by spaces
+    windows    per document, ``word_windows(text, window, stride)``"""
+
+    documents: list[list[int]]
+    texts: list[str]
+    windows: list[list[str]]
+    window: int
+    stride: int
+
+    @property
+    def encoded(self) -> list[str]:
+        """What the study encodes, in order: every document whole (truncated by the model), then
+        every window of document 0, of document 1, …"""
+        return self.texts + [w for ws in self.windows for w in ws]
+
+
+def long_documents(sentences: Sequence[str], min_words: int, n_docs: int, window: int = 256, stride: int = 128,
+                   seed: int = 0) -> LongDocuments:
+    """``n_docs`` documents of ≥ ``min_words`` words from a seeded shuffle of ``sentences``, with
+    their windows of ``window`` words every ``stride`` words."""
     docs = documents(sentences, min_words, n_docs, seed)
     texts = [" ".join(sentences[i] for i in doc) for doc in docs]
-    windows = [word_windows(text, window, stride) for text in texts]
-    flat = [w for ws in windows for w in ws]
-    pools = extract(loaded, texts + flat, max_length=max_length, batch_size=batch_size, progress=False,
-                    source="long texts").mean_pool("all")[-1]
-    bounds = np.cumsum([len(texts)] + [len(ws) for ws in windows])
-    vectors = {"truncation": pools[:len(texts)],
-               "windows_max": np.stack([pool_windows(pools[a:b], "max") for a, b in zip(bounds[:-1], bounds[1:])]),
-               "windows_mean": np.stack([pool_windows(pools[a:b], "mean") for a, b in zip(bounds[:-1], bounds[1:])])}
+    return LongDocuments(docs, texts, [word_windows(t, window, stride) for t in texts], window, stride)
+
+
+def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequence[str], sentence_vectors: np.ndarray,
+                    tokenizer, max_length: int) -> dict[str, object]:
+    """long_text (see the module docstring) of ``docs``, whose ``encoded`` texts have the
+    (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
+    its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
+    reads ``max_length`` tokens, special tokens included."""
+    n_budget = budget(tokenizer, max_length)
+    bounds = np.cumsum([len(docs.texts)] + [len(ws) for ws in docs.windows])
+    windows = [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    pooled = {"truncation": np.asarray(vectors[:len(docs.texts)]),
+              **{f"windows_{m}": np.stack([pool_windows(w, m) for w in windows]) for m in WINDOW_POOLINGS}}
     coverage = {"truncation": [], "windows": []}
     over_limit, read_by_truncation, queries, relevant = [], [], [], []
-    for d, (doc, text) in enumerate(zip(docs, texts)):
+    for d, (doc, text) in enumerate(zip(docs.documents, docs.texts)):
         offsets = word_token_offsets(tokenizer, text)
-        starts = window_starts(len(text.split()), window, stride)
+        starts = window_starts(len(text.split()), docs.window, docs.stride)
         coverage["truncation"].append(read_mask(offsets, n_budget).mean())
-        coverage["windows"].append(read_mask(offsets, n_budget, starts, window).mean())
-        over_limit += [int(offsets[min(s + window, len(offsets) - 1)] - offsets[s]) > n_budget for s in starts]
-        spans = sentence_spans(offsets, [len(sentences[i].split()) for i in doc])
-        read_by_truncation += [end <= n_budget for _, end in spans]
+        coverage["windows"].append(read_mask(offsets, n_budget, starts, docs.window).mean())
+        over_limit += [int(offsets[min(s + docs.window, len(offsets) - 1)] - offsets[s]) > n_budget for s in starts]
+        read_by_truncation += [end <= n_budget for _, end in sentence_spans(offsets, [len(sentences[i].split()) for i in doc])]
         queries += doc
         relevant += [d] * len(doc)
-    read = np.asarray(read_by_truncation)
+    recall = _recall_by_reach(pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation))
+    found = {"n_docs": len(docs.texts), "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
+             "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])), "token_budget": n_budget,
+             "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
+             "windows_over_limit_fraction": float(np.mean(over_limit)),
+             "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))), "recall_at_1": recall,
+             "tokens_per_word": tokens_per_word(tokenizer, sentences)}
+    found["words_in_budget"] = n_budget / found["tokens_per_word"]
+    return {**found, "windows_minus_truncation": recall["windows_max"]["all"] - recall["truncation"]["all"],
+            "max_minus_mean": recall["windows_max"]["all"] - recall["windows_mean"]["all"]}
+
+
+def _recall_by_reach(pooled: dict[str, np.ndarray], queries: np.ndarray, relevant: list[int],
+                     read: np.ndarray) -> dict[str, dict[str, float | None]]:
+    """recall@1 of each method's document vectors for the sentence ``queries``: over all of
+    them, over those truncation reads whole (``read``) and over the rest (None when empty)."""
     recall = {}
-    for method, docs_vectors in vectors.items():
-        scores = cosine_scores(np.asarray(sentence_vectors)[queries], docs_vectors)
+    for method, document_vectors in pooled.items():
+        scores = cosine_scores(queries, document_vectors)
         recall[method] = {"all": recall_at_k(scores, relevant, 1)}
         for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):
             recall[method][group] = recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
-    return {"n_docs": len(docs), "words_per_doc": float(np.mean([len(t.split()) for t in texts])),
-            "windows_per_doc": float(np.mean([len(ws) for ws in windows])), "token_budget": n_budget,
-            "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
-            "windows_over_limit_fraction": float(np.mean(over_limit)),
-            "sentences_beyond_truncation": float(np.mean(~read)), "recall_at_1": recall,
-            "inputs": {"documents": texts}}
+    return recall

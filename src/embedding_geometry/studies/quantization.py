@@ -18,6 +18,12 @@ For N embeddings X ([N, d], float32 = 32 bits a number) and a quantizer with rec
 
 Queries are quantized like the documents (symmetric search on reconstructions). The int8
 scale is a single number and is not counted in the bits.
+
+Metrics: ``quantization_study`` → quantization {int8, binary, pq_article, pq_8x, pq_16x: each
+``evaluate`` (bits_per_vector, compression_ratio, mean_cosine_error, reconstruction_error,
+recall_at_10)}; int8 adds mse, clipped_fraction and ``group_nonuniformity`` of its
+reconstruction errors over the labels (kruskal_p, max_over_min); each PQ adds m, its number of
+sub-vectors (pq_article: the article's default; pq_8x, pq_16x: ``pq_subvectors`` for 8× and 16×).
 """
 
 from __future__ import annotations
@@ -148,3 +154,23 @@ def evaluate(x: np.ndarray, restored: np.ndarray, bits: int, k: int = 10) -> dic
             "mean_cosine_error": mean_cosine_error(x, restored),
             "reconstruction_error": float(np.mean(reconstruction_errors(x, restored))),
             f"recall_at_{k}": recall_against_float(x, restored, k)}
+
+
+def quantization_study(x: np.ndarray, labels, article_m: int, seed: int = 0) -> dict[str, dict]:
+    """quantization (see the module docstring) of the unit rows ``x`` ([N, d]); ``labels``
+    (topics) group the int8 errors, ``article_m`` is the article's PQ sub-vector count, ``seed``
+    seeds PQ's k-means."""
+    x = np.asarray(x, dtype=np.float64)
+    d = x.shape[1]
+    int8 = int8_article(x)
+    pq_m = {"pq_article": article_m, "pq_8x": pq_subvectors(d, 8), "pq_16x": pq_subvectors(d, 16)}
+    restored = {"int8": (int8["reconstruction"], bits_per_vector("int8", d)),
+                "binary": (binary(x)["reconstruction"], bits_per_vector("binary", d)),
+                **{name: (product_quantization(x, m, seed=seed)["reconstruction"], bits_per_vector("pq", d, m))
+                   for name, m in pq_m.items()}}
+    found = {name: evaluate(x, r, bits) for name, (r, bits) in restored.items()}
+    found["int8"].update(mse=int8["mse"], clipped_fraction=int8["clipped_fraction"],
+                         **group_nonuniformity(reconstruction_errors(x, int8["reconstruction"]), labels))
+    for name, m in pq_m.items():
+        found[name]["m"] = m
+    return found

@@ -71,6 +71,11 @@ def recall_at_k_per_depth(queries: np.ndarray, pool: np.ndarray, relevant: Relev
 #                   IDCG_q = Σ_{i=1}^{min(|R_q|, k)} 1 / log2(1 + i)   (binary gains, pessimistic ranks)
 #   rerank        the top ``depth`` candidates of a ranking reordered by a cross-encoder's scores,
 #                 the rest kept in their order below them
+#
+#   Metrics: ``hybrid_study`` → hybrid_retrieval {dense, bm25, rrf (and "dense + rerank" with a
+#   reranker): summary_by_kind {all, keyword, paraphrase: recall@1/5/10, nDCG@10}, rrf_minus_dense
+#   {all, keyword, paraphrase: nDCG@10 of rrf − dense}, rerank_minus_dense (all queries; None
+#   without a reranker)}
 
 RRF_K = 60
 """The constant of reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009)."""
@@ -193,3 +198,20 @@ def summary_by_kind(scores: np.ndarray, relevant: Relevant, kinds: Sequence[str]
         rows = np.flatnonzero(kinds == kind)
         out[kind] = summary(scores[rows], [relevant[i] for i in rows], ks, ndcg_k)
     return out
+
+
+def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_vectors: np.ndarray,
+                 query_vectors: np.ndarray, judge=None, depth: int = 100) -> dict[str, object]:
+    """hybrid_retrieval (see the comment above RRF_K): dense (cosine of the vectors), BM25 and
+    their fusion, and, with a ``judge`` (``cross_encoder``), the dense ranking reranked to
+    ``depth``, for ``queries`` (``corpus_queries``) over ``documents``."""
+    ranked = {"dense": cosine_scores(query_vectors, document_vectors),
+              "bm25": bm25_scores(queries["queries"], documents)}
+    ranked["rrf"] = reciprocal_rank_fusion([ranked["dense"], ranked["bm25"]])
+    if judge is not None:
+        ranked["dense + rerank"] = rerank(queries["queries"], documents, ranked["dense"], judge, depth)
+    found = {name: summary_by_kind(s, queries["relevant"], queries["kinds"]) for name, s in ranked.items()}
+    ndcg = {name: {kind: v["ndcg_at_10"] for kind, v in by_kind.items()} for name, by_kind in found.items()}
+    rerank_gain = ndcg["dense + rerank"]["all"] - ndcg["dense"]["all"] if judge is not None else None
+    return {**found, "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
+            "rerank_minus_dense": rerank_gain}

@@ -33,6 +33,25 @@ A and B; B's held-out rows transformed with B's own fit rows or with A's ("borro
 On F itself whitening gives the covariance U diag(λ / (λ + ε)) Uᵀ: the identity wherever λ ≫ ε.
 With n_F ≤ d, Σ has at most n_F − 1 non-zero eigenvalues and W multiplies the remaining
 directions by 1/√ε = 1000: held-out vectors then live mostly in directions F never varied in.
+Anisotropy is the mean pairwise cosine (``geometry.mean_pairwise_cosine``) throughout.
+
+Metrics (the chapter's results JSON):
+
+    model_row        one model's corpus embeddings: isotropy_components, anisotropy_warning and
+                     retrieval.summary (recall@10, nDCG@10) of its query embeddings
+    isotropy_study   → isotropy_score, isotropy (the main model's row), isotropy_by_model {model
+                     id: row}, isotropy_article_models {article name: score, None when not run},
+                     isotropy_reference {identical, orthonormal, isotropic}, isotropy_control
+                     {mean_cos, avg_sim, score, warns} of the random-init control (None values
+                     without one)
+    cone_study       → cone {cone_concentration, article_abs_error = |mean pairwise − κ|,
+                     simulated {alpha_degrees, mean_pairwise_cosine} of a cone of angle arccos κ,
+                     trained_minus_control (mean cosine; None without a control)}
+    whitening_study  → whitening {n_fit, n_held_out, dims, zero_eigenvalues (λ < 1e-10 λ_max),
+                     held_out {none, center, whiten: {anisotropy, isotropy_score}},
+                     anisotropy_reduction (none − whiten), retrieval {method: summary},
+                     ndcg_at_10 {method: nDCG@10}, retrieval_change (whiten − none),
+                     borrowed (domain_transfer), borrowed_minus_own (centering)}
 """
 
 from __future__ import annotations
@@ -42,7 +61,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.geometry import unit_rows
+from ..core.geometry import mean_pairwise_cosine, unit_rows
+from . import retrieval
 
 WARNING_THRESHOLD = 0.6
 """The article's rule: "If average similarity > 0.6, you have a problem"."""
@@ -76,7 +96,7 @@ def isotropy_components(x: np.ndarray) -> dict[str, float]:
     mean_iso, var_iso and the score itself."""
     cosines = offdiagonal_cosines(x)
     d = np.asarray(x).shape[1]
-    mean, var = float(np.mean(cosines)), float(np.var(cosines))
+    mean, var = mean_pairwise_cosine(x), float(np.var(cosines))
     mean_iso, var_iso = 1.0 - abs(mean), min(var * d, 1.0)
     return {"mean_cos": mean, "var_cos": var, "expected_var": 1.0 / d, "var_ratio": var * d,
             "mean_iso": mean_iso, "var_iso": var_iso, "score": (mean_iso + var_iso) / 2}
@@ -99,7 +119,7 @@ def anisotropy_warning(x: np.ndarray, threshold: float = WARNING_THRESHOLD) -> d
     """``avg_sim`` of the rows of ``x``, the mean over distinct pairs only, and whether the
     article's rule (avg_sim > threshold) fires."""
     value = avg_sim(x)
-    return {"avg_sim": value, "mean_offdiagonal": float(np.mean(offdiagonal_cosines(x))),
+    return {"avg_sim": value, "mean_offdiagonal": mean_pairwise_cosine(x),
             "threshold": threshold, "warns": bool(value > threshold)}
 
 
@@ -109,11 +129,12 @@ def isotropic_sample(n: int, d: int, seed: int = 0) -> np.ndarray:
 
 
 def reference_scores(d: int, n: int, seed: int = 0) -> dict[str, float]:
-    """The article's score on three sets of known geometry in R^d: n identical vectors (0), an
-    orthonormal set of min(n, d) vectors (0.5: no variance), n isotropic random directions (≈ 1)."""
+    """The article's score on three sets of known geometry in R^d: n ``identical`` vectors (0),
+    an ``orthonormal`` set of min(n, d) vectors (0.5: no variance), n ``isotropic`` random
+    directions (≈ 1)."""
     identical = np.tile(np.eye(d)[:1], (n, 1))
-    return {"identical vectors": isotropy_score(identical), "orthonormal vectors": isotropy_score(np.eye(d)[:min(n, d)]),
-            "isotropic random directions": isotropy_score(isotropic_sample(n, d, seed))}
+    return {"identical": isotropy_score(identical), "orthonormal": isotropy_score(np.eye(d)[:min(n, d)]),
+            "isotropic": isotropy_score(isotropic_sample(n, d, seed))}
 
 
 # --------------------------------------------------------------------------- cone arithmetic
@@ -123,10 +144,8 @@ def cone_concentration(x: np.ndarray) -> dict[str, float]:
     the mean pairwise cosine; the exact value (nκ² − 1)/(n − 1); and the article's E[cos θ] = κ."""
     unit = unit_rows(_check(x))
     n = len(unit)
-    total = unit.sum(axis=0)
-    kappa = float(np.linalg.norm(total) / n)
-    mean_pairwise = float((total @ total - n) / (n * (n - 1)))
-    return {"kappa": kappa, "mean_pairwise_cosine": mean_pairwise,
+    kappa = float(np.linalg.norm(unit.sum(axis=0)) / n)
+    return {"kappa": kappa, "mean_pairwise_cosine": mean_pairwise_cosine(unit),
             "identity": (n * kappa ** 2 - 1) / (n - 1), "kappa_squared": kappa ** 2, "article": kappa}
 
 
@@ -215,11 +234,66 @@ def domain_transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.n
     fit_a, fit_b = fit_rows[in_a[fit_rows]], fit_rows[~in_a[fit_rows]]
     held_b = held_rows[~in_a[held_rows]]
     x = np.asarray(x, dtype=np.float64)
-    raw = float(np.mean(offdiagonal_cosines(x[held_b])))
+    raw = mean_pairwise_cosine(x[held_b])
     result: dict[str, object] = {"domain_a": sorted(domain_a), "domain_b": sorted(set(names) - domain_a),
                                  "n_fit_own": len(fit_b), "n_fit_borrowed": len(fit_a), "n_held_out": len(held_b)}
     for method in ("center", "whiten"):
         own, borrowed = fit(x[fit_b], method).apply(x[held_b]), fit(x[fit_a], method).apply(x[held_b])
-        result[method] = {"raw": raw, "own": float(np.mean(offdiagonal_cosines(own))),
-                          "borrowed": float(np.mean(offdiagonal_cosines(borrowed)))}
+        result[method] = {"raw": raw, "own": mean_pairwise_cosine(own), "borrowed": mean_pairwise_cosine(borrowed)}
     return result
+
+
+# --------------------------------------------------------------------------- the chapter's metrics
+
+def model_row(docs: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant) -> dict[str, float | bool]:
+    """One model's row of the isotropy table: the score's terms and the article's warning on its
+    corpus embeddings ``docs`` ([N, d]), and recall@10 / nDCG@10 of ranking them for ``queries``."""
+    ranking = retrieval.summary(retrieval.cosine_scores(queries, docs), relevant, ks=(10,))
+    return {**isotropy_components(docs), **anisotropy_warning(docs), **ranking}
+
+
+def isotropy_study(by_model: dict[str, dict], main: str, control: str | None, article_rows: list[dict],
+                   references: dict[str, float]) -> dict[str, object]:
+    """isotropy_score, isotropy, isotropy_by_model, isotropy_article_models, isotropy_reference
+    and isotropy_control (see the module docstring) from ``model_row`` per model id, the main
+    model's id, the control's id (or None), the article's table rows ({name, model, score}) and
+    ``reference_scores``."""
+    row = by_model[main]
+    of_control = by_model[control] if control else {}
+    return {"isotropy_score": row["score"], "isotropy": dict(row), "isotropy_by_model": by_model,
+            "isotropy_article_models": {r["name"]: by_model[r["model"]]["score"] if r["model"] in by_model else None
+                                        for r in article_rows},
+            "isotropy_reference": dict(references),
+            "isotropy_control": {k: of_control.get(k) for k in ("mean_cos", "avg_sim", "score", "warns")}}
+
+
+def cone_study(x: np.ndarray, control_mean_cos: float | None, seed: int = 0) -> dict[str, object]:
+    """cone (see the module docstring) of the rows of ``x`` ([n, d]), with a simulated cone of
+    n vectors in R^d at the same angle (seeded), and the control's mean cosine (or None)."""
+    cone = cone_concentration(x)
+    n, d = np.shape(x)
+    alpha = float(np.arccos(cone["kappa"]))
+    simulated = mean_pairwise_cosine(cap_boundary_sample(n, d, alpha, seed))
+    return {**cone, "article_abs_error": abs(cone["mean_pairwise_cosine"] - cone["kappa"]),
+            "simulated": {"alpha_degrees": float(np.degrees(alpha)), "mean_pairwise_cosine": simulated},
+            "trained_minus_control": None if control_mean_cos is None else cone["mean_pairwise_cosine"] - control_mean_cos}
+
+
+def whitening_study(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant, labels,
+                    fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0) -> dict[str, object]:
+    """whitening (see the module docstring): every method fitted on ``x[fit_rows]`` and judged on
+    ``x[held_rows]`` (anisotropy, score) and on ranking all of ``x`` for ``queries`` (both
+    transformed); ``domain_transfer`` over ``labels`` with the same split."""
+    transforms = {method: fit(x[fit_rows], method) for method in METHODS}
+    held = {method: t.apply(x[held_rows]) for method, t in transforms.items()}
+    scores = {m: {"anisotropy": mean_pairwise_cosine(y), "isotropy_score": isotropy_score(y)} for m, y in held.items()}
+    ranking = {m: retrieval.summary(retrieval.cosine_scores(t.apply(queries), t.apply(x)), relevant)
+               for m, t in transforms.items()}
+    transfer = domain_transfer(x, labels, fit_rows, held_rows, seed)
+    eigenvalues = transforms["whiten"].eigenvalues
+    return {"n_fit": len(fit_rows), "n_held_out": len(held_rows), "dims": np.shape(x)[1],
+            "zero_eigenvalues": int(np.sum(eigenvalues < 1e-10 * eigenvalues.max())), "held_out": scores,
+            "anisotropy_reduction": scores["none"]["anisotropy"] - scores["whiten"]["anisotropy"],
+            "retrieval": ranking, "ndcg_at_10": {m: r["ndcg_at_10"] for m, r in ranking.items()},
+            "retrieval_change": ranking["whiten"]["ndcg_at_10"] - ranking["none"]["ndcg_at_10"],
+            "borrowed": transfer, "borrowed_minus_own": transfer["center"]["borrowed"] - transfer["center"]["own"]}

@@ -6,6 +6,8 @@
 - ``matrices``: model × model and head × block charts, and the context-matrix explorer;
 - ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
   the first text's matrices encoded for the explorer);
+- ``practice``: the tables and charts of chapters 5 and 6 (isotropy, whitening, dilution,
+  [CLS] by position, compounds, long texts, hybrid retrieval);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth).
 
@@ -17,6 +19,7 @@ from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .heads import *  # noqa: F401,F403
 from .matrices import *  # noqa: F401,F403
+from .practice import *  # noqa: F401,F403
 from .primer import *  # noqa: F401,F403
 from .theme import *  # noqa: F401,F403
 from .theme import BUNDLE_NAME, PUBLISHED_COLOR  # noqa: F401
