@@ -38,15 +38,16 @@ scalars = st.one_of(
 )
 """One value of every type a user (or YAML, or a notebook cell) can produce, and some more."""
 
-shaped = st.one_of(
+near_valid = st.one_of(
     st.lists(texts, max_size=6), st.lists(st.sampled_from(["a", "b", "a"]), max_size=5),
     st.lists(st.floats(-1, 2) | st.integers(-1, 2), max_size=4),
     st.dictionaries(texts, st.lists(texts, max_size=3), max_size=3),
     st.fixed_dictionaries({"queries": st.lists(texts, max_size=3), "pool": st.lists(texts, max_size=4),
                            "relevant": st.lists(st.integers(-1, 4) | st.booleans(), max_size=3)}),
-    st.tuples(texts, texts), st.frozensets(st.integers(), max_size=3),
 )
-"""Values close to the shapes the rules accept: lists of strings, pairs, retrieval sets."""
+"""Lists and mappings close to the shapes the rules accept: lists of strings, pairs, retrieval sets."""
+
+shaped = near_valid | st.tuples(texts, texts) | st.frozensets(st.integers(), max_size=3)
 
 values = st.recursive(st.one_of(scalars, shaped),
                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts | st.integers(), inner, max_size=3),
@@ -55,7 +56,7 @@ values = st.recursive(st.one_of(scalars, shaped),
 
 yaml_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), texts,
                          st.sampled_from([2**63, 10**300, float("nan")]))
-yaml_values = st.recursive(yaml_scalars | shaped.filter(lambda v: isinstance(v, (list, dict))),
+yaml_values = st.recursive(yaml_scalars | near_valid,
                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=3),
                            max_leaves=10)
 """What ``yaml.safe_dump`` can write: the values a profile can hold."""

@@ -9,6 +9,7 @@ model and what is expected. The original directory stays byte-identical.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -43,21 +44,26 @@ damage = st.one_of(
 
 
 def apply(directory, file, how) -> None:
+    """Damage ``directory/file``: it is unlinked before anything is written, so that a copy made
+    of hard links never writes through to the original."""
     path = directory / file
+    content = path.read_bytes()
+    path.unlink()
     if how == "delete":
-        path.unlink()
-    elif how == "empty":
-        path.write_bytes(b"")
+        return
+    if how == "empty":
+        content = b""
     elif how == "non-utf8":
-        path.write_bytes(b"\xff\xfe" + path.read_bytes())
+        content = b"\xff\xfe" + content
     elif how == "a JSON list":
-        path.write_text("[1, 2]")
+        content = b"[1, 2]"
     elif how[0] == "truncate":
-        path.write_bytes(path.read_bytes()[: how[1]])
+        content = content[: how[1]]
     elif how[0] == "bytes":
-        path.write_bytes(how[1])
+        content = how[1]
     else:
-        path.write_text(json.dumps(OTHER_ARCHITECTURES[how[1]]))
+        content = json.dumps(OTHER_ARCHITECTURES[how[1]]).encode()
+    path.write_bytes(content)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +78,7 @@ def original(tiny_bert_dir):
 @example(change=("tokenizer.json", "delete"))
 def test_a_damaged_model_directory_loads_or_gives_one_line(tiny_bert_dir, original, tmp_path_factory, change):
     directory = tmp_path_factory.mktemp("model") / "m"
-    shutil.copytree(tiny_bert_dir, directory)
+    shutil.copytree(tiny_bert_dir, directory, copy_function=os.link)  # the weights are not copied
     apply(directory, *change)
     try:
         loaded = models.load(str(directory), device="cpu")

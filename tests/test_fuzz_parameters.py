@@ -18,7 +18,7 @@ from embedding_geometry.core.errors import ParameterError
 from fuzz_values import FUZZ, of_expected_kind, one_line, values
 
 RULES = [(slug, name) for slug, table in rules.CHAPTERS.items() for name in table]
-EXAMPLES_PER_RULE = 30
+EXAMPLES_PER_RULE = 25
 
 
 def check(slug: str, name: str, value) -> None:

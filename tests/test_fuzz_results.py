@@ -92,7 +92,7 @@ def read_all(folder):
     return pages.claims_dashboard(folder)
 
 
-@settings(parent=FUZZ, max_examples=300)
+@settings(parent=FUZZ, max_examples=250)
 @given(content=damaged)
 @example(content=GOOD[:300])  # the report of issue 20: chapter 02's file cut at 300 bytes
 @example(content=GOOD)
@@ -130,7 +130,7 @@ def test_stray_and_unfinished_files(results):
         pages.claims_dashboard(results)
 
 
-@settings(parent=FUZZ, max_examples=60)
+@settings(parent=FUZZ, max_examples=50)
 @given(content=damaged)
 def test_a_damaged_benchmark_file_names_itself(tmp_path_factory, content):
     root = tmp_path_factory.mktemp("bench")
@@ -191,7 +191,7 @@ def damaged_entry(kind, reference, path):
     joblib.dump({"dict": {"hidden": [1]}, "list": [reference], "other key": other}[kind], path)
 
 
-@settings(parent=FUZZ, max_examples=40)
+@settings(parent=FUZZ, max_examples=30)
 @given(data=st.data())
 def test_a_damaged_cache_entry_is_recomputed_with_one_warning(tiny_bert, cache, data):
     folder, reference, valid = cache
@@ -220,7 +220,7 @@ def test_an_unwritable_cache_folder_is_a_warning(tiny_bert, tmp_path):
 
 # --------------------------------------------------------------------------- build state
 
-@settings(parent=FUZZ, max_examples=100)
+@settings(parent=FUZZ, max_examples=80)
 @given(content=st.binary(max_size=40) | json_values.map(lambda v: json.dumps(v).encode())
        | st.integers(0, 60).map(lambda n: b'{"fingerprint": "0123", "params": {}}'[:n]))
 def test_a_damaged_state_file_means_run_again(tmp_path_factory, content):

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from .book import build
+from .book import profiles
 from .core.errors import BookError
 
 
@@ -31,11 +31,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--root {str(root)!r} is not a book (it has no _config.yml); run in the book's folder or "
               "pass --root", file=sys.stderr)
         return 1
-    build.install_sigterm_handler()
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     start = time.time()
-    try:
-        code = build.build(root, args.profile, args.only, args.force, site=not args.no_site)
+    try:  # the profile is checked before torch and the rest load: a typo is reported at once
+        chosen = profiles.load(args.profile, root, profiles.chapters(root))
+        from .book import build
+
+        build.install_sigterm_handler()
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        code = build.build(root, chosen, args.only, args.force, site=not args.no_site)
     except BookError as error:
         print(error, file=sys.stderr)
         return 1

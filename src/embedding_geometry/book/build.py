@@ -144,7 +144,7 @@ def build_site(root: Path) -> int:
 
 
 def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
-    found = sorted((root / "notebooks").glob("[0-9]*.ipynb"))
+    found = [root / "notebooks" / f"{slug}.ipynb" for slug in profiles.chapters(root)]
     if only:
         unknown = set(only) - {p.stem for p in found}
         if unknown:
@@ -154,10 +154,11 @@ def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
     return found
 
 
-def build(root: Path, profile: str = "default", only: list[str] | None = None, force: bool = False,
-          site: bool = True) -> int:
-    """Run the chapters, then the site. Returns a process exit code (0 = success)."""
-    chosen = profiles.load(profile, root, [p.stem for p in notebooks(root)])
+def build(root: Path, profile: str | profiles.Profile = "default", only: list[str] | None = None,
+          force: bool = False, site: bool = True) -> int:
+    """Run the chapters, then the site, with ``profile`` (a name or path, or one already loaded).
+    Returns a process exit code (0 = success)."""
+    chosen = profile if isinstance(profile, profiles.Profile) else profiles.load(profile, root, profiles.chapters(root))
     planned = {notebook: _checked_parameters(notebook.stem, chosen) for notebook in notebooks(root, only)}
     if None in planned.values():
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)

@@ -75,6 +75,11 @@ def load(profile: str, root: Path, chapters: list[str]) -> Profile:
     return Profile(path=path, common=common, chapters=per_chapter)
 
 
+def chapters(root: Path) -> list[str]:
+    """The slugs of the book's chapters, in order: its ``notebooks/NN_*.ipynb``."""
+    return [path.stem for path in sorted((root / "notebooks").glob("[0-9]*.ipynb"))]
+
+
 def chapter_parameters(slug: str, profile: Profile) -> dict[str, Any]:
     """The profile's values for the parameters chapter ``slug`` declares (``common`` first, then
     ``chapters.<slug>``), as written; each is checked by the chapter's rule (ParameterError)."""
