@@ -135,6 +135,8 @@ def test_pca_steps_fixed_sees_movement_refit_sees_only_the_axes():
     states = np.array([L0_TOKENS, shifted, lifted], float)
     np.testing.assert_allclose(geometry.pca_steps(states, "fixed"), [1, 0], atol=1e-12)
     np.testing.assert_allclose(geometry.pca_steps(states, "refit"), [0, 0], atol=1e-12)  # each refit re-centres
+    np.testing.assert_allclose(geometry.pca_token_steps(states, "fixed"), [[1] * len(L0_TOKENS), [0] * len(L0_TOKENS)],
+                               atol=1e-12)  # per token: [L, n]
     with pytest.raises(ValueError, match="axes must be one of"):
         geometry.pca_steps(states, "moving")
 

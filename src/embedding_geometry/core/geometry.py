@@ -182,12 +182,12 @@ def pca_projection(states: np.ndarray, fit_depth: int) -> tuple[np.ndarray, np.n
     return np.stack([pca.transform(x) for x in states]), pca.explained_variance_ratio_
 
 
-def pca_steps(states: np.ndarray, axes: PCAAxes = "fixed") -> np.ndarray:
-    """Mean Euclidean step of the tokens' 2-D positions from depth l − 1 to l, l = 1..L.
+def pca_token_steps(states: np.ndarray, axes: PCAAxes = "fixed") -> np.ndarray:
+    """Euclidean step of each token's 2-D position from depth l − 1 to l, l = 1..L.
 
     ``fixed``: one PCA fitted at depth 0 projects every depth (true movement in that plane).
     ``refit``: depth l − 1 is projected with a PCA fitted at l − 1 and depth l with one fitted
-    at l, so a rotation or sign flip of the axes shows up as movement. → [L]"""
+    at l, so a rotation or sign flip of the axes shows up as movement. [L + 1, n, D] → [L, n]"""
     if axes not in PCA_AXES:
         raise ValueError(f"axes must be one of {PCA_AXES}; got {axes!r}")
     states = np.asarray(states, dtype=np.float64)
@@ -195,7 +195,12 @@ def pca_steps(states: np.ndarray, axes: PCAAxes = "fixed") -> np.ndarray:
         points = pca_projection(states, 0)[0]
     else:
         points = np.stack([PCA(n_components=2).fit_transform(x) for x in states])
-    return np.linalg.norm(np.diff(points, axis=0), axis=-1).mean(axis=1)
+    return np.linalg.norm(np.diff(points, axis=0), axis=-1)
+
+
+def pca_steps(states: np.ndarray, axes: PCAAxes = "fixed") -> np.ndarray:
+    """Mean over tokens of :func:`pca_token_steps`, per transition l − 1 → l. → [L]"""
+    return pca_token_steps(states, axes).mean(axis=1)
 
 
 # --------------------------------------------------------------------------- dimensions of the pools
