@@ -428,6 +428,11 @@ def test_glued_summary_is_read_back_from_an_executed_notebook(tmp_path):
     path.write_text(json.dumps(notebook))
     assert claims.glued_text(path) == "- `weak` · …\n- `absent` · …"
     assert claims.glued_text(path, "findings") is None
+    # papermill, which executes the chapters, stores a glued value under its record's MIME type
+    output = notebook["cells"][0]["outputs"][0]
+    output["data"] = {"application/papermill.record/text/markdown": "- `weak` · …"}
+    path.write_text(json.dumps(notebook))
+    assert claims.glued_text(path) == "- `weak` · …"
 
 
 def test_prose_values_format_each_claim_for_glue(tmp_path):

@@ -262,7 +262,9 @@ def glued_text(notebook: str | Path, name: str = "claims_summary") -> str | None
         for output in cell.get("outputs", []):
             if output.get("metadata", {}).get("scrapbook", {}).get("name") == name:
                 data = output.get("data", {})
-                text = data.get("text/markdown", data.get("text/plain", ""))
+                kinds = [f"{prefix}text/{kind}" for kind in ("markdown", "plain")
+                         for prefix in ("", "application/papermill.record/")]  # papermill's record, as executed
+                text = next((data[kind] for kind in kinds if kind in data), "")
                 return "".join(text) if isinstance(text, list) else text
     return None
 
