@@ -1,12 +1,13 @@
-"""Chapter 1: its study functions on hand-computed synthetic activations, then the chapter end to
-end on the tiny model (the results contract of METHODS.md §1)."""
+"""Chapter 1: its study functions on hand-computed synthetic activations, its ledger evaluated on
+synthetic metrics (every judged claim gets an interval), then the chapter end to end on the tiny
+model (the results contract of book/methods.md, Layer by layer)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from embedding_geometry.book import claims
+from embedding_geometry.book import claim_text, claims
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.core.activations import Activations
 from embedding_geometry.studies import layer_by_layer as study
@@ -56,7 +57,11 @@ def test_collapse_against_hand_values_and_its_per_unit_means():
     np.testing.assert_allclose(m["cross_sentence_baseline"], [1 / 3, 1.0])
     np.testing.assert_allclose(m["collapse_gap"], [1 / 3, 0.0], atol=1e-12)
     np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine"], [[0, 1], [1, 1], [1, 1]])
-    np.testing.assert_allclose(m["per_unit"]["cross_sentence_baseline"], [[0.5, 1], [0.5, 1], [0, 1]], atol=1e-12)
+    # per sentence, its mean baseline against the two others: a (1/2 + 1/2) / 2, b and c (1/2 + 0) / 2
+    np.testing.assert_allclose(m["per_unit"]["cross_sentence_baseline"], [[0.5, 1], [0.25, 1], [0.25, 1]], atol=1e-12)
+    np.testing.assert_allclose(m["per_unit"]["collapse_gap"], [[-0.5, 0], [0.75, 0], [0.75, 0]], atol=1e-12)
+    for key in ("intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap"):
+        np.testing.assert_allclose(m["per_unit"][key].mean(axis=0), m[key], atol=1e-12)
 
 
 def test_pca_steps_see_a_translation_in_fixed_axes_only():
@@ -67,6 +72,19 @@ def test_pca_steps_see_a_translation_in_fixed_axes_only():
     np.testing.assert_allclose(m["pca_step_fixed"], [5.0], rtol=1e-6)
     np.testing.assert_allclose(m["pca_step_refit"], [0.0], atol=1e-6)
     assert m["pca_step_ratio"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_pca_steps_per_sentence_weigh_each_sentence_by_its_tokens():
+    # text a: two tokens that move 5 units each; text b: one token that stays put. Mean step over
+    # the 3 tokens: 10 / 3. Per sentence: its token sum × N / n = 10 · 2 / 3 and 0, mean 10 / 3.
+    a = [[[0.0, 0.0], [1.0, 0.0]], [[3.0, 4.0], [4.0, 4.0]]]
+    b = [[[0.0, 2.0]], [[0.0, 2.0]]]
+    m = study.pca_steps(record(a, b))
+    np.testing.assert_allclose(m["pca_step_fixed"], [10 / 3], rtol=1e-6)
+    np.testing.assert_allclose(m["per_unit"]["pca_step_fixed"], [[20 / 3], [0.0]], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(m["per_unit"]["pca_step_fixed"].mean(axis=0), m["pca_step_fixed"])
+    refit, fixed = m["per_unit"]["pca_step_ratio.refit"], m["per_unit"]["pca_step_ratio.fixed"]
+    assert refit.mean() / fixed.mean() == pytest.approx(m["pca_step_ratio"])
 
 
 def test_token_pca_fits_at_the_chosen_depth_and_names_the_word_tokens():
@@ -80,9 +98,13 @@ def test_token_pca_fits_at_the_chosen_depth_and_names_the_word_tokens():
     np.testing.assert_allclose(np.abs(at_1["coords"][1, :, 0]), [2.0, 2.0])  # PC1 of depth 1 is the y axis
 
 
-def test_first_last_cosine_per_sentence():
-    acts = record([[E1, E1], [E2, E2]], [[E1, E2], [E1, E2]])
-    np.testing.assert_allclose(study.first_last_cosine(acts)["meanpool_first_last_cosine"], [0.0, 1.0], atol=1e-12)
+def test_first_last_cosine_per_sentence_and_the_share_near_orthogonal():
+    tilted = [[0.05, 1.0], [0.05, 1.0]]  # cos with e1: 0.05 / √(1.0025) ≈ 0.0499, below 0.1
+    acts = record([[E1, E1], [E2, E2]], [[E1, E2], [E1, E2]], [[E1, E1], tilted])
+    m = study.first_last_cosine(acts, near=0.1)
+    np.testing.assert_allclose(m["meanpool_first_last_cosine"], [0.0, 1.0, 0.05 / np.sqrt(1.0025)], atol=1e-12)
+    assert m["meanpool_first_last_summary"] == {"max": pytest.approx(1.0), "near": 0.1, "share_orthogonal": pytest.approx(2 / 3)}
+    np.testing.assert_array_equal(m["per_unit"]["meanpool_first_last_summary.share_orthogonal"], [1, 0, 1])
 
 
 def test_peak_writes_find_the_depth_of_each_dimensions_largest_change():
@@ -92,15 +114,22 @@ def test_peak_writes_find_the_depth_of_each_dimensions_largest_change():
     np.testing.assert_array_equal(m["peak_write_depth"], [1, 3, 3])
     np.testing.assert_array_equal(m["peak_write_hist"], [1, 0, 2])
     assert m["peak_write_last_two"] == pytest.approx(2 / 3)
+    np.testing.assert_allclose(m["peak_write_share"], [1 / 3, 0, 2 / 3])
+    np.testing.assert_allclose(m["peak_write_uniform"], [1 / 3] * 3)
+    np.testing.assert_array_equal(m["per_unit"]["peak_write_share"], [[1, 0, 0], [0, 0, 1], [0, 0, 1]])
 
 
 def test_dimension_correlation_over_sentences():
     # per sentence (one token each): dim 0 at the end is 2·start + 1 (r = 1), dim 1 is −start (r = −1)
     starts = [1.0, 2.0, 4.0]
     acts = record(*[[[[x, x]], [[2 * x + 1, -x]]] for x in starts])
-    corr = study.dimension_correlation(acts, threshold=0.7)["dim_corr_first_last"]
+    m = study.dimension_correlation(acts, threshold=0.7)
+    corr, per_dimension = m["dim_corr_first_last"], m["per_unit"]
     np.testing.assert_allclose(corr["r"], [1.0, -1.0])
     assert (corr["n_above"], corr["n_below"], corr["mean"]) == (1, 1, pytest.approx(0.0))
+    for key in ("mean", "fraction_above", "fraction_below"):
+        assert per_dimension[f"dim_corr_first_last.{key}"].mean() == pytest.approx(corr[key])
+    np.testing.assert_array_equal(per_dimension["dim_corr_first_last.fraction_above"], [1, 0])
 
 
 def test_discriminative_dims_rank_final_differences_and_find_half_values():
@@ -112,6 +141,7 @@ def test_discriminative_dims_rank_final_differences_and_find_half_values():
     np.testing.assert_allclose(top["difference"], [[0, 0, 4], [0, 1, 2]])
     np.testing.assert_array_equal(top["half_value_depth"], [2, 1])
     np.testing.assert_allclose(top["half_value_relative_depth"], [1.0, 0.5])
+    assert top["earliest_half_value_relative_depth"] == pytest.approx(0.5)
 
 
 def test_matryoshka_slices_clip_to_the_width_and_compare_each_slice():
@@ -128,6 +158,12 @@ def test_separability_is_between_spread_over_within_scatter():
     # 1-D: text a = {0, 2} (centroid 1), text b = {4, 6} (centroid 5); C = 3, B = 4, W = 1
     m = study.separability(record([[[0.0], [2.0]]], [[[4.0], [6.0]]]))
     np.testing.assert_allclose(m["separability_ratio"], [4.0])
+    # per sentence: B_s = (1 − 3)² = (5 − 3)² = 4 and W_s = 1; an unequal case keeps the ratio of means
+    np.testing.assert_allclose(m["per_unit"]["separability_ratio.between"], [[4.0], [4.0]])
+    np.testing.assert_allclose(m["per_unit"]["separability_ratio.within"], [[1.0], [1.0]])
+    m = study.separability(record([[[0.0], [2.0]]], [[[4.0], [8.0]]], [[[1.0], [1.0]]]))
+    between, within = m["per_unit"]["separability_ratio.between"], m["per_unit"]["separability_ratio.within"]
+    np.testing.assert_allclose(between.mean(axis=0) / within.mean(axis=0), m["separability_ratio"])
 
 
 def test_pair_cosine_of_all_tokens_or_word_tokens():
@@ -150,6 +186,7 @@ def test_recall_at_k_per_depth_with_per_query_hits():
     np.testing.assert_allclose(at_2, [1.0, 1.0])
     m = study.recall({"easy": (queries, pool, [0, 2])}, {"easy": 1})
     assert m["recall_k"] == {"easy": 1} and list(m["per_unit"]) == ["recall_at_k.easy"]
+    assert m["recall_chance"] == {"easy": pytest.approx(1 / 3)}  # k = 1 of a pool of 3
     np.testing.assert_allclose(m["per_unit"]["recall_at_k.easy"].mean(axis=0), m["recall_at_k"]["easy"])
 
 
@@ -176,6 +213,29 @@ def test_by_model_keeps_models_not_run_as_none():
     assert m["intra_sentence_cosine_by_model"]["published/not-run"] is None
     assert m["separability_ratio_by_model"]["published/not-run"] is None
     np.testing.assert_allclose(m["intra_sentence_cosine_by_model"]["this"], study.collapse(acts)["intra_sentence_cosine"])
+    assert list(m["per_unit"]) == ["intra_sentence_cosine_by_model.this"]
+    np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine_by_model.this"].mean(axis=0),
+                               m["intra_sentence_cosine_by_model"]["this"])
+
+
+def test_twin_cosine_pairs_each_document_with_its_negation_and_its_reversal():
+    # two triplets (document, negation, role reversal), one token each, one depth
+    twins = record([[E1]], [[E2]], [[E1]], [[E1]], [[[1.0, 1.0]]], [[[-1.0, 0.0]]])
+    m = study.twin_cosine(twins)
+    np.testing.assert_allclose(m["per_unit"]["twin_cosine.negation"], [[0.0], [1 / np.sqrt(2)]], atol=1e-12)
+    np.testing.assert_allclose(m["per_unit"]["twin_cosine.role_reversal"], [[1.0], [-1.0]])
+    np.testing.assert_allclose(m["twin_cosine"]["negation"], [1 / (2 * np.sqrt(2))])
+    np.testing.assert_allclose(m["twin_cosine"]["role_reversal"], [0.0], atol=1e-12)
+
+
+def test_control_measures_the_nulls_or_is_none():
+    assert study.control(None) == {"control": None}
+    sentences = record([[E1, E2], [E1, E2]], [[E1, E1], [E2, E1]], [[E2, E2], [E1, E2]])
+    twins = record([[E1], [E1]], [[E2], [E1]], [[E1], [E1]])
+    found = study.control((sentences, twins))["control"]
+    np.testing.assert_allclose(found["collapse_gap"], study.collapse(sentences)["collapse_gap"])
+    np.testing.assert_allclose(found["separability_ratio"], study.separability(sentences)["separability_ratio"])
+    np.testing.assert_allclose(found["twin_cosine"]["negation"], [0.0, 1.0], atol=1e-12)  # e1 vs e2, then e1 vs e1
 
 
 def test_exercises_answers():
@@ -195,8 +255,61 @@ def test_inputs_default_to_the_books_data_and_take_the_readers_sentences():
     default = study.inputs()
     assert default["sentences"] == corpora.layer_by_layer_sentences()
     assert default["easy_set"] == corpora.retrieval_set("easy") and default["exercise_one_topic"] == list(study.ONE_TOPIC)
-    mine = study.inputs(sentences=["a b", "c d", "e f"])
+    mine = study.inputs(sentences=["a b", "c d", "e f"], hard_set={"queries": ["q"], "pool": ["p"], "relevant": [0]})
     assert mine["sentences"] == ["a b", "c d", "e f"] and mine["hard_pair"] == default["hard_pair"]
+    assert mine["twins"] == default["twins"] == corpora.retrieval_set("hard")["pool"]  # the book's twins, always
+    assert len(mine["twins"]) % 3 == 0
+
+
+# --------------------------------------------------------------------------- the ledger on synthetic metrics
+
+def random_record(rng, n_texts: int, n_tokens: int = 3, depths: int = 4, width: int = 8) -> Activations:
+    """n_texts random texts of n_tokens word tokens after a [CLS], at ``depths`` depths."""
+    return record(*rng.normal(size=(n_texts, depths, n_tokens, width)), cls=rng.normal(size=(depths, n_texts, width)))
+
+
+def synthetic_metrics(seed: int = 0) -> dict:
+    """Every metric chapter 1's ledger reads, computed by the study on random activations, as the
+    notebook assembles them (``ch.add_metrics``: per_unit merged)."""
+    rng = np.random.default_rng(seed)
+    sentences, pair, twins = random_record(rng, 6), random_record(rng, 2), random_record(rng, 6)
+    task = (random_record(rng, 3), random_record(rng, 5), [0, 1, 2])
+    parts = [study.collapse(sentences), study.pca_steps(sentences), study.first_last_cosine(sentences),
+             study.peak_writes(sentences), study.dimension_correlation(sentences), study.discriminative_dims(pair),
+             study.matryoshka(pair), study.separability(sentences), study.recall({"easy": task, "hard": task}, {"easy": 2, "hard": 1}),
+             study.twin_cosine(twins), study.cls_alignment(sentences), study.control((sentences, twins)),
+             study.by_model({"jinaai/jina-colbert-v2": sentences, "mixedbread-ai/mxbai-embed-large-v1": None})]
+    metrics: dict = {"per_unit": {}, "pair_cosine": {"negation": study.pair_cosine(pair), "role_reversal": study.pair_cosine(pair)},
+                     "discriminative_token_cosine_alone": 0.5}
+    for part in parts:
+        metrics["per_unit"].update(part.pop("per_unit", {}))
+        metrics.update(part)
+    return metrics
+
+
+def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
+    """The per-unit samples each claim names exist and average to its metric (evaluate raises
+    otherwise), so every judged claim has an interval, and every declared null a value."""
+    assert_intervals_and_nulls(SLUG, synthetic_metrics())
+
+
+def assert_intervals_and_nulls(slug: str, metrics: dict) -> None:
+    """Every judged claim of ``slug``'s ledger, evaluated on ``metrics``, has an interval, and every
+    null the ledger declares has a value."""
+    ledger = claims.load(slug)
+    found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200))
+    for claim, result in zip(ledger.claims, found):
+        assert result["verdict"] in claim_text.VERDICTS and not result["verdict"].endswith(claims.NO_INTERVAL), claim.id
+        if result["verdict"] in claim_text.JUDGED:
+            assert result["interval"] is not None, claim.id
+        if claim.null:
+            assert result["null"]["value"] is not None, claim.id
+
+
+def test_claims_without_a_test_say_why():
+    for claim in claims.load(SLUG).claims:
+        assert claim.shape or claim.description, claim.id
+        assert not claim.fraction or claim.fraction_reason, claim.id
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
@@ -295,6 +408,25 @@ def test_claims_cover_the_ledger_and_published_models_not_run_are_not_measured(r
     assert by_model["jinaai/jina-colbert-v2"] is None and by_model["mixedbread-ai/mxbai-embed-large-v1"] is None
     embedded = by_model[models.EMBEDDED_ID]  # the default `models`: another model, of another depth
     assert embedded is not None and len(embedded) != len(results["metrics"]["intra_sentence_cosine"])
+
+
+def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
+    """Every claim of an executed chapter has an interval or says why not (by construction,
+    description, not measured), a null wherever its ledger declares one, and the page's summary
+    names every claim whose verdict is not "holds"."""
+    ledger = {claim.id: claim for claim in claims.load(slug).claims}
+    for result in results["claims"]:
+        assert result["interval"] is not None or (result["reason"] and result["verdict"] in (
+            claims.BY_CONSTRUCTION, claims.DESCRIPTION, claims.NOT_MEASURED)), result["id"]
+        if ledger[result["id"]].null and result["measured"] is not None:
+            assert result["null"]["value"] is not None, result["id"]
+    summary = claims.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
+    assert summary and claims.summary_omissions(summary, results["claims"]) == []
+
+
+@slow
+def test_every_verdict_is_explained(built_book, results):
+    assert_verdicts_explained(built_book, SLUG, results)
 
 
 @slow

@@ -1,5 +1,6 @@
-"""Chapter 2: its study functions on hand-computed synthetic pairs, then the chapter end to end on
-the tiny model (the results contract of METHODS.md §2, a reader's pair)."""
+"""Chapter 2: its study functions on hand-computed synthetic pairs, its ledger evaluated on
+synthetic metrics (every judged claim gets an interval), then the chapter end to end on the tiny
+model (the results contract of book/methods.md, The similarity attractor; a reader's pair)."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from conftest import TINY_CHAPTER_PARAMS
 from embedding_geometry.book import claims
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.studies import similarity_attractor as study
-from test_layer_by_layer import chapter_results, record
+from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained, chapter_results, record
 
 SLUG = "02_similarity_attractor"
 MINE = TINY_CHAPTER_PARAMS[SLUG]["pairs"]
@@ -62,11 +63,60 @@ def test_maxsim_shared_is_none_without_a_shared_word():
 
 
 def test_final_depth_scores_and_differences():
-    metrics = {"pair_cosine": {"hard": [0.5, 0.8]}, "cls_cosine": {"hard": [1.0, 0.9]}, "maxsim_mean": [0.7, 0.82]}
+    metrics = {"pair_cosine": {"hard": [0.5, 0.8]}, "cls_cosine": {"hard": [1.0, 0.9]}, "maxsim_mean": [0.7, 0.82],
+               "per_unit": {"maxsim_mean": [[0.6, 0.74], [0.8, 0.9]]}}
     m = study.final_depth(metrics)
     assert m["final_depth_scores"] == {"mean pool": 0.8, "CLS": 0.9, "mean MaxSim": 0.82}
     assert m["final_depth_differences"]["cls_minus_mean_pool"] == pytest.approx(0.1)
     assert m["final_depth_differences"]["maxsim_minus_mean_pool"] == pytest.approx(0.02)
+    per_token = m["per_unit"]["final_depth_differences.maxsim_minus_mean_pool"]  # each token's final MaxSim − 0.8
+    np.testing.assert_allclose(per_token, [-0.06, 0.1])
+    assert per_token.mean() == pytest.approx(m["final_depth_differences"]["maxsim_minus_mean_pool"])
+
+
+def test_split_maxsim_separates_shared_and_discriminative_tokens():
+    # a = (the: e1, up: e2), b = (the: e1, down: diagonal): "the" is shared (MaxSim 1), "up" is not (1/√2)
+    pair = record([[E1, E2]], [[E1, DIAGONAL]], tokens=[["the", "up"], ["the", "down"]])
+    shared, discriminative = study.split_maxsim(pair)
+    np.testing.assert_allclose(shared, [1.0])
+    np.testing.assert_allclose(discriminative, [1 / np.sqrt(2)])
+    with pytest.raises(ValueError, match="shared and discriminative"):
+        study.split_maxsim(record([[E1]], [[E1]], tokens=[["same"], ["same"]]))
+
+
+def test_pair_sets_per_pair_units_and_their_means():
+    # one depth, a [CLS] of e1 in every text. Hard pair 0: (the e1, up e2) vs (the e1, down diagonal);
+    # hard pair 1: (the e1, up e1) vs (the e2, down e2). Easy pairs: e1 vs e2, e1 vs e1.
+    names = [["the", "up"], ["the", "down"]] * 2
+    hard = record([[E1, E2]], [[E1, DIAGONAL]], [[E1, E1]], [[E2, E2]], tokens=names, cls=[[E1] * 4])
+    easy = record([[E1]], [[E2]], [[E1]], [[E1]], cls=[[E1] * 4])
+    m = study.pair_sets(hard, easy)
+    sets, per_pair = m["pair_sets"], m["per_unit"]
+    # mean pools: pair 0 (2, 1)/3 vs (3, 1)/3 → 7/√50; pair 1 (3, 0)/3 vs (1, 2)/3 → 1/√5
+    hard_cosine, easy_cosine = np.array([7 / np.sqrt(50), 1 / np.sqrt(5)]), np.array([1 / np.sqrt(2), 1.0])
+    np.testing.assert_allclose(per_pair["pair_sets.hard"][:, 0], hard_cosine)
+    np.testing.assert_allclose(per_pair["pair_sets.easy"][:, 0], easy_cosine)
+    np.testing.assert_allclose(per_pair["pair_sets.gap"][:, 0], hard_cosine - easy_cosine)
+    # MaxSim a → b: "the" finds e1 (1) then only e2 (0); "up" best matches diagonal (1/√2), then e2 (0)
+    np.testing.assert_allclose(per_pair["pair_sets.maxsim_shared"][:, 0], [1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(per_pair["pair_sets.maxsim_discriminative"][:, 0], [1 / np.sqrt(2), 0.0], atol=1e-12)
+    np.testing.assert_allclose(per_pair["pair_sets.cls_minus_mean_pool"], 1 - hard_cosine)  # equal [CLS] states
+    assert sets["n_pairs"] == 2
+    for key in ("hard", "easy", "gap", "maxsim_shared", "maxsim_discriminative", "maxsim_gap", "cls_minus_mean_pool"):
+        np.testing.assert_allclose(per_pair[f"pair_sets.{key}"].mean(axis=0), sets[key])
+    np.testing.assert_allclose(sets["gap_relative"], [1.0])  # one depth: the gap over itself
+    gap, first = per_pair["pair_sets.gap"], per_pair["pair_sets.gap_first"]
+    np.testing.assert_allclose(gap.mean(axis=0) / first.mean(axis=0), sets["gap_relative"])
+    with pytest.raises(ValueError, match="as many pairs"):
+        study.pair_sets(hard, record([[E1]], [[E2]], cls=[[E1] * 2]))
+
+
+def test_control_is_the_sets_mean_cosine_or_none():
+    assert study.control() == {"control": None}
+    hard, easy = record([[E1]], [[E2]], [[E1]], [[E1]]), record([[E1]], [[E1]], [[E2]], [[E2]])
+    found = study.control(hard, easy)["control"]["pair_sets"]
+    np.testing.assert_allclose(found["hard"], [0.5], atol=1e-12)
+    np.testing.assert_allclose(found["easy"], [1.0])
 
 
 def test_exercises_answers():
@@ -87,8 +137,47 @@ def test_inputs_add_the_readers_pairs_and_a_named_pair_replaces_the_posts():
     assert list(default["pairs"]) == ["hard", "medium", "easy"] and default["maxsim_pair"] == default["pairs"]["hard"]
     mine = study.inputs({"hard": ["a b", "b a"], "mine": ["c", "d"]})
     assert mine["pairs"]["hard"] == ["a b", "b a"] == mine["maxsim_pair"] and "mine" in mine["pairs"]
+    sets = mine["pair_sets"]
+    assert sets == default["pair_sets"] and len(sets["hard"]) == len(sets["easy"]) and len(sets["hard"]) % 2 == 0
+    pool = corpora.retrieval_set("hard")["pool"]
+    assert sets["hard"][:2] == pool[:2] and sets["easy"][:2] == corpora.layer_by_layer_sentences()[:2]
     assert mine["animation"] == ["a b", "b a"] + default["pairs"]["easy"]
     assert mine["exercise_pairs"]["paraphrase"] == [corpora.REFERENCE_SENTENCES["surged"], study.PARAPHRASE]
+
+
+# --------------------------------------------------------------------------- the ledger on synthetic metrics
+
+def synthetic_metrics(seed: int = 0) -> dict:
+    """Every metric chapter 2's ledger reads, computed by the study on random pairs, as the
+    notebook assembles them (``ch.add_metrics``: per_unit merged)."""
+    rng = np.random.default_rng(seed)
+    random = lambda n, tokens: record(*rng.normal(size=(n, 4, len(tokens[0]), 6)), cls=rng.normal(size=(4, n, 6)),
+                                      tokens=tokens * (n // len(tokens)))
+    post = random(2, [["the", "surged", "cut"], ["the", "plunged", "raised"]])
+    twins = random(6, [["the", "up"], ["the", "down"]])
+    metrics: dict = {"per_unit": {}}
+    easy = random(2, [["a"], ["b"]])
+    for part in (study.pair_similarity({"hard": post, "medium": easy, "easy": easy}), study.maxsim_profile(post),
+                 study.pair_sets(twins, random(6, [["a"], ["b"]])), study.control(twins, twins)):
+        metrics["per_unit"].update(part.pop("per_unit", {}))
+        metrics.update(part)
+    metrics.update(study.attractor(metrics["pair_cosine"]))
+    final = study.final_depth(metrics)
+    metrics["per_unit"].update(final.pop("per_unit"))
+    return {**metrics, **final}
+
+
+def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
+    assert_intervals_and_nulls(SLUG, synthetic_metrics())
+
+
+def test_claims_about_one_pair_are_descriptions_or_by_construction():
+    """A claim on the post's single pairs has no sampling unit: it is shown, not judged."""
+    for claim in claims.load(SLUG).claims:
+        single = claim.metric.split(".")[0] in ("pair_cosine", "cls_cosine", "hard_easy_gap", "maxsim_shared",
+                                                 "maxsim_discriminative", "maxsim_spread", "maxsim_final_range")
+        if single:
+            assert claim.description or claim.by_construction, claim.id
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
@@ -158,6 +247,12 @@ def test_claims_cover_the_ledger(results):
     assert [c["id"] for c in results["claims"]] == [c.id for c in ledger.claims]
     assert all(c["numeric_verdict"] is None for c in results["claims"])  # the tiny model is no published model
     assert all(c["measured"] is not None for c in results["claims"])
+
+
+@slow
+def test_every_verdict_is_explained(built_book, results):
+    assert_verdicts_explained(built_book, SLUG, results)
+    assert results["metrics"]["control"] is not None  # random_control is on by default: the nulls exist
 
 
 @slow

@@ -38,12 +38,12 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "toy_elongation": p.number(0.001, 1.0), "toy_stretch": p.number(0.0, 0.5),
     },
     "01_layer_by_layer": {
-        **MODEL, "models": p.model_list,
+        **MODEL, "models": p.model_list, "random_control": p.boolean,
         "sentences": p.optional(p.text_list(3)),
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs},
+    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, "random_control": p.boolean},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(2)),
@@ -68,6 +68,12 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "n_long_docs": p.integer(2), "long_words": p.integer(2), "window_words": p.integer(1),
         "stride_words": p.integer(1), "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
         "finetune": p.boolean,
+    },
+    "07_training_objective": {
+        **MODEL, "n_seeds": p.integer(2, 64), "steps": p.integer(2, 1_000_000),
+        "pairs_per_batch": p.integer(2, 512), "learning_rate": p.number(1e-8, 1.0),
+        "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
+        "sentences": p.optional(p.text_list(3)), "hard_twin": p.one_of("negation", "role_reversal"),
     },
     "98_performance": {"bench_file": p.text},
     "99_claims_dashboard": {"chapters": p.text_list(0)},

@@ -3,7 +3,8 @@
 Every function turns the activations of sentence pairs (:class:`~embedding_geometry.core.activations.Activations`
 of two texts a, b, depths 0..L) into part of the chapter's metrics dict; the notebook adds each
 part with ``ch.add_metrics``. With m_l(s) the mean pool of all tokens of s at depth l, c_l(s) its
-[CLS] state and h_{l,i}(s) its word-token states (METHODS.md §0, §2), the schema is:
+[CLS] state and h_{l,i}(s) its word-token states (book/methods.md, Conventions and The
+similarity attractor), the schema is:
 
 pair_similarity(records): per pair name (hard, medium, easy and the reader's ``pairs``)
     pair_cosine                {pair: [L + 1]}   cos(m_l(a), m_l(b))
@@ -12,6 +13,7 @@ attractor(pair_cosine)
     attractor_peak_depth       {pair: int}       argmax_l of its mean-pool cosine (first on ties)
     attractor_peak_relative_depth {pair: float}  that depth / L
     hard_easy_gap              [L + 1]           pair_cosine.hard − pair_cosine.easy
+    hard_easy_gap_relative     [L + 1]           hard_easy_gap / hard_easy_gap[0]
     hard_easy_gap_summary      {first, easy_peak_depth, at_easy_peak, last, narrowing = at_easy_peak / first}
 maxsim_profile(pair, words): the hard pair, one direction a → b, word tokens only
     maxsim                     {token of a: [L + 1]}   max_j cos(h_{l,i}(a), h_{l,j}(b)); repeats subscripted (the₂)
@@ -22,6 +24,14 @@ maxsim_profile(pair, words): the hard pair, one direction a → b, word tokens o
 final_depth(metrics): the hard pair at depth L
     final_depth_scores         {"mean pool", "CLS", "mean MaxSim": float}
     final_depth_differences    {cls_minus_mean_pool, maxsim_minus_mean_pool}
+pair_sets(hard, easy): n hard pairs (a document and its negation) and n easy pairs (unrelated sentences)
+    pair_sets                  {hard, easy, gap, gap_relative, maxsim_shared, maxsim_discriminative,
+                                maxsim_gap: [L + 1]; cls_minus_mean_pool: float; n_pairs: int}
+                               means over pairs of cos(m_l(a), m_l(b)), hard − easy, gap_l / gap_0, the
+                               MaxSim a → b of a's tokens that b has / lacks, shared − discriminative,
+                               and cos(c_L(a), c_L(b)) − cos(m_L(a), m_L(b)) of the hard pairs
+control(hard, easy): the random-init control (None without one)
+    control                    {pair_sets: {hard: [L + 1], easy: [L + 1]}}
 exercises(reversal, paraphrase, negation, hard)
     exercises                  {reversal_cosine [L + 1], reversal_peak_depth int, paraphrase_cosine [L + 1],
                                 paraphrase_peak_depth int, paraphrase_above_hard_depths int,
@@ -29,8 +39,11 @@ exercises(reversal, paraphrase, negation, hard)
 
 The PCA animation of the hard and easy pairs, ``token_animation``, is chapter 1's
 :func:`~embedding_geometry.studies.layer_by_layer.token_pca` fitted at depth 0. ``per_unit``
-(merged into ``metrics["per_unit"]``) holds ``maxsim_mean`` [n_a, L + 1]: the MaxSim of each word
-token of a, whose mean over tokens is the metric.
+(merged into ``metrics["per_unit"]``) holds the values each bootstrap resamples, whose mean over
+axis 0 is the metric (book.intervals): per word token of a (tokens) ``maxsim_mean`` [n_a, L + 1]
+and ``final_depth_differences.maxsim_minus_mean_pool`` [n_a]; per pair (pairs) every key of
+``pair_sets`` as ``pair_sets.<key>`` [n, L + 1] (``cls_minus_mean_pool`` [n]), and ``gap_first``,
+the denominator of ``gap_relative``.
 """
 
 from __future__ import annotations
@@ -51,11 +64,24 @@ NOT_SURGED = "The stock market did not surge after the central bank cut interest
 Metrics = dict[str, Any]
 
 
+def pair_set_texts() -> dict[str, list[str]]:
+    """The two sets of pairs that the chapter's tests run on, as texts a_1, b_1, a_2, b_2, …:
+    ``hard``, each document of the book's hard retrieval set with its negation (same domain,
+    opposite meaning, nearly the same words); ``easy``, chapter 1's varied sentences paired in
+    order (unrelated topics). Both hold the same number of pairs, so that pair i of each makes one
+    unit of the hard − easy gap."""
+    pool, varied = corpora.retrieval_set("hard")["pool"], corpora.layer_by_layer_sentences()
+    hard = [text for i in range(0, len(pool), 3) for text in pool[i:i + 2]]
+    return {"hard": hard, "easy": varied[:len(hard)]}
+
+
 def inputs(pairs: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """Every text the chapter measures: the post's hard, medium and easy pairs plus ``pairs``
-    (a pair of the same name replaces the post's), and the exercises' pairs."""
+    (a pair of the same name replaces the post's), the sets of pairs of :func:`pair_set_texts`,
+    and the exercises' pairs."""
     r, every = corpora.REFERENCE_SENTENCES, {**corpora.attractor_pairs(), **(pairs or {})}
     return {"pairs": every, "animation": every["hard"] + every["easy"], "maxsim_pair": every["hard"],
+            "pair_sets": pair_set_texts(),
             "exercise_pairs": {"reversal": [r["acquirer"], r["acquired"]], "paraphrase": [r["surged"], PARAPHRASE],
                                "negation": [r["surged"], NOT_SURGED]}}
 
@@ -79,14 +105,15 @@ def peak_depths(series: Mapping[str, Sequence[float]]) -> dict[str, int]:
 
 
 def attractor(pair_cosine: Mapping[str, np.ndarray]) -> Metrics:
-    """Each pair's peak depth, and the hard–easy gap at every depth and at the easy pair's peak."""
+    """Each pair's peak depth, and the hard–easy gap at every depth (also over its depth-0 value)
+    and at the easy pair's peak."""
     peaks = peak_depths(pair_cosine)
     n_layers = len(pair_cosine["hard"]) - 1
     gap = np.asarray(pair_cosine["hard"]) - np.asarray(pair_cosine["easy"])
     at = peaks["easy"]
     return {"attractor_peak_depth": peaks,
             "attractor_peak_relative_depth": {name: depth / n_layers for name, depth in peaks.items()},
-            "hard_easy_gap": gap,
+            "hard_easy_gap": gap, "hard_easy_gap_relative": gap / gap[0],
             "hard_easy_gap_summary": {"first": gap[0], "easy_peak_depth": at, "at_easy_peak": gap[at],
                                       "last": gap[-1], "narrowing": gap[at] / gap[0]}}
 
@@ -109,12 +136,69 @@ def maxsim_profile(pair: Activations, words: Sequence[str] = ("surged", "cut")) 
 
 def final_depth(metrics: Mapping[str, Any]) -> Metrics:
     """The hard pair at the final depth by mean pool, CLS and mean MaxSim (from ``metrics``'
-    ``pair_cosine.hard``, ``cls_cosine.hard`` and ``maxsim_mean``), and CLS and MaxSim minus mean pool."""
+    ``pair_cosine.hard``, ``cls_cosine.hard``, ``maxsim_mean`` and its per-token rows), and CLS
+    and MaxSim minus mean pool; per token of a (``per_unit``) its final MaxSim minus the mean-pool
+    cosine, whose mean over tokens is the MaxSim difference."""
     final = {"mean pool": metrics["pair_cosine"]["hard"][-1], "CLS": metrics["cls_cosine"]["hard"][-1],
              "mean MaxSim": metrics["maxsim_mean"][-1]}
+    per_token = np.asarray(metrics["per_unit"]["maxsim_mean"])[:, -1] - final["mean pool"]
     return {"final_depth_scores": final,
             "final_depth_differences": {"cls_minus_mean_pool": final["CLS"] - final["mean pool"],
-                                        "maxsim_minus_mean_pool": final["mean MaxSim"] - final["mean pool"]}}
+                                        "maxsim_minus_mean_pool": final["mean MaxSim"] - final["mean pool"]},
+            "per_unit": {"final_depth_differences.maxsim_minus_mean_pool": per_token}}
+
+
+def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Pair i of a record (texts 2i, 2i + 1 = a, b): the mean MaxSim a → b of the word tokens of
+    a that b also has (shared) and of those it lacks (discriminative), per depth → two [L + 1]."""
+    a, b = geometry.per_text(pair.hidden, pair.offsets[2 * i:2 * i + 3], pair.word_mask)
+    sims = geometry.maxsim(a, b)  # [L + 1, n_a]
+    shared = np.isin(pair.word_tokens(2 * i), pair.word_tokens(2 * i + 1))
+    if shared.all() or not shared.any():
+        raise ValueError(f"pair {i} ({pair.texts[2 * i]!r}, {pair.texts[2 * i + 1]!r}) needs both shared and "
+                         f"discriminative word tokens")
+    return sims[:, shared].mean(axis=1), sims[:, ~shared].mean(axis=1)
+
+
+def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]:
+    """Per pair of a set (texts 2i, 2i + 1), per depth → [n, L + 1]: its mean-pool cosine and,
+    with ``tokens``, its CLS cosine and the mean MaxSim of its shared and discriminative tokens."""
+    pools = pair.mean_pool("all")
+    found = {"cosine": geometry.pair_cosine(pools[:, 0::2], pools[:, 1::2]).T}
+    if tokens:
+        cls = pair.cls()
+        found["cls"] = geometry.pair_cosine(cls[:, 0::2], cls[:, 1::2]).T
+        split = [split_maxsim(pair, i) for i in range(pair.n_texts // 2)]
+        found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
+    return found
+
+
+def pair_sets(hard: Activations, easy: Activations) -> Metrics:
+    """The chapter's tests on sets of pairs (:func:`pair_set_texts`): per depth the mean over
+    pairs of the mean-pool cosine (``hard``, ``easy``), the hard − easy gap and that gap over its
+    depth-0 value (``gap_relative``, a ratio of means); the mean MaxSim of the hard pairs' shared and
+    discriminative tokens and their difference (``maxsim_gap``); and, at the final depth, CLS minus
+    mean-pool cosine of the hard pairs. ``per_unit`` holds every one per pair (pair i of each set
+    is one unit of the gap; ``gap_first`` repeats a unit's depth-0 gap, the ratio's denominator)."""
+    h, e = pair_units(hard, tokens=True), pair_units(easy)
+    if len(h["cosine"]) != len(e["cosine"]):
+        raise ValueError(f"the hard and easy sets need as many pairs; got {len(h['cosine'])} and {len(e['cosine'])}")
+    gap = h["cosine"] - e["cosine"]
+    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
+             "maxsim_shared": h["shared"], "maxsim_discriminative": h["discriminative"],
+             "maxsim_gap": h["shared"] - h["discriminative"], "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1]}
+    means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
+    means["gap_relative"] = means["gap"] / gap[:, 0].mean()
+    return {"pair_sets": {**means, "n_pairs": len(gap)}, "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}
+
+
+def control(hard: Activations | None = None, easy: Activations | None = None) -> Metrics:
+    """The random-init control's mean-pool cosine per depth, averaged over each set of pairs
+    (``control`` is None without a control)."""
+    if hard is None or easy is None:
+        return {"control": None}
+    return {"control": {"pair_sets": {name: pair_units(acts)["cosine"].mean(axis=0)
+                                      for name, acts in (("hard", hard), ("easy", easy))}}}
 
 
 def exercises(reversal: Activations, paraphrase: Activations, negation: Activations,
