@@ -72,6 +72,21 @@ def test_focus_is_the_endpoint_of_most_high_pairs_lowest_on_ties():
     assert cm.focus_positions(both, 5).tolist() == [2, 1]
 
 
+def test_expected_distinct_is_the_random_positions_null():
+    """Σ_v [1 − (1 − c_v / T)^k], against enumerating every way k heads can pick positions."""
+    import itertools
+
+    values = ["a", "a", "b", "c"]  # T = 4 positions, value "a" at two of them
+    for k in (1, 2, 3):
+        picks = list(itertools.product(range(4), repeat=k))
+        exact = np.mean([len({values[p] for p in pick}) for pick in picks])
+        assert cm.expected_distinct([2, 1, 1], k) == pytest.approx(exact)
+        assert cm.expected_distinct(np.ones(4), k) == pytest.approx(np.mean([len(set(p)) for p in picks]))
+    assert cm.expected_distinct([2, 1, 1], 2) == pytest.approx(1.625)  # 0.75 + 2 × 0.4375 by hand
+    assert cm.expected_distinct(np.ones(128), 12) == pytest.approx(128 * (1 - (127 / 128) ** 12))  # ≈ 11.50
+    assert 11.49 < cm.expected_distinct(np.ones(128), 12) < 11.51
+
+
 def test_attention_received_is_column_sums_scaled_to_max_one():
     a = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.5, 0.25, 0.25]])
     np.testing.assert_allclose(cm.attention_received(a), [1.0, 0.375, 0.125])
@@ -115,6 +130,30 @@ def test_pair_statistics_on_a_hand_made_text():
     # relative rule: t = 0.1 → S ≥ 0.9: the pair (1, 3); t = 0.5 the same
     assert stats.sensitivity_pairs.tolist() == [[1], [1]]
     assert stats.sensitivity_distance.tolist() == [[2], [2]]
+    # the per-text rows of the one text: the same counts, one row per text
+    rows = stats.text_rows()
+    assert rows["high_pairs"].tolist() == [[1]] and rows["pair_distance"].tolist() == [[2]]
+    assert rows["same_sentence"].tolist() == [[1]] and rows["distinct_focus"].tolist() == [[1]]
+    assert rows["attended"].tolist() == [[1]] and rows["attended_separators"].tolist() == [[1]]
+    assert rows["sensitivity_pairs"].tolist() == [[[1], [1]]] and rows["sensitivity_attended"].tolist() == [[[1], [1]]]
+    assert rows["focus_null"][0] == pytest.approx(1.0)  # one head picks one position
+
+
+def test_two_heads_on_two_occurrences_of_one_token():
+    """Two heads whose focus positions differ but hold the same token: 2 distinct positions,
+    1 distinct token id; the nulls by hand for T = 5 and H = 2."""
+    batch, head_out, pattern = _hand_batch()
+    second = np.zeros((1, 5, 1, 3))
+    second[0, 3, 0, 0] = second[0, 4, 0, 0] = 2.0  # tokens 3 and 4 equal: focus 3 (lowest of the tie)
+    stats = cs.batch_statistics([np.concatenate([head_out, second], axis=2)], [np.repeat(pattern, 2, axis=1)],
+                                batch, cs.Settings(q=0.9, common_min_count=2))
+    rows = stats.text_rows()
+    assert rows["distinct_focus"].tolist() == [[2]] and rows["distinct_focus_ids"].tolist() == [[1]]  # "a" twice
+    assert rows["focus_null"][0] == pytest.approx(5 * (1 - 0.8 ** 2))  # 1.8
+    assert rows["focus_ids_null"][0] == pytest.approx(3 * (1 - 0.8 ** 2) + (1 - 0.6 ** 2))  # ids 101 7 8 7 102: 1.72
+    m = cs.metrics(stats, cs.Settings(q=0.9, common_min_count=2))
+    assert m["unique_focus_fraction"].tolist() == [1.0] and m["unique_focus_ids_fraction"].tolist() == [0.5]
+    assert m["unique_focus_fraction_null"] == pytest.approx(0.9) and m["unique_focus_ids_fraction_null"] == pytest.approx(0.86)
 
 
 def test_metrics_divide_pooled_counts():
@@ -174,6 +213,11 @@ def _assert_same_stats(a, b):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if f.name == "focus_tokens":
             assert x == y, f.name
+        elif f.name == "per_text":  # batched differently, the same rows in the same text order
+            rows_a, rows_b = a.text_rows(), b.text_rows()
+            assert set(rows_a) == set(rows_b) == set(cs.TEXT_ROWS)
+            for name in rows_a:
+                np.testing.assert_array_equal(rows_a[name], rows_b[name], err_msg=name)
         else:
             np.testing.assert_array_equal(x, y, err_msg=f.name)
 
@@ -200,10 +244,11 @@ def test_adding_statistics_leaves_both_operands_unchanged():
     batch, outs, maps = _random_batch(rng, n_texts=2)
     settings = cs.Settings()
     a, b = _part(batch, outs, maps, [0], settings), _part(batch, outs, maps, [1], settings)
-    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0])
-    _ = a + b
+    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0]), len(a.per_text)
+    total = a + b
     np.testing.assert_array_equal(a.head_pairs, before[0])
-    assert a.focus_tokens[0][0] == before[1]
+    assert a.focus_tokens[0][0] == before[1] and len(a.per_text) == before[2] == 1
+    assert len(total.per_text) == 2 and total.text_rows()["high_pairs"].shape == (2, 2)
     with pytest.raises(ValueError, match="cannot add"):
         a + cs.ContextStats.empty(1, 3, 10, 5)
 
@@ -257,10 +302,18 @@ def test_at_quantiles_measure_the_same_batches_at_each_quantile():
 
 METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_chance", "same_sentence_fraction",
                "same_sentence_chance", "same_sentence_lift", "distance_histogram", "unique_focus_tokens",
-               "unique_focus_fraction", "separator_attention", "separator_share", "attended_kinds",
-               "repeat_chance", "heads", "head_classes", "layers_with_both_kinds", "sensitivity"}
+               "unique_focus_fraction", "unique_focus_fraction_null", "unique_focus_ids_fraction",
+               "unique_focus_ids_fraction_null", "separator_attention", "separator_share", "attended_kinds",
+               "repeat_chance", "heads", "head_classes", "layers_with_both_kinds", "sensitivity", "per_unit"}
 SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
-                    "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first"}
+                    "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first",
+                    "worst_threshold", "distance_at_worst"}
+RATIOS = {"mean_pair_distance": ("mean_pair_distance.distance", "high_pairs"),
+          "same_sentence_fraction": ("same_sentence_fraction.same", "high_pairs"),
+          "separator_attention": ("separator_attention.separators", "separator_attention.attended"),
+          "sensitivity.distance_at_worst": ("sensitivity.distance_at_worst.distance",
+                                            "sensitivity.distance_at_worst.pairs")}
+"""Per-block metrics that are a ratio of two per-text arrays: metric → (numerator, denominator)."""
 
 
 def test_metrics_schema_and_the_sensitivity_ratios():
@@ -274,6 +327,48 @@ def test_metrics_schema_and_the_sensitivity_ratios():
     rows = m["sensitivity"]["mean_pair_distance"]
     assert m["sensitivity"]["distance_last_over_first"] == pytest.approx([r[-1] / r[0] for r in rows])
     assert m["sensitivity"]["max_distance_last_over_first"] == max(m["sensitivity"]["distance_last_over_first"])
+    worst = int(np.argmax(m["sensitivity"]["distance_last_over_first"]))
+    assert m["sensitivity"]["worst_threshold"] == (0.1, 0.5)[worst]
+    assert m["sensitivity"]["distance_at_worst"] == rows[worst]
+
+
+def test_per_text_values_average_to_the_metrics():
+    """The per-unit contract of book.intervals: each ratio metric is Σ numerator / Σ denominator
+    over the texts (the ratio of their means), the focus fractions the mean of theirs."""
+    from embedding_geometry.book import claims
+
+    rng = np.random.default_rng(5)
+    batch, outs, maps = _random_batch(rng, n_texts=9, n_layers=3)
+    settings = cs.Settings(q=0.8, common_min_count=2, sensitivity_thresholds=(0.1, 0.3, 0.5))
+    m = cs.metrics(_part(batch, outs, maps, np.arange(9), settings), settings)
+    per_unit = m["per_unit"]
+    assert all(np.shape(v)[0] == 9 for v in per_unit.values())
+    for metric, (numerator, denominator) in RATIOS.items():
+        ratio = per_unit[numerator].mean(axis=0) / per_unit[denominator].mean(axis=0)
+        np.testing.assert_allclose(ratio, claims.lookup(m, metric), rtol=1e-12, err_msg=metric)
+    for metric in ("unique_focus_fraction", "unique_focus_ids_fraction"):
+        np.testing.assert_allclose(per_unit[metric].mean(axis=0), m[metric], rtol=1e-12, err_msg=metric)
+    assert (per_unit["unique_focus_ids_fraction"] <= per_unit["unique_focus_fraction"]).all()  # ids repeat
+    assert m["unique_focus_fraction_null"] == pytest.approx(cm.expected_distinct(np.ones(10), 3) / 3)
+    assert m["unique_focus_ids_fraction_null"] < m["unique_focus_fraction_null"]  # ids 5…8 repeat in 10 tokens
+
+
+def test_separator_attention_at_another_threshold_comes_from_the_sensitivity_counts():
+    rng = np.random.default_rng(6)
+    batch, outs, maps = _random_batch(rng, n_texts=5)
+    settings = cs.Settings(q=0.8, common_min_count=2, sensitivity_thresholds=(0.1, 0.3))
+    stats = _part(batch, outs, maps, np.arange(5), settings)
+    m = cs.metrics(stats, settings)
+    low = cs.at_attention_threshold(m, stats, 0.1)
+    np.testing.assert_array_equal(low["separator_attention"], cs.sensitivity_row(m, "separator_attention", 0.1))
+    units = low["per_unit"]
+    np.testing.assert_allclose(units["separator_attention.separators"].sum(0) / units["separator_attention.attended"].sum(0),
+                               low["separator_attention"])
+    assert (units["separator_attention.attended"] >= m["per_unit"]["separator_attention.attended"]).all()  # a lower bar
+    at_tau = cs.at_attention_threshold(m, stats, 0.3)  # τ itself: the chapter's own numbers
+    np.testing.assert_array_equal(at_tau["separator_attention"], m["separator_attention"])
+    assert cs.at_attention_threshold(m, stats, 0.2)["separator_attention"] is None
+    assert m["separator_attention"] is not None  # the run's metrics are untouched
 
 
 def test_last_over_first_by_hand():
@@ -292,17 +387,61 @@ def test_sensitivity_row_and_class_totals():
                                   "layers_with_both_kinds": 1}
 
 
-def test_the_every_threshold_claim_reads_the_sensitivity_ratios():
+def _claim_verdict(claim_id: str, metrics: dict):
     from embedding_geometry.book import claims
 
-    ledger = claims.load(SLUG)
-    (claim,) = [c for c in ledger.claims if c.id == "long-to-short-range-every-threshold"]
-    ledger = claims.Ledger(chapter=SLUG, claims=[claim])
-    verdict = lambda largest: claims.evaluate(  # noqa: E731
-        ledger, {"sensitivity": {"max_distance_last_over_first": largest}}, "m")[0]
-    assert verdict(0.95).shape.startswith("holds")
-    assert verdict(1.01).shape.startswith("does not hold") and verdict(1.01).measured == 1.01
-    assert verdict(None).shape == "not measured"
+    (claim,) = [c for c in claims.load(SLUG).claims if c.id == claim_id]
+    return claims.evaluate(claims.Ledger(chapter=SLUG, claims=[claim]), metrics, "m")[0]
+
+
+def _texts(first, last, n=40, spread=0.02, seed=0):
+    """Per-text [n, 2] values around (first, last), with a little noise."""
+    rng = np.random.default_rng(seed)
+    return np.column_stack([first + spread * rng.standard_normal(n), last + spread * rng.standard_normal(n)])
+
+
+def test_the_every_threshold_claim_reads_the_worst_thresholds_ratio():
+    pairs = np.full((40, 2), 10.0)
+    metrics = lambda distance: {"sensitivity": {  # noqa: E731
+        "distance_at_worst": list(distance.sum(0) / pairs.sum(0))},
+        "per_unit": {"sensitivity.distance_at_worst.distance": distance, "sensitivity.distance_at_worst.pairs": pairs}}
+    shorter = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 300, spread=5)))
+    assert shorter.verdict == "holds" and shorter.measured == pytest.approx(0.75, abs=0.01)
+    assert shorter.interval[1] < 1 and shorter.depth.startswith("last ÷ block 1 of 2")
+    longer = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 404, spread=5)))
+    assert longer.verdict in ("does not hold", "inconclusive") and longer.measured > 1
+    assert _claim_verdict("long-to-short-range-every-threshold",
+                          {"sensitivity": {"distance_at_worst": None}}).verdict == "not measured"
+
+
+def test_focus_claims_are_judged_against_the_random_positions_null():
+    """0.89 of the heads distinct clears the bound 0.7 but not the null 0.958 (heads that picked
+    at random): does not hold; 0.99 clears both: holds."""
+    for share, expected in ((0.89, "does not hold"), (0.99, "holds")):
+        values = np.clip(_texts(share, share, spread=0.01), 0, 1)
+        found = _claim_verdict("unique-focus-tokens", {"unique_focus_fraction": values.mean(0),
+                                                        "unique_focus_fraction_null": 0.958,
+                                                        "per_unit": {"unique_focus_fraction": values}})
+        assert found.verdict == expected and found.null["label"] == "random positions"
+        assert found.null["value"] == 0.958 and found.interval[0] <= found.measured <= found.interval[1]
+
+
+def test_same_sentence_and_separator_claims_have_their_nulls():
+    pairs = np.full((40, 2), 100.0)
+    same = _texts(20, 30, spread=1)  # 0.3 in the last block
+    found = _claim_verdict("same-sentence-in-final-layers", {
+        "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": 0.1,
+        "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
+    assert found.verdict == "holds" and found.null["value"] == 0.1 and found.null["label"] == "chance"
+    at_chance = _claim_verdict("same-sentence-in-final-layers", {
+        "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": same[:, 1].mean() / 100,
+        "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
+    assert at_chance.verdict == "inconclusive"  # the interval straddles the chance level
+    separators = _texts(60, 8, spread=1)  # 0.08 in the last block: uniform attention's share
+    found = _claim_verdict("separators-in-final-layers", {
+        "separator_attention": list(separators.sum(0) / pairs.sum(0)), "separator_share": 0.08,
+        "per_unit": {"separator_attention.separators": separators, "separator_attention.attended": pairs}})
+    assert found.verdict == "does not hold" and found.null["label"] == "uniform attention"
 
 
 # --------------------------------------------------------------------------- settings and layering
@@ -377,13 +516,34 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert document["inputs"]["thresholds"]["sensitivity_thresholds"] == [0.1, 0.2, 0.3, 0.4, 0.5]
     ids = [c["id"] for c in document["claims"]]
     assert ids == ["separators-in-final-layers", "heads-specialise", "long-to-short-range",
-                   "long-to-short-range-every-threshold", "same-sentence-in-final-layers", "unique-focus-tokens"]
+                   "long-to-short-range-every-threshold", "same-sentence-in-final-layers", "unique-focus-tokens",
+                   "unique-focus-token-ids"]
     ratios = m["sensitivity"]["distance_last_over_first"]
     assert len(ratios) == 5 and all(r > 0 for r in ratios)
-    assert all(c["shape_verdict"] in ("holds", "does not hold") for c in document["claims"])
+    assert m["sensitivity"]["distance_at_worst"][-1] / m["sensitivity"]["distance_at_worst"][0] == max(ratios)
+    assert all(c["shape_verdict"] in ("holds", "does not hold") for c in document["claims"] if c["shape"])
+    assert all(np.shape(v) == (6, L) for v in m["per_unit"].values())  # one row per text, one column per block
+    assert 0 < m["unique_focus_fraction_null"] <= 1 and 0 < m["unique_focus_ids_fraction_null"] <= 1
     assert all(c["numeric_verdict"] is None for c in document["claims"])  # not the paper's model
     page = (root / "_build" / "html" / "book" / "chapters" / "04_attention_context_similarity.html").read_text()
     assert '"name": "layer"' in page and '"name": "head"' in page  # the explorer's two sliders
+
+
+@pytest.mark.slow
+def test_every_claim_has_an_interval_or_a_reason_and_the_summary_names_the_rest(built_book):
+    """Every claim of the executed chapter has an interval over texts (or says why not), a null
+    wherever the ledger declares one, and the page's summary names every claim that is not "holds"."""
+    from test_layer_by_layer import assert_verdicts_explained, chapter_results
+
+    results = chapter_results(built_book, SLUG)
+    assert_verdicts_explained(built_book, SLUG, results)
+    judged = {c["id"]: c for c in results["claims"]}
+    assert judged["heads-specialise"]["verdict"] == "description"  # the paper gives no rule; ours decides
+    assert all(c["interval"] and c["unit"] == "texts" and c["n_units"] == 6
+               for i, c in judged.items() if i != "heads-specialise")
+    assert {i: judged[i]["null"]["kind"] for i in judged if judged[i]["null"]} == {
+        "separators-in-final-layers": "uniform_attention", "same-sentence-in-final-layers": "chance",
+        "unique-focus-tokens": "random_positions", "unique-focus-token-ids": "random_positions"}
 
 
 @pytest.mark.slow

@@ -32,13 +32,13 @@ def kinds_frame(m: dict) -> pd.DataFrame:
 
 
 def distance_frame(m: dict, layers: Sequence[int]) -> pd.DataFrame:
-    """Share of high pairs at each distance d for the given layers (numbered from 1), with the
-    chance share (T − d) / |P| of a uniformly drawn pair."""
+    """Share of high pairs at each distance d for the given blocks (numbered from 1; labelled
+    "block l of L"), with the chance share (T − d) / |P| of a uniformly drawn pair."""
     counts = np.asarray(m["distance_histogram"], float)
     d = np.arange(1, counts.shape[1] + 1)
     chance = (len(d) + 1 - d) / (len(d) + 1 - d).sum()
-    frames = [pd.DataFrame({"distance": d, "share": counts[l - 1] / counts[l - 1].sum(), "layer": f"layer {l}"})
-              for l in layers]
+    frames = [pd.DataFrame({"distance": d, "share": counts[l - 1] / counts[l - 1].sum(),
+                            "layer": f"block {l} of {len(counts)}"}) for l in layers]
     return pd.concat(frames + [pd.DataFrame({"distance": d, "share": chance, "layer": "chance"})], ignore_index=True)
 
 

@@ -41,7 +41,8 @@ def matrix_heatmap(frame: pd.DataFrame, title: str = "", value_title: str = "val
     cells = base.mark_rect().encode(
         color=alt.condition("isValid(datum.value)", alt.Color("value:Q", title=value_title, scale=scale),
                             alt.value("#dddddd")),
-        tooltip=["row:N", "column:N", "label:N"])
+        tooltip=[alt.Tooltip("row:N", title="row"), alt.Tooltip("column:N", title="column"),
+                 alt.Tooltip("label:N", title=value_title)])
     span = max(abs(domain[0]), abs(domain[1]))
     dark = (f"isValid(datum.value) && abs(datum.value) > {0.6 * span}" if diverging
             else f"isValid(datum.value) && datum.value < {domain[0] + 0.5 * (domain[1] - domain[0])}")
@@ -59,7 +60,8 @@ def category_strip(frame: pd.DataFrame, value: str, category: str, x_title: str,
         x=alt.X(f"{value}:Q", title=x_title),
         y=alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField(field=value, op="median", order="descending")),
         color=alt.Color(f"{category}:N", legend=None),
-        tooltip=[f"{category}:N", *tooltip, alt.Tooltip(f"{value}:Q", format=".3f")],
+        tooltip=[alt.Tooltip(f"{category}:N", title=category.replace("_", " ")), *tooltip,
+                 alt.Tooltip(f"{value}:Q", title=x_title, format=".3f")],
     ).properties(title=title, width=520)
 
 
@@ -67,15 +69,17 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
                 color: str = "series") -> alt.LayerChart | alt.Chart:
     """Per-block series (``layer`` 1..L on x, ``value`` on y, one line per ``color``); an optional
     grey dashed rule marks the chance level."""
-    x = alt.X("layer:Q", title="layer l (block)", scale=alt.Scale(domain=[1, int(frame["layer"].max())]),
+    x = alt.X("layer:Q", title="block l", scale=alt.Scale(domain=[1, int(frame["layer"].max())]),
               axis=alt.Axis(tickMinStep=1, format="d"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color(f"{color}:N", title=None),
-        tooltip=[f"{color}:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")])
+        tooltip=[alt.Tooltip(f"{color}:N", title=color), alt.Tooltip("layer:Q", title="block"),
+                 alt.Tooltip("value:Q", title=y_title, format=".3f")])
     if chance is None:
         return lines.properties(title=title)
     level = pd.DataFrame({"value": [chance], "label": [f"chance {chance:.3g}"]})
-    rule = alt.Chart(level).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="value:Q", tooltip=["label:N"])
+    rule = alt.Chart(level).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(
+        y="value:Q", tooltip=[alt.Tooltip("label:N", title="random pair")])
     return alt.layer(rule, lines).properties(title=title)
 
 
@@ -83,9 +87,10 @@ def layer_shares(frame: pd.DataFrame, color: str, title: str = "", y_title: str 
     """Stacked bars of ``share`` per ``layer``, one segment per ``color`` category (frame order)."""
     order = list(dict.fromkeys(frame[color]))
     return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum['{color}'])").mark_bar().encode(
-        x=alt.X("layer:O", title="layer l (block)"), y=alt.Y("share:Q", title=y_title, stack="zero"),
+        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
         color=alt.Color(f"{color}:N", title=None, sort=order), order=alt.Order("rank:Q"),
-        tooltip=["layer:O", f"{color}:N", alt.Tooltip("share:Q", format=".3f")],
+        tooltip=[alt.Tooltip("layer:O", title="block"), alt.Tooltip(f"{color}:N", title=color),
+                 alt.Tooltip("share:Q", title=y_title, format=".3f")],
     ).properties(title=title, width=alt.Step(40))
 
 
@@ -93,12 +98,16 @@ def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
     ``context_similarity.head_table``)."""
     classes = alt.Scale(domain=["repetition", "common-token", "other"], range=["#1f5fa8", "#d2691e", "#d9d9d9"])
-    shares = ["repeat_share", "common_focus_share", "same_sentence_fraction"]
+    shares = {"repeat_share": "high pairs joining a repeated token", "common_focus_share": "texts with a common focus token",
+              "same_sentence_fraction": "high pairs inside one sentence"}
     return alt.Chart(frame).mark_rect(stroke="white").encode(
-        x=alt.X("head:O", title="head h"), y=alt.Y("layer:O", title="layer l (block)"),
+        x=alt.X("head:O", title="head h"), y=alt.Y("layer:O", title="block l"),
         color=alt.Color("class:N", title=None, scale=classes),
-        tooltip=["layer:O", "head:O", "class:N", *[alt.Tooltip(f"{s}:Q", format=".2f") for s in shares],
-                 alt.Tooltip("mean_pair_distance:Q", format=".1f"), "top_focus:N"],
+        tooltip=[alt.Tooltip("layer:O", title="block"), alt.Tooltip("head:O", title="head"),
+                 alt.Tooltip("class:N", title="class"),
+                 *[alt.Tooltip(f"{field}:Q", title=title, format=".2f") for field, title in shares.items()],
+                 alt.Tooltip("mean_pair_distance:Q", title="mean distance of high pairs", format=".1f"),
+                 alt.Tooltip("top_focus:N", title="most frequent focus tokens (share of texts)")],
     ).properties(title=title, width=alt.Step(32), height=alt.Step(26))
 
 
@@ -111,17 +120,19 @@ def distance_lines(frame: pd.DataFrame, title: str = "") -> alt.Chart:
         x=alt.X("distance:Q", title="distance |i − j| (tokens)"), y=alt.Y("share:Q", title="share of high pairs"),
         color=alt.Color("layer:N", title=None, sort=layers + ["chance"], scale=colours),
         strokeDash=alt.condition(alt.datum.layer == "chance", alt.value([5, 4]), alt.value([1, 0])),
-        tooltip=["layer:N", "distance:Q", alt.Tooltip("share:Q", format=".4f")],
+        tooltip=[alt.Tooltip("layer:N", title="block"), alt.Tooltip("distance:Q", title="distance |i − j|"),
+                 alt.Tooltip("share:Q", title="share of high pairs", format=".4f")],
     ).properties(title=title)
 
 
 def layer_heatmap(frame: pd.DataFrame, x: str, value: str, x_title: str, title: str = "",
                   value_title: str | None = None) -> alt.LayerChart:
     """A layer × ``x`` heatmap of ``value``, each cell labelled."""
-    base = alt.Chart(frame).encode(x=alt.X(f"{x}:O", title=x_title), y=alt.Y("layer:O", title="layer l (block)"))
+    base = alt.Chart(frame).encode(x=alt.X(f"{x}:O", title=x_title), y=alt.Y("layer:O", title="block l"))
     cells = base.mark_rect().encode(
         color=alt.Color(f"{value}:Q", title=value_title or value, scale=alt.Scale(scheme="blues")),
-        tooltip=["layer:O", f"{x}:O", alt.Tooltip(f"{value}:Q", format=".3f")])
+        tooltip=[alt.Tooltip("layer:O", title="block"), alt.Tooltip(f"{x}:O", title=x_title),
+                 alt.Tooltip(f"{value}:Q", title=f"{value} of {value_title or value}", format=".3f")])
     dark = float(frame[value].max()) / 2
     text = base.mark_text(fontSize=9).encode(
         text=alt.Text(f"{value}:Q", format=".2f"),
@@ -159,7 +170,9 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
              .mark_rect().encode(
                  x=alt.X("j:Q", title="token position j", scale=positions), x2="j2:Q",
                  y=alt.Y("i:Q", title="token position i", scale=alt.Scale(domain=[0, n], nice=False, reverse=True)),
-                 y2="i2:Q", tooltip=["i:Q", "j:Q", alt.Tooltip("value:Q", format=".2f")],
+                 y2="i2:Q", tooltip=[alt.Tooltip("i:Q", title="token i (block start)"),
+                                     alt.Tooltip("j:Q", title="token j (block start)"),
+                                     alt.Tooltip("value:Q", title="S / max |S|", format=".2f")],
                  color=alt.Color("value:Q", title="S / max |S|",
                                  scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True))))
     bounds = alt.Chart(frames["bounds"]).mark_rule(color="#555555", strokeWidth=0.8)
@@ -173,6 +186,8 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
                     x=alt.X("position:Q", title="token position j", scale=positions),
                     y=alt.Y("a:Q", title="attention received a_j"),
                     color=alt.Color("separator:N", title="separator", scale=separator),
-                    tooltip=["position:Q", "token:N", "separator:N", alt.Tooltip("a:Q", format=".2f")]))
+                    tooltip=[alt.Tooltip("position:Q", title="position j"), alt.Tooltip("token:N", title="token"),
+                             alt.Tooltip("separator:N", title="separator"),
+                             alt.Tooltip("a:Q", title="attention received a_j", format=".2f")]))
     tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
