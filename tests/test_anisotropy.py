@@ -1,5 +1,6 @@
-"""Chapter 3's study (studies.anisotropy): anisotropy, the cone axis and every study function,
-on hand-computed cases."""
+"""Chapter 3's studies (studies.anisotropy, studies.centering, studies.cone_exercises): anisotropy,
+the cone axis, every study function and the per-unit values its claims resample, on hand-computed
+cases."""
 
 from dataclasses import replace
 from types import SimpleNamespace
@@ -12,6 +13,7 @@ from embedding_geometry.core import geometry
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import anisotropy as an
 from embedding_geometry.studies import centering
+from embedding_geometry.studies import cone_exercises as ex
 
 SQRT2 = np.sqrt(2)
 
@@ -131,15 +133,23 @@ def test_axis_cosines_are_absolute_and_width_mismatch_is_not_comparable():
     assert matrix["c"]["c"] == pytest.approx(1.0)
 
 
-def test_axis_family_summary_needs_every_model():
+def test_family_pairs_pick_the_extreme_pairs_and_need_every_model():
     matrix = {"a": {"a": 1.0, "b": 0.9, "c": 0.8, "o": 0.1},
               "b": {"a": 0.9, "b": 1.0, "c": 0.95, "o": 0.2},
               "c": {"a": 0.8, "b": 0.95, "c": 1.0, "o": 0.05},
               "o": {"a": 0.1, "b": 0.2, "c": 0.05, "o": 1.0}}
-    assert an.axis_family_summary(matrix, ["a", "b", "c"], "o") == {"within_min": 0.8, "to_outsider_max": 0.2}
-    assert an.axis_family_summary(matrix, ["a", "b", "x"], "o") == {"within_min": None, "to_outsider_max": None}
+    assert an.family_pairs(matrix, ["a", "b", "c"], "o") == {"within_min": ("a", "c"), "to_outsider_max": ("b", "o")}
+    assert an.family_pairs(matrix, ["a", "b", "x"], "o") == {"within_min": None, "to_outsider_max": None}
     matrix["a"]["o"] = None  # widths differ: not comparable
-    assert an.axis_family_summary(matrix, ["a", "b"], "o")["to_outsider_max"] is None
+    assert an.family_pairs(matrix, ["a", "b"], "o")["to_outsider_max"] is None
+
+
+def test_axis_products_average_to_the_absolute_cosine():
+    u, v = np.array([1.0, 2.0, 2.0]), np.array([-2.0, 0.0, -1.0])  # cos = −4 / (3 √5)
+    terms = an.axis_products(u, v)
+    np.testing.assert_allclose(terms, 3 * np.array([2.0, 0.0, 2.0]) / (3 * np.sqrt(5)))  # sign flipped
+    assert terms.mean() == pytest.approx(4 / (3 * np.sqrt(5)))
+    np.testing.assert_allclose(an.axis_products(u, u), 3 * u ** 2 / 9)
 
 
 # --------------------------------------------------------------------------- topics (studies.centering)
@@ -204,6 +214,35 @@ def test_topic_measurements_shapes_and_too_few_topics():
                     centering.topic_measurements(states, ["only"] * 12)):
         assert all(too_few[key] is None for key in centering.TOPIC_KEYS)
     assert centering.topic_measurements(states, ["only"] * 12)["topics"] == ["only"]
+    assert centering.topic_measurements(states, ["only"] * 12)["topic_centering_removal_offdiag_permuted"] is None
+
+
+def test_per_topic_removal_averages_to_the_offdiagonal_mean():
+    matrix = {"p": {"p": 1.0, "q": 0.2, "r": 0.4}, "q": {"p": 0.6, "q": 1.0, "r": 0.0}, "r": {"p": -0.2, "q": 0.5, "r": 1.0}}
+    columns = centering.column_offdiagonal_means(matrix)
+    np.testing.assert_allclose(columns, [0.2, 0.35, 0.2])
+    assert columns.mean() == pytest.approx(centering.offdiagonal_mean(matrix))
+    rng = np.random.default_rng(4)
+    states = rng.normal(size=(2, 15, 4)) + 2.0
+    labels = ["x"] * 5 + ["y"] * 5 + ["z"] * 5
+    result = centering.topic_measurements(states, labels, seed=1, permutations=3)
+    per_topic = result["per_unit"]["topic_centering_removal_offdiag"]
+    assert per_topic.shape == (3, 2)
+    np.testing.assert_allclose(per_topic.mean(axis=0), result["topic_centering_removal_offdiag"], atol=1e-12)
+
+
+def test_permuted_null_is_seeded_and_is_the_removal_of_shuffled_groups():
+    rng = np.random.default_rng(5)
+    states = rng.normal(size=(1, 12, 3)) + [3.0, 0.0, 0.0]
+    labels = ["x"] * 6 + ["y"] * 6
+    result = centering.topic_measurements(states, labels, seed=7, permutations=2)
+    order = np.random.default_rng(7)
+    shuffles = [order.permutation(np.asarray(labels)) for _ in range(2)]
+    expected = np.mean([centering.offdiagonal_mean(centering.centering_removal(states[0], s)) for s in shuffles])
+    assert result["topic_centering_removal_offdiag_permuted"][0] == pytest.approx(expected)
+    again = centering.topic_measurements(states, labels, seed=7, permutations=2)
+    np.testing.assert_array_equal(again["topic_centering_removal_offdiag_permuted"],
+                                  result["topic_centering_removal_offdiag_permuted"])
 
 
 def test_label_rows_keep_the_order_of_first_appearance():
@@ -227,6 +266,28 @@ def test_correlation_ratio_and_rank_correlation():
         an.rank_correlation([1, 1, 1], [1, 2, 3])
 
 
+def test_correlation_ratio_parts_make_eta2_as_a_ratio_of_means():
+    values, labels = np.array([1.0, 2.0, 3.0, 4.0]), ["a", "a", "b", "b"]
+    between, total = an.correlation_ratio_parts(values, labels)
+    np.testing.assert_allclose(between, [1.0] * 4)
+    np.testing.assert_allclose(total, [2.25, 0.25, 0.25, 2.25])
+    assert between.mean() / total.mean() == pytest.approx(an.correlation_ratio(values, labels))
+
+
+def test_permuted_eta2_is_the_mean_over_shuffled_labels():
+    rng = np.random.default_rng(3)
+    values, labels = rng.normal(size=30), np.repeat(["a", "b", "c"], [8, 10, 12])
+    shuffled = np.mean([an.correlation_ratio(values, rng.permutation(labels)) for _ in range(4000)])
+    assert an.permuted_eta2(labels) == pytest.approx(2 / 29)
+    assert shuffled == pytest.approx(2 / 29, rel=0.05)
+
+
+def test_rank_products_average_to_spearman_with_ties():
+    x, y = np.array([3.0, 1.0, 2.0, 2.0, 5.0]), np.array([1.0, 0.0, 4.0, 2.0, 3.0])
+    assert an.rank_products(x, y).mean() == pytest.approx(an.rank_correlation(x, y))
+    assert an.rank_products(x, y).shape == (5,)
+
+
 
 
 # --------------------------------------------------------------------------- study functions
@@ -237,11 +298,38 @@ def test_cone_formation_series_peak_final_share_and_per_sentence_values():
                       [[1.0, 0.0], [1.0, 1.0]]])     # 45°: 1/√2
     result = an.cone_formation(pools)
     np.testing.assert_allclose(result["anisotropy"], [0.0, 1.0, 1 / SQRT2], atol=1e-12)
+    np.testing.assert_allclose(result["anisotropy_rise"], [0.0, 1.0, 1 / SQRT2], atol=1e-12)
     assert result["anisotropy_peak_depth"] == 1
     assert result["final_step_share"] == pytest.approx(1.0)  # the whole fall is in the last step
-    per_sentence = result["per_unit"]["anisotropy"]
-    assert per_sentence.shape == (2, 3)
-    np.testing.assert_allclose(per_sentence.mean(axis=0), result["anisotropy"], atol=1e-12)
+    units = result["per_unit"]
+    assert units["anisotropy"].shape == units["anisotropy_rise"].shape == (2, 3)
+    np.testing.assert_allclose(units["anisotropy"].mean(axis=0), result["anisotropy"], atol=1e-12)
+    np.testing.assert_allclose(units["anisotropy_rise"].mean(axis=0), result["anisotropy_rise"], atol=1e-12)
+    ratio = units["final_step_share.last_step"].mean() / units["final_step_share.fall"].mean()
+    assert ratio == pytest.approx(result["final_step_share"])
+
+
+def test_final_step_parts_follow_the_runs_peak_and_are_absent_when_the_last_depth_peaks():
+    rng = np.random.default_rng(1)
+    pools = rng.normal(size=(5, 9, 3)) + np.array([0.0, 2.0, 4.0, 1.0, 0.5])[:, None, None]
+    result = an.cone_formation(pools)
+    units, peak = result["per_unit"], result["anisotropy_peak_depth"]
+    np.testing.assert_allclose(units["final_step_share.fall"],
+                               units["anisotropy"][:, peak] - units["anisotropy"][:, -1], atol=1e-12)
+    ratio = units["final_step_share.last_step"].mean() / units["final_step_share.fall"].mean()
+    assert ratio == pytest.approx(result["final_step_share"])
+    rising = an.cone_formation(pools[[0, 4, 1, 2]])  # ends at its peak: nothing falls
+    assert rising["final_step_share"] == 0.0 and "final_step_share.fall" not in rising["per_unit"]
+
+
+def test_row_means_per_depth_and_text_shares_keep_the_mean():
+    states = np.random.default_rng(2).normal(size=(3, 6, 4)) + 1.0
+    rows = an.row_means_per_depth(states)
+    np.testing.assert_allclose(rows.mean(axis=0), an.anisotropy_per_depth(states), atol=1e-12)
+    values = np.array([1.0, 2.0, 3.0, 6.0])  # tokens of texts 0, 0, 2, 2 of 3 texts; mean 3
+    shares = an.text_shares(values, np.array([0, 0, 2, 2]), 3)
+    np.testing.assert_allclose(shares, [3 * 3 / 4, 0.0, 3 * 9 / 4])
+    assert shares.mean() == pytest.approx(values.mean())
 
 
 def test_per_sentence_anisotropy_differs_between_sentences_but_averages_to_the_metric():
@@ -272,9 +360,17 @@ def test_pooling_gap_is_sentence_minus_token_anisotropy():
     pools = np.array([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 1.0], [2.0, 2.0]]])   # 1/√2, 1
     tokens = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 3.0]],                 # (0 + 0 + 1)·2 / 6 = 1/3
                        [[1.0, 0.0], [-1.0, 0.0], [2.0, 0.0]]])                # (−1 + 1 − 1)·2 / 6 = −1/3
-    result = an.pooling_gap(pools, tokens)
+    result = an.pooling_gap(pools, tokens, np.array([0, 1, 1]))
     np.testing.assert_allclose(result["token_anisotropy"], [1 / 3, -1 / 3], atol=1e-12)
     np.testing.assert_allclose(result["anisotropy_gap"], [1 / SQRT2 - 1 / 3, 1 + 1 / 3], atol=1e-12)
+    np.testing.assert_allclose(result["pooling_share"], [(1 / SQRT2 - 1 / 3) * SQRT2, 4 / 3], atol=1e-12)
+    units = result["per_unit"]
+    # token 0's cosines with tokens 1, 2 at depth 0: 0, 0 → 0; tokens 1 and 2 are parallel → 1/2 each
+    np.testing.assert_allclose(units["token_anisotropy"][:, 0], [0.0, 0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(units["token_anisotropy.by_sentence"][:, 0], [0.0, 2 * 1.0 / 3], atol=1e-12)
+    for key, metric in (("token_anisotropy", "token_anisotropy"), ("token_anisotropy.by_sentence", "token_anisotropy"),
+                        ("anisotropy_gap", "anisotropy_gap")):
+        np.testing.assert_allclose(units[key].mean(axis=0), result[metric], atol=1e-12)
 
 
 def test_word_counts_per_text():
@@ -311,12 +407,19 @@ def test_cone_axis_reading_on_a_cone_whose_spread_is_orthogonal_to_its_direction
     assert result["cone_end_topics"]["high"] == {"topic": "b", "sentences": 1, "of": 1}
     # label means −1.5 and 1.5: between = 2·2.25 + 2·2.25 = 9, total = 4 + 1 + 1 + 4 = 10
     assert result["cone_axis_topic_eta2"] == pytest.approx(0.9)
+    assert result["cone_axis_topic_eta2_permuted"] == pytest.approx(1 / 3)  # (K − 1) / (N − 1)
     assert result["cone_axis_length_spearman"] == pytest.approx(1.0)
+    units = result["per_unit"]
+    between, total = units["cone_axis_topic_eta2.between"], units["cone_axis_topic_eta2.total"]
+    np.testing.assert_allclose(between, [2.25] * 4)
+    np.testing.assert_allclose(total, [4.0, 1.0, 1.0, 4.0], atol=1e-12)
+    assert units["cone_axis_length_spearman"].mean() == pytest.approx(1.0)
 
 
 def test_cone_axis_reading_with_one_topic_has_no_eta2():
     result = an.cone_axis_reading(CONE, ["t"] * 4, [4, 3, 2, 1], ["s0", "s1", "s2", "s3"], k=2)
-    assert result["cone_axis_topic_eta2"] is None
+    assert result["cone_axis_topic_eta2"] is None and result["cone_axis_topic_eta2_permuted"] is None
+    assert set(result["per_unit"]) == {"cone_axis_length_spearman"}
     assert result["cone_axis_length_spearman"] == pytest.approx(-1.0)
 
 
@@ -328,6 +431,7 @@ def test_vocabulary_reading_ranks_common_words():
     assert [row["id"] for row in result["bottom"]] == [3, 0]
     assert result["common_word_ranks"] == {"the": 4, "a": 1}
     assert result["common_in_top"] == 1 and result["n_tokens"] == 4
+    assert result["common_in_top_each"] == [0, 1] and result["common_share_in_top"] == pytest.approx(0.5)
 
 
 def test_vocabulary_on_axis_reads_the_input_embeddings_and_the_tokenizer():
@@ -352,7 +456,8 @@ POST = {"models": {"m": "trained", "n": "other", "base": "base"}, "fine_tuned": 
 
 
 def test_axis_comparison_with_a_random_control():
-    result = an.axis_comparison({INFO: CONE, CONTROL: CONTROL_CONE}, POST)
+    curves = {INFO: np.array([0.2, 0.5, 0.3]), CONTROL: np.array([0.9, 0.95, 0.92])}
+    result = an.axis_comparison({INFO: CONE, CONTROL: CONTROL_CONE}, POST, curves)
     assert list(result["models_final_anisotropy"]) == ["trained", CONTROL.id]
     assert result["models_final_anisotropy"]["trained"] == pytest.approx(an.anisotropy(CONE))
     assert result["cone_axis_cosine"]["trained"][CONTROL.id] == pytest.approx(0.0, abs=1e-12)
@@ -362,6 +467,11 @@ def test_axis_comparison_with_a_random_control():
     control = result["random_control"]
     assert control["model"] == CONTROL.id and control["axis_cosine"] == pytest.approx(0.0, abs=1e-12)
     assert control["anisotropy_excess"] == pytest.approx(an.anisotropy(CONTROL_CONE) - an.anisotropy(CONE))
+    np.testing.assert_allclose(control["anisotropy"], [0.9, 0.95, 0.92])
+    np.testing.assert_allclose(control["anisotropy_rise"], [0.0, 0.05, 0.02], atol=1e-12)
+    excess = result["per_unit"]["random_control.anisotropy_excess"]
+    assert excess.shape == (4,) and excess.mean() == pytest.approx(control["anisotropy_excess"])
+    assert not any(key.startswith("cone_axis_family") for key in result["per_unit"])
 
 
 def test_axis_comparison_of_the_post_family_and_without_a_control():
@@ -369,20 +479,28 @@ def test_axis_comparison_of_the_post_family_and_without_a_control():
     base = replace(INFO, id="base", source="hub")
     result = an.axis_comparison({INFO: CONE, other: CONE * [1.0, 2.0], base: CONTROL_CONE}, POST)
     assert result["cone_axis_family"] == {"within_min": pytest.approx(1.0), "to_outsider_max": pytest.approx(0.0, abs=1e-12)}
-    assert result["random_control"] == {"model": None, "final_anisotropy": None, "axis_cosine": None,
-                                        "anisotropy_excess": None}
+    assert result["random_control"] == dict.fromkeys(("model", "final_anisotropy", "axis_cosine", "anisotropy_excess",
+                                                      "anisotropy", "anisotropy_rise"))
+    for key, value in result["cone_axis_family"].items():  # per dimension, averaging to the |cos|
+        assert result["per_unit"][f"cone_axis_family.{key}"].mean() == pytest.approx(value, abs=1e-12)
 
 
 def test_second_control_against_the_model_and_the_first_control():
     second = CONTROL_CONE * [3.0, 1.0]  # its axis is the first control's
-    result = an.second_control({INFO: CONE, CONTROL: CONTROL_CONE}, second)
+    result = ex.second_control({INFO: CONE, CONTROL: CONTROL_CONE}, second)
     assert result["final_anisotropy"] == pytest.approx(an.anisotropy(second))
     assert result["axis_cos_with_model"] == pytest.approx(0.0, abs=1e-12)
     assert result["axis_cos_with_this_control"] == pytest.approx(1.0)
     assert result["anisotropy_difference"] == pytest.approx(abs(an.anisotropy(second) - an.anisotropy(CONTROL_CONE)))
+    assert result["anisotropy_change"] == pytest.approx(an.anisotropy(second) - an.anisotropy(CONTROL_CONE))
     assert result["axis_cos_over_chance"] == pytest.approx(1.0 / an.chance_axis_cosine(2))
-    alone = an.second_control({INFO: CONE}, second)
+    units = result["per_unit"]
+    assert units["anisotropy_change"].mean() == pytest.approx(result["anisotropy_change"])
+    assert units["axis_cos_over_chance"].shape == (2,)
+    assert units["axis_cos_over_chance"].mean() == pytest.approx(result["axis_cos_over_chance"])
+    alone = ex.second_control({INFO: CONE}, second)
     assert alone["axis_cos_with_this_control"] is None and alone["axis_cos_over_chance"] is None
+    assert alone["anisotropy_change"] is None and alone["per_unit"] is None
 
 
 def test_chance_axis_cosine_matches_random_directions():
@@ -402,15 +520,15 @@ def test_sample_pools_reuses_the_corpus_pools_or_extracts():
         calls.append(texts)
         return SimpleNamespace(mean_pool=lambda tokens: np.zeros((2, len(texts), 1)))
 
-    np.testing.assert_array_equal(an.sample_pools(["c", "a"], ["a", "b", "c"], pools, extract), pools[:, [2, 0]])
+    np.testing.assert_array_equal(ex.sample_pools(["c", "a"], ["a", "b", "c"], pools, extract), pools[:, [2, 0]])
     assert calls == []
-    assert an.sample_pools(["a", "new"], ["a", "b", "c"], pools, extract).shape == (2, 2, 1)
+    assert ex.sample_pools(["a", "new"], ["a", "b", "c"], pools, extract).shape == (2, 2, 1)
     assert calls == [["a", "new"]]
 
 
 def test_sample_size_check_summarises_the_sample_curve():
     pools = np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [2.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]]])
-    result = an.sample_size_check(pools, np.array([0.1, 0.9, 0.7]))
+    result = ex.sample_size_check(pools, np.array([0.1, 0.9, 0.7]))
     np.testing.assert_allclose(result["n_texts_300_anisotropy"], [0.0, 1.0, 1 / SQRT2], atol=1e-12)
     assert result["n_texts_300"] == {"n": 2, "peak": pytest.approx(1.0), "peak_depth": 1,
                                      "final": pytest.approx(1 / SQRT2), "max_difference": pytest.approx(0.1)}
@@ -419,7 +537,13 @@ def test_sample_size_check_summarises_the_sample_curve():
 def test_token_set_check_compares_token_sets_and_the_pooling_gap():
     hidden = np.array([[[1.0, 0.0], [0.0, 1.0], [0.0, 2.0], [1.0, 1.0]]])  # one depth, four tokens
     special = np.array([False, True, True, False])
-    result = an.token_set_check(hidden, np.array([0, 1, 2]), special, np.array([0.5]), np.array([0.5]), depth=0)
+    owners = np.array([0, 0, 1, 1])  # two texts of two tokens
+    # this build's token set (made up, consistent): anisotropy 0.5 = mean of its per-text shares
+    # 0.4, 0.6; pooling gap 0.5 = mean of 0.6, 0.4
+    measured = {"token_anisotropy": np.array([0.5]), "anisotropy_gap": np.array([0.5]),
+                "per_unit": {"token_anisotropy.by_sentence": np.array([[0.4], [0.6]]),
+                             "anisotropy_gap": np.array([[0.6], [0.4]])}}
+    result = ex.token_set_check(hidden, np.array([0, 1, 2]), owners, special, measured, depth=0)
     # tokens 0, 1, 2: cosines 0, 0, 1 → anisotropy 1/3; the special tokens 1 and 2 are parallel
     np.testing.assert_allclose(result["token_set_all_token_anisotropy"], [1 / 3])
     every = result["token_set_all"]
@@ -427,5 +551,11 @@ def test_token_set_check_compares_token_sets_and_the_pooling_gap():
     assert every["max_difference"] == pytest.approx(1 / 6) and every["special_share"] == 0.5
     assert every["special_anisotropy"] == pytest.approx(1.0)
     assert every["change_share"] == pytest.approx((1 / 6) / 0.5)
-    no_gap = an.token_set_check(hidden, np.array([0, 1, 2]), special, np.array([0.5]), np.array([0.0]), depth=0)
-    assert no_gap["token_set_all"]["change_share"] is None
+    assert every["signed_change_share"] == pytest.approx(-(1 / 6) / 0.5)
+    # per token: 0, 1/2, 1/2 → text 0 holds tokens 0, 1 (share 2·0.5/3), text 1 token 2 (2·0.5/3)
+    np.testing.assert_allclose(every["per_unit"]["change"], [1 / 3 - 0.4, 1 / 3 - 0.6])
+    ratio = every["per_unit"]["change"].mean() / every["per_unit"]["gap"].mean()
+    assert ratio == pytest.approx(every["signed_change_share"])
+    no_gap = ex.token_set_check(hidden, np.array([0, 1, 2]), owners, special,
+                                {**measured, "anisotropy_gap": np.array([0.0])}, depth=0)
+    assert no_gap["token_set_all"]["change_share"] is None and no_gap["token_set_all"]["signed_change_share"] is None

@@ -1,7 +1,9 @@
 """Chapter 3 (Inside the Cone) end to end on the tiny 3-block, 40-wide BERT, through the built book.
 
 The results JSON must hold every number the chapter shows, and an independent recomputation
-from its recorded inputs must give the same numbers.
+from its recorded inputs must give the same numbers. Every claim has an interval (or says why
+not) and its declared null, each per-unit array averages to its metric, and the page's summary
+names every claim whose verdict is not "holds".
 """
 
 import json
@@ -11,7 +13,9 @@ import numpy as np
 import pytest
 
 from conftest import TINY_CHAPTER_PARAMS
+from embedding_geometry.book import claims
 from embedding_geometry.core import activations, corpora, geometry
+from test_layer_by_layer import assert_verdicts_explained
 
 pytestmark = pytest.mark.slow
 SLUG = "03_inside_the_cone"
@@ -68,11 +72,30 @@ def test_numbers_recompute_from_the_recorded_inputs(document, tiny_bert):
     assert metrics["cone_axis_vs_mean_direction"] == pytest.approx(float(axis @ mean / np.linalg.norm(mean)), abs=1e-5)
 
 
-def test_per_sentence_values_average_to_the_anisotropy(document):
-    metrics = document["metrics"]
-    per_sentence = np.asarray(metrics["per_unit"]["anisotropy"])
-    assert per_sentence.shape == (len(document["inputs"]["sentences"]), document["model"]["layers"] + 1)
-    np.testing.assert_allclose(per_sentence.mean(axis=0), metrics["anisotropy"], atol=1e-12)
+def test_per_unit_values_average_to_their_metrics(document):
+    metrics, layers = document["metrics"], document["model"]["layers"]
+    units, n = metrics["per_unit"], len(document["inputs"]["sentences"])
+    for key in ("anisotropy", "anisotropy_rise", "anisotropy_gap", "token_anisotropy.by_sentence"):
+        assert np.shape(units[key]) == (n, layers + 1), key
+    assert np.shape(units["token_anisotropy"]) == (len(document["inputs"]["token_sample"]), layers + 1)
+    pairs = {"anisotropy": "anisotropy", "anisotropy_rise": "anisotropy_rise", "anisotropy_gap": "anisotropy_gap",
+             "token_anisotropy": "token_anisotropy", "token_anisotropy.by_sentence": "token_anisotropy",
+             "cone_axis_length_spearman": "cone_axis_length_spearman",
+             "topic_centering_removal_offdiag": "topic_centering_removal_offdiag"}
+    for key, metric in pairs.items():
+        np.testing.assert_allclose(np.mean(units[key], axis=0), metrics[metric], atol=1e-9, err_msg=key)
+    ratio = np.mean(units["cone_axis_topic_eta2.between"]) / np.mean(units["cone_axis_topic_eta2.total"])
+    assert ratio == pytest.approx(metrics["cone_axis_topic_eta2"])
+    assert np.mean(units["random_control.anisotropy_excess"]) == pytest.approx(metrics["random_control"]["anisotropy_excess"])
+
+
+def test_every_claim_has_an_interval_or_a_reason_and_its_null(built_book, document):
+    ledger = claims.load(SLUG)
+    assert [c["id"] for c in document["claims"]] == [c.id for c in ledger.claims]
+    assert_verdicts_explained(built_book, SLUG, document)
+    by_id = {c["id"]: c for c in document["claims"]}
+    assert by_id["cone-axis-content"]["null"]["label"] == "permuted labels"
+    assert by_id["anisotropy-peak"]["statistic"]["interval"] is not None  # the series test's own interval
 
 
 def test_cone_axis_matrix_compares_the_model_with_its_control(document):
@@ -87,6 +110,8 @@ def test_cone_axis_matrix_compares_the_model_with_its_control(document):
     assert summary["model"] == control and summary["axis_cosine"] == pytest.approx(matrix[model][control])
     finals = document["metrics"]["models_final_anisotropy"]
     assert summary["anisotropy_excess"] == pytest.approx(finals[control] - finals[model])
+    assert len(summary["anisotropy"]) == document["model"]["layers"] + 1
+    assert summary["anisotropy"][-1] == pytest.approx(finals[control])
 
 
 def test_topics_vocabulary_and_claims(document):
@@ -100,10 +125,11 @@ def test_topics_vocabulary_and_claims(document):
     assert [t["projection"] for t in vocab["top"]] == sorted((t["projection"] for t in vocab["top"]), reverse=True)
     assert set(vocab["common_word_ranks"]) == {"the", "a", "is"}
     verdicts = {c["id"]: c for c in document["claims"]}
-    assert len(verdicts) == 22
+    assert len(verdicts) == 23
     assert all(c["numeric_verdict"] is None for c in verdicts.values())  # the tiny model is not mxbai
-    assert verdicts["cone-axes-fine-tuned-family"]["shape_verdict"] == "not measured"
-    assert {c["shape_verdict"] for c in verdicts.values()} <= {None, "holds", "does not hold", "not measured"}
+    assert verdicts["cone-axes-fine-tuned-family"]["verdict"] == "not measured"
+    assert {c["verdict"] for c in verdicts.values()} <= {"holds", "does not hold", "inconclusive", "not measured",
+                                                        "description"}
 
 
 def test_page_is_built_with_its_charts(built_book):
@@ -136,3 +162,8 @@ def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
     control = exercises["seed_1_control"]
     assert 0 <= control["axis_cos_with_model"] <= 1 and 0 <= control["axis_cos_with_this_control"] <= 1
     assert -1 <= control["final_anisotropy"] <= 1
+    assert np.mean(control["per_unit"]["anisotropy_change"]) == pytest.approx(control["anisotropy_change"])
+    assert np.mean(control["per_unit"]["axis_cos_over_chance"]) == pytest.approx(control["axis_cos_over_chance"])
+    every = exercises["token_set_all"]
+    ratio = np.mean(every["per_unit"]["change"]) / np.mean(every["per_unit"]["gap"])
+    assert ratio == pytest.approx(every["signed_change_share"])

@@ -27,6 +27,7 @@ a study never imports ``book``):
     ``retrieval``           ranking a candidate pool by similarity, and recall@k
     ``anisotropy``          chapter 3: anisotropy and the cone, how much a set of vectors shares one direction
     ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
+    ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
     ``context_stats``       chapter 4: per-batch statistics and their running totals

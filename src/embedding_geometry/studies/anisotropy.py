@@ -1,53 +1,66 @@
-"""Anisotropy and the cone (chapter 3, METHODS.md §3): how much a set of vectors shares one direction.
+"""Anisotropy and the cone (chapter 3; definitions on the book's Methods page, "Inside the cone"):
+how much a set of vectors shares one direction.
 
 Measurements (X: [n, D] vectors, S: [L + 1, n, D] the same n texts at every depth, A = anisotropy):
 
     anisotropy(X)            = (1 / n(n−1)) Σ_{i≠j} cos(x_i, x_j)   (geometry.mean_pairwise_cosine)
-    anisotropy_per_depth(S)  = [A(S[l]) for l = 0..L]
+    row_means_per_depth(S)   = [a_i(S[l])]: each row's mean cosine with the others   → [n, L + 1]
+    anisotropy_per_depth(S)  = [A(S[l]) for l = 0..L], the mean over i of the above
     final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L): the share of the fall from the
                                peak made by the last step                                x: [L + 1]
+    text_shares(v, owner)    = t_s = (N / n) Σ_{i: owner(i) = s} v_i: the values of n tokens as
+                               N per-text values with the same mean (cluster units)
     cone axis                = geometry.principal_axis(X): PC1 of the centred rows           → [D]
     mean_direction(X)        = x̄ / ‖x̄‖, where the cone points                              → [D]
     axis_scores(X, a)        = (x_i − x̄) · â, the PCA score of each row                    → [n]
     explained_variance_ratio = Σ_i ((x_i − x̄) · â)² / Σ_i ‖x_i − x̄‖²
     axis_cosines({m: a_m})   = |cos(a_m, a_m')| for every pair of equal width, None otherwise
+    axis_products(u, v)      = D · sign(û·v̂) · û_d v̂_d → [D], whose mean is |cos(u, v)|
     chance_axis_cosine(D)    = √(2 / (π D)), E|cos| of two random directions of R^D (large D)
     vocabulary_projection    = E â, the raw word-embedding rows on an axis      E: [V, D] → [V]
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        g: labels
-    rank_correlation(x, y)   = Spearman's ρ (scipy)
+    permuted_eta2(g)         = (K − 1) / (N − 1), E η² when the K labels are shuffled
+    rank_correlation(x, y)   = Spearman's ρ (scipy); rank_products: z(rank x)_i · z(rank y)_i,
+                               whose mean is ρ
+
+**Per-unit values** (``per_unit``, for the claims' bootstrap intervals, ``book.intervals``): an
+array [n_units, …] whose mean over axis 0 is the metric, or two arrays whose means make it as a
+ratio. Units are sentences (a_s, each sentence's mean cosine with the others), tokens, or
+dimensions (the coordinates of two axes). A quantity that the run locates (the peak depth, the
+group means, the ranks) is held at its whole-sample value in every resample.
 
 The chapter's **metrics dict** is the union of what its study functions return (N sentences on
-a model of L blocks and width D; "new" marks keys added with the chapter skeleton, every other
-key and value is as before). The topic keys come from ``studies.centering.topic_measurements``.
+a model of L blocks and width D; "new" marks keys added with the chapter skeleton or the
+verdict intervals, every other key and value is as before). The topic keys come from
+``studies.centering.topic_measurements``, the exercises' from ``studies.cone_exercises``.
 
     cone_formation(pools)                          Experiment 1: when does the cone form?
-      anisotropy [L + 1]; final_step_share; anisotropy_peak_depth (new);
-      per_unit: {anisotropy: [N, L + 1]} (new), a_s = each sentence's mean cosine with the
-        others (geometry.row_mean_cosine), whose mean over axis 0 is ``anisotropy``
-    pooling_gap(pools, tokens)                     Experiment 2: how much does pooling make?
-      token_anisotropy [L + 1] on the token_sample rows; anisotropy_gap [L + 1] = sentence − token
+      anisotropy [L + 1]; final_step_share; new: anisotropy_peak_depth, anisotropy_rise [L + 1]
+      (A_l − A_0); per_unit: anisotropy, anisotropy_rise [N, L + 1]; final_step_share.last_step
+      and .fall [N] (a_s[L−1] − a_s[L] and a_s[peak] − a_s[L]: their ratio of means)
+    pooling_gap(pools, tokens, owners)             Experiment 2: how much does pooling make?
+      token_anisotropy [L + 1] on the token_sample rows; anisotropy_gap [L + 1] = sentence − token;
+      new: pooling_share [L + 1] = gap / sentence; per_unit: token_anisotropy [n_tok, L + 1]
+      (tokens), token_anisotropy.by_sentence and anisotropy_gap [N, L + 1] (text_shares)
     cone_axis_reading(final, topics, lengths, sentences, k)   Experiment 3: what the axis encodes
       cone_axis [D]; mean_direction [D]; cone_axis_vs_mean_direction (cos);
       cone_axis_explained_variance; mean_direction_explained_variance;
       cone_extremes {high, low: k × {sentence, topic, score}}; cone_axis_topic_eta2 (None with one
       topic); cone_axis_length_spearman (ρ with word-token counts); new: cone_axis_scores [N],
-      mean_cos_to_mean_direction, mean_abs_cos_to_cone_axis, cone_end_topics (end_topics at k)
+      mean_cos_to_mean_direction, mean_abs_cos_to_cone_axis, cone_end_topics (end_topics at k),
+      cone_axis_topic_eta2_permuted; per_unit: cone_axis_topic_eta2.between and .total,
+      cone_axis_length_spearman [N]
     vocab_on_cone_axis = vocabulary_on_axis(model, axis, k, words)
       {top, bottom: k × {token, id, projection}, common_word_ranks {word: rank},
-       common_in_top (how many ranks ≤ k), n_tokens (new: V)}
-    axis_comparison(finals, post)                  Experiment 4: does fine-tuning rotate the cone?
+       common_in_top (how many ranks ≤ k), new: n_tokens (V), common_in_top_each [0/1 per word],
+       common_share_in_top}
+    axis_comparison(finals, post, series)          Experiment 4: does fine-tuning rotate the cone?
       cone_axis_cosine {model: {model: |cos| or None}}; cone_axis_family {within_min,
       to_outsider_max} (None without the post's models); models_final_anisotropy {model: A};
       new: chance_axis_cosine; random_control {model, final_anisotropy, axis_cosine (with the
-      chapter's model), anisotropy_excess (control − model)}, None values without a control
-    exercises {
-      n_texts_300_anisotropy [L + 1], n_texts_300 {n, peak, peak_depth, final, max_difference} (new)
-                                                   sample_size_check
-      token_set_all_token_anisotropy [L + 1], token_set_all {at_depth, this_build_at_depth,
-        max_difference, special_share, special_anisotropy, change_share} (new)   token_set_check
-      top_topic_at_each_end {"k=<k>": end_topics(scores, topics, k)} for k_extremes and 20
-      seed_1_control {final_anisotropy, axis_cos_with_model, axis_cos_with_this_control;
-        new: anisotropy_difference, axis_cos_over_chance}                        second_control }
+      chapter's model), anisotropy_excess (control − model), anisotropy and anisotropy_rise
+      [L + 1]}, None values without a control; per_unit: random_control.anisotropy_excess [N],
+      cone_axis_family.within_min and .to_outsider_max [D] (the pair that attains each)
 
 Cosines are on raw vectors (no centring, no normalisation first), as everywhere in the book; a
 zero vector has no direction and raises ValueError instead of giving NaN. Nothing here mutates
@@ -68,7 +81,7 @@ from ..core.geometry import (centred, cosine, cosine_matrix, label_rows, mean_pa
 from ..core.models import LoadedModel, ModelInfo
 
 TOKEN_SAMPLE = 4000
-"""METHODS.md §3: token anisotropy uses at most this many tokens (a seeded uniform sample)."""
+"""Token anisotropy uses at most this many tokens (a seeded uniform sample; Methods, chapter 3)."""
 
 anisotropy = mean_pairwise_cosine
 """Anisotropy *is* the mean pairwise cosine: one implementation, in ``core.geometry``."""
@@ -79,6 +92,22 @@ anisotropy = mean_pairwise_cosine
 def anisotropy_per_depth(states: np.ndarray) -> np.ndarray:
     """[L + 1]: ``anisotropy(states[l])`` at every depth of ``states`` ([L + 1, n, D])."""
     return np.array([anisotropy(layer) for layer in np.asarray(states)])
+
+
+def row_means_per_depth(states: np.ndarray) -> np.ndarray:
+    """[n, L + 1]: each row's mean cosine with the other rows at every depth of ``states``
+    ([L + 1, n, D]); the mean over rows is :func:`anisotropy_per_depth`."""
+    return np.stack([row_mean_cosine(layer) for layer in np.asarray(states)], axis=1)
+
+
+def text_shares(values: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
+    """[N, …]: t_s = (N / n) Σ_{i: owners[i] = s} v_i for the n token values ``values`` [n, …]:
+    per-text values whose mean over the N texts is the mean over the tokens (a text with no
+    token gets 0), so that a token mean can be resampled by text."""
+    values = np.asarray(values, dtype=np.float64)
+    totals = np.zeros((n_texts, *values.shape[1:]))
+    np.add.at(totals, np.asarray(owners), values)
+    return totals * n_texts / len(values)
 
 
 def final_step_share(series: np.ndarray) -> float:
@@ -97,12 +126,17 @@ def nearest_depth(relative: float, n_layers: int) -> int:
 
 
 def cone_formation(pools: np.ndarray) -> dict:
-    """Experiment 1 on mean pools [L + 1, N, D]: sentence-level anisotropy at every depth, the
-    depth of its peak and the share of the fall from the peak made by the last step."""
-    series = anisotropy_per_depth(pools)
-    return {"anisotropy": series, "final_step_share": final_step_share(series),
-            "anisotropy_peak_depth": int(np.argmax(series)),
-            "per_unit": {"anisotropy": np.stack([row_mean_cosine(x) for x in np.asarray(pools)], axis=1)}}
+    """Experiment 1 on mean pools [L + 1, N, D]: sentence-level anisotropy at every depth, its
+    rise from depth 0, the depth of its peak and the share of the fall from the peak made by
+    the last step, with each sentence's values (the final step's only when something falls)."""
+    rows, series = row_means_per_depth(pools), anisotropy_per_depth(pools)
+    peak = int(np.argmax(series))
+    per_unit = {"anisotropy": rows, "anisotropy_rise": rows - rows[:, :1]}
+    if peak < len(series) - 1:
+        per_unit.update({"final_step_share.last_step": rows[:, -2] - rows[:, -1],
+                         "final_step_share.fall": rows[:, peak] - rows[:, -1]})
+    return {"anisotropy": series, "final_step_share": final_step_share(series), "anisotropy_peak_depth": peak,
+            "anisotropy_rise": series - series[0], "per_unit": per_unit}
 
 
 def sample_rows(n: int, size: int = TOKEN_SAMPLE, seed: int = 0) -> np.ndarray:
@@ -114,8 +148,8 @@ def sample_rows(n: int, size: int = TOKEN_SAMPLE, seed: int = 0) -> np.ndarray:
 
 def token_sample(acts, token_set: str = "word", size: int = TOKEN_SAMPLE, seed: int = 0) -> tuple[np.ndarray, int]:
     """``(rows, n_kept)``: the token rows of an ``Activations`` record that token-level anisotropy
-    uses — word tokens (``"word"``, METHODS.md §0) or every real token, [CLS] and [SEP] included
-    (``"all"``) — as a seeded sample of at most ``size`` of the ``n_kept`` such rows."""
+    uses — word tokens (``"word"``, the book's convention) or every real token, [CLS] and [SEP]
+    included (``"all"``) — as a seeded sample of at most ``size`` of the ``n_kept`` such rows."""
     if token_set not in ("word", "all"):
         raise ValueError(f"token_set must be 'word' or 'all'; got {token_set!r}")
     keep = acts.word_mask if token_set == "word" else acts.word_mask | acts.special_mask
@@ -123,11 +157,18 @@ def token_sample(acts, token_set: str = "word", size: int = TOKEN_SAMPLE, seed: 
     return kept[sample_rows(len(kept), size, seed)], len(kept)
 
 
-def pooling_gap(pools: np.ndarray, tokens: np.ndarray) -> dict:
+def pooling_gap(pools: np.ndarray, tokens: np.ndarray, owners: np.ndarray) -> dict:
     """Experiment 2: token-level anisotropy of ``tokens`` ([L + 1, n_tok, D], the same sampled
-    tokens at every depth, never paired with themselves) and the gap that mean pooling adds."""
-    token = anisotropy_per_depth(tokens)
-    return {"token_anisotropy": token, "anisotropy_gap": anisotropy_per_depth(pools) - token}
+    tokens at every depth, never paired with themselves; token i belongs to sentence
+    ``owners[i]``), the gap that mean pooling adds, and the gap's share of the mean pools'
+    anisotropy. Per unit: each token's mean cosine, and per sentence its tokens' share
+    (:func:`text_shares`) and its own value minus that share."""
+    sentence, token = anisotropy_per_depth(pools), anisotropy_per_depth(tokens)
+    per_token = row_means_per_depth(tokens)
+    by_sentence = text_shares(per_token, owners, np.asarray(pools).shape[1])
+    return {"token_anisotropy": token, "anisotropy_gap": sentence - token, "pooling_share": (sentence - token) / sentence,
+            "per_unit": {"token_anisotropy": per_token, "token_anisotropy.by_sentence": by_sentence,
+                         "anisotropy_gap": row_means_per_depth(pools) - by_sentence}}
 
 
 # --------------------------------------------------------------------------- the cone axis (Experiment 3)
@@ -178,10 +219,16 @@ def cone_axis_reading(final: np.ndarray, topics: Sequence[str], lengths: Sequenc
                       sentences: Sequence[str], k: int) -> dict:
     """Experiment 3 on final-depth embeddings ``final`` ([N, D]): the cone axis (PC1), the mean
     direction and how they relate, the ``k`` sentences at each end of the axis, and what the
-    axis separates: η² of ``topics`` (None with a single topic) and Spearman's ρ with ``lengths``."""
+    axis separates: η² of ``topics`` (None with a single topic) against its value under shuffled
+    topics, and Spearman's ρ with ``lengths``, each with its per-sentence parts."""
     axis, direction = principal_axis(final), mean_direction(final)
     scores = axis_scores(final, axis)
     ends = dict(zip(("high", "low"), extremes(scores, k)))
+    several = len(set(topics)) > 1
+    per_unit = {"cone_axis_length_spearman": rank_products(scores, lengths)}
+    if several:
+        per_unit.update(zip(("cone_axis_topic_eta2.between", "cone_axis_topic_eta2.total"),
+                            correlation_ratio_parts(scores, topics)))
     return {
         "cone_axis": axis, "mean_direction": direction, "cone_axis_vs_mean_direction": cosine(axis, direction),
         "cone_axis_explained_variance": explained_variance_ratio(final, axis),
@@ -192,8 +239,9 @@ def cone_axis_reading(final: np.ndarray, topics: Sequence[str], lengths: Sequenc
         "cone_extremes": {side: [{"sentence": sentences[i], "topic": topics[i], "score": float(scores[i])} for i in rows]
                           for side, rows in ends.items()},
         "cone_end_topics": end_topics(scores, topics, k),
-        "cone_axis_topic_eta2": correlation_ratio(scores, topics) if len(set(topics)) > 1 else None,
-        "cone_axis_length_spearman": rank_correlation(scores, lengths),
+        "cone_axis_topic_eta2": correlation_ratio(scores, topics) if several else None,
+        "cone_axis_topic_eta2_permuted": permuted_eta2(topics) if several else None,
+        "cone_axis_length_spearman": rank_correlation(scores, lengths), "per_unit": per_unit,
     }
 
 
@@ -214,15 +262,18 @@ def vocabulary_ranks(projections: np.ndarray, ids: Sequence[int]) -> list[int]:
 def vocabulary_reading(embeddings: np.ndarray, axis: np.ndarray, k: int, common_ids: Mapping[str, int],
                        names: Callable[[list[int]], list[str]]) -> dict:
     """The ``k`` vocabulary rows at each end of ``axis`` (``names`` maps row ids to tokens), the
-    rank of each common word (``common_ids``: word → row id) and how many of them are in the top k."""
+    rank of each common word (``common_ids``: word → row id), whether each is in the top k
+    (1 or 0, in the order of ``common_ids``), how many are and what share of them."""
     projection, top, bottom = vocabulary_projection(embeddings, axis, k)
     ranks = dict(zip(common_ids, vocabulary_ranks(projection, list(common_ids.values()))))
+    in_top = [int(rank <= k) for rank in ranks.values()]
 
     def rows(ids: np.ndarray) -> list[dict]:
         return [{"token": t, "id": int(i), "projection": float(projection[i])} for t, i in zip(names(ids.tolist()), ids)]
 
-    return {"top": rows(top), "bottom": rows(bottom), "common_word_ranks": ranks,
-            "common_in_top": sum(rank <= k for rank in ranks.values()), "n_tokens": len(projection)}
+    return {"top": rows(top), "bottom": rows(bottom), "common_word_ranks": ranks, "common_in_top": sum(in_top),
+            "n_tokens": len(projection), "common_in_top_each": in_top,
+            "common_share_in_top": sum(in_top) / len(in_top) if in_top else None}
 
 
 def vocabulary_on_axis(loaded: LoadedModel, axis: np.ndarray, k: int, common_words: Sequence[str]) -> dict:
@@ -242,18 +293,24 @@ def axis_cosines(axes: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | 
             for a, u in axes.items()}
 
 
-def axis_family_summary(matrix: Mapping[str, Mapping[str, float | None]], family: Sequence[str],
-                        outsider: str) -> dict[str, float | None]:
-    """From an ``axis_cosines`` matrix: ``within_min``, the smallest |cos| between two members of
-    ``family``, and ``to_outsider_max``, the largest |cos| between a member and ``outsider``;
-    each None unless every model it needs is in the matrix and comparable."""
-    def cell(a: str, b: str) -> float | None:
-        return matrix.get(a, {}).get(b)
+def axis_products(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """[D]: D · s · û_d v̂_d with s = sign(û · v̂), per-coordinate terms whose mean is |cos(u, v)|:
+    the per-unit values of an axis |cos| resampled over dimensions."""
+    terms = unit_rows(u, "u") * unit_rows(v, "v")
+    return len(terms) * np.sign(terms.sum()) * terms
 
-    within = [cell(a, b) for i, a in enumerate(family) for b in family[i + 1:]]
-    across = [cell(a, outsider) for a in family]
-    return {"within_min": min(within) if within and None not in within else None,
-            "to_outsider_max": max(across) if across and None not in across else None}
+
+def family_pairs(matrix: Mapping[str, Mapping[str, float | None]], family: Sequence[str],
+                 outsider: str) -> dict[str, tuple[str, str] | None]:
+    """From an ``axis_cosines`` matrix: ``within_min``, the pair of ``family`` members with the
+    smallest |cos|, and ``to_outsider_max``, the (member, ``outsider``) pair with the largest;
+    each None unless every model it needs is in the matrix and comparable."""
+    def pick(pairs: list[tuple[str, str]], choose: Callable) -> tuple[str, str] | None:
+        values = [matrix.get(a, {}).get(b) for a, b in pairs]
+        return choose(zip(values, pairs))[1] if pairs and None not in values else None
+
+    within = [(a, b) for i, a in enumerate(family) for b in family[i + 1:]]
+    return {"within_min": pick(within, min), "to_outsider_max": pick([(a, outsider) for a in family], max)}
 
 
 def chance_axis_cosine(width: int) -> float:
@@ -261,53 +318,62 @@ def chance_axis_cosine(width: int) -> float:
     return float(np.sqrt(2 / (np.pi * width)))
 
 
-def axis_comparison(finals: Mapping[ModelInfo, np.ndarray], post: Mapping) -> dict:
+def axis_comparison(finals: Mapping[ModelInfo, np.ndarray], post: Mapping,
+                    series: Mapping[ModelInfo, np.ndarray] | None = None) -> dict:
     """Experiment 4 on the final-depth embeddings of the same sentences by several models (the
-    chapter's model first; a model whose ``source`` is ``"control"`` is a random-init control).
-    ``post`` names the published family: ``models`` {name: id}, ``fine_tuned`` [names], ``base``."""
+    chapter's model first; a model whose ``source`` is ``"control"`` is a random-init control),
+    with each model's anisotropy per depth in ``series`` where given. ``post`` names the
+    published family: ``models`` {name: id}, ``fine_tuned`` [names], ``base``."""
     ids = {info.id: final for info, final in finals.items()}
-    matrix = axis_cosines({name: principal_axis(final) for name, final in ids.items()})
-    final_anisotropy = {name: anisotropy(final) for name, final in ids.items()}
-    main = next(iter(ids))
-    control = next((info.id for info in finals if info.source == "control"), None)
-    family = [post["models"][name] for name in post["fine_tuned"]]
+    axes = {name: principal_axis(final) for name, final in ids.items()}
+    matrix, final_anisotropy = axis_cosines(axes), {name: anisotropy(final) for name, final in ids.items()}
+    main, control = next(iter(ids)), next((info for info in finals if info.source == "control"), None)
+    pairs = family_pairs(matrix, [post["models"][name] for name in post["fine_tuned"]], post["models"][post["base"]])
+    per_unit = {f"cone_axis_family.{key}": axis_products(axes[pair[0]], axes[pair[1]])
+                for key, pair in pairs.items() if pair is not None}
+    summary = dict.fromkeys(("model", "final_anisotropy", "axis_cosine", "anisotropy_excess", "anisotropy",
+                             "anisotropy_rise"))
+    if control is not None:
+        curve = None if series is None else np.asarray(series[control], dtype=np.float64)
+        summary.update(model=control.id, final_anisotropy=final_anisotropy[control.id],
+                       axis_cosine=matrix[main][control.id],
+                       anisotropy_excess=final_anisotropy[control.id] - final_anisotropy[main],
+                       anisotropy=curve, anisotropy_rise=None if curve is None else curve - curve[0])
+        per_unit["random_control.anisotropy_excess"] = row_mean_cosine(finals[control]) - row_mean_cosine(ids[main])
     return {
         "cone_axis_cosine": matrix, "models_final_anisotropy": final_anisotropy,
-        "cone_axis_family": axis_family_summary(matrix, family, post["models"][post["base"]]),
-        "chance_axis_cosine": chance_axis_cosine(ids[main].shape[1]),
-        "random_control": {
-            "model": control, "final_anisotropy": final_anisotropy.get(control),
-            "axis_cosine": matrix[main][control] if control else None,
-            "anisotropy_excess": final_anisotropy[control] - final_anisotropy[main] if control else None},
+        "cone_axis_family": {key: None if pair is None else matrix[pair[0]][pair[1]] for key, pair in pairs.items()},
+        "chance_axis_cosine": chance_axis_cosine(ids[main].shape[1]), "random_control": summary,
+        "per_unit": per_unit,
     }
-
-
-def second_control(finals: Mapping[ModelInfo, np.ndarray], other: np.ndarray) -> dict:
-    """Exercise 4: a second random-init control's final embeddings ``other`` ([N, D]) against the
-    chapter's model (first in ``finals``) and its control: final anisotropy, |cos| of the cone
-    axes, the anisotropy difference between the two controls and their axis |cos| over chance."""
-    control = next((final for info, final in finals.items() if info.source == "control"), None)
-    value, axis = anisotropy(other), principal_axis(other)
-    result = {"final_anisotropy": value, "axis_cos_with_model": abs(cosine(axis, principal_axis(next(iter(finals.values()))))),
-              "axis_cos_with_this_control": None, "anisotropy_difference": None, "axis_cos_over_chance": None}
-    if control is not None:
-        with_control = abs(cosine(axis, principal_axis(control)))
-        result.update(axis_cos_with_this_control=with_control, anisotropy_difference=abs(value - anisotropy(control)),
-                      axis_cos_over_chance=with_control / chance_axis_cosine(len(axis)))
-    return result
 
 
 # --------------------------------------------------------------------------- what an axis separates
 
+def correlation_ratio_parts(values: np.ndarray, labels: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row i, (b_i, t_i) = ((ȳ_{g(i)} − ȳ)², (y_i − ȳ)²), with ȳ_{g(i)} the mean of row i's
+    label: Σ b / Σ t = η², a ratio of means of per-row values (label means held fixed)."""
+    values = np.asarray(values, dtype=np.float64)
+    means = np.empty_like(values)
+    for rows in label_rows(labels).values():
+        means[rows] = values[rows].mean()
+    return (means - values.mean()) ** 2, (values - values.mean()) ** 2
+
+
 def correlation_ratio(values: np.ndarray, labels: Sequence[str]) -> float:
     """η²: the share of the variance of ``values`` explained by the label means (0 = the labels
     tell nothing, 1 = the values are constant within every label)."""
-    values = np.asarray(values, dtype=np.float64)
-    total = float(np.sum((values - values.mean()) ** 2))
-    if total == 0:
+    between, total = correlation_ratio_parts(values, labels)
+    if total.sum() == 0:
         raise ValueError("correlation ratio is undefined for constant values")
-    between = sum(len(rows) * (values[rows].mean() - values.mean()) ** 2 for rows in label_rows(labels).values())
-    return float(between / total)
+    return float(between.sum() / total.sum())
+
+
+def permuted_eta2(labels: Sequence[str]) -> float:
+    """(K − 1) / (N − 1): the expected η² of any values when the N labels (K distinct) are
+    shuffled — the permuted-labels null of :func:`correlation_ratio`."""
+    labels = list(labels)
+    return (len(set(labels)) - 1) / (len(labels) - 1)
 
 
 def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
@@ -320,39 +386,8 @@ def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-# --------------------------------------------------------------------------- the exercises' answers
-
-def sample_pools(sample: Sequence[str], sentences: Sequence[str], pools: np.ndarray,
-                 extract: Callable[[list[str]], object]) -> np.ndarray:
-    """Mean pools [L + 1, n, D] of the texts ``sample``: columns of ``pools`` (the mean pools of
-    ``sentences``) when every text of the sample is among them, else ``extract(sample)``'s."""
-    where = {s: i for i, s in enumerate(sentences)}
-    if all(s in where for s in sample):
-        return np.asarray(pools)[:, [where[s] for s in sample]]
-    return extract(list(sample)).mean_pool("all")
-
-
-def sample_size_check(pools: np.ndarray, full: np.ndarray) -> dict:
-    """Exercise 1: anisotropy per depth of a sample's mean ``pools``, its peak, depth of the peak
-    and final value, and the largest |difference| from the full corpus's series ``full``."""
-    series = anisotropy_per_depth(pools)
-    return {"n_texts_300_anisotropy": series,
-            "n_texts_300": {"n": int(np.asarray(pools).shape[1]), "peak": float(series.max()),
-                            "peak_depth": int(np.argmax(series)), "final": float(series[-1]),
-                            "max_difference": float(np.abs(series - np.asarray(full)).max())}}
-
-
-def token_set_check(hidden: np.ndarray, rows: np.ndarray, special: np.ndarray, token_anisotropy: np.ndarray,
-                    gap: np.ndarray, depth: int) -> dict:
-    """Exercise 2: token-level anisotropy of the token ``rows`` of ``hidden`` ([L + 1, n_tok, D],
-    the post's set, [CLS] and [SEP] included) against this build's ``token_anisotropy``; the
-    special tokens' share and their own anisotropy at ``depth``; and |change| / |pooling gap| there."""
-    series = anisotropy_per_depth(np.asarray(hidden)[:, rows])
-    special = np.asarray(special, dtype=bool)
-    change, gap_at = abs(series[depth] - token_anisotropy[depth]), abs(float(gap[depth]))
-    return {"token_set_all_token_anisotropy": series,
-            "token_set_all": {"at_depth": float(series[depth]), "this_build_at_depth": float(token_anisotropy[depth]),
-                              "max_difference": float(np.abs(series - token_anisotropy).max()),
-                              "special_share": float(special.mean()),
-                              "special_anisotropy": anisotropy(np.asarray(hidden)[depth, special]),
-                              "change_share": float(change / gap_at) if gap_at > 0 else None}}
+def rank_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[n]: z(rank x)_i · z(rank y)_i, the ranks (ties averaged) standardised with their
+    population sd; their mean is Spearman's ρ (Pearson's r of the ranks)."""
+    z = [(r - r.mean()) / r.std() for r in (stats.rankdata(x), stats.rankdata(y))]
+    return z[0] * z[1]

@@ -11,6 +11,8 @@ of topic b and μ_b their mean:
                                   well as b's own, 0 when it removes nothing, < 0 when it makes b
                                   *more* anisotropic
     offdiagonal_mean(M)         = mean of M[a][b] over a ≠ b
+    column_offdiagonal_means(M) = for each b, the mean of M[a][b] over a ≠ b: per-topic values
+                                  whose mean is offdiagonal_mean(M) (each column has K − 1 cells)
 
 :func:`topic_measurements` is the study function; its keys join chapter 3's metrics dict:
 
@@ -20,6 +22,12 @@ of topic b and μ_b their mean:
     topic_mean_cosine_offdiag [L + 1]             offdiagonal_mean of topic_mean_cosine, per depth
     topic_centering_removal_offdiag [L + 1]       offdiagonal_mean of R, per depth
     corpus_mean_removal [L + 1]                   mean over topics b of removal_share(X_b, mean of all)
+    topic_centering_removal_offdiag_permuted [L + 1]   (new) the same as topic_centering_removal_offdiag
+                                                  with the topic labels shuffled (seeded, same group
+                                                  sizes; mean over ``permutations`` shuffles): the
+                                                  permuted-labels null, what groups with no topic give
+    per_unit {topic_centering_removal_offdiag: [K, L + 1]}   (new) column_offdiagonal_means per
+                                                  depth, one row per topic (unit: topics)
 
 All but ``topics`` and ``topic_sizes`` are None when fewer than two topics qualify (a corpus with
 one topic, such as SNLI, has nothing to compare).
@@ -60,11 +68,16 @@ def group_mean_cosines(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[s
 def removal_share(x: np.ndarray, mean: np.ndarray, name: str = "vectors") -> float:
     """(A(X) − A(X − mean)) / (A(X) − A(X − x̄)): the anisotropy that centring ``x`` with
     ``mean`` removes, as a share of what centring with its own mean x̄ removes."""
+    return removal_shares(x, {name: mean}, name)[name]
+
+
+def removal_shares(x: np.ndarray, means: Mapping[str, np.ndarray], name: str = "vectors") -> dict[str, float]:
+    """:func:`removal_share` of ``x`` for each of several ``means`` (A(X) and A(X − x̄) once)."""
     raw = anisotropy(x)
     own = raw - anisotropy(centred(x))
     if abs(own) < 1e-12:
         raise ValueError(f"{name}: centring with its own mean removes no anisotropy, so the share is undefined")
-    return (raw - anisotropy(centred(x, mean))) / own
+    return {key: (raw - anisotropy(centred(x, mean))) / own for key, mean in means.items()}
 
 
 def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -72,7 +85,8 @@ def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[st
     b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own)."""
     x = np.asarray(x, dtype=np.float64)
     groups, means = label_rows(labels), group_means(x, labels)
-    return {a: {b: removal_share(x[rows], means[a], b) for b, rows in groups.items()} for a in groups}
+    columns = {b: removal_shares(x[rows], means, b) for b, rows in groups.items()}
+    return {a: {b: columns[b][a] for b in groups} for a in groups}
 
 
 def offdiagonal_mean(matrix: Mapping[str, Mapping[str, float]]) -> float:
@@ -83,6 +97,12 @@ def offdiagonal_mean(matrix: Mapping[str, Mapping[str, float]]) -> float:
     return float(np.mean(values))
 
 
+def column_offdiagonal_means(matrix: Mapping[str, Mapping[str, float]]) -> np.ndarray:
+    """[K]: for each column b (in the matrix's order), the mean of ``matrix[a][b]`` over a ≠ b."""
+    columns = list(matrix)
+    return np.array([np.mean([matrix[a][b] for a in columns if a != b]) for b in columns])
+
+
 def corpus_mean_removal(x: np.ndarray, labels: Sequence[str]) -> float:
     """Mean over labels b of removal_share(X_b, x̄), x̄ the mean of all rows of ``x``."""
     x = np.asarray(x, dtype=np.float64)
@@ -90,23 +110,32 @@ def corpus_mean_removal(x: np.ndarray, labels: Sequence[str]) -> float:
     return float(np.mean([removal_share(x[rows], overall, name) for name, rows in label_rows(labels).items()]))
 
 
-def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5) -> dict:
+def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5, seed: int = 0,
+                       permutations: int = 10) -> dict:
     """Per-topic geometry of sentence vectors ``states`` ([L + 1, n, D]) labelled by topic, on the
-    topics with at least ``min_size`` sentences (the keys are in the module docstring)."""
+    topics with at least ``min_size`` sentences, with the centering test under ``permutations``
+    shuffles of the labels drawn from a generator seeded by ``seed`` (the keys are in the module
+    docstring)."""
     labels = np.asarray(labels)
     sizes = {name: len(rows) for name, rows in label_rows(labels).items()}
     kept = [name for name, size in sizes.items() if size >= min_size]
     result = {"topics": kept, "topic_sizes": {name: sizes[name] for name in kept}}
     if len(kept) < 2:
-        return {**result, **dict.fromkeys(TOPIC_KEYS)}
+        return {**result, **dict.fromkeys(TOPIC_KEYS), "topic_centering_removal_offdiag_permuted": None}
     rows = np.isin(labels, kept)
     states, labels = np.asarray(states, dtype=np.float64)[:, rows], labels[rows]
+    removal = [centering_removal(x, labels) for x in states]
+    rng = np.random.default_rng(seed)
+    shuffled = [rng.permutation(labels) for _ in range(permutations)]
     return {
         **result,
         "topic_anisotropy": group_anisotropy(states[-1], labels),
         "topic_mean_cosine": group_mean_cosines(states[-1], labels),
-        "topic_centering_removal": centering_removal(states[-1], labels),
+        "topic_centering_removal": removal[-1],
         "topic_mean_cosine_offdiag": np.array([offdiagonal_mean(group_mean_cosines(x, labels)) for x in states]),
-        "topic_centering_removal_offdiag": np.array([offdiagonal_mean(centering_removal(x, labels)) for x in states]),
+        "topic_centering_removal_offdiag": np.array([offdiagonal_mean(r) for r in removal]),
         "corpus_mean_removal": np.array([corpus_mean_removal(x, labels) for x in states]),
+        "topic_centering_removal_offdiag_permuted": np.array(
+            [np.mean([offdiagonal_mean(centering_removal(x, order)) for order in shuffled]) for x in states]),
+        "per_unit": {"topic_centering_removal_offdiag": np.stack([column_offdiagonal_means(r) for r in removal], axis=1)},
     }
