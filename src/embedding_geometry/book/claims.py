@@ -14,7 +14,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         shape: {test: above, args: {bound: 0.5}, statement: model-agnostic form of the claim}
         measured_on: org/model    # the metric is another model's run (a per-model key)
         # --- the interval (book.intervals)
-        unit: sentences           # pairs | queries | texts | documents | tokens | dimensions
+        unit: sentences           # pairs | queries | texts | documents | tokens | dimensions | topics
         samples: <key>            # metrics["per_unit"][<key>], [n_units, …], mean over axis 0 =
                                   # the metric; default: the claim's metric key. Or {path: a.b}
                                   # (a key path from the top of metrics), or [numerator, denominator]
