@@ -1,5 +1,8 @@
 /* Sortable tables: click a header of a table with class "eg-sortable" to sort by that column
-   (numbers numerically, text alphabetically); click again to reverse. No dependencies. */
+   (numbers numerically, text alphabetically); click again to reverse.
+   Filtered tables: in a ".eg-dashboard", each select box with data-filter="<name>" keeps only the
+   rows whose data-<name> attribute equals its value (an empty value keeps every row), and the
+   ".eg-filter-count" says how many rows are shown. No dependencies. */
 (function () {
   function key(cell) {
     var text = cell.textContent.trim();
@@ -19,12 +22,32 @@
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) { th.removeAttribute("aria-sort"); });
     header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   }
+  function filterRows(board) {
+    var selects = Array.prototype.slice.call(board.querySelectorAll("select[data-filter]"));
+    var rows = board.querySelectorAll("table tbody tr");
+    var shown = 0;
+    Array.prototype.forEach.call(rows, function (row) {
+      var keep = selects.every(function (select) {
+        return !select.value || row.getAttribute("data-" + select.getAttribute("data-filter")) === select.value;
+      });
+      row.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    var count = board.querySelector(".eg-filter-count");
+    if (count) { count.textContent = shown + " of " + rows.length + " claims"; }
+  }
   function init() {
     document.querySelectorAll("table.eg-sortable").forEach(function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
         th.style.cursor = "pointer";
         th.addEventListener("click", function () { sortBy(table, column, th); });
       });
+    });
+    document.querySelectorAll(".eg-dashboard").forEach(function (board) {
+      board.querySelectorAll("select[data-filter]").forEach(function (select) {
+        select.addEventListener("change", function () { filterRows(board); });
+      });
+      filterRows(board);  // a browser may restore a selection on reload
     });
   }
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }

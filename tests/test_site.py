@@ -120,3 +120,28 @@ def test_claims_dashboard_sorts_on_header_click(site, browser):
     assert ascending == sorted(ascending, key=str.lower)
     browser.execute_script("document.querySelectorAll('table.eg-sortable th')[4].click();")
     assert browser.execute_script(column) == sorted(ascending, key=str.lower, reverse=True)
+
+
+def test_claims_dashboard_filters_and_links_each_claim_to_its_row(site, browser):
+    browser.get(f"{site}/book/chapters/99_claims_dashboard.html")
+    shown = ("return Array.from(document.querySelectorAll('.eg-dashboard tbody tr'))"
+             ".filter(function (r) { return r.offsetParent !== null; })"
+             ".map(function (r) { return [r.dataset.chapter, r.dataset.verdict]; });")
+    pick = ("var s = document.querySelector('.eg-dashboard select[data-filter=\"%s\"]');"
+            "s.value = arguments[0]; s.dispatchEvent(new Event('change'));")
+    every = browser.execute_script(shown)
+    chapter, verdict = every[-1]
+    browser.execute_script(pick % "verdict", verdict)
+    assert browser.execute_script(shown) == [r for r in every if r[1] == verdict]
+    browser.execute_script(pick % "chapter", chapter)
+    both = [r for r in every if r == [chapter, verdict]]
+    assert browser.execute_script(shown) == both
+    assert browser.execute_script("return document.querySelector('.eg-filter-count').textContent") == \
+        f"{len(both)} of {len(every)} claims"
+    browser.execute_script(pick % "verdict", "")
+    browser.execute_script(pick % "chapter", "")
+    assert browser.execute_script(shown) == every
+    link = browser.execute_script("return document.querySelector('.eg-dashboard tbody a').href")
+    browser.get(link)
+    assert "#claim-" in link and browser.execute_script(
+        "return document.getElementById(decodeURIComponent(location.hash.slice(1))).tagName") == "TR"

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, parameters, rules
+from . import charts, claims, pages, parameters, rules
 from ..core import activations, models
 
 
@@ -112,7 +112,8 @@ class Chapter:
 
     def finish(self, verdicts: bool = True, findings: list[str] | None = None) -> Path:
         """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the
-        chapter has one; bootstrap seeded by ``seed``), glue the claims and errata tables, every
+        chapter has one; bootstrap seeded by ``seed``), glue the claims table (each row with its anchor
+        ``claim-<id>``, the dashboard's link target) and the errata table, every
         claim's prose values, and the Markdown written from the verdicts (``findings``: the "What
         this run found" box, of the claims named in ``findings`` or the ledger's headline claims;
         ``claims_summary``; ``verdict_legend``; ``sentence_<id>``), and write
@@ -122,7 +123,7 @@ class Chapter:
             ledger = claims.load(self.slug)
             found = claims.evaluate(ledger, self.metrics, self.model.info.id, seed=self.params.get("seed", 0))
             self.glue(**claims.prose_values(found), **claims.markdown_values(found, findings),
-                      claims_table=claims.table(found), errata_table=claims.errata_table(ledger),
+                      claims_table=pages.claims_table(found), errata_table=claims.errata_table(ledger),
                       n_errata=len(ledger.errata))
         model = self.model.info.to_dict() if "model" in self.params else {}
         return claims.write_results(self.slug, model=model, params=self.params, inputs=self.inputs,
