@@ -75,14 +75,18 @@ class Chapter:
     def compared(self, main: bool = True) -> Iterator[models.LoadedModel]:
         """The models a comparison runs on, each loaded when its turn comes: the main model
         (unless ``main`` is False), every other model of the ``models`` parameter, then, when
-        ``random_control`` is true, a random-init control of the main model (seeded by ``seed``)."""
-        if main:
-            yield self.model
-        for name in dict.fromkeys(self.params.get("models", [])):
-            if name != self.params["model"]:
-                yield self._load(name)
+        ``random_control`` is true, a random-init control of each of those trained models (its
+        architecture with fresh weights, seeded by ``seed``): what a measurement owes to the
+        architecture rather than to training."""
+        trained = []
+        for name in dict.fromkeys([self.params["model"], *self.params.get("models", [])]):
+            loaded = self.model if name == self.params["model"] else self._load(name)
+            if name != self.params["model"] or main:
+                yield loaded
+            trained.append(loaded)
         if self.params.get("random_control"):
-            yield models.random_control(self.model, self.params.get("seed", 0))
+            for loaded in trained:
+                yield models.random_control(loaded, self.params.get("seed", 0))
 
     # ------------------------------------------------------------------ prose and results
 
