@@ -38,6 +38,7 @@ class Chapter:
     started: float = field(default_factory=time.time)
     inputs: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    ran: dict[str, dict[str, Any]] = field(default_factory=dict)  # every model run: id → ModelInfo dict
 
     @classmethod
     def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
@@ -63,13 +64,18 @@ class Chapter:
         return self._load(self.params["model"])
 
     def _load(self, name: str) -> models.LoadedModel:
-        return models.load(name, self.params.get("device", "auto"), self.params.get("trust_remote_code", False))
+        return self._ran(models.load(name, self.params.get("device", "auto"), self.params.get("trust_remote_code", False)))
+
+    def _ran(self, loaded: models.LoadedModel) -> models.LoadedModel:
+        """Record ``loaded`` (id, weights' SHA-256, shape) among the models this run used."""
+        self.ran.setdefault(loaded.info.id, loaded.info.to_dict())
+        return loaded
 
     def extract(self, texts: list[str], model: models.LoadedModel | None = None, source: str = "texts",
                 **options: Any) -> activations.Activations:
         """:func:`activations.extract` of ``texts`` on ``model`` (default: the main model) with
         the chapter's ``batch_size``; ``source`` names the parameter the texts came from."""
-        return activations.extract(model or self.model, texts, batch_size=self.params.get("batch_size", 32),
+        return activations.extract(self._ran(model or self.model), texts, batch_size=self.params.get("batch_size", 32),
                                    source=source, **options)
 
     def compared(self, main: bool = True) -> Iterator[models.LoadedModel]:
@@ -86,7 +92,7 @@ class Chapter:
             trained.append(loaded)
         if self.params.get("random_control"):
             for loaded in trained:
-                yield models.random_control(loaded, self.params.get("seed", 0))
+                yield self._ran(models.random_control(loaded, self.params.get("seed", 0)))
 
     # ------------------------------------------------------------------ prose and results
 
@@ -131,7 +137,7 @@ class Chapter:
                       n_errata=len(ledger.errata))
         model = self.model.info.to_dict() if "model" in self.params else {}
         return claims.write_results(self.slug, model=model, params=self.params, inputs=self.inputs,
-                                    metrics=self.metrics, claims=found,
+                                    metrics=self.metrics, claims=found, models=list(self.ran.values()),
                                     device=str(self.model.device) if model else "none", started=self.started)
 
 

@@ -33,11 +33,15 @@ def environment(device: str, started: float) -> dict[str, Any]:
 
 def write_results(chapter: str, *, model: Mapping[str, Any], params: Mapping[str, Any],
                   inputs: Mapping[str, Any], metrics: Mapping[str, Any], claims: list,
-                  device: str, started: float) -> Path:
-    """Write ``<results_dir>/<chapter>.json`` atomically (temporary file, then rename). NaN or
-    infinite numbers are refused: a metric that produces one is a bug to fix, not to publish."""
+                  device: str, started: float, models: list[Mapping[str, Any]] | None = None) -> Path:
+    """Write ``<results_dir>/<chapter>.json`` atomically (temporary file, then rename): the main
+    ``model`` and every model the run used (``models``: id, weights' SHA-256 or the initialised
+    weights' hash of a control, shape). NaN or infinite numbers are refused: a metric that
+    produces one is a bug to fix, not to publish."""
+    ran = models if models else ([model] if model else [])
     document = {
-        "chapter": chapter, "model": dict(model), "params": dict(params), "inputs": dict(inputs),
+        "chapter": chapter, "model": dict(model), "models": [dict(m) for m in ran],
+        "params": dict(params), "inputs": dict(inputs),
         "metrics": dict(metrics), "claims": [v.record() for v in claims],
         "environment": environment(device, started),
     }
