@@ -60,7 +60,7 @@ def token_animation(frame: pd.DataFrame, n_layers: int, title: str = "", targets
     x = alt.X("x:Q", title=axis_titles[0], scale=alt.Scale(domain=_padded(frame["x"]), nice=False))
     y = alt.Y("y:Q", title=axis_titles[1], scale=alt.Scale(domain=_padded(frame["y"]), nice=False))
     encoding = dict(x=x, y=y, shape=alt.Shape("shape:N", scale=None),
-                    size=alt.Size("kind:N", scale=alt.Scale(domain=["token", "centroid"], range=[70, 260]), legend=None))
+                    size=alt.Size("kind:O", scale=alt.Scale(domain=["token", "centroid"], range=[70, 260]), legend=None))
     tooltip = ["token:N", "sentence:N", "depth:Q", alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("y:Q", format=".2f")]
     now = alt.Chart(frame).transform_filter(alt.datum.depth == slider)
     hollow = alt.datum.shape == "square"  # squares open, as in the posts, so coinciding circles stay visible

@@ -50,7 +50,8 @@ def _theme() -> alt.theme.ThemeConfig:
 
 
 def chart_html(spec: Mapping) -> str:
-    """HTML for one chart: a div and a script calling the bundle's ``vegaEmbed``."""
+    """HTML for one chart: a div and a script calling the bundle's ``vegaEmbed`` on the spec as
+    fitted to the column's width (``_static/charts.js``: ``egFit`` before, ``egShrink`` after)."""
     text = json.dumps(spec, sort_keys=True)
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     _ids[digest] += 1
@@ -60,8 +61,11 @@ def chart_html(spec: Mapping) -> str:
 (function () {{
   var spec = {text};
   function show() {{
-    window.vegaEmbed("#{div}", spec, {{actions: false, renderer: "svg"}})
-      .catch(function (error) {{ document.getElementById("{div}").textContent = "Chart error: " + error; }});
+    var element = document.getElementById("{div}");
+    var fitted = window.egFit ? window.egFit(spec, element.clientWidth) : spec;
+    window.vegaEmbed(element, fitted, {{actions: false, renderer: "svg"}})
+      .then(function () {{ if (window.egShrink) window.egShrink(element); }})
+      .catch(function (error) {{ element.textContent = "Chart error: " + error; }});
   }}
   if (window.vegaEmbed) {{ show(); }}
   else {{ window.addEventListener("load", function () {{
