@@ -430,6 +430,15 @@ def test_every_verdict_is_explained(built_book, results):
 
 
 @slow
+def test_the_nulls_are_the_main_models_control(results):
+    """With several models compared, each gets a control; the nulls are the main model's."""
+    m = results["metrics"]
+    main_control = f"{results['model']['id']} [random-init control, seed {results['params']['seed']}]"
+    assert len([name for name in m["separability_ratio_by_model"] if "random-init control" in name]) == 2
+    np.testing.assert_allclose(m["control"]["separability_ratio"], m["separability_ratio_by_model"][main_control])
+
+
+@slow
 def test_exercise_answers_are_computed(results):
     """The exercises' answers: the one-topic set's collapse, easy Recall@1 and hard Recall@3 per depth."""
     L, m, inputs = results["model"]["layers"], results["metrics"], results["inputs"]
