@@ -154,3 +154,22 @@ def test_internal_links_resolve(built_book):
             elif parts.fragment and target.suffix == ".html" and target in parsed and parts.fragment not in parsed[target].ids:
                 broken.append(f"{page.relative_to(site)} → {href} (no such anchor)")
     assert broken == []
+
+
+def test_executed_parameter_cells_are_collapsed(tmp_path):
+    """A reader meets the findings first: the executed copy tags both parameter cells (the
+    chapter's defaults and papermill's injected values) hide-cell, and nothing else."""
+    import nbformat
+
+    from embedding_geometry.book.build import collapse_parameters
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("model = 'x'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("model = 'y'", metadata={"tags": ["injected-parameters"]}),
+        nbformat.v4.new_code_cell("print(model)")])
+    path = tmp_path / "chapter.ipynb"
+    nbformat.write(notebook, path)
+    collapse_parameters(path)
+    collapse_parameters(path)  # idempotent
+    tags = [cell.metadata.get("tags", []) for cell in nbformat.read(path, as_version=4).cells]
+    assert tags == [["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], []]

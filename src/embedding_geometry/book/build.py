@@ -107,6 +107,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         with _stderr_to(_mkdir(root / "build" / "logs") / f"{slug}.log"):
             papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
                                        cwd=str(root), kernel_name="python3", progress_bar=False)
+        collapse_parameters(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
             return Outcome(slug, "failed", time.time() - start, f"the notebook wrote no results JSON ({slug}.json)")
@@ -123,6 +124,24 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
         activations.remove_partial_entries(paths.cache_dir(root))
+
+
+MACHINERY = ("parameters", "injected-parameters")
+"""Tags of the cells that set a chapter's parameters: its own defaults, and the values papermill
+injected for this build. The executed copy collapses them (myst-nb's ``hide-cell``): a reader
+meets the chapter's findings first, and can still open the values this page was computed with."""
+
+
+def collapse_parameters(executed: Path) -> None:
+    """Tag the parameter cells of an executed notebook ``hide-cell`` (see MACHINERY)."""
+    import nbformat
+
+    notebook = nbformat.read(executed, as_version=4)
+    for cell in notebook.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if set(tags) & set(MACHINERY) and "hide-cell" not in tags:
+            tags.append("hide-cell")
+    nbformat.write(notebook, executed)
 
 
 def _last_fingerprint(state: Path) -> str | None:
