@@ -340,7 +340,9 @@ def tokenization_table(record: Activations) -> "pd.DataFrame":
 def check_against_model(loaded: LoadedModel, record: Activations) -> dict[str, float] | None:
     """Compare m_L(s), our final-depth mean pool over all tokens, with the model's own
     (unnormalised) sentence-transformers embedding e(s): max_s,d |m_L(s)_d − e(s)_d| and
-    min_s cos(m_L(s), e(s)). None when the model has no sentence-transformers configuration."""
+    min_s cos(m_L(s), e(s)); per sentence, max_d |m_L(s)_d − e(s)_d| and cos(m_L(s), e(s))
+    (``per_sentence``) and their means over sentences. None when the model has no
+    sentence-transformers configuration."""
     from .geometry import unit_rows
     from .models import sentence_transformer_embeddings
 
@@ -349,4 +351,7 @@ def check_against_model(loaded: LoadedModel, record: Activations) -> dict[str, f
         return None
     ours = record.mean_pool("all")[-1]
     cosines = np.sum(unit_rows(ours) * unit_rows(theirs), axis=1)
-    return {"max_abs_diff": float(np.abs(ours - theirs).max()), "min_cosine": float(cosines.min())}
+    worst = np.abs(ours - theirs).max(axis=1)
+    return {"max_abs_diff": float(worst.max()), "min_cosine": float(cosines.min()),
+            "mean_max_abs_diff": float(worst.mean()), "mean_cosine": float(cosines.mean()),
+            "per_sentence": {"max_abs_diff": worst, "cosine": cosines}}
