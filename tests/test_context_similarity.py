@@ -244,13 +244,31 @@ def test_adding_statistics_leaves_both_operands_unchanged():
     batch, outs, maps = _random_batch(rng, n_texts=2)
     settings = cs.Settings()
     a, b = _part(batch, outs, maps, [0], settings), _part(batch, outs, maps, [1], settings)
-    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0]), len(a.per_text)
+    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0]), a.text_rows()["high_pairs"].copy()
     total = a + b
     np.testing.assert_array_equal(a.head_pairs, before[0])
-    assert a.focus_tokens[0][0] == before[1] and len(a.per_text) == before[2] == 1
-    assert len(total.per_text) == 2 and total.text_rows()["high_pairs"].shape == (2, 2)
+    assert a.focus_tokens[0][0] == before[1]
+    np.testing.assert_array_equal(a.text_rows()["high_pairs"], before[2])
+    assert total.text_rows()["high_pairs"].shape == (2, 2)
+    np.testing.assert_array_equal(total.text_rows()["high_pairs"][1], b.text_rows()["high_pairs"][0])
+    total += a  # in place: totals grow, rows are appended, the added operand stays as it was
+    assert total.texts == 3 and total.text_rows()["high_pairs"].shape == (3, 2) and a.texts == 1
+    assert total.focus_tokens[0][0] == before[1] + b.focus_tokens[0][0] + before[1]
     with pytest.raises(ValueError, match="cannot add"):
         a + cs.ContextStats.empty(1, 3, 10, 5)
+
+
+def test_text_rows_grow_in_doubling_buffers_and_keep_text_order():
+    rows = cs.TextRows()
+    for start in range(0, 150, 10):  # 15 batches of 10 texts
+        rows.extend({"x": np.arange(start, start + 10), "y": np.ones((10, 2, 3), np.int32)})
+    assert rows.count == 150 and len(rows.buffers["x"]) == 256  # 64 → 128 → 256: three allocations
+    np.testing.assert_array_equal(rows.arrays()["x"], np.arange(150))
+    assert rows.arrays()["y"].shape == (150, 2, 3) and rows.arrays()["y"].dtype == np.int32
+    more = cs.TextRows()
+    more.extend(rows)
+    more.extend({"x": np.array([], int), "y": np.ones((0, 2, 3), np.int32)})  # an empty batch changes nothing
+    np.testing.assert_array_equal(more.arrays()["x"], np.arange(150))
 
 
 # --------------------------------------------------------------------------- the fold over captured batches
@@ -360,7 +378,7 @@ def test_separator_attention_at_another_threshold_comes_from_the_sensitivity_cou
     stats = _part(batch, outs, maps, np.arange(5), settings)
     m = cs.metrics(stats, settings)
     low = cs.at_attention_threshold(m, stats, 0.1)
-    np.testing.assert_array_equal(low["separator_attention"], cs.sensitivity_row(m, "separator_attention", 0.1))
+    np.testing.assert_array_equal(low["separator_attention"], m["sensitivity"]["separator_attention"][0])
     units = low["per_unit"]
     np.testing.assert_allclose(units["separator_attention.separators"].sum(0) / units["separator_attention.attended"].sum(0),
                                low["separator_attention"])
@@ -377,12 +395,8 @@ def test_last_over_first_by_hand():
     assert cs.last_over_first([[0.0, 2.0]]) is None
 
 
-def test_sensitivity_row_and_class_totals():
-    m = {"sensitivity": {"thresholds": [0.1, 0.3], "separator_attention": [[0.5, 0.25], [0.75, 1.0]]},
-         "head_classes": {"repetition": [1, 2], "common-token": [0, 3], "other": [3, 0]},
-         "layers_with_both_kinds": 1}
-    np.testing.assert_array_equal(cs.sensitivity_row(m, "separator_attention", 0.3), [0.75, 1.0])
-    assert cs.sensitivity_row(m, "separator_attention", 0.2) is None
+def test_class_totals():
+    m = {"head_classes": {"repetition": [1, 2], "common-token": [0, 3], "other": [3, 0]}, "layers_with_both_kinds": 1}
     assert cs.class_totals(m) == {"heads": {"repetition": 3, "common-token": 3, "other": 3},
                                   "layers_with_both_kinds": 1}
 

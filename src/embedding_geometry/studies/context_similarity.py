@@ -40,11 +40,11 @@ from ..core.errors import ParameterError
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
 from .context_matrices import attention_received, context_similarity
-from .context_stats import TEXT_ROWS, TOKEN_KINDS, ContextStats, Settings, TextBatch, batch_statistics
+from .context_stats import TEXT_ROWS, TOKEN_KINDS, ContextStats, Settings, TextBatch, TextRows, batch_statistics
 
 __all__ = ["HEAD_CLASSES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example", "Measurement", "Settings", "TextBatch",
-           "at_attention_threshold", "at_quantiles", "batch_statistics", "class_totals", "head_table",
-           "last_over_first", "measure", "metrics", "sensitivity_row"]
+           "TextRows", "at_attention_threshold", "at_quantiles", "batch_statistics", "class_totals", "head_table",
+           "last_over_first", "measure", "metrics"]
 
 HEAD_CLASSES = ("repetition", "common-token", "other")
 
@@ -77,13 +77,16 @@ class Measurement:
 
 def measure(batches: Iterable[Captured], settings: Settings) -> Measurement:
     """Fold the batches: each is reduced to :class:`ContextStats`, added to the running totals
-    and dropped. Only the first text's matrices are kept (for the figures)."""
+    in place and dropped. Only the first text's matrices are kept (for the figures)."""
     record, stats, example = TextRecord(), None, None
     for captured in batches:
         for window in captured.windows:
             record.add(window)
         part = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), settings)
-        stats = part if stats is None else stats + part
+        if stats is None:
+            stats = part
+        else:
+            stats += part
         example = example or Example.of(captured)
     if stats is None:
         raise ParameterError("n_texts", "at least 1 text", 0)
@@ -235,12 +238,6 @@ def at_attention_threshold(m: dict, stats: ContextStats, t: float) -> dict:
     return {**m, "separator_attention": separators.sum(axis=0) / attended.sum(axis=0),
             "per_unit": {**m["per_unit"], "separator_attention.separators": separators,
                          "separator_attention.attended": attended}}
-
-
-def sensitivity_row(m: dict, measure_name: str, t: float) -> np.ndarray | None:
-    """The sensitivity check's row of ``measure_name`` at threshold ``t`` (None: not among the thresholds)."""
-    thresholds = m["sensitivity"]["thresholds"]
-    return np.asarray(m["sensitivity"][measure_name][thresholds.index(t)]) if t in thresholds else None
 
 
 # --------------------------------------------------------------------------- head classes

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -108,6 +108,38 @@ class TextBatch:
 
 
 @dataclass
+class TextRows:
+    """The per-text rows (TEXT_ROWS) of every text so far, in text order. They live in one buffer
+    per row name that doubles when full: a few large allocations rather than one small array per
+    batch, which would pin heap pages between the batches' temporaries and make a stream's memory
+    grow far beyond the rows' own size."""
+
+    buffers: dict[str, np.ndarray] = field(default_factory=dict)
+    count: int = 0
+
+    def extend(self, rows: dict[str, np.ndarray] | TextRows) -> None:
+        """Append the rows of more texts (a dict of [B, …] arrays, or another TextRows)."""
+        rows = rows.arrays() if isinstance(rows, TextRows) else rows
+        n = len(next(iter(rows.values()), ()))
+        if n == 0:
+            return
+        capacity = len(next(iter(self.buffers.values()), ()))
+        if self.count + n > capacity:
+            size = max(2 * capacity, self.count + n, 64)
+            grown = {name: np.empty((size, *row.shape[1:]), row.dtype) for name, row in rows.items()}
+            for name, buffer in self.buffers.items():
+                grown[name][:self.count] = buffer[:self.count]
+            self.buffers = grown
+        for name, row in rows.items():
+            self.buffers[name][self.count:self.count + n] = row
+        self.count += n
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """{name: [count, …]}: the rows so far (views of the buffers)."""
+        return {name: buffer[:self.count] for name, buffer in self.buffers.items()}
+
+
+@dataclass
 class ContextStats:
     """Running totals over texts (L blocks, H heads, T tokens, K sensitivity thresholds).
 
@@ -126,7 +158,7 @@ class ContextStats:
     attended_kinds             [L, 4]   tokens with a_j ≥ τ by kind (TOKEN_KINDS), all heads
     sensitivity_*              [K, L]   the same counts for a_j ≥ t and for S_ij ≥ t · max S
     focus_tokens               L × H Counters of focus pieces (bounded by the vocabulary)
-    per_text                   one dict of TEXT_ROWS per batch, in text order (:meth:`text_rows`)
+    per_text                   TEXT_ROWS of every text, in text order (:class:`TextRows`)
     """
 
     texts: int
@@ -151,7 +183,7 @@ class ContextStats:
     sensitivity_distance: np.ndarray
     sensitivity_same_sentence: np.ndarray
     focus_tokens: list[list[Counter]]
-    per_text: list[dict[str, np.ndarray]]
+    per_text: TextRows
 
     @classmethod
     def empty(cls, n_layers: int, n_heads: int, n_tokens: int, n_thresholds: int) -> ContextStats:
@@ -166,7 +198,7 @@ class ContextStats:
             sensitivity_attended=zeros(sensitivity),
             sensitivity_attended_separators=zeros(sensitivity), sensitivity_pairs=zeros(sensitivity),
             sensitivity_distance=zeros(sensitivity), sensitivity_same_sentence=zeros(sensitivity),
-            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)], per_text=[])
+            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)], per_text=TextRows())
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -174,19 +206,30 @@ class ContextStats:
         return self.head_pairs.shape + (self.distance_counts.shape[1],)
 
     def text_rows(self) -> dict[str, np.ndarray]:
-        """Every batch's per-text rows joined in text order: {name: [n_texts, …]} (TEXT_ROWS)."""
-        return {name: np.concatenate([part[name] for part in self.per_text]) for name in TEXT_ROWS} \
-            if self.per_text else {}
+        """The per-text rows of every text so far: {name: [n_texts, …]} (TEXT_ROWS)."""
+        return self.per_text.arrays()
 
-    def __add__(self, other: ContextStats) -> ContextStats:
-        """The totals of both, and the per-text rows of self followed by other's (new object;
-        neither operand changes)."""
+    def __iadd__(self, other: ContextStats) -> ContextStats:
+        """Add other's totals to these and append its per-text rows, in place (other is unchanged):
+        how a stream folds its batches."""
         if self.shape != other.shape or self.sensitivity_pairs.shape != other.sensitivity_pairs.shape:
             raise ValueError(f"cannot add statistics of shapes {self.shape} and {other.shape}")
-        summed = {f.name: getattr(self, f.name) + getattr(other, f.name)
-                  for f in fields(self) if f.name != "focus_tokens"}
-        focus = [[a + b for a, b in zip(row_a, row_b)] for row_a, row_b in zip(self.focus_tokens, other.focus_tokens)]
-        return ContextStats(**summed, focus_tokens=focus)
+        for f in fields(self):
+            if f.name not in ("focus_tokens", "per_text"):
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        for mine, theirs in zip(self.focus_tokens, other.focus_tokens):
+            for counter, more in zip(mine, theirs):
+                counter.update(more)
+        self.per_text.extend(other.per_text)
+        return self
+
+    def __add__(self, other: ContextStats) -> ContextStats:
+        """The totals of both, and the per-text rows of self followed by other's (a new object;
+        neither operand changes)."""
+        total = ContextStats.empty(*self.shape, self.sensitivity_pairs.shape[0])
+        total += self
+        total += other
+        return total
 
 
 def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndarray],
@@ -209,7 +252,7 @@ def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndar
         values = pair_values(context_similarity(np.swapaxes(out, 1, 2)))  # [B, H, P]
         _pair_statistics(stats, rows, l, values, text, settings)
         _attention_statistics(stats, rows, l, attention_received(pattern), text, settings)
-    stats.per_text.append(rows)
+    stats.per_text.extend(rows)
     return stats
 
 
