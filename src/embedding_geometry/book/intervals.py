@@ -1,7 +1,8 @@
 """Bootstrap intervals over a claim's sampling unit.
 
 **The per-unit contract.** A chapter that wants an interval on a metric stores, next to it, the
-values of every sampling unit (sentence, pair, query, text, document, token, dimension or topic)::
+values of every sampling unit (sentence, pair, query, text, document, token, dimension, topic,
+dilution key, compound or training seed)::
 
     metrics["per_unit"]["<metric key>"] = array of shape [n_units, …]
 
@@ -25,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-UNITS = ("sentences", "pairs", "queries", "texts", "documents", "tokens", "dimensions", "topics")
+UNITS = ("sentences", "pairs", "queries", "texts", "documents", "tokens", "dimensions", "topics", "keys",
+         "compounds", "seeds")
 RESAMPLES = 2000
 LEVEL = 0.95
 _CHUNK_CELLS = 2 ** 22  # resamples × units per chunk: 4 M counts, 32 MiB as float64
