@@ -43,7 +43,10 @@ class Activations(SpecialTokens):
     word_mask     bool    [n_tokens]            real tokens that are not special (METHODS.md §0); every
                                                 token, for a tokenizer that adds none
     word_ids      int64   [n_tokens]            index of the word a piece belongs to, -1 if special
-    attentions    list of N float32 [L, H, T_i, T_i], or None when not requested
+    attentions    list of N float32 [L, H, T_i, T_i], or None when not requested; [len(attention_layers),
+                                                H, T_i, T_i] when only some blocks' maps were kept
+    attention_layers                            the 0-based blocks whose maps ``attentions`` holds, in
+                                                order; None: every block
     family, has_cls, has_sep                    the model's architecture family and whether its first
                                                 (last) token is a [CLS] ([SEP]) that metrics may read
     """
@@ -61,6 +64,7 @@ class Activations(SpecialTokens):
     family: str = "BERT"
     has_cls: bool = True
     has_sep: bool = True
+    attention_layers: tuple[int, ...] | None = None
 
     @property
     def n_texts(self) -> int:
@@ -134,6 +138,7 @@ def extract(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     source: str = "texts",
+    attention_layers: Sequence[int] | None = None,
 ) -> Activations:
     """Hidden states of every depth (and optionally attention maps) for ``texts``.
 
@@ -143,6 +148,8 @@ def extract(
     the result is stored under a key of (model weights, texts, max length, attentions, package
     version) and a second call loads it; a damaged cache file is detected and recomputed.
     ``source`` names the parameter the texts came from, for error messages.
+    ``attention_layers`` (with ``attentions``) keeps only those blocks' maps, e.g. ``(-1,)`` for
+    the last block's: a negative index counts from the last block; the cache key includes it.
     """
     if isinstance(texts, str):
         raise ParameterError(source, "a list of texts, not one string", texts)
@@ -153,24 +160,41 @@ def extract(
         if not isinstance(text, str) or _unencodable(text):
             raise ParameterError(source, "a list of strings of valid Unicode (no lone surrogates)", text)
     max_length = max_length or loaded.info.max_seq_length
-    key = cache_key(loaded, texts, max_length, attentions)
+    layers = _attention_layers(attention_layers, attentions, loaded.model.config.num_hidden_layers)
+    key = cache_key(loaded, texts, max_length, attentions, layers)
     path = Path(cache_dir or paths.cache_dir()) / f"{key}.joblib"
     if cache and (hit := _load(path, key)) is not None:
         return hit
-    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source)
+    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers)
     record.key = key
     if cache:
         _store(path, record)
     return record
 
 
-def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attentions: bool) -> str:
-    """Content key: what the activations depend on, hashed with joblib."""
+def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attentions: bool,
+              attention_layers: tuple[int, ...] | None = None) -> str:
+    """Content key: what the activations depend on, hashed with joblib (the kept attention
+    layers only when not all are kept, so that the keys of full records stay as they were)."""
     identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
-    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__])
+    kept = [] if attention_layers is None else [list(attention_layers)]
+    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__, *kept])
 
 
-def _forward(loaded, texts, max_length, batch_size, attentions, progress, source) -> Activations:
+def _attention_layers(requested: Sequence[int] | None, attentions: bool, n_layers: int) -> tuple[int, ...] | None:
+    """``requested`` blocks as sorted 0-based indices (negative ones count from the last), or None
+    for every block; a one-line ParameterError for an index outside the model or without attentions."""
+    if requested is None:
+        return None
+    chosen = list(requested)
+    if not attentions or not chosen or any(isinstance(l, bool) or not isinstance(l, (int, np.integer))
+                                           or not -n_layers <= l < n_layers for l in chosen):
+        raise ParameterError("attention_layers", f"with attentions=True, block indices in [-{n_layers}, {n_layers})",
+                             requested)
+    return tuple(sorted({int(l) % n_layers for l in chosen}))
+
+
+def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
     encoding = loaded.tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
     ids = [np.asarray(x, np.int64) for x in encoding["input_ids"]]
     structural = _structural_ids(loaded.tokenizer)  # also where a text spells one out ("[SEP]")
@@ -180,8 +204,9 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
             raise ParameterError(source, "texts that each contain at least one word token", text)
     order = np.argsort([-len(x) for x in ids], kind="stable")
     n_layers = loaded.model.config.num_hidden_layers
+    kept = range(n_layers) if layers is None else layers
     names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]
-    names += [f"blocks.{l}.attn.pattern" for l in range(n_layers)] if attentions else []
+    names += [f"blocks.{l}.attn.pattern" for l in kept] if attentions else []
     states: list[np.ndarray | None] = [None] * len(texts)
     maps: list[np.ndarray | None] = [None] * len(texts)
     with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
@@ -197,7 +222,7 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
                 states[i] = stacked[row, :, :n]
                 if attentions:
                     maps[i] = torch.stack([captured[f"blocks.{l}.attn.pattern"][row, :, :n, :n]
-                                           for l in range(n_layers)]).float().numpy()
+                                           for l in kept]).float().numpy()
             bar.update(len(chunk))
     lengths = np.array([len(x) for x in ids])
     special_flat = np.concatenate(special)
@@ -215,6 +240,7 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         family=loaded.info.family,
         has_cls=loaded.info.has_cls,
         has_sep=loaded.info.has_sep,
+        attention_layers=layers if attentions else None,
     )
 
 
