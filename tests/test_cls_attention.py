@@ -68,7 +68,7 @@ def test_position_study_of_texts_that_follow_the_articles_law():
     T = 120
     law = cls_attention.power_law(T, 0.1)
     acts = record([np.zeros((T, 2)), np.zeros((T, 2))], attentions=[cls_maps(law), cls_maps(law)])
-    study = cls_attention.position_study(acts, [0.31, 0.42, 0.18, 0.09])
+    study = cls_attention.position_study(acts, [0.31, 0.42, 0.18, 0.09])["cls_attention_by_position"]
     assert study["n_positions"] == T and study["n_texts"] == 2 and study["buckets"] == list(cls_attention.BUCKET_LABELS)
     assert list(study["shares"].values()) == pytest.approx(cls_attention.bucket_shares(law))
     assert study["article_code_T"] == pytest.approx(list(study["shares"].values()))
@@ -80,3 +80,24 @@ def test_position_study_of_texts_that_follow_the_articles_law():
     short = cls_attention.short_summary(study)
     assert short == {"n_positions": T, "shares": list(study["shares"].values()), "uniform": study["uniform"],
                      "power_law": study["power_law"]}
+
+
+def test_per_text_values_and_the_uniform_attention_null():
+    """Two texts of 120 tokens: one follows the article's law, one attends only to the first 11
+    positions (uniform attention would give each bucket its share of the 120 positions)."""
+    T = 120
+    law, early = cls_attention.power_law(T, 0.1), np.r_[np.full(11, 1 / 11), np.zeros(T - 11)]
+    acts = record([np.zeros((T, 2)), np.zeros((T, 2))], attentions=[cls_maps(law), cls_maps(early)])
+    found = cls_attention.position_study(acts)
+    study, per_unit = found["cls_attention_by_position"], found["per_unit"]
+    assert study["uniform_shares"] == pytest.approx({"b0_10": 11 / T, "b11_50": 40 / T, "b51_100": 50 / T,
+                                                     "b101_plus": 19 / T})
+    assert study["uniform_early_ratio"] == 1.0
+    key = "cls_attention_by_position"
+    assert per_unit[f"{key}.shares.b0_10"] == pytest.approx([law[:11].sum(), 1.0])
+    assert per_unit[f"{key}.early_ratio"] == pytest.approx([law[:11].sum() * T / 11, T / 11])
+    assert per_unit[f"{key}.early_ratio"].mean() == pytest.approx(study["early_ratio"])
+    for name in cls_attention.SHARE_KEYS:
+        assert per_unit[f"{key}.shares.{name}"].mean() == pytest.approx(study["shares"][name])
+    r2 = per_unit[f"{key}.power_law_by_text.mean_r2"]
+    assert len(r2) == 2 and r2[0] == pytest.approx(1.0) and r2[1] < 1 and r2.mean() == pytest.approx(study["power_law_by_text"]["mean_r2"])

@@ -13,7 +13,9 @@ def test_composition_stability_and_margin_by_hand():
     vectors = np.eye(3)
     parts = [np.array([[1.0, 0.1, 0.0], [1.0, -0.1, 0.0]]), np.array([[0.0, 1.0, 0.2]]), np.array([[0.1, 0.0, 1.0]])]
     result = compounds.composition(vectors, parts)
-    assert result["top1"] == 1.0 and result["chance"] == pytest.approx(1 / 3)
+    assert result["top1"] == 1.0 and result["hits"] == [1.0, 1.0, 1.0] and result["chance"] == pytest.approx(1 / 3)
+    crossed = compounds.composition(vectors, [parts[1], parts[0], parts[2]])  # the first two parts swapped
+    assert crossed["hits"] == [0.0, 0.0, 1.0] and crossed["top1"] == pytest.approx(1 / 3)
     assert result["cosine"][0] == pytest.approx(1.0)
     assert compounds.stability(np.ones((3, 4))) == pytest.approx(1.0)
     pair = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
@@ -54,7 +56,12 @@ def test_subword_study_without_context_finds_every_word_perfectly_stable(tiny_be
     assert len(texts["sentences"]) == 3 * 4 + 2 * 3
     rng = np.random.default_rng(0)
     bare, uses = (_context_free(tiny_bert.tokenizer, t, rng) for t in texts.values())
-    study = compounds.subword_study(small, bare, uses, tiny_bert.tokenizer, "mean")
+    found = compounds.subword_study(small, bare, uses, tiny_bert.tokenizer, "mean")
+    study, per_unit = found["subword"], found["per_unit"]
+    for key in ("composition_mean_cosine", "composition_top1", "stability_gap", "confused_fraction", "margin_gain"):
+        assert len(per_unit[f"subword.{key}"]) == 3 and per_unit[f"subword.{key}"].mean() == pytest.approx(study[key])
+    assert per_unit["subword.margin_gain"] == pytest.approx(
+        [r["margin_subword_pool"] - r["margin_mean_pool"] for r in study["compounds"]])
     assert [r["compound"] for r in study["compounds"]] == ["DataForce", "Salesforce", "PayPal"]
     assert study["compounds"][0]["pieces"] == "data ##force" and study["split_fraction"] == 1.0
     assert all(r["n_pieces"] == 1 for r in study["controls"])
@@ -70,6 +77,6 @@ def test_subword_study_on_the_tiny_model(tiny_bert):
     small = {"compounds": data["compounds"][:3], "controls": data["controls"][:2]}
     bare, uses = (activations.extract(tiny_bert, t, cache=False, progress=False)
                   for t in compounds.compound_texts(small).values())
-    study = compounds.subword_study(small, bare, uses, tiny_bert.tokenizer, tiny_bert.info.pooling)
+    study = compounds.subword_study(small, bare, uses, tiny_bert.tokenizer, tiny_bert.info.pooling)["subword"]
     assert -1 <= study["composition_mean_cosine"] <= 1 and 0 <= study["composition_top1"] <= 1
     assert 0 < study["stability_compound"] < 1 and 0 < study["stability_control"] < 1

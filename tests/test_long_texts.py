@@ -105,7 +105,7 @@ def test_long_text_study_with_hand_made_vectors(embedded):
     sentence_vectors = np.zeros((len(SENTENCES), 2))
     for d, doc in enumerate(docs.documents):
         sentence_vectors[doc] = vectors[d]
-    study = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 256)
+    study = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 256)["long_text"]
     assert study["n_docs"] == 2 and study["windows_per_doc"] == 1.0 and study["token_budget"] == 254
     assert study["coverage"] == {"truncation": 1.0, "windows": 1.0}
     assert study["windows_over_limit_fraction"] == 0.0 and study["sentences_beyond_truncation"] == 0.0
@@ -113,8 +113,21 @@ def test_long_text_study_with_hand_made_vectors(embedded):
     assert study["windows_minus_truncation"] == 0.0 and study["max_minus_mean"] == 0.0
     assert study["tokens_per_word"] == long_texts.tokens_per_word(embedded.tokenizer, SENTENCES)
     assert study["words_in_budget"] == pytest.approx(254 / study["tokens_per_word"])
-    short = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12)
+    short = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12)["long_text"]
     assert short["coverage"]["truncation"] < 1 and short["windows_over_limit_fraction"] == 1.0
+
+
+def test_per_document_hits_count_each_document_once(embedded):
+    # every sentence points nearer document 0's truncated vector and nearer document 1's window,
+    # so truncation finds only document 0's sentences and the windows only document 1's
+    docs = long_texts.long_documents(SENTENCES, min_words=12, n_docs=2, window=50, stride=25, seed=0)
+    vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])  # documents, then one window each
+    sentence_vectors = np.tile([1.0, 0.1], (len(SENTENCES), 1))
+    found = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 256)
+    sizes = [len(doc) for doc in docs.documents]
+    hits = found["per_unit"]["long_text.windows_minus_truncation.hits"]
+    assert hits.tolist() == [-sizes[0], sizes[1]]
+    assert found["long_text"]["windows_minus_truncation"] == pytest.approx((sizes[1] - sizes[0]) / sum(sizes))
 
 
 def test_long_text_study_on_the_tiny_model(tiny_bert):
@@ -122,9 +135,15 @@ def test_long_text_study_on_the_tiny_model(tiny_bert):
     vectors = np.random.default_rng(0).standard_normal((len(sentences), tiny_bert.info.hidden))
     docs = long_texts.long_documents(sentences, min_words=150, n_docs=2, window=40, stride=20)
     encoded = activations.extract(tiny_bert, docs.encoded, batch_size=4, cache=False, progress=False)
-    study = long_texts.long_text_study(docs, encoded.mean_pool("all")[-1], sentences, vectors, tiny_bert.tokenizer,
+    found = long_texts.long_text_study(docs, encoded.mean_pool("all")[-1], sentences, vectors, tiny_bert.tokenizer,
                                        tiny_bert.info.max_seq_length)
+    study, per_unit = found["long_text"], found["per_unit"]
     assert study["n_docs"] == 2
+    assert per_unit["long_text.coverage.windows"].mean() == pytest.approx(study["coverage"]["windows"])
+    for key in ("windows_minus_truncation", "max_minus_mean"):  # per document: a ratio of means
+        hits, counts = per_unit[f"long_text.{key}.hits"], per_unit[f"long_text.{key}.sentences"]
+        assert counts.tolist() == [len(doc) for doc in docs.documents]
+        assert hits.sum() / counts.sum() == pytest.approx(study[key])
     assert 0 < study["coverage"]["truncation"] < study["coverage"]["windows"] <= 1
     assert set(study["recall_at_1"]) == {"truncation", "windows_max", "windows_mean"}
     assert all(0 <= r["all"] <= 1 for r in study["recall_at_1"].values())

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from embedding_geometry.core import activations, models
+from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.studies import pooling
 
 import tiny_models
@@ -71,6 +72,30 @@ def test_pool_on_a_record_of_the_tiny_model(tiny_bert):
         pooling.pool(acts, "max")
 
 
+def test_keeping_only_the_last_layers_attention_maps(tiny_bert, tmp_path):
+    """``extract(attention_layers=(-1,))`` keeps the last block's maps only (what this chapter's
+    pooling and [CLS] measurements read), under its own cache key, and they equal the full record's."""
+    texts = ["a b c d e f g h", "short", "The stock market surged"]
+    full = activations.extract(tiny_bert, texts, batch_size=2, cache=False, progress=False, attentions=True)
+    last = activations.extract(tiny_bert, texts, batch_size=2, cache_dir=tmp_path, progress=False, attentions=True,
+                               attention_layers=(-1,))
+    assert last.attention_layers == (tiny_bert.info.layers - 1,) and full.attention_layers is None
+    for whole, kept in zip(full.attentions, last.attentions):
+        assert kept.shape == (1, *whole.shape[1:]) and np.allclose(kept[0], whole[-1])
+    assert np.allclose(pooling.pool(last, "attention"), pooling.pool(full, "attention"))
+    assert np.allclose(pooling.attention_entropy(last), pooling.attention_entropy(full))
+    length = tiny_bert.info.max_seq_length
+    keys = {activations.cache_key(tiny_bert, texts, length, True, layers) for layers in (None, (2,), (1, 2))}
+    assert len(keys) == 3 and activations.cache_key(tiny_bert, texts, length, True) in keys
+    again = activations.extract(tiny_bert, texts, cache_dir=tmp_path, progress=False, attentions=True, attention_layers=[2])
+    assert again.key == last.key  # (-1,) and [2] name the same block of a 3-block model: one cache entry
+    for bad in ((3,), (), ("last",)):
+        with pytest.raises(ParameterError, match="attention_layers"):
+            activations.extract(tiny_bert, texts, cache=False, progress=False, attentions=True, attention_layers=bad)
+    with pytest.raises(ParameterError, match="attention_layers"):
+        activations.extract(tiny_bert, texts, cache=False, progress=False, attention_layers=(-1,))
+
+
 def test_cls_attention_and_entropy_of_hand_made_maps():
     first = cls_maps([0.5, 0.25, 0.25])
     first[1] = uniform_maps(3)[1]  # the second head's [CLS] row is uniform
@@ -98,13 +123,20 @@ def test_pooling_retrieval_ranks_each_pooling_by_hand():
     # documents: [CLS] state, one word; queries equal the documents, so every pooling finds its own
     docs = record([[[1.0, 0.0], [1.0, 0.1], [0.0, 0.0]], [[0.0, 1.0], [0.1, 1.0], [0.0, 0.0]]],
                   attentions=[uniform_maps(3), uniform_maps(3)])
-    found = pooling.pooling_retrieval(docs, docs, [0, 1])
+    result = pooling.pooling_retrieval(docs, docs, [0, 1])
+    found = result["pooling_retrieval"]
     assert set(found) == {*pooling.POOLINGS, "cls_minus_mean", "subword_minus_mean"}
     assert all(found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0) for m in pooling.POOLINGS)
     assert found["cls_minus_mean"] == 0.0 and found["subword_minus_mean"] == 0.0
-    swapped = record([[[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]],
+    assert result["per_unit"]["pooling_retrieval.cls_minus_mean"].tolist() == [0.0, 0.0]
+    swapped = record([[[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]],
                      attentions=[uniform_maps(3), uniform_maps(3)])  # [CLS] points to the other document
-    assert pooling.pooling_retrieval(docs, swapped, [0, 1])["cls"]["recall_at_1"] == 0.0
+    crossed = pooling.pooling_retrieval(docs, swapped, [0, 1])
+    assert crossed["pooling_retrieval"]["cls"]["recall_at_1"] == 0.0
+    # per query: the relevant document ranks 2nd of 2 under [CLS] pooling, 1st under mean pooling
+    differences = crossed["per_unit"]["pooling_retrieval.cls_minus_mean"]
+    assert differences == pytest.approx([1 / np.log2(3) - 1] * 2)
+    assert differences.mean() == pytest.approx(crossed["pooling_retrieval"]["cls_minus_mean"])
 
 
 # --------------------------------------------------------------------------- length bias and dilution
@@ -119,10 +151,25 @@ def test_length_norm_relation_of_an_exact_averaging_law():
     n = np.array([3, 5, 8, 13, 21, 34])
     norms = np.sqrt(0.5 + 4.0 / n)
     vectors = np.stack([[v, 0.0] for v in norms])
-    relation = pooling.length_norm_relation(vectors, n)
-    assert relation["averaging_law_r2"] == pytest.approx(1.0)
+    found = pooling.length_norm_relation(vectors, n)
+    relation, per_unit = found["length_bias"], found["per_unit"]
+    assert relation["averaging_law_r2"] == pytest.approx(1.0) and relation["averaging_law_r"] == pytest.approx(1.0)
     assert relation["averaging_law_slope"] == pytest.approx(4.0)
     assert relation["spearman"] == pytest.approx(-1.0) and relation["abs_spearman"] == pytest.approx(1.0)
+    assert per_unit["length_bias.abs_spearman"].mean() == pytest.approx(1.0)
+    assert per_unit["length_bias.averaging_law_r"].mean() == pytest.approx(1.0)
+
+
+def test_per_sentence_products_average_to_the_correlations():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(3, 40, size=30)
+    vectors = rng.standard_normal((30, 4)) + 1.0
+    found = pooling.length_norm_relation(vectors, lengths)
+    products = found["per_unit"]["length_bias.abs_spearman"]
+    assert products.mean() == pytest.approx(found["length_bias"]["abs_spearman"])
+    r = found["per_unit"]["length_bias.averaging_law_r"].mean()
+    assert r ** 2 == pytest.approx(found["length_bias"]["averaging_law_r2"])
+    assert pooling.standard_products([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]).tolist() == pytest.approx([-1.5, 0.0, -1.5])
     with pytest.raises(ValueError, match="not all equal"):
         pooling.length_norm_relation(vectors, np.full(6, 4))
 
@@ -134,8 +181,13 @@ def test_dilution_study_of_hand_made_texts():
     longer = [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
     acts = record([key, longer], word_ids=[[-1, 0, -1], [-1, 0, 1, -1]],
                   attentions=[cls_maps([0.0, 1.0, 0.0]), cls_maps([0.0, 1.0, 0.0, 0.0])])
-    study = pooling.dilution_study(acts, ["key first"], k_max=1)
+    found = pooling.dilution_study(acts, ["key first"], k_max=1)
+    study, per_unit = found["length_dilution"], found["per_unit"]
     assert study["k"] == [0, 1] and study["k_max"] == 1
+    assert study["mean_drop"] == pytest.approx({"key_first": 1 - 1 / np.sqrt(2)})
+    assert per_unit["length_dilution.mean_drop.key_first"] == pytest.approx([1 - 1 / np.sqrt(2)])  # one key
+    assert per_unit["length_dilution.attention_gain"] == pytest.approx([1 - 1 / np.sqrt(2)])
+    assert per_unit["length_dilution.attention_entropy"] == pytest.approx([study["attention_entropy"]])
     assert study["key_first"]["mean"] == pytest.approx([1.0, 1 / np.sqrt(2)])
     assert study["key_first"]["cls"] == pytest.approx([1.0, 1.0])
     assert study["key_first"]["attention"] == pytest.approx([1.0, 1.0])

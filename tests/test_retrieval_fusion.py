@@ -95,14 +95,31 @@ def test_hybrid_study_of_a_three_sentence_corpus():
     documents = ["metformin treats type 2 diabetes", "the cat sat on the mat", "rain is forecast for tomorrow"]
     queries = {"queries": ["metformin", "weather tomorrow"], "kinds": ["keyword", "paraphrase"], "relevant": [[0], [2]]}
     vectors = np.eye(3)
-    study = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    found = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+    study, per_unit = found["hybrid_retrieval"], found["per_unit"]
     assert set(study) == {"dense", "bm25", "rrf", "rrf_minus_dense", "rerank_minus_dense"}
     assert study["dense"]["keyword"]["recall_at_1"] == 0.0 and study["dense"]["paraphrase"]["recall_at_1"] == 1.0
     assert study["bm25"]["keyword"]["recall_at_1"] == 1.0
     assert study["rrf_minus_dense"]["all"] == pytest.approx(study["rrf"]["all"]["ndcg_at_10"]
                                                             - study["dense"]["all"]["ndcg_at_10"])
-    assert study["rerank_minus_dense"] is None
+    for kind, n in (("all", 2), ("keyword", 1), ("paraphrase", 1)):  # paired per-query differences
+        differences = per_unit[f"hybrid_retrieval.rrf_minus_dense.{kind}"]
+        assert len(differences) == n and np.mean(differences) == pytest.approx(study["rrf_minus_dense"][kind])
+    assert study["rerank_minus_dense"] is None and "hybrid_retrieval.rerank_minus_dense" not in per_unit
     judge = lambda pairs: [1.0 if "metformin" in d and "metformin" in q else 0.0 for q, d in pairs]
     reranked = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), judge, 3)
-    assert reranked["dense + rerank"]["keyword"]["recall_at_1"] == 1.0
-    assert reranked["rerank_minus_dense"] > 0
+    assert reranked["hybrid_retrieval"]["dense + rerank"]["keyword"]["recall_at_1"] == 1.0
+    gains = reranked["per_unit"]["hybrid_retrieval.rerank_minus_dense"]
+    assert reranked["hybrid_retrieval"]["rerank_minus_dense"] > 0 and gains[1] == 0.0
+    assert np.mean(gains) == pytest.approx(reranked["hybrid_retrieval"]["rerank_minus_dense"])
+
+
+def test_per_query_values_average_to_recall_and_ndcg():
+    scores = np.array([[0.9, 0.8, 0.7, 0.6], [0.1, 0.2, 0.3, 0.4]])
+    relevant = [[0, 2], [0]]
+    ndcg = retrieval.ndcg_per_query(scores, relevant, k=10)
+    assert ndcg[0] == pytest.approx((1 + 1 / np.log2(4)) / (1 + 1 / np.log2(3))) and ndcg[1] == pytest.approx(1 / np.log2(5))
+    assert ndcg.mean() == pytest.approx(retrieval.ndcg_at_k(scores, relevant, 10))
+    assert retrieval.recall_per_query(scores, relevant, 1).tolist() == [0.5, 0.0]
+    assert retrieval.paired_ndcg(scores, scores[::-1], [[0, 2], [0]]) == pytest.approx(
+        ndcg - retrieval.ndcg_per_query(scores[::-1], relevant, 10))

@@ -7,6 +7,8 @@ import pytest
 from embedding_geometry.book import claims
 from embedding_geometry.core import corpora
 from embedding_geometry.studies import quantization
+from test_embeddings_without_tears import assert_per_unit_values_give_the_metrics
+from test_layer_by_layer import assert_verdicts_explained
 
 SLUG = "06_search_in_practice"
 
@@ -21,6 +23,15 @@ def test_the_ledger_matches_the_transcribed_numbers():
     assert f"{ratio:.0f}× for 384" in next(e for e in ledger.errata if e["id"] == "pq-compression-vs-own-code")["data_value"]
     untested = corpora.load_yaml(f"claims/{SLUG}.yaml")["untested"]
     assert all({"statement", "source", "reason"} <= set(item) for item in untested)
+
+
+def test_the_ledger_declares_units_nulls_and_reasons():
+    ledger = {c.id: c for c in claims.load(SLUG).claims}
+    assert all(c.unit or c.by_construction or c.description for c in ledger.values())
+    assert ledger["windows-beat-truncation"].unit == "documents"  # a document's sentences are one unit
+    assert ledger["quantization-nonuniform"].null["kind"] == "permuted_labels"
+    assert ledger["pq-compression"].description and "defaults" not in ledger["pq-compression"].statement
+    assert ledger["int8-error"].test == ("below", {"bound": pytest.approx(0.025)})  # ~2 %, loosened by a stated fraction
 
 
 def test_the_two_ledgers_split_the_articles_claims():
@@ -48,7 +59,12 @@ def test_chapter_results_on_the_tiny_model(built_book):
     verdicts = {c["id"]: c for c in document["claims"]}
     assert set(verdicts) == {c.id for c in claims.load(SLUG).claims}
     assert verdicts["rerank-precision"]["shape_verdict"] == "not measured"
-    assert verdicts["contrastive-fix"]["shape_verdict"] == "does not hold"
+    assert verdicts["contrastive-fix"]["verdict"] == "does not hold" and verdicts["contrastive-fix"]["interval"] == [0.0, 0.0]
+    assert verdicts["contrastive-fix"]["n_units"] == len(metrics["finetune"]["seeds"]["seeds"])
+    assert verdicts["windows-beat-truncation"]["n_units"] == document["params"]["n_long_docs"]
+    assert verdicts["int8-compression"]["verdict"] == "by construction"
+    assert_verdicts_explained(built_book, SLUG, document)
+    assert_per_unit_values_give_the_metrics(SLUG, document)
     page = (root / "_build" / "html" / "book" / "chapters" / f"{SLUG}.html").read_text()
     assert "Search in practice, measured" in page and page.count("eg-chart") >= 1
 

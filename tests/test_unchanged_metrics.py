@@ -20,6 +20,21 @@ REFERENCE = json.loads((Path(__file__).parent / "reference" / "metrics.json").re
 DERIVED: dict[str, list[str]] = {"05_embeddings_without_tears": ["06_search_in_practice"]}
 """Chapters that took over part of an older chapter's metrics (a split): old slug → new slugs."""
 
+CHANGED: dict[str, dict[str, str]] = {
+    "05_embeddings_without_tears": {
+        "isotropy_article_models.all-mpnet-base-v2": "the default profile runs all-mpnet-base-v2 in this chapter "
+                                                     "(30267a3): the article's mpnet row is measured, no longer None",
+    },
+}
+"""Metrics changed on purpose (issue 15's fixes, a profile that measures more): {old chapter slug:
+{key path prefix: reason}}. The comparison skips them."""
+
+
+def unchanged(chapter: str, difference: str) -> bool:
+    """False for a difference (``.a.b: …``) under a key prefix that CHANGED lists for ``chapter``."""
+    path = difference.lstrip(".").split(":", 1)[0]
+    return not any(path == prefix or path.startswith(prefix + ".") for prefix in CHANGED.get(chapter, {}))
+
 
 def merged(parts: list[dict]) -> dict:
     """The metrics of a split chapter's parts as one dict; a key both parts hold as a mapping
@@ -61,6 +76,13 @@ def test_differences_finds_changed_missing_and_reshaped_values():
     assert differences(reference, {"a": [0.5], "b": {}, "d": 2}) == [".a: expected a list of 2", ".b.c: missing"]
 
 
+def test_changed_prefixes_are_skipped_and_nothing_else():
+    chapter = "05_embeddings_without_tears"
+    assert not unchanged(chapter, ".isotropy_article_models.all-mpnet-base-v2: None became 0.98")
+    assert unchanged(chapter, ".isotropy_article_models.all-mpnet-base-v2x: 1 became 2")
+    assert unchanged(chapter, ".isotropy_score: 0.98 became 0.5") and unchanged("01_layer_by_layer", ".anything: 1 became 2")
+
+
 @pytest.mark.slow
 def test_every_chapter_metric_is_unchanged_on_the_embedded_model(tmp_path):
     root = copy_book(tmp_path / "book")
@@ -70,5 +92,5 @@ def test_every_chapter_metric_is_unchanged_on_the_embedded_model(tmp_path):
     found = []
     for chapter, reference in REFERENCE.items():
         parts = [built.get(slug, {}) for slug in [chapter, *DERIVED.get(chapter, [])]]
-        found += [f"{chapter}{d}" for d in differences(reference, merged(parts))]
+        found += [f"{chapter}{d}" for d in differences(reference, merged(parts)) if unchanged(chapter, d)]
     assert not found, f"{len(found)} metrics changed, e.g.:\n" + "\n".join(found[:20])

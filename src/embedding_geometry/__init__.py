@@ -31,9 +31,10 @@ a study never imports ``book``):
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
     ``context_stats``       chapter 4: per-batch statistics and their running totals
-    ``whitening``           the isotropy score, its anisotropy warning, centering and whitening (METHODS.md §5)
-    ``pooling``             pooling token states into one vector, length bias and dilution (METHODS.md §5)
-    ``cls_attention``       where [CLS] looks: its last-layer attention by position (METHODS.md §5)
+    ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
+    ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another
+    ``pooling``             pooling token states into one vector, length bias and dilution (chapter 5)
+    ``cls_attention``       where [CLS] looks: its last-layer attention by position (chapter 5)
     ``compounds``           compounds that WordPiece splits, and the subword-aware fix
     ``long_texts``          texts longer than one sentence, and sliding windows
     ``quantization``        int8, binary codes and product quantization of embeddings

@@ -1,4 +1,5 @@
-"""Where [CLS] looks: its last-layer attention by position, against the article's table (METHODS.md §5).
+"""Where [CLS] looks: its last-layer attention by position, against the article's table
+(book/methods.md, "methods-practice").
 
 Over N texts of exactly T tokens, with a^{(i)} ([T]) the attention [CLS] pays to each position
 in the last layer, averaged over heads (``pooling.cls_attention``):
@@ -10,12 +11,20 @@ in the last layer, averaged over heads (``pooling.cls_attention``):
     power law      w_t(α) = (1 + α t)^{-1} / Σ_s (1 + α s)^{-1}            the article's curve has
                      α = 0.1 and 512 positions; α is fitted to a profile by least squares, R² reported
 
+Uniform attention, a_t = 1/T, is the null: it gives each bucket its length's share
+(``uniform_shares``) and an early ratio of exactly 1. The sampling unit is the text: per text,
+its bucket shares, its early ratio and the R² of the power law fitted to its own profile
+(``per_unit``; their means over texts are the metrics).
+
 Metrics: ``position_study`` → cls_attention_by_position {n_positions T, n_texts N, buckets
 (labels), shares {b0_10, b11_50, b51_100, b101_plus}, uniform [4], article_table [4] (the
 published shares), article_code_512 and article_code_T [4] (the article's power law over 512 and
 T positions), closest_length and closest_rms (the length whose power law comes nearest the
 table), to_cls = profile[0], early_ratio = shares[0] / uniform[0], power_law {alpha, r2,
-spearman}, profile [T] (rounded to 6 decimals), entropy (``pooling.attention_entropy``, mean)}.
+spearman}, profile [T] (rounded to 6 decimals), entropy (``pooling.attention_entropy``, mean),
+uniform_shares {b0_10, …} and uniform_early_ratio (the uniform-attention null), power_law_by_text
+{mean_r2: the mean over texts of each text's own fit's R²}}; per_unit {"cls_attention_by_position.
+shares.<bucket>", ".early_ratio", ".power_law_by_text.mean_r2": [N]}.
 ``short_summary`` keeps {n_positions, shares [4], uniform, power_law}.
 """
 
@@ -116,21 +125,28 @@ def fit_power_law(profile: np.ndarray) -> dict[str, float]:
 # --------------------------------------------------------------------------- the study
 
 def position_study(acts: Activations, article_table: Sequence[float] = ARTICLE_TABLE) -> dict[str, object]:
-    """cls_attention_by_position (see the module docstring) from texts of one length T,
-    extracted with attentions; ``article_table`` is the published bucket shares."""
+    """{cls_attention_by_position, per_unit} (see the module docstring) from texts of one length
+    T, extracted with attentions; ``article_table`` is the published bucket shares."""
     rows = cls_attention(acts)
     profile = position_profile(rows)
     T = len(profile)
-    shares = np.mean([bucket_shares(r) for r in rows], axis=0)
-    uniform = uniform_shares(T)
+    by_text = np.stack([bucket_shares(r) for r in rows])
+    shares, uniform = by_text.mean(axis=0), uniform_shares(T)
     closest, closest_rms = closest_length(article_table)
-    return {"n_positions": T, "n_texts": acts.n_texts, "buckets": list(BUCKET_LABELS),
-            "shares": dict(zip(SHARE_KEYS, shares.tolist())), "uniform": uniform.tolist(),
-            "article_table": list(article_table), "article_code_512": article_code_table().tolist(),
-            "article_code_T": article_code_table(T).tolist(), "closest_length": closest,
-            "closest_rms": closest_rms, "to_cls": float(profile[0]), "early_ratio": float(shares[0] / uniform[0]),
-            "power_law": fit_power_law(profile), "profile": np.round(profile, 6).tolist(),
-            "entropy": float(attention_entropy(acts).mean())}
+    text_r2 = np.array([fit_power_law(r)["r2"] for r in rows])
+    found = {"n_positions": T, "n_texts": acts.n_texts, "buckets": list(BUCKET_LABELS),
+             "shares": dict(zip(SHARE_KEYS, shares.tolist())), "uniform": uniform.tolist(),
+             "article_table": list(article_table), "article_code_512": article_code_table().tolist(),
+             "article_code_T": article_code_table(T).tolist(), "closest_length": closest,
+             "closest_rms": closest_rms, "to_cls": float(profile[0]), "early_ratio": float(shares[0] / uniform[0]),
+             "power_law": fit_power_law(profile), "profile": np.round(profile, 6).tolist(),
+             "entropy": float(attention_entropy(acts).mean()),
+             "uniform_shares": dict(zip(SHARE_KEYS, uniform.tolist())), "uniform_early_ratio": 1.0,
+             "power_law_by_text": {"mean_r2": float(text_r2.mean())}}
+    key = "cls_attention_by_position"
+    per_unit = {**{f"{key}.shares.{name}": by_text[:, b] for b, name in enumerate(SHARE_KEYS)},
+                f"{key}.early_ratio": by_text[:, 0] / uniform[0], f"{key}.power_law_by_text.mean_r2": text_r2}
+    return {key: found, "per_unit": per_unit}
 
 
 def short_summary(study: dict[str, object]) -> dict[str, object]:

@@ -19,7 +19,11 @@ n_pieces, stability}, split_fraction, composition_mean_cosine, composition_top1,
 composition_chance, stability_compound, stability_control, margin_mean_pool,
 margin_subword_pool (means over compounds), stability_gap = stability_control −
 stability_compound, confused_fraction = share of compounds with margin_mean_pool < 0,
-margin_gain = margin_subword_pool − margin_mean_pool}.
+margin_gain = margin_subword_pool − margin_mean_pool}; per_unit: per compound (C values, their
+mean the metric) "subword.composition_mean_cosine" (its cosine), ".composition_top1" (1 when its
+parts' mean is nearest its own compound), ".stability_gap" (stability_control − its stability:
+the control words' mean is held fixed), ".confused_fraction" (1 when its mean-pooling margin
+is < 0) and ".margin_gain" (its subword-aware minus its mean-pooling margin: paired).
 """
 
 from __future__ import annotations
@@ -86,16 +90,17 @@ def composition(compounds: np.ndarray, parts: Sequence[np.ndarray]) -> dict[str,
     """How well the mean of the parts' embeddings stands for the compound's embedding.
 
     compounds [C, D]; parts: per compound an array [P_c, D] of its parts' embeddings.
-    ``cosine`` per compound cos(e_c, mean of parts); ``top1``, the share of compounds whose
-    parts' mean is nearer (by cosine) to its own compound than to any other; ``chance`` = 1/C."""
+    ``cosine`` per compound cos(e_c, mean of parts); ``hits`` per compound 1.0 when its parts'
+    mean is nearer (by cosine) to its own compound than to any other, ``top1`` their mean;
+    ``chance`` = 1/C."""
     compounds = np.asarray(compounds, dtype=np.float64)
     if len(compounds) != len(parts) or len(compounds) < 2:
         raise ValueError("composition needs at least 2 compounds, each with its parts")
     midpoints = np.stack([np.asarray(p, dtype=np.float64).mean(axis=0) for p in parts])
     sims = cosine_matrix(midpoints, compounds)
+    hits = (np.argmax(sims, axis=1) == np.arange(len(compounds))).astype(np.float64)
     return {"cosine": np.diag(sims).tolist(), "mean_cosine": float(np.mean(np.diag(sims))),
-            "top1": float(np.mean(np.argmax(sims, axis=1) == np.arange(len(compounds)))),
-            "chance": 1.0 / len(compounds)}
+            "hits": hits.tolist(), "top1": float(np.mean(hits)), "chance": 1.0 / len(compounds)}
 
 
 def stability(vectors: np.ndarray) -> float:
@@ -127,7 +132,7 @@ def _word_stability(acts: Activations, tokenizer, start: int, contexts: Sequence
 
 def subword_study(data: dict[str, list], bare: Activations, uses: Activations, tokenizer,
                   pooling_mode: str) -> dict[str, object]:
-    """subword (see the module docstring) from the records of ``compound_texts(data)``:
+    """{subword, per_unit} (see the module docstring) from the records of ``compound_texts(data)``:
     ``bare`` of its bare words, ``uses`` of its sentences; ``pooling_mode`` is the model's."""
     compounds, controls = data["compounds"], data["controls"]
     vectors = model_pooling(bare, pooling_mode)
@@ -155,6 +160,13 @@ def subword_study(data: dict[str, list], bare: Activations, uses: Activations, t
              "stability_control": mean_of("stability", control_rows),
              "margin_mean_pool": mean_of("margin_mean_pool", rows),
              "margin_subword_pool": mean_of("margin_subword_pool", rows)}
-    return {**found, "stability_gap": found["stability_control"] - found["stability_compound"],
-            "confused_fraction": float(np.mean([r["margin_mean_pool"] < 0 for r in rows])),
-            "margin_gain": found["margin_subword_pool"] - found["margin_mean_pool"]}
+    column = lambda key: np.array([r[key] for r in rows], dtype=np.float64)
+    per_unit = {"subword.composition_mean_cosine": column("composition_cosine"),
+                "subword.composition_top1": np.asarray(composed["hits"]),
+                "subword.stability_gap": found["stability_control"] - column("stability"),
+                "subword.confused_fraction": (column("margin_mean_pool") < 0).astype(np.float64),
+                "subword.margin_gain": column("margin_subword_pool") - column("margin_mean_pool")}
+    return {"subword": {**found, "stability_gap": found["stability_control"] - found["stability_compound"],
+                        "confused_fraction": float(np.mean([r["margin_mean_pool"] < 0 for r in rows])),
+                        "margin_gain": found["margin_subword_pool"] - found["margin_mean_pool"]},
+            "per_unit": per_unit}

@@ -20,12 +20,18 @@ examples in batches of 16 make one step, t = 0, at learning rate 0, so no weight
 sentence-transformers (its training loop needs a forward pass with gradients, which the book's
 extraction, under ``torch.inference_mode``, never makes).
 
-Metrics: ``finetune_study`` → finetune {article: ``article_finetune`` as written
-{max_weight_change, pair_cosine_before [2], pair_cosine_after [2], optimizer_steps,
+Training draws its dropout masks and batch order from the seed, so each run is one draw: the
+study repeats both runs with SEEDS seeds (seed, seed + 1, …), the sampling unit of its claims.
+
+Metrics: ``finetune_study`` → {finetune, per_unit}: finetune {article: ``article_finetune`` as
+written {max_weight_change, pair_cosine_before [2], pair_cosine_after [2], optimizer_steps,
 warmup_steps}, no_warmup: the same with warmup_steps = 0, mnrl: ``mnrl_label_effect``
 {loss_labels_as_written, loss_labels_swapped, difference}, negative_pair_change: how one step
-without warm-up moves cos of the pair labelled 0.1 (after − before)}; ``NOT_RUN`` (None values)
-when it is switched off.
+without warm-up moves cos of the pair labelled 0.1 (after − before), seeds {seeds,
+max_weight_change, negative_pair_change: the means over the seeds}}; per_unit
+"finetune.seeds.max_weight_change" and "finetune.seeds.negative_pair_change" [SEEDS], one value
+a seed (the first is ``article`` / ``no_warmup``'s). ``NOT_RUN`` (None values) when it is
+switched off.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ ARTICLE_PAIRS = (
 )
 """The article's training examples: (text a, text b, label)."""
 ARTICLE_SETTINGS = {"batch_size": 16, "epochs": 1, "warmup_steps": 100}
+SEEDS = 5
+"""Training runs of each setting, one a seed."""
 
 
 def _sentence_model(model: str, device: str):
@@ -117,19 +125,27 @@ def _pair_cosines(vectors: np.ndarray) -> list[float]:
     return pair_cosine(vectors[0::2], vectors[1::2]).tolist()
 
 
-NOT_RUN = {"article": {"max_weight_change": None}, "no_warmup": None,
-           "mnrl": {"loss_labels_as_written": None, "loss_labels_swapped": None, "difference": None},
-           "negative_pair_change": None}
-"""finetune when the chapter does not run the training code."""
+NOT_RUN = {"finetune": {"article": {"max_weight_change": None}, "no_warmup": None,
+                        "mnrl": {"loss_labels_as_written": None, "loss_labels_swapped": None, "difference": None},
+                        "negative_pair_change": None,
+                        "seeds": {"seeds": None, "max_weight_change": None, "negative_pair_change": None}}}
+"""What ``finetune_study`` gives when the chapter does not run the training code."""
 
 
-def finetune_study(model: str, device: str = "cpu", seed: int = 0) -> dict[str, dict]:
-    """finetune (see the module docstring): the article's code as written and without warm-up,
-    each on a fresh copy of ``model``, and MNRL with the labels as written and swapped."""
-    as_written = article_finetune(model, device, seed=seed)
-    no_warmup = article_finetune(model, device, seed=seed, warmup_steps=0)
-    return {"article": as_written, "no_warmup": no_warmup, "mnrl": mnrl_label_effect(model, device),
-            "negative_pair_change": no_warmup["pair_cosine_after"][1] - no_warmup["pair_cosine_before"][1]}
+def finetune_study(model: str, device: str = "cpu", seed: int = 0, n_seeds: int = SEEDS) -> dict[str, dict]:
+    """{finetune, per_unit} (see the module docstring): the article's code as written and without
+    warm-up, each on a fresh copy of ``model`` with ``n_seeds`` seeds from ``seed``, and MNRL with
+    the labels as written and swapped."""
+    runs = [(article_finetune(model, device, seed=s), article_finetune(model, device, seed=s, warmup_steps=0))
+            for s in range(seed, seed + n_seeds)]
+    moved = np.array([as_written["max_weight_change"] for as_written, _ in runs])
+    pulled = np.array([run["pair_cosine_after"][1] - run["pair_cosine_before"][1] for _, run in runs])
+    as_written, no_warmup = runs[0]
+    return {"finetune": {"article": as_written, "no_warmup": no_warmup, "mnrl": mnrl_label_effect(model, device),
+                         "negative_pair_change": float(pulled[0]),
+                         "seeds": {"seeds": list(range(seed, seed + n_seeds)), "max_weight_change": float(moved.mean()),
+                                   "negative_pair_change": float(pulled.mean())}},
+            "per_unit": {"finetune.seeds.max_weight_change": moved, "finetune.seeds.negative_pair_change": pulled}}
 
 
 def summary_table(finetune: dict[str, dict | None]) -> "pd.DataFrame":

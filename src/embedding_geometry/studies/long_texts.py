@@ -32,7 +32,10 @@ coverage {truncation, windows}, windows_over_limit_fraction (windows of more tha
 sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
 read_by_truncation, beyond_truncation (None when no sentence is)}}, tokens_per_word (of the
 corpus), words_in_budget = B / tokens_per_word, windows_minus_truncation and max_minus_mean
-(recall@1 over all sentences)}.
+(recall@1 over all sentences)}; per_unit, per document (the sampling unit: a document's
+sentences are not independent queries), "long_text.coverage.windows" (its coverage) and, for the
+two recall differences, ".<key>.hits" (its sentences' hit differences, summed) and
+".<key>.sentences" (how many it has): the metric is their ratio of means.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.geometry import unit_rows
-from .retrieval import cosine_scores, recall_at_k
+from .retrieval import cosine_scores, recall_at_k, recall_per_query
 
 WindowPooling = Literal["max", "mean"]
 WINDOW_POOLINGS = ("max", "mean")
@@ -236,7 +239,7 @@ def long_documents(sentences: Sequence[str], min_words: int, n_docs: int, window
 
 def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequence[str], sentence_vectors: np.ndarray,
                     tokenizer, max_length: int) -> dict[str, object]:
-    """long_text (see the module docstring) of ``docs``, whose ``encoded`` texts have the
+    """{long_text, per_unit} (see the module docstring) of ``docs``, whose ``encoded`` texts have the
     (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
     its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
     reads ``max_length`` tokens, special tokens included."""
@@ -256,7 +259,7 @@ def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequenc
         read_by_truncation += [end <= n_budget for _, end in sentence_spans(offsets, [len(sentences[i].split()) for i in doc])]
         queries += doc
         relevant += [d] * len(doc)
-    recall = _recall_by_reach(pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation))
+    recall, hits = _recall_by_reach(pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation))
     found = {"n_docs": len(docs.texts), "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
              "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])), "token_budget": n_budget,
              "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
@@ -264,18 +267,27 @@ def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequenc
              "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))), "recall_at_1": recall,
              "tokens_per_word": tokens_per_word(tokenizer, sentences)}
     found["words_in_budget"] = n_budget / found["tokens_per_word"]
-    return {**found, "windows_minus_truncation": recall["windows_max"]["all"] - recall["truncation"]["all"],
-            "max_minus_mean": recall["windows_max"]["all"] - recall["windows_mean"]["all"]}
+    per_doc = lambda values: np.bincount(relevant, weights=values, minlength=len(docs.texts))
+    per_unit = {"long_text.coverage.windows": np.asarray(coverage["windows"])}
+    for key, (a, b) in {"windows_minus_truncation": ("windows_max", "truncation"),
+                        "max_minus_mean": ("windows_max", "windows_mean")}.items():
+        per_unit[f"long_text.{key}.hits"] = per_doc(hits[a] - hits[b])
+        per_unit[f"long_text.{key}.sentences"] = per_doc(np.ones(len(relevant)))
+    return {"long_text": {**found, "windows_minus_truncation": recall["windows_max"]["all"] - recall["truncation"]["all"],
+                          "max_minus_mean": recall["windows_max"]["all"] - recall["windows_mean"]["all"]},
+            "per_unit": per_unit}
 
 
 def _recall_by_reach(pooled: dict[str, np.ndarray], queries: np.ndarray, relevant: list[int],
-                     read: np.ndarray) -> dict[str, dict[str, float | None]]:
+                     read: np.ndarray) -> tuple[dict[str, dict[str, float | None]], dict[str, np.ndarray]]:
     """recall@1 of each method's document vectors for the sentence ``queries``: over all of
-    them, over those truncation reads whole (``read``) and over the rest (None when empty)."""
-    recall = {}
+    them, over those truncation reads whole (``read``) and over the rest (None when empty); and
+    each method's per-query hits (1 when the query's own document ranks first) → [Q]."""
+    recall, hits = {}, {}
     for method, document_vectors in pooled.items():
         scores = cosine_scores(queries, document_vectors)
+        hits[method] = recall_per_query(scores, relevant, 1)
         recall[method] = {"all": recall_at_k(scores, relevant, 1)}
         for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):
             recall[method][group] = recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
-    return recall
+    return recall, hits

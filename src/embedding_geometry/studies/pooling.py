@@ -1,10 +1,10 @@
 """Pooling token states into one vector, the last layer's attention, length bias and dilution
-(METHODS.md §5), and what sentence-transformers does for you.
+(book/methods.md, "methods-practice"), and what sentence-transformers does for you.
 
 For one text of T tokens with final-depth states H ([T, D]), word ids w_t (−1 for [CLS]/[SEP]),
 and a_t, the attention [CLS] pays to token t in the last layer averaged over heads ([T], Σ a_t = 1):
 
-    mean(H)        = (1/T) Σ_t h_t                                  all tokens (METHODS.md §0)
+    mean(H)        = (1/T) Σ_t h_t                                  all tokens ("methods-conventions")
     cls(H)         = h_0
     attention(H)   = Σ_t a_t h_t / Σ_t a_t                          the article's ``weighted_pooling``
     word_vectors   = v_w = mean of the pieces t with w_t = w          [W, D], words in order
@@ -14,10 +14,17 @@ and a_t, the attention [CLS] pays to token t in the last layer averaged over hea
                      (A: the last layer's attention maps [H, T, T]; 1 = every row uniform)
 
 a_t and A are read from an :class:`~embedding_geometry.core.activations.Activations` record
-extracted with ``attentions=True``, in float64.
+extracted with ``attentions=True`` (the last layer's maps are enough: ``attention_layers=(-1,)``),
+in float64.
 
 Length bias: Spearman's ρ between ‖m‖ (unnormalised sentence vector) and its token count n,
-and the R² of the averaging law ‖m‖² = a + b / n; dilution: cos(pool(key), pool(key + k others)).
+and the R² = r² of the averaging law ‖m‖² = a + b / n (r: Pearson's, of ‖m‖² and 1/n);
+dilution: cos(pool(key), pool(key + k others)).
+
+Per-unit values (``per_unit``, each averaging over its first axis to the metric it names): a
+correlation is the mean of per-sentence products z(x)_i z(y)_i (population standard scores; of
+ranks for Spearman's ρ, times sign ρ for |ρ|); dilution values are per key, the mean over the key
+positions (and, for the entropy, over k); retrieval differences are per query (paired).
 
 Metrics (the chapter's results JSON, one function per key):
 
@@ -28,13 +35,19 @@ Metrics (the chapter's results JSON, one function per key):
                           min_cosine}, special_token_cosine = mean_s cos(m(s), w(s)) with w the
                           mean of the word tokens only}
     length_norm_relation → length_bias {spearman, p_value, abs_spearman, averaging_law_r2,
-                          averaging_law_slope}
+                          averaging_law_r, averaging_law_slope}; per_unit
+                          {length_bias.abs_spearman, length_bias.averaging_law_r: [N]}
     dilution_study      → length_dilution {k: [0..K], key_first / key_last: {mean, cls,
                           attention: curve [K + 1]}, attention_gain = mean over key positions of
-                          (attention − mean) at k = K, attention_entropy = mean entropy of the texts,
-                          k_max = K, final {key_first / key_last: {mean, cls, attention}} at k = K}
+                          (attention − mean) at k = K, mean_drop {key_first / key_last: the mean
+                          pooling's cosine at k = 0 minus at k = K}, attention_entropy = mean
+                          entropy of the texts,
+                          k_max = K, final {key_first / key_last: {mean, cls, attention}} at k = K};
+                          per_unit {length_dilution.mean_drop.<position>: [keys],
+                          length_dilution.attention_gain, length_dilution.attention_entropy: [keys]}
     pooling_retrieval   → pooling_retrieval {mean, cls, attention, subword: retrieval.summary,
-                          cls_minus_mean, subword_minus_mean (nDCG@10 differences)}
+                          cls_minus_mean, subword_minus_mean (nDCG@10 differences)}; per_unit
+                          {pooling_retrieval.cls_minus_mean, .subword_minus_mean: [Q]}
 """
 
 from __future__ import annotations
@@ -136,38 +149,58 @@ def model_pooling(acts: Activations, mode: str) -> np.ndarray:
 
 def pooling_retrieval(docs: Activations, queries: Activations, relevant: retrieval.Relevant) -> dict[str, object]:
     """Rank ``docs`` for ``queries`` (both extracted with attentions) by cosine under every
-    pooling → pooling_retrieval (see the module docstring)."""
-    found = {m: retrieval.summary(retrieval.cosine_scores(pool(queries, m), pool(docs, m)), relevant)
-             for m in POOLINGS}
+    pooling → {pooling_retrieval, per_unit} (see the module docstring)."""
+    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in POOLINGS}
+    found = {m: retrieval.summary(s, relevant) for m, s in scores.items()}
     ndcg = {m: r["ndcg_at_10"] for m, r in found.items()}
-    return {**found, "cls_minus_mean": ndcg["cls"] - ndcg["mean"], "subword_minus_mean": ndcg["subword"] - ndcg["mean"]}
+    per_unit = {f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
+                for m in ("cls", "subword")}
+    return {"pooling_retrieval": {**found, "cls_minus_mean": ndcg["cls"] - ndcg["mean"],
+                                  "subword_minus_mean": ndcg["subword"] - ndcg["mean"]}, "per_unit": per_unit}
 
 
 # --------------------------------------------------------------------------- length bias and dilution
 
-def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str, float]:
+def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str, dict]:
     """How the norm of unnormalised sentence vectors ([N, D]) depends on their token counts
     ([N]): Spearman's ρ (and p) between ‖m‖ and n, and the R² of the averaging law
-    ‖m‖² = a + b / n (what a mean of n independent token vectors would follow)."""
+    ‖m‖² = a + b / n (what a mean of n independent token vectors would follow) →
+    {length_bias, per_unit}."""
     norms = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1)
     n_tokens = np.asarray(n_tokens, dtype=np.float64)
     if len(norms) != len(n_tokens) or len(norms) < 3 or np.ptp(n_tokens) == 0:
         raise ValueError("the length relation needs ≥ 3 vectors with token counts that are not all equal")
     rho = stats.spearmanr(norms, n_tokens)
     fit = stats.linregress(1.0 / n_tokens, norms ** 2)
-    return {"spearman": float(rho.statistic), "p_value": float(rho.pvalue), "abs_spearman": abs(float(rho.statistic)),
-            "averaging_law_r2": float(fit.rvalue ** 2), "averaging_law_slope": float(fit.slope)}
+    found = {"spearman": float(rho.statistic), "p_value": float(rho.pvalue), "abs_spearman": abs(float(rho.statistic)),
+             "averaging_law_r2": float(fit.rvalue ** 2), "averaging_law_r": float(fit.rvalue),
+             "averaging_law_slope": float(fit.slope)}
+    ranks = (stats.rankdata(norms), stats.rankdata(n_tokens))
+    per_unit = {"length_bias.abs_spearman": np.sign(rho.statistic) * standard_products(*ranks),
+                "length_bias.averaging_law_r": standard_products(1.0 / n_tokens, norms ** 2)}
+    return {"length_bias": found, "per_unit": per_unit}
+
+
+def standard_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """z(x)_i · z(y)_i with population standard scores → [n]: their mean is Pearson's r."""
+    z = [(v - v.mean()) / v.std() for v in (np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))]
+    return z[0] * z[1]
+
+
+def dilution_curves(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
+    """cos(key alone, key + k unrelated sentences) for each key and k.
+    key_vectors [M, D], text_vectors [M, K + 1, D] → [M, K + 1]."""
+    key_vectors, text_vectors = np.asarray(key_vectors), np.asarray(text_vectors)
+    return pair_cosine(key_vectors[:, None, :], text_vectors)
 
 
 def dilution_curve(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
-    """Mean over keys of cos(key alone, key + k unrelated sentences), for each k.
-    key_vectors [M, D], text_vectors [M, K + 1, D] → [K + 1]."""
-    key_vectors, text_vectors = np.asarray(key_vectors), np.asarray(text_vectors)
-    return pair_cosine(key_vectors[:, None, :], text_vectors).mean(axis=0)
+    """Mean over keys of :func:`dilution_curves` → [K + 1]."""
+    return dilution_curves(key_vectors, text_vectors).mean(axis=0)
 
 
 def dilution_study(acts: Activations, positions: Sequence[str], k_max: int) -> dict[str, object]:
-    """length_dilution (see the module docstring) from the dilution texts of every key position
+    """{length_dilution, per_unit} (see the module docstring) from the dilution texts of every key position
     in order (``long_texts.dilution_texts``: per position, per key, k = 0..k_max), extracted
     with attentions. Position names become keys with "_" for " "."""
     per_position = acts.n_texts // len(positions)
@@ -175,12 +208,20 @@ def dilution_study(acts: Activations, positions: Sequence[str], k_max: int) -> d
         raise ValueError(f"{acts.n_texts} texts are not {len(positions)} positions × keys × {k_max + 1} lengths")
     grid = (len(positions), per_position // (k_max + 1), k_max + 1, -1)
     vectors = {m: pool(acts, m).reshape(grid) for m in ("mean", "cls", "attention")}
-    curves = {pos.replace(" ", "_"): {m: dilution_curve(v[p][:, 0], v[p]) for m, v in vectors.items()}
-              for p, pos in enumerate(positions)}
+    per_key = {pos.replace(" ", "_"): {m: dilution_curves(v[p][:, 0], v[p]) for m, v in vectors.items()}
+               for p, pos in enumerate(positions)}
+    curves = {pos: {m: c.mean(axis=0) for m, c in by.items()} for pos, by in per_key.items()}
     gain = float(np.mean([c["attention"][-1] - c["mean"][-1] for c in curves.values()]))
-    return {"k": list(range(k_max + 1)), **curves, "attention_gain": gain,
-            "attention_entropy": float(attention_entropy(acts).mean()), "k_max": k_max,
-            "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()}}
+    entropy = attention_entropy(acts)
+    per_unit = {**{f"length_dilution.mean_drop.{pos}": by["mean"][:, 0] - by["mean"][:, -1] for pos, by in per_key.items()},
+                "length_dilution.attention_gain": np.mean([c["attention"][:, -1] - c["mean"][:, -1]
+                                                           for c in per_key.values()], axis=0),
+                "length_dilution.attention_entropy": entropy.reshape(grid[:3]).mean(axis=(0, 2))}
+    return {"length_dilution": {"k": list(range(k_max + 1)), **curves, "attention_gain": gain,
+                                "attention_entropy": float(entropy.mean()), "k_max": k_max,
+                                "mean_drop": {pos: float(c["mean"][0] - c["mean"][-1]) for pos, c in curves.items()},
+                                "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()}},
+            "per_unit": per_unit}
 
 
 # --------------------------------------------------------------------------- what the library does

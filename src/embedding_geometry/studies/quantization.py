@@ -19,11 +19,20 @@ For N embeddings X ([N, d], float32 = 32 bits a number) and a quantizer with rec
 Queries are quantized like the documents (symmetric search on reconstructions). The int8
 scale is a single number and is not counted in the bits.
 
-Metrics: ``quantization_study`` → quantization {int8, binary, pq_article, pq_8x, pq_16x: each
-``evaluate`` (bits_per_vector, compression_ratio, mean_cosine_error, reconstruction_error,
-recall_at_10)}; int8 adds mse, clipped_fraction and ``group_nonuniformity`` of its
-reconstruction errors over the labels (kruskal_p, max_over_min); each PQ adds m, its number of
-sub-vectors (pq_article: the article's default; pq_8x, pq_16x: ``pq_subvectors`` for 8× and 16×).
+Non-uniformity over the labels (topics) of the per-vector reconstruction errors e_i: the
+Kruskal–Wallis p, the ratio of the largest to the smallest topic mean, and η² = Σ_i (ē_{g(i)} − ē)²
+/ Σ_i (e_i − ē)², the share of their variance the topics explain, against its permuted-labels
+null (K − 1)/(N − 1) (``anisotropy.correlation_ratio_parts``).
+
+Metrics: ``quantization_study`` → {quantization, per_unit}: quantization {int8, binary,
+pq_article, pq_8x, pq_16x: each ``evaluate`` (bits_per_vector, compression_ratio,
+mean_cosine_error, reconstruction_error, recall_at_10)}; int8 adds mse, clipped_fraction and
+``group_nonuniformity`` of its reconstruction errors over the labels (kruskal_p, max_over_min,
+topic_eta2, topic_eta2_permuted); each PQ adds m, its number of sub-vectors (pq_article: the
+article's default; pq_8x, pq_16x: ``pq_subvectors`` for 8× and 16×). per_unit, per sentence:
+"quantization.<name>.mean_cosine_error" (``cosine_error_rows``: the mean |error| of the sentence's
+cosines with the others; their mean is the metric) and "quantization.int8.topic_eta2.between"
+and ".total" (η²'s per-sentence parts, a ratio of means).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.geometry import cosine_matrix, pair_cosine
+from .anisotropy import correlation_ratio_parts, permuted_eta2
 
 Method = Literal["int8", "binary", "pq"]
 METHODS = ("int8", "binary", "pq")
@@ -116,6 +126,17 @@ def mean_cosine_error(x: np.ndarray, restored: np.ndarray) -> float:
     return float(np.mean(np.abs(cosine_matrix(x)[upper] - cosine_matrix(restored)[upper])))
 
 
+def cosine_error_rows(x: np.ndarray, restored: np.ndarray) -> np.ndarray:
+    """Per vector i, mean over j ≠ i of |cos(x_i, x_j) − cos(x̂_i, x̂_j)| → [N]; their mean over i
+    is :func:`mean_cosine_error` (each unordered pair counted twice, once from each end)."""
+    n = len(x)
+    if n < 2:
+        raise ValueError(f"pairwise cosine error needs at least 2 vectors; got {n}")
+    errors = np.abs(cosine_matrix(x) - cosine_matrix(restored))
+    np.fill_diagonal(errors, 0.0)
+    return errors.sum(axis=1) / (n - 1)
+
+
 def neighbours(x: np.ndarray, k: int) -> np.ndarray:
     """The k nearest other rows of ``x`` by cosine, nearest first (ties: lower index) → [N, k]."""
     if not 1 <= k < len(x):
@@ -134,7 +155,7 @@ def recall_against_float(x: np.ndarray, restored: np.ndarray, k: int = 10) -> fl
 
 def group_nonuniformity(errors: np.ndarray, labels) -> dict[str, float]:
     """Whether per-vector errors ([N]) differ between groups (topics): the Kruskal–Wallis p-value
-    (scipy) and the ratio of the largest to the smallest group mean."""
+    (scipy), the ratio of the largest to the smallest group mean, η² and its permuted-labels null."""
     from scipy import stats
 
     errors, labels = np.asarray(errors, dtype=np.float64), np.asarray(labels)
@@ -144,7 +165,9 @@ def group_nonuniformity(errors: np.ndarray, labels) -> dict[str, float]:
     means = [g.mean() for g in groups]
     if min(means) <= 0:
         raise ValueError("a group has zero mean error; the max/min ratio is undefined")
-    return {"kruskal_p": float(stats.kruskal(*groups).pvalue), "max_over_min": float(max(means) / min(means))}
+    between, total = correlation_ratio_parts(errors, labels.tolist())
+    return {"kruskal_p": float(stats.kruskal(*groups).pvalue), "max_over_min": float(max(means) / min(means)),
+            "topic_eta2": float(between.sum() / total.sum()), "topic_eta2_permuted": permuted_eta2(labels.tolist())}
 
 
 def evaluate(x: np.ndarray, restored: np.ndarray, bits: int, k: int = 10) -> dict[str, float]:
@@ -157,9 +180,9 @@ def evaluate(x: np.ndarray, restored: np.ndarray, bits: int, k: int = 10) -> dic
 
 
 def quantization_study(x: np.ndarray, labels, article_m: int, seed: int = 0) -> dict[str, dict]:
-    """quantization (see the module docstring) of the unit rows ``x`` ([N, d]); ``labels``
-    (topics) group the int8 errors, ``article_m`` is the article's PQ sub-vector count, ``seed``
-    seeds PQ's k-means."""
+    """{quantization, per_unit} (see the module docstring) of the unit rows ``x`` ([N, d]);
+    ``labels`` (topics) group the int8 errors, ``article_m`` is the article's PQ sub-vector
+    count, ``seed`` seeds PQ's k-means."""
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[1]
     int8 = int8_article(x)
@@ -169,8 +192,11 @@ def quantization_study(x: np.ndarray, labels, article_m: int, seed: int = 0) -> 
                 **{name: (product_quantization(x, m, seed=seed)["reconstruction"], bits_per_vector("pq", d, m))
                    for name, m in pq_m.items()}}
     found = {name: evaluate(x, r, bits) for name, (r, bits) in restored.items()}
-    found["int8"].update(mse=int8["mse"], clipped_fraction=int8["clipped_fraction"],
-                         **group_nonuniformity(reconstruction_errors(x, int8["reconstruction"]), labels))
+    errors = reconstruction_errors(x, int8["reconstruction"])
+    found["int8"].update(mse=int8["mse"], clipped_fraction=int8["clipped_fraction"], **group_nonuniformity(errors, labels))
     for name, m in pq_m.items():
         found[name]["m"] = m
-    return found
+    per_unit = {f"quantization.{name}.mean_cosine_error": cosine_error_rows(x, r) for name, (r, _) in restored.items()}
+    per_unit.update(zip(("quantization.int8.topic_eta2.between", "quantization.int8.topic_eta2.total"),
+                        correlation_ratio_parts(errors, list(labels))))
+    return {"quantization": found, "per_unit": per_unit}

@@ -47,11 +47,16 @@ def ranks(scores: np.ndarray, relevant: Relevant) -> list[list[int]]:
     return [[int(np.sum(row >= row[p])) for p in items] for row, items in zip(scores, sets)]
 
 
-def recall_at_k(scores: np.ndarray, relevant: Relevant, k: int) -> float:
-    """Mean over queries of the fraction of its relevant candidates ranked within the top k."""
+def recall_per_query(scores: np.ndarray, relevant: Relevant, k: int) -> np.ndarray:
+    """Per query, the fraction of its relevant candidates ranked within the top k → [Q]."""
     if k < 1:
         raise ValueError(f"k must be at least 1; got {k}")
-    return float(np.mean([np.mean([r <= k for r in query]) for query in ranks(scores, relevant)]))
+    return np.array([np.mean([r <= k for r in query]) for query in ranks(scores, relevant)], dtype=np.float64)
+
+
+def recall_at_k(scores: np.ndarray, relevant: Relevant, k: int) -> float:
+    """Mean over queries of the fraction of its relevant candidates ranked within the top k."""
+    return float(np.mean(recall_per_query(scores, relevant, k)))
 
 
 def recall_at_k_per_depth(queries: np.ndarray, pool: np.ndarray, relevant: Relevant, k: int) -> np.ndarray:
@@ -75,7 +80,8 @@ def recall_at_k_per_depth(queries: np.ndarray, pool: np.ndarray, relevant: Relev
 #   Metrics: ``hybrid_study`` → hybrid_retrieval {dense, bm25, rrf (and "dense + rerank" with a
 #   reranker): summary_by_kind {all, keyword, paraphrase: recall@1/5/10, nDCG@10}, rrf_minus_dense
 #   {all, keyword, paraphrase: nDCG@10 of rrf − dense}, rerank_minus_dense (all queries; None
-#   without a reranker)}
+#   without a reranker)}; per_unit {"hybrid_retrieval.rrf_minus_dense.<kind>": the paired
+#   per-query differences [Q_kind] (``paired_ndcg``), "hybrid_retrieval.rerank_minus_dense" [Q]}
 
 RRF_K = 60
 """The constant of reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009)."""
@@ -113,8 +119,8 @@ def reciprocal_rank_fusion(rankings: Sequence[np.ndarray], k: int = RRF_K) -> np
     return sum(1.0 / (k + competition_ranks(r)) for r in rankings)
 
 
-def ndcg_at_k(scores: np.ndarray, relevant: Relevant, k: int = 10) -> float:
-    """Mean over queries of DCG@k / IDCG@k with binary gains and pessimistic ranks."""
+def ndcg_per_query(scores: np.ndarray, relevant: Relevant, k: int = 10) -> np.ndarray:
+    """DCG@k / IDCG@k of each query, binary gains and pessimistic ranks → [Q]."""
     if k < 1:
         raise ValueError(f"k must be at least 1; got {k}")
     values = []
@@ -122,7 +128,18 @@ def ndcg_at_k(scores: np.ndarray, relevant: Relevant, k: int = 10) -> float:
         dcg = sum(1.0 / np.log2(1 + r) for r in query if r <= k)
         ideal = sum(1.0 / np.log2(1 + i) for i in range(1, min(len(query), k) + 1))
         values.append(dcg / ideal)
-    return float(np.mean(values))
+    return np.array(values, dtype=np.float64)
+
+
+def ndcg_at_k(scores: np.ndarray, relevant: Relevant, k: int = 10) -> float:
+    """Mean over queries of DCG@k / IDCG@k (:func:`ndcg_per_query`)."""
+    return float(np.mean(ndcg_per_query(scores, relevant, k)))
+
+
+def paired_ndcg(scores: np.ndarray, baseline: np.ndarray, relevant: Relevant, k: int = 10) -> np.ndarray:
+    """Per query, nDCG@k of ``scores`` minus nDCG@k of ``baseline`` (the same queries and pool)
+    → [Q]: the paired differences whose mean is the difference of the two nDCG@k."""
+    return ndcg_per_query(scores, relevant, k) - ndcg_per_query(baseline, relevant, k)
 
 
 def rerank(queries: Sequence[str], documents: Sequence[str], scores: np.ndarray, predict,
@@ -202,16 +219,22 @@ def summary_by_kind(scores: np.ndarray, relevant: Relevant, kinds: Sequence[str]
 
 def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_vectors: np.ndarray,
                  query_vectors: np.ndarray, judge=None, depth: int = 100) -> dict[str, object]:
-    """hybrid_retrieval (see the comment above RRF_K): dense (cosine of the vectors), BM25 and
-    their fusion, and, with a ``judge`` (``cross_encoder``), the dense ranking reranked to
-    ``depth``, for ``queries`` (``corpus_queries``) over ``documents``."""
+    """{hybrid_retrieval, per_unit} (see the comment above RRF_K): dense (cosine of the vectors),
+    BM25 and their fusion, and, with a ``judge`` (``cross_encoder``), the dense ranking reranked
+    to ``depth``, for ``queries`` (``corpus_queries``) over ``documents``."""
     ranked = {"dense": cosine_scores(query_vectors, document_vectors),
               "bm25": bm25_scores(queries["queries"], documents)}
     ranked["rrf"] = reciprocal_rank_fusion([ranked["dense"], ranked["bm25"]])
     if judge is not None:
         ranked["dense + rerank"] = rerank(queries["queries"], documents, ranked["dense"], judge, depth)
-    found = {name: summary_by_kind(s, queries["relevant"], queries["kinds"]) for name, s in ranked.items()}
+    relevant, kinds = queries["relevant"], np.asarray(queries["kinds"])
+    found = {name: summary_by_kind(s, relevant, kinds) for name, s in ranked.items()}
     ndcg = {name: {kind: v["ndcg_at_10"] for kind, v in by_kind.items()} for name, by_kind in found.items()}
     rerank_gain = ndcg["dense + rerank"]["all"] - ndcg["dense"]["all"] if judge is not None else None
-    return {**found, "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
-            "rerank_minus_dense": rerank_gain}
+    fused = paired_ndcg(ranked["rrf"], ranked["dense"], relevant)
+    per_unit = {f"hybrid_retrieval.rrf_minus_dense.{kind}": fused if kind == "all" else fused[kinds == kind]
+                for kind in ndcg["dense"]}
+    if judge is not None:
+        per_unit["hybrid_retrieval.rerank_minus_dense"] = paired_ndcg(ranked["dense + rerank"], ranked["dense"], relevant)
+    return {"hybrid_retrieval": {**found, "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
+                                 "rerank_minus_dense": rerank_gain}, "per_unit": per_unit}

@@ -48,7 +48,7 @@ def library_table(library: Mapping[str, object]) -> pd.DataFrame:
 
 
 def isotropy_table(by_model: Mapping[str, Mapping], article_rows: Sequence[Mapping]) -> pd.DataFrame:
-    """One row per model of the run (``whitening.model_row``) beside the article's score."""
+    """One row per model of the run (``isotropy.model_row``) beside the article's score."""
     article = {row["model"]: row["score"] for row in article_rows}
     table = pd.DataFrame(by_model).T[["score", "mean_cos", "var_ratio", "avg_sim", "warns", "ndcg_at_10"]]
     table.insert(1, "article's score", [article.get(m) for m in table.index])
@@ -76,6 +76,25 @@ def cone_table(cone: Mapping[str, object]) -> pd.DataFrame:
 def method_table(by_method: Mapping[str, Mapping]) -> pd.DataFrame:
     """A whitening study's per-method values (held_out, retrieval) with readable method names."""
     return pd.DataFrame(by_method).T.rename(index=METHOD_NAMES).round(4)
+
+
+VARIANT_NAMES = {"raw": "raw (no transform)", "centred": "centred", "whitened": "whitened (as above)",
+                 "unnormalised_input": "whitened, unnormalised input", "eps_1e-2": "whitened, ε = 1e-2",
+                 "top_third": "whitened, top d/3 directions only", "fit_on_all": "whitened, fitted on every document"}
+"""How the held-out study's sensitivity variants (``whitening.VARIANTS``) read in a table."""
+
+
+def sensitivity_table(held_out: Mapping[str, object], first: Mapping[str, object]) -> pd.DataFrame:
+    """nDCG@10 of every variant of the held-out evaluation (``whitening.held_out_study``) and its
+    change from raw on the same queries, then the first evaluation (``whitening.whitening_study``:
+    unnormalised input, every document ranked), which ranks another pool."""
+    pool = f"{held_out['n_held_out']} held-out sentences, {held_out['n_queries']} queries"
+    rows = {VARIANT_NAMES.get(name, name): {"nDCG@10": value, "minus raw": held_out["sensitivity_minus_raw"][name],
+                                            "pool": pool} for name, value in held_out["sensitivity"].items()}
+    rows["first evaluation: unnormalised input, every document ranked"] = {
+        "nDCG@10": first["ndcg_at_10"]["whiten"], "minus raw": first["retrieval_change"],
+        "pool": "every sentence (fitted ones included), every query"}
+    return pd.DataFrame.from_dict(rows, orient="index").round(4)
 
 
 def transfer_table(borrowed: Mapping[str, object]) -> pd.DataFrame:
