@@ -222,22 +222,22 @@ def held_out_study(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relev
               False: (np.asarray(x, dtype=np.float64), np.asarray(queries, dtype=np.float64)[kept])}
     unit = inputs[True][0]
 
-    def scores_of(method: str, normalised: bool = True, eps: float = EPS, top: float | None = None,
-                  fit_all: bool = False) -> np.ndarray:
-        """One variant's cosine scores of the kept queries against the held-out rows."""
+    def variant(method: str, normalised: bool = True, eps: float = EPS, top: float | None = None,
+                fit_all: bool = False) -> tuple[Transform, np.ndarray]:
+        """One variant's transform, and its cosine scores of the kept queries against the held-out rows."""
         docs, asks = inputs[normalised]
         transform = fit(docs if fit_all else docs[fit_rows], method, eps, round(top * docs.shape[1]) if top else None)
-        return retrieval.cosine_scores(transform.apply(asks), transform.apply(docs[held_rows]))
+        return transform, retrieval.cosine_scores(transform.apply(asks), transform.apply(docs[held_rows]))
 
-    transforms = {method: fit(unit[fit_rows], method) for method in METHODS}
-    held = {method: t.apply(unit[held_rows]) for method, t in transforms.items()}
+    fitted = {name: variant(method, **change) for name, (method, change) in VARIANTS.items()}
+    base = dict(zip(METHODS, ("raw", "centred", "whitened")))
+    held = {method: fitted[name][0].apply(unit[held_rows]) for method, name in base.items()}
     rows = {m: row_mean_cosine(y) for m, y in held.items()}
-    ranked = {name: scores_of(method, **change) for name, (method, change) in VARIANTS.items()}
-    ndcg = {name: retrieval.ndcg_per_query(s, pool_relevant) for name, s in ranked.items()}
+    ndcg = {name: retrieval.ndcg_per_query(scores, pool_relevant) for name, (_, scores) in fitted.items()}
     best = max((name for name, (method, _) in VARIANTS.items() if method == "whiten"), key=lambda n: ndcg[n].mean())
     transfer, gap = _transfer(unit, labels, fit_rows, held_rows, seed)
-    ranking = {m: retrieval.summary(ranked[n], pool_relevant) for m, n in zip(METHODS, ("raw", "centred", "whitened"))}
-    eigenvalues, scores = transforms["whiten"].eigenvalues, {m: mean_pairwise_cosine(y) for m, y in held.items()}
+    ranking = {method: retrieval.summary(fitted[name][1], pool_relevant) for method, name in base.items()}
+    eigenvalues, scores = fitted["whitened"][0].eigenvalues, {m: mean_pairwise_cosine(y) for m, y in held.items()}
     found = {"n_fit": len(fit_rows), "n_held_out": len(held_rows), "dims": unit.shape[1],
              "fit_per_dim": len(fit_rows) / unit.shape[1], "article_fit_size": ARTICLE_FIT_SIZE,
              "n_queries": len(kept), "zero_eigenvalues": int(np.sum(eigenvalues < ZERO * eigenvalues.max())),
