@@ -62,7 +62,8 @@ WARNING_THRESHOLD = 0.6
 
 # --------------------------------------------------------------------------- the article's score
 
-def _check(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
+def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
+    """``x`` as float64, checked to be an [n, d] array of n ≥ 2 vectors (a one-line ValueError)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or len(x) < 2:
         raise ValueError(f"{name}: needs an [n, d] array with n ≥ 2 vectors; got shape {x.shape}")
@@ -71,7 +72,7 @@ def _check(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
 
 def offdiagonal_cosines(x: np.ndarray) -> np.ndarray:
     """The n(n − 1) cosines x̂_i · x̂_j, i ≠ j, of the rows of ``x`` ([n, d], n ≥ 2)."""
-    unit = unit_rows(_check(x))
+    unit = unit_rows(vector_set(x))
     sims = unit @ unit.T
     return sims[~np.eye(len(unit), dtype=bool)]
 
@@ -96,7 +97,7 @@ def isotropy_score(x: np.ndarray) -> float:
 
 def avg_sim(x: np.ndarray) -> float:
     """The article's check: the mean of the full cosine matrix, its diagonal of ones included."""
-    unit = unit_rows(_check(x))
+    unit = unit_rows(vector_set(x))
     total = unit.sum(axis=0)
     return float(total @ total / len(unit) ** 2)
 
@@ -112,7 +113,7 @@ def anisotropy_warning(x: np.ndarray, threshold: float = WARNING_THRESHOLD) -> d
 def sentence_values(x: np.ndarray) -> dict[str, np.ndarray]:
     """Per row of ``x`` ([n, d]): ``mean_cos`` a_i, ``avg_sim`` u_i and ``score`` s_i (see the
     module docstring), each [n], each averaging to its metric over the rows."""
-    unit = unit_rows(_check(x))
+    unit = unit_rows(vector_set(x))
     parts = isotropy_components(x)
     a = row_mean_cosine(unit)
     return {"mean_cos": a, "avg_sim": unit @ unit.sum(axis=0) / len(unit),
@@ -146,7 +147,7 @@ def reference_study(d: int, n: int, seed: int = 0) -> dict[str, object]:
 def cone_concentration(x: np.ndarray) -> dict[str, float]:
     """κ, the mean cosine of the rows of ``x`` with the direction of their summed unit vectors;
     the mean pairwise cosine; the exact value (nκ² − 1)/(n − 1); and the article's E[cos θ] = κ."""
-    unit = unit_rows(_check(x))
+    unit = unit_rows(vector_set(x))
     n = len(unit)
     kappa = float(np.linalg.norm(unit.sum(axis=0)) / n)
     return {"kappa": kappa, "mean_pairwise_cosine": mean_pairwise_cosine(unit),
@@ -206,7 +207,7 @@ def cone_study(x: np.ndarray, control_rows: np.ndarray | None, seed: int = 0) ->
     n, d = np.shape(x)
     alpha = float(np.arccos(cone["kappa"]))
     simulated = mean_pairwise_cosine(cap_boundary_sample(n, d, alpha, seed))
-    unit = unit_rows(_check(x))
+    unit = unit_rows(vector_set(x))
     rows, to_axis = row_mean_cosine(unit), unit @ (unit.sum(axis=0) / np.linalg.norm(unit.sum(axis=0)))
     per_unit = {"cone.article_error": rows - to_axis}
     if control_rows is not None:

@@ -52,7 +52,7 @@ import numpy as np
 
 from ..core.geometry import mean_pairwise_cosine, row_mean_cosine, unit_rows
 from . import retrieval
-from .isotropy import _check, isotropy_score
+from .isotropy import isotropy_score, vector_set
 
 EPS = 1e-6
 """The article's ε in ``whiten_embeddings``."""
@@ -100,7 +100,7 @@ def fit(x: np.ndarray, method: Method = "whiten", eps: float = EPS, keep: int | 
     largest variance (W_k, which drops the others). Eigenvalues below 0 by round-off count as 0."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    x = _check(x, "fit split")
+    x = vector_set(x, "fit split")
     eigenvalues, eigenvectors = np.linalg.eigh(covariance(x))
     mean = x.mean(axis=0) if method != "none" else np.zeros(x.shape[1])
     matrix = None
@@ -113,7 +113,7 @@ def fit(x: np.ndarray, method: Method = "whiten", eps: float = EPS, keep: int | 
 
 def covariance(x: np.ndarray) -> np.ndarray:
     """The sample covariance (X − x̄)ᵀ(X − x̄) / (n − 1) of the rows of ``x`` ([n, d]) → [d, d]."""
-    x = _check(x)
+    x = vector_set(x)
     centred = x - x.mean(axis=0)
     return centred.T @ centred / (len(x) - 1)
 
