@@ -454,7 +454,8 @@ def test_results_json_schema(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBEDDING_GEOMETRY_RESULTS", str(tmp_path / "out"))
     path = _write(tmp_path, {"curve": np.array([0.1, 0.2]), "n": np.int64(3)}, mixed(tmp_path))
     document = json.loads(path.read_text())
-    assert set(document) == {"chapter", "model", "params", "inputs", "metrics", "claims", "environment"}
+    assert set(document) == {"chapter", "model", "models", "params", "inputs", "metrics", "claims", "environment"}
+    assert document["models"] == [document["model"]]  # no models named: the main one
     assert document["metrics"] == {"curve": [0.1, 0.2], "n": 3}
     assert {"python", "torch", "transformers", "device", "seconds"} <= set(document["environment"])
     record = document["claims"][0]
