@@ -1,13 +1,18 @@
-"""Peak memory of chapter 4's streaming pass at several numbers of texts.
+"""Peak memory and throughput of chapter 4's streaming pass at several numbers of texts.
 
 Each size runs in a fresh Python process, so that one run's peak cannot hide another's: the
 child loads the model, streams ``n`` texts of T tokens through ``core.streaming.stream`` into
-``studies.context_similarity.measure`` and reports
-its peak resident set size (``ru_maxrss``). Statistics are folded into running totals batch by
-batch, so the peaks should match; the script exits with status 1 when the largest peak exceeds
-the smallest by more than ``--max-ratio`` (default 1.10).
+``studies.context_similarity.measure`` and reports its peak resident set size (``ru_maxrss``)
+and the pass's seconds. Statistics are folded into running totals batch by batch, so the peaks
+should match; the script exits with status 1 when the largest peak exceeds the smallest by more
+than ``--max-ratio`` (default 1.10).
+
+From the two largest sizes it projects the run at ``--project`` texts (default: the paper's
+20,000): peak RSS on the straight line through the two measured peaks, and hours at the largest
+run's throughput (texts/s).
 
     .venv/bin/python benchmarks/attention_memory.py                       # MiniLM, 200 and 2,000 texts
+    .venv/bin/python benchmarks/attention_memory.py --model mpnet --sizes 20 200
     .venv/bin/python benchmarks/attention_memory.py --model DIR --sizes 20 200 --length 64
 """
 
@@ -21,6 +26,8 @@ import subprocess
 import sys
 import time
 
+PAPER_TEXTS = 20_000
+
 
 def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
     from embedding_geometry.core import models, streaming, windows
@@ -32,16 +39,30 @@ def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
     run = context_similarity.measure(streaming.stream(loaded, texts, batch_size), context_similarity.Settings())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"n_texts": run.stats.texts, "peak_rss_mib": round(peak_kib / 1024, 1),
-            "seconds": round(time.time() - start, 1)}
+            "seconds": round(time.time() - start, 1), "model": loaded.info.id}
+
+
+def projection(runs: list[dict], n_texts: int) -> dict:
+    """Peak RSS at ``n_texts`` on the line through the two largest runs' peaks (never below the
+    largest measured), its ratio to the smallest measured peak, and the hours at the largest
+    run's throughput."""
+    small, large = sorted(runs, key=lambda r: r["n_texts"])[-2:]
+    slope = (large["peak_rss_mib"] - small["peak_rss_mib"]) / (large["n_texts"] - small["n_texts"])
+    peak = max(large["peak_rss_mib"], large["peak_rss_mib"] + slope * (n_texts - large["n_texts"]))
+    texts_per_s = large["n_texts"] / max(large["seconds"], 1e-9)
+    return {"n_texts": n_texts, "peak_rss_mib": round(peak, 1),
+            "ratio": round(peak / min(r["peak_rss_mib"] for r in runs), 3),
+            "texts_per_s": round(texts_per_s, 2), "hours": round(n_texts / texts_per_s / 3600, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
+    parser.add_argument("--model", default="minilm", help="an embedded model's name (minilm, mpnet), hub id or folder")
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 2000])
     parser.add_argument("--length", type=int, default=128, help="T, tokens per text")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-ratio", type=float, default=1.10)
+    parser.add_argument("--project", type=int, default=PAPER_TEXTS, help="texts to project peak RSS and hours to")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
@@ -60,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:>7} texts  peak RSS {rows[-1]['peak_rss_mib']:8.1f} MiB  ({rows[-1]['seconds']} s)", flush=True)
     peaks = [r["peak_rss_mib"] for r in rows]
     ratio = max(peaks) / min(peaks)
-    print(json.dumps({"model": args.model, "text_length": args.length, "runs": rows, "ratio": round(ratio, 3)}))
+    projected = projection(rows, args.project) if len(rows) > 1 else None
+    runs = [{k: v for k, v in r.items() if k != "model"} for r in rows]
+    print(json.dumps({"model": rows[0]["model"], "text_length": args.length, "batch_size": args.batch_size,
+                      "runs": runs, "ratio": round(ratio, 3), "projected": projected}))
     return 0 if ratio <= args.max_ratio else 1
 
 

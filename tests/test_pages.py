@@ -9,7 +9,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from embedding_geometry.book import claims, pages, rules
+from embedding_geometry.book import claims, pages, readback, rules
 from embedding_geometry.book import parameters as p
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
@@ -143,23 +143,42 @@ def test_provenance_and_html_tables(tmp_path):
 
 
 BENCH = {
-    "extraction": {"texts": 10, "tokens": 100, "bare_tokens_per_s": 1000, "extract_tokens_per_s": 950, "ratio": 0.95, "target": 0.9},
-    "batching": {"texts": 10, "loop_s": 8.0, "extract_s": 2.0, "gain": 4.0, "target": 5.0},
-    "cache": {"texts": 10, "first_s": 3.0, "second_s": 0.1, "speedup": 30.0, "target": 20.0},
-    "build": {"cold_s": 100.0, "warm_s": 10.0, "warm_fraction": 0.1, "target": 0.15, "warm_skipped_every_chapter": False, "chapters": 3},
-    "memory": {"runs": [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10}, {"n_texts": 2000, "peak_rss_mib": 520.0, "seconds": 100}],
-               "ratio": 1.04, "texts_per_s": 20.0, "target": 1.1},
+    "figures": [pages.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3"),
+                pages.figure("cache", "cache speed-up, MiniLM", 12.0, "≥", 20, "3 s vs 0.25 s"),
+                pages.figure("batching", "batching gain", 4.0, None, None, "8 s vs 2 s"),
+                pages.figure("build", "warm ÷ cold book build", 0.1, "<", 0.15, "", met=False),
+                pages.figure("memory", "chapter 4 peak RSS", 1.04, "≤", 1.10, "200 texts: 500 MiB")],
+    "build": {"chapters": {"01_a": {"wall_s": 20.0, "forward_s": 12.0, "analysis_s": 5.5, "fixed_s": 2.5,
+                                    "to_first_model_call_s": 1.5, "model_called": True},
+                           "98_b": {"wall_s": 2.0, "forward_s": 0.0, "analysis_s": 0.2, "fixed_s": 1.8,
+                                    "to_first_model_call_s": 0.8, "model_called": False}}},
+    "machine": {"cpus": 2, "command": ".venv/bin/python benchmarks/run.py"},
 }
 
 
-def test_performance_table_judges_each_target(tmp_path, monkeypatch):
+def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch):
     table = pages.performance_table(BENCH)
-    assert table["met"].tolist() == [True, False, True, False, True]  # build: a chapter was not skipped
-    assert table.loc[4, "detail"] == "200 texts: 500.0 MiB, 2,000 texts: 520.0 MiB; 20.0 texts/s"
+    assert table["met"].tolist() == ["yes", "no", "—", "no", "yes"]  # build: set by the benchmark (a chapter ran)
+    assert table["target"].tolist() == ["≥ 0.7", "≥ 20", "information", "< 0.15", "≤ 1.1"]
+    assert pages.figure("s", "x", 3.0, "≤", 3)["met"] and not pages.figure("s", "x", 3.0, "<", 3)["met"]
     assert pages.performance_table({}).empty
+    assert pages.build_table(BENCH)["start → first model call s"].tolist() == [1.5, "0.8 (no model)"]
     (tmp_path / "_config.yml").write_text("title: t\n")
     monkeypatch.chdir(tmp_path)
     assert pages.load_bench() is None
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "bench.json").write_text(json.dumps(BENCH))
-    assert pages.load_bench()["cache"]["speedup"] == 30.0
+    assert pages.load_bench()["figures"][1]["value"] == 12.0
+    for damaged in ({"figures": [{"figure": "x"}]}, {"figures": [{**BENCH["figures"][0], "sense": ">"}]},
+                    {"build": {"chapters": {"01_a": {"wall_s": "slow"}}}}, {"figures": {}}):
+        (tmp_path / "build" / "bench.json").write_text(json.dumps(damaged))
+        with pytest.raises(readback.DamagedResultsError, match=r"^benchmark file build/bench.json is not usable: .*make bench$"):
+            pages.load_bench()
+
+
+def test_the_performance_report_with_and_without_figures():
+    assert pages.PerformanceReport(None)._repr_html_().count("<code>make bench</code>") == 1
+    assert "<table" not in pages.PerformanceReport({"machine": {}})._repr_html_()
+    html = pages.PerformanceReport(BENCH)._repr_html_()
+    assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
+    assert "benchmarks/run.py" in html

@@ -119,7 +119,7 @@ DETERMINISM_CHAPTERS = [c for c in ("00_the_model", "01_layer_by_layer") if (ROO
 
 def _without_timing(document):
     document = dict(document)
-    document["environment"] = {k: v for k, v in document["environment"].items() if k != "seconds"}
+    document["environment"] = {k: v for k, v in document["environment"].items() if k not in ("seconds", "timing")}
     return document
 
 

@@ -8,7 +8,8 @@ For each ``notebooks/NN_slug.ipynb`` the build
 2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
    weights of every model it names — equals that of its last successful run (unless forced),
 3. otherwise executes it into a temporary file with results staged in a temporary folder (the
-   kernel's stderr goes to ``build/logs/<slug>.log``), and
+   kernel, forked with its imports done by :mod:`.kernels`, sends its stderr to
+   ``build/logs/<slug>.log``), and
    only when every cell succeeded moves the executed copy to ``book/chapters/`` and the results
    JSON to ``build/results/``: a failure leaves the previous good outputs in place,
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from ..core import activations, models, paths
 from ..core.errors import ParameterError
-from . import charts, profiles
+from . import charts, kernels, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -103,10 +104,12 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     start = time.time()
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
+    kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
     try:
         with _stderr_to(_mkdir(root / "build" / "logs") / f"{slug}.log"):
             papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
-                                       cwd=str(root), kernel_name="python3", progress_bar=False)
+                                       cwd=str(root), kernel_name="python3", progress_bar=False,
+                                       kernel_manager_class=kernels.kernel_manager())
         collapse_parameters(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():

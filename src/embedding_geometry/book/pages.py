@@ -264,31 +264,90 @@ def _select(name: str, everything: str, options: list[tuple[str, str]]) -> str:
 
 # --------------------------------------------------------------------------- performance
 
+SENSES = {"≥": float.__ge__, "≤": float.__le__, "<": float.__lt__}
+"""How a benchmark figure is judged against its target."""
+FIGURE = {"section": str, "figure": str, "value": (int, float), "detail": str}
+CHAPTER_TIMES = {"wall_s": (int, float), "forward_s": (int, float), "analysis_s": (int, float),
+                 "fixed_s": (int, float), "to_first_model_call_s": (int, float), "model_called": bool}
+
+
 def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
-    """The figures ``make bench`` wrote (``name`` relative to the book's root), or None when the
-    benchmarks were not run."""
+    """The figures ``make bench`` wrote (``name`` relative to the book's root), checked (what the
+    page shows: ``figures``, ``machine``, the builds' chapters), or None when the benchmarks
+    were not run. A damaged file is one line naming it and ``make bench``."""
     path = (paths.project_root() or Path.cwd()) / name
-    return readback.read_mapping(path, "remake it: make bench", "benchmark file") if path.is_file() else None
+    if not path.is_file():
+        return None
+    bench = readback.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
+    if problem := _bench_problem(bench):
+        raise readback.DamagedResultsError(f"benchmark file {readback._name(path)} is not usable: {problem}; {remedy}")
+    return bench
+
+
+def _bench_problem(bench: dict[str, Any]) -> str | None:
+    figures, machine = bench.get("figures", []), bench.get("machine", {})
+    if not isinstance(figures, list) or not isinstance(machine, dict):
+        return "figures is not a list, or machine not an object"
+    for i, f in enumerate(figures):
+        if not isinstance(f, dict) or (problem := readback._fields(f, FIGURE, f"figures[{i}].")):
+            return problem or f"figures[{i}] is not an object"
+        if not (f.get("sense") is None or f["sense"] in SENSES and isinstance(f.get("target"), (int, float))) \
+                or not isinstance(f.get("met"), (bool, type(None))):
+            return f"figures[{i}] has no valid sense, target and met"
+    for section in ("build", "mpnet_build"):
+        chapters = bench.get(section, {}).get("chapters", {}) if isinstance(bench.get(section), dict) else {}
+        for slug, times in chapters.items() if isinstance(chapters, dict) else [("", None)]:
+            if not isinstance(times, dict) or (problem := readback._fields(times, CHAPTER_TIMES, f"{section}.{slug}.")):
+                return problem or f"{section}.chapters is not a mapping of objects"
+    return None
+
+
+def figure(section: str, name: str, value: float, sense: str | None, target: float | None, detail: str = "",
+           met: bool | None = None) -> dict[str, Any]:
+    """One figure of ``make bench`` as ``build/bench.json`` records it: ``met`` is judged as
+    ``value sense target`` (:data:`SENSES`) unless given; a figure without a target is
+    information (met None). ``section`` is the benchmark section that measured it."""
+    if met is None and sense is not None:
+        met = bool(SENSES[sense](float(value), float(target)))
+    return {"section": section, "figure": name, "value": value, "sense": sense, "target": target,
+            "met": met, "detail": detail}
 
 
 def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
-    """One row per benchmark figure of ``make bench``: measured value, target, met, detail."""
-    rows = []
-    if r := bench.get("extraction"):
-        rows.append(("extraction overhead (extract ÷ bare forward, tokens/s)", r["ratio"], "≥ 0.90", r["ratio"] >= 0.90,
-                     f"{r['extract_tokens_per_s']:,} vs {r['bare_tokens_per_s']:,} tokens/s on {r['texts']} texts"))
-    if r := bench.get("batching"):
-        rows.append(("batching gain (per-sentence loop ÷ extract)", r["gain"], "≥ 5", r["gain"] >= 5,
-                     f"{r['loop_s']} s vs {r['extract_s']} s on {r['texts']} sentences"))
-    if r := bench.get("cache"):
-        rows.append(("cache speed-up (first ÷ second extraction)", r["speedup"], "≥ 20", r["speedup"] >= 20,
-                     f"{r['first_s']} s vs {r['second_s']} s"))
-    if r := bench.get("build"):
-        rows.append(("warm ÷ cold book build", r["warm_fraction"], "< 0.15",
-                     r["warm_fraction"] < 0.15 and r["warm_skipped_every_chapter"],
-                     f"{r['cold_s']} s cold, {r['warm_s']} s warm; every chapter skipped: {r['warm_skipped_every_chapter']}"))
-    if r := bench.get("memory"):
-        peaks = ", ".join(f"{x['n_texts']:,} texts: {x['peak_rss_mib']} MiB" for x in r["runs"])
-        rows.append(("attention chapter peak RSS (largest ÷ smallest)", r["ratio"], "≤ 1.10", r["ratio"] <= 1.10,
-                     f"{peaks}; {r['texts_per_s']} texts/s"))
+    """One row per recorded figure: figure, measured, target ("≥ 0.7", or "information"), met
+    (yes / no / —), detail."""
+    rows = [(f["figure"], f["value"], f"{f['sense']} {f['target']:g}" if f["sense"] else "information",
+             {True: "yes", False: "no"}.get(f["met"], "—"), f["detail"]) for f in bench.get("figures", [])]
     return pd.DataFrame(rows, columns=["figure", "measured", "target", "met", "detail"])
+
+
+def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
+    """The cold build of ``section`` per chapter: wall seconds split into forward passes,
+    analysis and fixed overhead, and the seconds from the kernel's start to its first model call."""
+    chapters = bench.get(section, {}).get("chapters", {})
+    rows = [(slug, c["wall_s"], c["forward_s"], c["analysis_s"], c["fixed_s"],
+             c["to_first_model_call_s"] if c["model_called"] else f"{c['to_first_model_call_s']} (no model)")
+            for slug, c in chapters.items()]
+    return pd.DataFrame(rows, columns=["chapter", "wall s", "forward s", "analysis s", "fixed s",
+                                       "start → first model call s"])
+
+
+class PerformanceReport:
+    """The Performance page's body: the figures with their targets and met flags, the cold
+    build per chapter and the machine; without a benchmark file, one sentence and the command."""
+
+    def __init__(self, bench: dict[str, Any] | None):
+        self.bench = bench
+
+    def __repr__(self) -> str:
+        return f"performance report: {len(performance_table(self.bench or {}))} figures"
+
+    def _repr_html_(self) -> str:
+        table = performance_table(self.bench or {})
+        if table.empty:
+            return ("<p>The benchmarks were not run for this build. Run <code>make bench</code> (about 12 minutes), "
+                    "then <code>make book</code>.</p>")
+        machine = pd.DataFrame(list(self.bench.get("machine", {}).items()), columns=["machine", "value"])
+        parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
+                 ("Machine and command", HtmlTable(machine))]
+        return "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts if not part.frame.empty)

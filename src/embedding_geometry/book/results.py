@@ -15,19 +15,21 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..core import paths
+from ..core import clock, paths
 
 
 def environment(device: str, started: float) -> dict[str, Any]:
-    """Versions, device and wall time since ``started`` (a ``time.time()`` stamp)."""
-    import torch
-    import transformers
+    """Versions, device, wall time since ``started`` (a ``time.time()`` stamp), and where the
+    process's time went (``timing``: :func:`core.clock.timing`). The versions are read from the
+    installed packages' metadata, so a page that runs no model never imports torch."""
+    from importlib.metadata import version
 
     return {
-        "python": platform.python_version(), "torch": torch.__version__,
-        "transformers": transformers.__version__, "numpy": np.__version__,
+        "python": platform.python_version(), "torch": version("torch"),
+        "transformers": version("transformers"), "numpy": np.__version__,
         "embedding_geometry": __version__, "platform": platform.platform(),
         "device": str(device), "seconds": round(time.time() - started, 2),
+        "timing": clock.timing(opened=started),
     }
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from . import architectures
+from . import architectures, clock
 from .errors import ParameterError
 
 NameFilter = str | Sequence[str] | Callable[[str], bool]
@@ -36,8 +36,9 @@ def all_names(n_layers: int) -> list[str]:
 def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tuple[object, dict[str, torch.Tensor]]:
     """One forward pass of ``batch``; return ``(output, cache)`` where ``cache`` maps each
     requested name (see the module docstring) to a detached CPU tensor. Hooks are removed in
-    ``finally``, whatever happens during the pass. Head outputs need a model of a family in
-    :mod:`.architectures`' table (else a one-line :class:`ParameterError`)."""
+    ``finally``, whatever happens during the pass; the pass is timed (:func:`.clock.model_call`).
+    Head outputs need a model of a family in :mod:`.architectures`' table (else a one-line
+    :class:`ParameterError`)."""
     n_layers = model.config.num_hidden_layers
     wanted = _matcher(names)
     requested = [name for name in all_names(n_layers) if wanted(name)]
@@ -45,7 +46,7 @@ def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tu
     handles = [_hook_head_out(site, name, model.config.num_attention_heads, cache)
                for name, site in _head_out_sites(model, requested)]
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), clock.model_call():
             output = model(
                 **batch,
                 output_hidden_states=any(n == "embed" or n.endswith("resid_post") for n in requested),

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import architectures, registry
+from . import architectures, clock, registry
 from .errors import ModelUnavailableError, RemoteCodeError
 
 EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
@@ -347,5 +347,7 @@ def sentence_transformer_embeddings(loaded: LoadedModel, texts: list[str]) -> "n
         return None
     kept = [module for module in pipeline if not isinstance(module, Normalize)]
     unnormalised = SentenceTransformer(modules=kept, device=str(loaded.device))
-    return np.asarray(unnormalised.encode(texts, convert_to_numpy=True, normalize_embeddings=False,
-                                          show_progress_bar=False), dtype=np.float64)
+    with clock.model_call():
+        embeddings = unnormalised.encode(texts, convert_to_numpy=True, normalize_embeddings=False,
+                                         show_progress_bar=False)
+    return np.asarray(embeddings, dtype=np.float64)

@@ -40,6 +40,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..core import clock
+
 ARTICLE_PAIRS = (
     ("DataForce quarterly report", "DataForce Q3 earnings", 0.9),
     ("DataForce analysis", "Data Force military", 0.1),
@@ -87,8 +89,9 @@ def article_finetune(model: str, device: str = "cpu", pairs: Sequence[tuple[str,
     before = {name: tensor.detach().clone() for name, tensor in encoder.state_dict().items()}
     loader = DataLoader(_examples(pairs), shuffle=True, batch_size=options["batch_size"])
     loss = losses.MultipleNegativesRankingLoss(encoder)
-    encoder.old_fit(train_objectives=[(loader, loss)], epochs=options["epochs"],
-                    warmup_steps=options["warmup_steps"], show_progress_bar=False)
+    with clock.model_call():  # training steps: the model's forward and backward passes
+        encoder.old_fit(train_objectives=[(loader, loss)], epochs=options["epochs"],
+                        warmup_steps=options["warmup_steps"], show_progress_bar=False)
     after_vectors = encoder.encode(texts, convert_to_numpy=True, show_progress_bar=False)
     change = max(float((encoder.state_dict()[name] - tensor).abs().max()) for name, tensor in before.items())
     return {"max_weight_change": change,

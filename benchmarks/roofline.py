@@ -1,0 +1,66 @@
+"""How close extraction comes to the machine's arithmetic limit.
+
+FLOPs of an encoder forward pass, counted from the model's config. A block of width d,
+feed-forward width f and h heads does, per token of a sequence of length T,
+
+    projections   2 · (4 d² + 2 d f)      Q, K, V and output (4 d²), feed-forward up and down (2 d f):
+                                          2 FLOPs per multiply-add, i.e. 2 × the block's weights
+    attention     2 · 2 · T · d           scores Q Kᵀ (T · d/h per head, h heads) and the mix A V
+
+so a batch of B texts padded to T tokens executes B · T · L · (8 d² + 4 d f + 4 T d) FLOPs over
+L blocks. Biases, LayerNorms, GELU and softmax (O(d) or O(T) per token) and the embedding
+lookup are not counted: they cost time but no multiply-adds of the GEMM kind. Padded positions
+are counted, since the machine computes them (length-sorted batches keep them few;
+:func:`extraction_flops` also returns the real tokens' share).
+
+The *peak* is the best float32 FLOP/s of ``torch.mm`` (into a preallocated output, so that no
+allocation is timed) at the model's own GEMM shapes — R × d × d, R × d × f and R × f × d — on
+this machine, warm, in the same run. The *roofline ratio* is achieved ÷ peak: 1 would mean that
+extraction did nothing but its GEMMs, each at the machine's best speed.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def block_flops_per_token(config, length: int) -> float:
+    """FLOPs per token per block at sequence length ``length`` (see the module docstring)."""
+    d = config.hidden_size
+    f = getattr(config, "intermediate_size", 4 * d)
+    return 8 * d * d + 4 * d * f + 4 * length * d
+
+
+def batch_flops(config, batch: int, length: int) -> float:
+    """FLOPs of one forward pass over ``batch`` texts padded to ``length`` tokens."""
+    return batch * length * config.num_hidden_layers * block_flops_per_token(config, length)
+
+
+def extraction_flops(lengths: list[int], config, batch_size: int) -> tuple[float, float]:
+    """FLOPs of ``activations.extract`` over texts of ``lengths`` tokens (its batches: the texts
+    sorted by length, longest first, ``batch_size`` at a time, each padded to its longest), and
+    the share of the padded positions that are real tokens."""
+    ordered = sorted(lengths, reverse=True)
+    chunks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+    flops = sum(batch_flops(config, len(chunk), chunk[0]) for chunk in chunks)
+    return flops, sum(ordered) / sum(len(chunk) * chunk[0] for chunk in chunks)
+
+
+def matmul_peak(config, rows: int = 4096, repeats: int = 5) -> dict:
+    """The best float32 FLOP/s of ``torch.mm`` over the model's GEMM shapes (``rows`` tokens),
+    warm, each shape the fastest of ``repeats`` runs; in GFLOP/s."""
+    import torch
+
+    d = config.hidden_size
+    f = getattr(config, "intermediate_size", 4 * d)
+    best = {}
+    for k, n in ((d, d), (d, f), (f, d)):
+        a, b, out = torch.randn(rows, k), torch.randn(k, n), torch.empty(rows, n)
+        torch.mm(a, b, out=out)  # warm-up
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(a, b, out=out)
+            times.append(time.perf_counter() - start)
+        best[f"{rows}x{k}x{n}"] = 2 * rows * k * n / min(times) / 1e9
+    return {"shapes": {s: round(v, 1) for s, v in best.items()}, "peak_gflops": round(max(best.values()), 1)}

@@ -1,0 +1,73 @@
+"""Where a chapter's time goes: seconds in model calls, and how long its process took to make its first.
+
+:func:`core.capture.run_with_cache <embedding_geometry.core.capture.run_with_cache>` — the one
+forward path of ``activations.extract`` and of the streaming capture — runs every forward pass
+inside :func:`model_call`, which adds its wall seconds to this process's total and stamps the
+first call; so do the sentence-transformers cross-check and the studies' training steps (their
+forward and backward passes). A chapter's results JSON records :func:`timing`
+(``environment.timing``), from which ``make bench`` splits each chapter's wall time into
+
+    fixed overhead   process start → first model call (interpreter, imports, model load)
+    forward          the seconds inside model calls (forward passes, training steps)
+    analysis         the rest: studies, charts, verdicts, writing the results
+
+Times are wall seconds (``time.time``/``time.perf_counter``); ``cpu_*`` are this process's CPU
+seconds (``time.process_time``), which a loaded machine inflates less.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+_totals = {"seconds": 0.0, "calls": 0}
+_first: dict[str, float] = {}  # wall and CPU time at the first model call of this process
+
+
+@contextmanager
+def model_call() -> Iterator[None]:
+    """Time the model call made inside the ``with`` block (see the module docstring)."""
+    if not _first:
+        _first.update(wall=time.time(), cpu=time.process_time())
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        _totals["seconds"] += time.perf_counter() - start
+        _totals["calls"] += 1
+
+
+def process_started() -> float:
+    """When this process started (a ``time.time()`` stamp; for a notebook, the kernel's start).
+    On Linux its age is read from ``/proc`` (start and uptime both in ticks since boot, 10 ms);
+    elsewhere from psutil, whose boot time is rounded to the second."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22: start time since boot
+            age = float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+        return time.time() - age
+    except (OSError, ValueError, IndexError):
+        import psutil
+
+        return psutil.Process().create_time()
+
+
+def timing(opened: float | None = None) -> dict[str, Any]:
+    """This process's model-call totals, the seconds from its start to its first model call
+    (None when it made none) and to ``opened`` (a ``time.time()`` stamp: the chapter's open),
+    and torch's intra-op threads (None when torch was never imported)."""
+    started = process_started()
+    first = _first.get("wall")
+    return {
+        "forward_seconds": round(_totals["seconds"], 3),
+        "forward_calls": _totals["calls"],
+        "process_to_first_model_call_s": None if first is None else round(first - started, 3),
+        "cpu_to_first_model_call_s": None if first is None else round(_first["cpu"], 3),
+        "process_to_open_s": None if opened is None else round(opened - started, 3),
+        "process_seconds": round(time.time() - started, 3),
+        "cpu_seconds": round(time.process_time(), 3),
+        "torch_threads": sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None,
+    }

@@ -1,0 +1,153 @@
+"""``make bench`` and what it reads: FLOPs from a config, the projection to paper scale, the cold
+build's split into forward, analysis and fixed overhead, the model-call clock, and chapter
+kernels forked from a warm server."""
+
+import json
+import sys
+import time
+from types import SimpleNamespace
+
+import nbformat
+import papermill
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import attention_memory  # noqa: E402
+import roofline  # noqa: E402
+import run as bench  # noqa: E402
+
+from embedding_geometry.book import kernels  # noqa: E402
+from embedding_geometry.core import clock  # noqa: E402
+
+CONFIG = SimpleNamespace(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
+
+
+def test_flops_of_a_hand_computed_config():
+    # per token and block at T = 5: 8·4² + 4·4·8 + 4·5·4 = 128 + 128 + 80 = 336
+    assert roofline.block_flops_per_token(CONFIG, 5) == 336
+    assert roofline.batch_flops(CONFIG, batch=3, length=5) == 3 * 5 * 2 * 336
+    # texts of 2, 5, 3 tokens in batches of 2: [5, 3] padded to 5, then [2]
+    flops, real = roofline.extraction_flops([2, 5, 3], CONFIG, batch_size=2)
+    assert flops == 2 * 5 * 2 * 336 + 1 * 2 * 2 * (128 + 128 + 4 * 2 * 4)
+    assert real == pytest.approx(10 / 12)
+    no_ffn_width = SimpleNamespace(hidden_size=4, num_hidden_layers=1)  # f defaults to 4d
+    assert roofline.block_flops_per_token(no_ffn_width, 1) == 8 * 16 + 4 * 4 * 16 + 4 * 4
+
+
+def test_matmul_peak_reports_each_shape():
+    peak = roofline.matmul_peak(CONFIG, rows=64, repeats=2)
+    assert set(peak["shapes"]) == {"64x4x4", "64x4x8", "64x8x4"}
+    assert peak["peak_gflops"] == max(peak["shapes"].values()) > 0
+
+
+def test_projection_to_paper_scale():
+    runs = [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10.0},
+            {"n_texts": 2000, "peak_rss_mib": 509.0, "seconds": 100.0}]
+    p = attention_memory.projection(runs, 20_000)
+    assert p["peak_rss_mib"] == pytest.approx(509 + 9 / 1800 * 18_000)  # 599: on the line through both
+    assert p["ratio"] == pytest.approx(599 / 500, abs=1e-3)
+    assert p["texts_per_s"] == 20.0 and p["hours"] == pytest.approx(20_000 / 20 / 3600, abs=0.01)
+    flat = attention_memory.projection([{**r, "peak_rss_mib": 500.0 - i} for i, r in enumerate(runs)], 20_000)
+    assert flat["peak_rss_mib"] == 499.0  # a falling line is not extrapolated below what was measured
+
+
+def test_build_breakdown_splits_each_chapter(tmp_path):
+    output = ("     ran  01_a      20.0 s  \n     ran  98_b       2.0 s  \n skipped  02_c       0.0 s  \n"
+              "    site  jupyter-book build                         30.0 s\n")
+    timing = lambda first, forward, open_s, process: {
+        "environment": {"timing": {"process_to_first_model_call_s": first, "forward_seconds": forward,
+                                   "process_to_open_s": open_s, "process_seconds": process,
+                                   "cpu_to_first_model_call_s": first and first / 2, "torch_threads": 2}}}
+    (tmp_path / "01_a.json").write_text(json.dumps(timing(1.5, 12.0, 0.5, 19.0)))
+    (tmp_path / "98_b.json").write_text(json.dumps(timing(None, 0.0, 0.8, 1.0)))
+    report = bench.build_breakdown(output, tmp_path, cold_s=60.0)
+    a, b = report["chapters"]["01_a"], report["chapters"]["98_b"]
+    assert (a["fixed_s"], a["forward_s"], a["analysis_s"]) == (2.5, 12.0, 5.5)  # 1.5 to the first call + 1.0 papermill
+    assert (b["fixed_s"], b["analysis_s"], b["model_called"]) == (1.8, 0.2, False)  # 0.8 to the open + 1.0
+    assert report["site_s"] == 30.0 and report["forward_s"] == 12.0 and report["build_process_s"] == 8.0
+    assert report["overhead_ratio"] == round(60 / 42, 2)
+    assert report["slowest_start"] == "01_a" and report["max_to_first_model_call_s"] == 1.5
+
+
+def test_figures_carry_targets_and_met_flags():
+    results = {"roofline": {"minilm": {"ratio": 0.65, "ratios": [0.6, 0.65, 0.7], "gflop": 10.0, "texts": 8,
+                                       "batch_size": 4, "achieved_gflops": [90, 100, 110], "peak_gflops": [150] * 3}},
+               "build": {"overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
+                         "max_to_first_model_call_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
+                         "warm_s": 10.0, "warm_skipped_every_chapter": False}}
+    found = bench.figures(results)
+    got = lambda start: next(f for f in found if f["figure"].startswith(start))
+    assert got("roofline ratio, MiniLM")["met"] is False and got("roofline ratio, MiniLM")["target"] == 0.7
+    assert got("cold build ÷ (forward passes + site build)")["met"] is True
+    assert got("process start → first model call")["met"] is True
+    assert got("warm ÷ cold book build")["met"] is False  # under target, but a chapter ran again
+    assert {f["section"] for f in found} == {"roofline", "build"}
+
+
+# --------------------------------------------------------------------------- the clock
+
+def test_model_call_clock_accumulates_and_stamps_the_first_call(monkeypatch):
+    monkeypatch.setattr(clock, "_totals", {"seconds": 0.0, "calls": 0})
+    monkeypatch.setattr(clock, "_first", {})
+    assert clock.timing()["process_to_first_model_call_s"] is None
+    for _ in range(2):
+        with clock.model_call():
+            time.sleep(0.01)
+    timing = clock.timing(opened=time.time())
+    assert timing["forward_calls"] == 2 and timing["forward_seconds"] >= 0.02
+    assert 0 < timing["process_to_first_model_call_s"] <= timing["process_seconds"]
+    assert timing["process_to_open_s"] >= timing["process_to_first_model_call_s"]
+
+
+def test_process_start_is_read_to_the_tick():
+    import psutil
+
+    assert abs(clock.process_started() - psutil.Process().create_time()) < 1.5  # psutil rounds boot time
+    assert 0 < time.time() - clock.process_started() < 24 * 3600
+
+
+# --------------------------------------------------------------------------- forked kernels
+
+def _notebook(path, source):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells.append(nbformat.v4.new_code_cell(source))
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+
+
+@pytest.mark.slow
+def test_a_forked_kernel_runs_a_notebook_and_a_launcher_without_server_falls_back(tmp_path, monkeypatch):
+    source = ("import os, sys, torch\nfrom embedding_geometry.core import clock\n"
+              "print(os.getpid(), os.getcwd(), os.environ.get('EG_MARK'), 'torch' in sys.modules)")
+    _notebook(tmp_path / "in.ipynb", source)
+    monkeypatch.setenv("EG_MARK", "seen")
+    run = lambda: papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(tmp_path),
+                                             kernel_name="python3", progress_bar=False,
+                                             kernel_manager_class=kernels.kernel_manager())
+    monkeypatch.setenv(kernels.ADDRESS, str(tmp_path / "nothing-listens-here"))
+    run()  # no server: the launcher execs a plain ipykernel
+    plain = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
+    monkeypatch.setattr(kernels, "_server", {})
+    kernels.start_server("v1")
+    for version in ("v1", "v2"):  # the same server, then a new one for new code
+        kernels.start_server(version)
+        run()
+        forked = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
+        assert forked[1:] == plain[1:] == [str(tmp_path), "seen", "True"]
+        assert forked[0] != plain[0]  # a process of its own each time
+    kernels._stop(kernels._server["process"], kernels._server["folder"])
+
+
+@pytest.mark.slow
+def test_every_chapter_of_the_built_book_records_where_its_time_went(built_book):
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = bench.build_breakdown(result.stdout, root / "build" / "results", cold_s=1e6)
+    assert set(report["chapters"]) >= {"00_the_model", "01_layer_by_layer", "98_performance"}
+    for slug, chapter in report["chapters"].items():
+        assert chapter["wall_s"] >= chapter["forward_s"] >= 0 and chapter["fixed_s"] > 0, slug
+    assert all(report["chapters"][slug]["model_called"] for slug in ("00_the_model", "01_layer_by_layer"))
+    assert not report["chapters"]["98_performance"]["model_called"]
+    assert report["site_s"] > 0
