@@ -68,7 +68,8 @@ from .shapes import SERIES_SHAPES, SHAPES  # noqa: F401
 
 
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
-              "uniform_attention": "uniform attention", "random_positions": "random positions"}
+              "uniform_attention": "uniform attention", "random_positions": "random positions",
+              "seeds": "two seeds of one loss"}
 
 
 class LedgerError(BookError, ValueError):

@@ -127,6 +127,14 @@ def resampled(samples: Samples, resamples: int = RESAMPLES, rng: np.random.Gener
     return np.concatenate(out)
 
 
+def series_band(samples: Samples, seed: int, name: str, resamples: int = RESAMPLES, level: float = LEVEL) -> np.ndarray:
+    """[2, *rest]: the central ``level`` percentile interval of every entry of the statistic (a
+    whole per-depth curve at once: low row, high row) over ``resamples`` bootstrap resamples
+    drawn from a generator seeded by (``seed``, ``name``)."""
+    tail = 100 * (1 - level) / 2
+    return np.nanpercentile(resampled(samples, resamples, generator(seed, name)), [tail, 100 - tail], axis=0)
+
+
 def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float] | None:
     """The central ``level`` percentile interval of ``values`` (NaN resamples, e.g. a zero
     denominator, are left out); None when every resample is NaN."""

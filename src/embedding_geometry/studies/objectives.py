@@ -1,0 +1,203 @@
+"""Two training objectives on one backbone: in-batch contrastive loss on mean pools, or on MaxSim.
+
+Chapter 7 fine-tunes two copies of the same model on the same pairs, in the same batch order,
+with the same steps, learning rate and seed; only the score that the loss compares differs.
+For a batch of B pairs (q_i, d_i), each text's final-depth states h_t (every real token:
+attention mask = 1, the tokens a sentence-transformers mean pool averages and ColBERT matches),
+
+    mean pool   s(q, d) = cos(m(q), m(d)),  m(x) = (1 / |x|) Σ_{t∈x} h_t
+    MaxSim      s(q, d) = (1 / |q|) Σ_{t∈q} max_{u∈d} cos(h_t, h_u)      (ColBERT late interaction,
+                                                                         averaged over q's tokens)
+
+and both losses are InfoNCE with temperature τ, the cross-entropy of finding d_i among the
+batch's documents,
+
+    L = −(1/B) Σ_i log softmax_j (s(q_i, d_j) / τ)_i.
+
+Both scores lie in [−1, 1], so one τ serves both. There is no projection head: the loss acts
+on the backbone's last hidden states, the states the chapter measures.
+
+**A forward pass with gradients lives here.** The book's rule puts every forward call in
+``core.activations`` (under ``torch.inference_mode``); training needs autograd, so
+:func:`fine_tune` runs its own forward passes. That is the one allowed exception. Every
+*measurement* of a fine-tuned copy still goes through ``core.activations.extract``; the copy's
+``info.sha256`` hashes its trained weights (:func:`weights_digest`), so the activation cache never
+mistakes it for the backbone.
+
+**Determinism.** For a given seed a run is a pure function of its inputs on one machine:
+``torch.manual_seed(seed)`` fixes dropout, a NumPy generator seeded with ``seed`` fixes the batch
+order (:func:`batches`), and deterministic algorithms are switched on while it trains.
+
+**Training pairs** are ``data/objective_pairs.yaml`` (:func:`training_pairs`; how they were built
+is in the file's header).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..core import corpora
+from ..core.errors import ParameterError
+from ..core.models import LoadedModel
+
+PAIRS_FILE = "objective_pairs.yaml"
+OBJECTIVES = ("mean_pool", "maxsim")
+"""The two losses, by the score they compare."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What both copies share: steps, pairs per batch, AdamW's learning rate and weight decay,
+    InfoNCE's temperature τ, the tokens kept per text, and the gradient-norm clip."""
+
+    steps: int = 32
+    pairs_per_batch: int = 16
+    learning_rate: float = 1e-4
+    temperature: float = 0.05
+    max_length: int = 32
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+
+
+def training_pairs() -> list[tuple[str, str]]:
+    """The training pairs (query or sentence, its positive), in file order."""
+    data = corpora.load_yaml(PAIRS_FILE)
+    return [(pair[0], pair[1]) for group in ("queries", "neighbours") for pair in data[group]]
+
+
+# --------------------------------------------------------------------------- scores and loss
+
+def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """m(x): the mean of each text's real tokens. states [B, T, D], mask [B, T] → [B, D]."""
+    weights = mask.unsqueeze(-1).to(states.dtype)
+    return (states * weights).sum(dim=1) / weights.sum(dim=1)
+
+
+def mean_pool_scores(q: torch.Tensor, q_mask: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor) -> torch.Tensor:
+    """s_ij = cos(m(q_i), m(d_j)) → [B_q, B_d]."""
+    a = torch.nn.functional.normalize(mean_pool(q, q_mask), dim=-1)
+    b = torch.nn.functional.normalize(mean_pool(d, d_mask), dim=-1)
+    return a @ b.T
+
+
+def maxsim_scores(q: torch.Tensor, q_mask: torch.Tensor, d: torch.Tensor, d_mask: torch.Tensor) -> torch.Tensor:
+    """s_ij = mean over the real tokens t of q_i of max over the real tokens u of d_j of
+    cos(h_t, h_u) → [B_q, B_d]."""
+    a = torch.nn.functional.normalize(q, dim=-1)
+    b = torch.nn.functional.normalize(d, dim=-1)
+    sims = torch.einsum("itk,juk->ijtu", a, b)  # [B_q, B_d, T_q, T_d]
+    sims = sims.masked_fill(~d_mask.bool()[None, :, None, :], float("-inf"))
+    best = sims.max(dim=-1).values  # [B_q, B_d, T_q]
+    keep = q_mask.to(best.dtype)[:, None, :]
+    return (best * keep).sum(dim=-1) / keep.sum(dim=-1)
+
+
+SCORES: dict[str, Callable[..., torch.Tensor]] = {"mean_pool": mean_pool_scores, "maxsim": maxsim_scores}
+
+
+def info_nce(scores: torch.Tensor, temperature: float) -> torch.Tensor:
+    """−(1/B) Σ_i log softmax_j (scores_ij / τ)_i: the positive of row i is column i."""
+    return torch.nn.functional.cross_entropy(scores / temperature, torch.arange(len(scores), device=scores.device))
+
+
+# --------------------------------------------------------------------------- training
+
+def batches(pairs: Sequence[tuple[str, str]], size: int, steps: int, seed: int) -> list[list[int]]:
+    """``steps`` batches of ``size`` pair indices: the pairs in a seeded random order, epoch
+    after epoch. A pair that shares a text with the batch being filled waits for the next batch
+    (a text twice in one batch would be its own in-batch negative)."""
+    if size > len(pairs):
+        raise ParameterError("pairs_per_batch", f"at most the {len(pairs)} training pairs", size)
+    rng = np.random.default_rng(seed)
+    out, batch, seen, waiting = [], [], set(), []
+    while len(out) < steps:
+        queue, waiting, filled = waiting + rng.permutation(len(pairs)).tolist(), [], len(out)
+        for i in queue:
+            if not seen.isdisjoint(pairs[i]) or len(out) == steps:
+                waiting.append(i)
+                continue
+            batch.append(i)
+            seen.update(pairs[i])
+            if len(batch) == size:
+                out.append(batch)
+                batch, seen = [], set()
+        if len(out) == filled and len(queue) > 2 * len(pairs):
+            raise ParameterError("pairs_per_batch", f"at most as many pairs as share no text ({len(batch)} found)", size)
+    return out
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    """SHA-256 of a module's state dict (names and bytes, in name order): the identity of
+    trained weights, as ``core.models.random_control`` hashes initialised ones."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _encode(base: LoadedModel, model: torch.nn.Module, texts: list[str], max_length: int):
+    batch = base.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    batch = {key: value.to(base.device) for key, value in batch.items()}
+    return model(**batch).last_hidden_state, batch["attention_mask"]
+
+
+def fine_tune(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings, seed: int,
+              midway: Callable[[LoadedModel], Any] | None = None) -> tuple[LoadedModel, list[float]]:
+    """A copy of ``base`` trained with ``objective`` ("mean_pool" or "maxsim") for
+    ``settings.steps`` AdamW steps (constant learning rate, no warm-up, gradient norm clipped),
+    in train mode (dropout on), seeded by ``seed``. Returns the trained copy (in eval mode, its
+    id naming the objective, seed and steps, its sha256 its weights') and the loss of every step.
+    ``midway`` is called with the copy after ``steps // 2`` steps: since the batch order and the
+    dropout draws of the first k steps do not depend on ``steps``, that copy is the model a run
+    of ``steps // 2`` steps would return."""
+    if objective not in SCORES:
+        raise ParameterError("objective", f"one of {list(SCORES)}", objective)
+    torch.manual_seed(seed)
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    model = copy.deepcopy(base.model).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    losses = []
+    try:
+        for step, batch in enumerate(batches(pairs, settings.pairs_per_batch, settings.steps, seed)):
+            if midway is not None and step == settings.steps // 2:
+                midway(_trained(base, model, objective, seed, step))
+                model.train()
+            q, q_mask = _encode(base, model, [pairs[i][0] for i in batch], settings.max_length)
+            d, d_mask = _encode(base, model, [pairs[i][1] for i in batch], settings.max_length)
+            loss = info_nce(SCORES[objective](q, q_mask, d, d_mask), settings.temperature)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+            optimizer.step()
+            losses.append(loss.detach().item())
+    finally:
+        torch.use_deterministic_algorithms(was_deterministic)
+    return _trained(base, model, objective, seed, settings.steps), losses
+
+
+def _trained(base: LoadedModel, model: torch.nn.Module, objective: str, seed: int, steps: int) -> LoadedModel:
+    """``model`` (put in eval mode) as a LoadedModel: ``base``'s tokenizer and description, with an
+    id that names the training and the SHA-256 of its weights."""
+    info = replace(base.info, id=f"{base.info.id} [fine-tuned: {objective} loss, seed {seed}, {steps} steps]",
+                   source="fine-tuned", sha256=weights_digest(model), revision=None)
+    return LoadedModel(model=model.eval(), tokenizer=base.tokenizer, info=info, device=base.device)
+
+
+def loss_summary(losses: Mapping[tuple[str, int], Sequence[float]]) -> dict[str, Any]:
+    """{objective: {seed_<k>: {losses, first, last}}} from {(objective, seed): the loss of every
+    step}: first and last are the means over the first and the last tenth of the steps."""
+    summary: dict[str, Any] = {}
+    for (objective, seed), values in losses.items():
+        k = max(1, len(values) // 10)
+        summary.setdefault(objective, {})[f"seed_{seed}"] = {
+            "losses": list(values), "first": float(np.mean(values[:k])), "last": float(np.mean(values[-k:]))}
+    return summary
