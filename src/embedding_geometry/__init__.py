@@ -14,9 +14,10 @@ a study never imports ``book``):
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce
     ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
+    ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
-    ``geometry``        the measurements every chapter shares, on arrays (METHODS.md §0)
-    ``corpora``         the reference sentences of METHODS.md §0 and the project's own sentence sets
+    ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
+    ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
     ``paths``           where the book keeps its files
     ``errors``          one-line errors that name the culprit and what was expected
 
@@ -39,6 +40,9 @@ a study never imports ``book``):
     ``long_texts``          texts longer than one sentence, and sliding windows
     ``quantization``        int8, binary codes and product quantization of embeddings
     ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
+    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive) on one backbone
+    ``objective_geometry``  chapter 7: the geometry each training objective leaves, per depth
+    ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -54,8 +58,11 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``primer``
+                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
+                        ``across`` (chapter 8), ``primer``
+    ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
+    ``kernels``         chapter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
 
 ``python -m embedding_geometry build`` (``__main__``) builds the book. Importing the package has
