@@ -73,7 +73,8 @@ def test_build_breakdown_splits_each_chapter(tmp_path):
 
 def test_figures_carry_targets_and_met_flags():
     results = {"roofline": {"minilm": {"ratio": 0.65, "ratios": [0.6, 0.65, 0.7], "gflop": 10.0, "texts": 8,
-                                       "batch_size": 4, "achieved_gflops": [90, 100, 110], "peak_gflops": [150] * 3}},
+                                       "batch_size": 4, "real_token_share": 0.9, "achieved_gflops": [90, 100, 110],
+                                       "peak_gflops": [150] * 3}},
                "build": {"overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
                          "max_to_first_model_call_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
                          "warm_s": 10.0, "warm_skipped_every_chapter": False}}
@@ -151,3 +152,27 @@ def test_every_chapter_of_the_built_book_records_where_its_time_went(built_book)
     assert all(report["chapters"][slug]["model_called"] for slug in ("00_the_model", "01_layer_by_layer"))
     assert not report["chapters"]["98_performance"]["model_called"]
     assert report["site_s"] > 0
+
+
+@pytest.mark.slow
+def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, monkeypatch):
+    from conftest import copy_book
+    from embedding_geometry.book import pages
+
+    root = copy_book(tmp_path / "book")
+    monkeypatch.setenv("EMBEDDING_GEOMETRY_RESULTS", str(tmp_path / "results"))
+
+    def page() -> str:
+        papermill.execute_notebook(str(root / "notebooks" / "98_performance.ipynb"), str(tmp_path / "out.ipynb"),
+                                   cwd=str(root), kernel_name="python3", progress_bar=False)
+        cells = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
+        return "".join(o.get("data", {}).get("text/html", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+
+    without = page()
+    assert "<code>make bench</code>" in without and "<table" not in without
+    (root / "build").mkdir(exist_ok=True)
+    figures = [pages.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
+    (root / "build" / "bench.json").write_text(json.dumps({"figures": figures, "machine": {"cpus": 2}}))
+    with_file = page()
+    assert "roofline ratio, MiniLM" in with_file and "<td data-label=\"met\">yes</td>" in with_file
+    assert json.loads((tmp_path / "results" / "98_performance.json").read_text())["metrics"]["bench"]["figures"]

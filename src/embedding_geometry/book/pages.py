@@ -345,8 +345,8 @@ class PerformanceReport:
     def _repr_html_(self) -> str:
         table = performance_table(self.bench or {})
         if table.empty:
-            return ("<p>The benchmarks were not run for this build. Run <code>make bench</code> (about 12 minutes), "
-                    "then <code>make book</code>.</p>")
+            return ("<p>The benchmarks were not run for this build. Run <code>make bench</code>, then "
+                    "<code>make book</code>.</p>")
         machine = pd.DataFrame(list(self.bench.get("machine", {}).items()), columns=["machine", "value"])
         parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
                  ("Machine and command", HtmlTable(machine))]
