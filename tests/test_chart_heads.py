@@ -68,7 +68,7 @@ def test_frames_from_a_hand_made_metrics_dict():
     kinds = charts.kinds_frame(m)
     assert kinds.columns.tolist() == ["layer", "share", "kind"] and kinds["share"].tolist() == [0.5, 0.25, 0.5, 0.75]
     distance = charts.distance_frame(m, [2])
-    assert distance[distance["layer"] == "layer 2"]["share"].tolist() == [0, 0, 1]
+    assert distance[distance["layer"] == "block 2 of 2"]["share"].tolist() == [0, 0, 1]
     # T = 4: pairs at distance 1, 2, 3 number 3, 2, 1 of 6
     assert distance[distance["layer"] == "chance"]["share"].tolist() == pytest.approx([0.5, 1 / 3, 1 / 6])
     focus = charts.unique_focus_frame(m)
