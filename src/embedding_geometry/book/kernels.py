@@ -113,7 +113,10 @@ def serve(address: str) -> None:
             for key, _ in events.select(timeout=0.1):
                 if key.fileobj is listener:
                     connection, _ = listener.accept()
-                    kernels[connection] = _fork_kernel(connection, listener)
+                    if (pid := _fork_kernel(connection, [listener, *kernels])) is None:
+                        connection.close()  # the launcher left before saying what to run
+                        continue
+                    kernels[connection] = pid
                     events.register(connection, selectors.EVENT_READ)
                 else:  # the launcher is gone: so goes its kernel
                     with contextlib.suppress(ProcessLookupError):
@@ -142,21 +145,28 @@ def _preload() -> None:
             importlib.import_module(module)
 
 
-def _fork_kernel(connection: socket.socket, listener: socket.socket) -> int:
-    """Fork a kernel with the launcher's argv, folder, environment and standard streams."""
+def _fork_kernel(connection: socket.socket, others: list[socket.socket]) -> int | None:
+    """Fork a kernel with the launcher's argv, folder, environment and standard streams (None:
+    the request was incomplete). The kernel keeps none of the server's sockets (``others``)."""
     message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-    while not message.endswith(b"\n"):
-        message += connection.recv(1 << 16)
+    while message and not message.endswith(b"\n"):  # the rest of a long request (or b"": cut short)
+        more = connection.recv(1 << 16)
+        message = message + more if more else b""
+    if not message or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None
     request = json.loads(message)
     pid = os.fork()
     if pid:
         for fd in fds:
             os.close(fd)
-        connection.sendall(f"{pid}\n".encode())
+        with contextlib.suppress(OSError):
+            connection.sendall(f"{pid}\n".encode())
         return pid
     try:
-        listener.close()
-        connection.close()
+        for sock in (connection, *others):
+            sock.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
