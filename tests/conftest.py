@@ -70,6 +70,7 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3},
     "06_search_in_practice": {"n_long_docs": 2, "long_words": 150, "window_words": 64, "stride_words": 32},
     "07_training_objective": {"steps": 4, "pairs_per_batch": 8, "max_length": 16},
+    "08_across_models": {"models": [], "corpus_texts": 240, "head_texts": 4, "head_length": 32},
 }
 
 

@@ -75,6 +75,10 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
         "sentences": p.optional(p.text_list(3)), "hard_twin": p.one_of("negation", "role_reversal"),
     },
+    "08_across_models": {
+        **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
+        "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
+    },
     "98_performance": {"bench_file": p.text},
     "99_claims_dashboard": {"chapters": p.text_list(0)},
 }
