@@ -72,6 +72,8 @@ def glued_patterns(slug: str) -> list[re.Pattern]:
     patterns = [re.compile("^" + ".+".join(map(re.escape, re.split(r"\{[^}]*\}", key))) + "$") for key in keys]
     if any(named(node) == "glue_metrics" for node in calls):  # ch.glue_metrics(): every metric by its key path
         patterns.append(re.compile(r"^[\w-]+(\.[\w-]+)+$"))
+    if any(named(node) == "finish" for node in calls):  # ch.finish() glues the ledger's prose values
+        patterns.append(re.compile(r"^(run|pub|shape)_\w+$"))
     return patterns
 
 
