@@ -37,3 +37,12 @@ def test_recall_per_depth_ranks_by_cosine():
     np.testing.assert_allclose(retrieval.recall_at_k_per_depth(queries, pool, [0], k=1), [1.0, 0.0])
     with pytest.raises(ValueError, match="zero vector"):
         retrieval.cosine_scores(np.zeros((1, 2)), pool[0])
+
+
+def test_judged_corpus_pairs_every_query_with_sentences_of_the_corpus():
+    from embedding_geometry.core import corpora
+
+    sentences, topics, queries = retrieval.judged_corpus()
+    assert len(sentences) == len(topics) == corpora.CORPUS_SIZE
+    assert queries["queries"] and len(queries["relevant"]) == len(queries["queries"])
+    assert all(0 <= i < len(sentences) for found in queries["relevant"] for i in found)

@@ -238,3 +238,13 @@ def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_ve
         per_unit["hybrid_retrieval.rerank_minus_dense"] = paired_ndcg(ranked["dense + rerank"], ranked["dense"], relevant)
     return {"hybrid_retrieval": {**found, "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
                                  "rerank_minus_dense": rerank_gain}, "per_unit": per_unit}
+
+
+def judged_corpus() -> tuple[list[str], list[str], dict[str, list]]:
+    """The book's corpus as chapters 5 and 6 search it: its sentences, their topics, and the
+    judged queries written against them (:func:`corpus_queries`)."""
+    from ..core.corpora import corpus
+
+    frame = corpus()
+    sentences = frame["sentence"].tolist()
+    return sentences, frame["topic"].tolist(), corpus_queries(sentences)
