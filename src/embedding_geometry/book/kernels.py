@@ -195,7 +195,10 @@ def launch(argv: list[str]) -> int:
         socket.send_fds(connection, [request.encode()], [0, 1, 2])
         reply = connection.makefile()
         pid = int(reply.readline())
-    except (KeyError, OSError, ValueError):
+    except (KeyError, OSError, ValueError) as error:
+        if ADDRESS in os.environ:  # a server was started but did not fork: say so in the chapter's log
+            print(f"kernel server unavailable ({type(error).__name__}: {error}); starting a plain kernel",
+                  file=sys.stderr, flush=True)
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
     for relayed in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(relayed, lambda number, _: os.kill(pid, number))
