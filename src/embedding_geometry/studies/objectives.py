@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import corpora
+from ..core import clock, corpora
 from ..core.errors import ParameterError
 from ..core.models import LoadedModel
 
@@ -171,13 +171,14 @@ def fine_tune(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: st
             if midway is not None and step == settings.steps // 2:
                 midway(_trained(base, model, objective, seed, step))
                 model.train()
-            q, q_mask = _encode(base, model, [pairs[i][0] for i in batch], settings.max_length)
-            d, d_mask = _encode(base, model, [pairs[i][1] for i in batch], settings.max_length)
-            loss = info_nce(SCORES[objective](q, q_mask, d, d_mask), settings.temperature)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
-            optimizer.step()
+            with clock.model_call():  # one training step: forward, backward, update
+                q, q_mask = _encode(base, model, [pairs[i][0] for i in batch], settings.max_length)
+                d, d_mask = _encode(base, model, [pairs[i][1] for i in batch], settings.max_length)
+                loss = info_nce(SCORES[objective](q, q_mask, d, d_mask), settings.temperature)
+                optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
+                optimizer.step()
             losses.append(loss.detach().item())
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
