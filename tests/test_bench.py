@@ -81,7 +81,7 @@ def test_figures_carry_targets_and_met_flags():
     found = bench.figures(results)
     got = lambda start: next(f for f in found if f["figure"].startswith(start))
     assert got("roofline ratio, MiniLM")["met"] is False and got("roofline ratio, MiniLM")["target"] == 0.7
-    assert got("cold build ÷ (forward passes + site build)")["met"] is True
+    assert got("cold build ÷ (model calls + site build)")["met"] is True
     assert got("process start → first model call")["met"] is True
     assert got("warm ÷ cold book build")["met"] is False  # under target, but a chapter ran again
     assert {f["section"] for f in found} == {"roofline", "build"}

@@ -322,14 +322,14 @@ def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
 
 
 def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
-    """The cold build of ``section`` per chapter: wall seconds split into forward passes,
-    analysis and fixed overhead, and the seconds from the kernel's start to its first model call
+    """The cold build of ``section`` per chapter: wall seconds split into model calls (forward
+    passes, training steps), analysis and fixed overhead, and the seconds from the kernel's start to its first model call
     (to its open, for a page that calls no model), wall and the kernel's CPU seconds."""
     chapters = bench.get(section, {}).get("chapters", {})
     rows = [(slug, c["wall_s"], c["forward_s"], c["analysis_s"], c["fixed_s"],
              c["to_first_model_call_s"] if c["model_called"] else f"{c['to_first_model_call_s']} (no model)",
              c.get("cpu_to_first_model_call_s") or "—") for slug, c in chapters.items()]
-    return pd.DataFrame(rows, columns=["chapter", "wall s", "forward s", "analysis s", "fixed s",
+    return pd.DataFrame(rows, columns=["chapter", "wall s", "model s", "analysis s", "fixed s",
                                        "start → first model call s", "its CPU s"])
 
 
