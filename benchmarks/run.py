@@ -154,8 +154,8 @@ def memory(model: str, sizes: list[int]) -> dict:
 
 def build(profile: str = "default", warm: bool = True) -> dict:
     """A cold build of the whole book on ``profile`` (a copy of its sources, an empty activation
-    cache), split per chapter into forward passes, analysis and fixed overhead (book/build's
-    lines, each chapter's ``environment.timing``); then, with ``warm``, the same build again."""
+    cache), split per chapter into model calls, analysis and fixed overhead (book/build's lines,
+    each chapter's ``environment.timing``); then, with ``warm``, the same build again."""
     from embedding_geometry.book.build import copy_sources
 
     workdir = Path(tempfile.mkdtemp(prefix="eg-bench-book-"))
@@ -185,10 +185,10 @@ def _build_once(command: list[str], env: dict) -> tuple[float, str]:
 
 def build_breakdown(output: str, results: Path, cold_s: float) -> dict:
     """Per chapter (from the build's ``ran <slug> <s> s`` lines and each results JSON's
-    ``environment.timing``): wall seconds, forward seconds, fixed overhead (process start → first
-    model call, or → the chapter's open for a page that calls none, plus papermill's launch and
-    shutdown around the kernel) and analysis (the rest); the site build's seconds; and the ratio
-    cold ÷ (Σ forward + site)."""
+    ``environment.timing``): wall seconds, seconds in model calls (``forward_s``: forward passes
+    and training steps), fixed overhead (process start → first model call, or → the chapter's
+    open for a page that calls none, plus papermill's launch and shutdown around the kernel) and
+    analysis (the rest); the site build's seconds; and the ratio cold ÷ (Σ model calls + site)."""
     chapters = {}
     for slug, wall in re.findall(r"^\s*ran\s+(\S+)\s+([\d.]+) s", output, flags=re.M):
         timing = json.loads((results / f"{slug}.json").read_text())["environment"]["timing"]
