@@ -30,7 +30,16 @@
     if (columns < parts.length) spec.columns = columns;
   }
 
+  // The width a chart may take: its own box, but never more than the page's text column (the box
+  // of a chart inside a notebook output can grow with what it holds).
+  function columnWidth(available) {
+    var column = document.querySelector("article.bd-article") || document.querySelector("article");
+    var limit = column ? column.clientWidth : 0;
+    return available && limit ? Math.min(available, limit) : (available || limit);
+  }
+
   window.egFit = function (original, available) {
+    available = columnWidth(available);
     if (!available) return original;
     var spec = JSON.parse(JSON.stringify(original));
     if (spec.hconcat) { spec.concat = spec.hconcat; delete spec.hconcat; wrap(spec, spec.concat, available); }
@@ -47,7 +56,7 @@
     var drawn = element.querySelector("svg, canvas");
     if (!drawn) return;
     var width = drawn.getBoundingClientRect().width;
-    if (width > element.clientWidth + 1) {
+    if (width > columnWidth(element.clientWidth) + 1) {
       drawn.style.maxWidth = "100%";
       drawn.style.height = "auto";
     }
