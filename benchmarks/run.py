@@ -256,7 +256,8 @@ def figures(results: dict) -> list[dict]:
     for section, label in (("build", ""), ("mpnet_build", " (params/mpnet.yaml)")):
         if r := results.get(section):
             out.append(figure(section, f"cold build ÷ (model calls + site build){label}", r["overhead_ratio"], "≤", 3,
-                              f"{r['cold_s']} s cold; {r['forward_s']} s in model calls, {r['site_s']} s site"))
+                              f"profile {r['profile']}: {r['cold_s']} s cold; {r['forward_s']} s in model calls, "
+                              f"{r['site_s']} s site"))
             out.append(figure(section, f"process start → first model call, slowest chapter{label} (s)",
                               r["max_to_first_model_call_s"], "≤", 2, r["slowest_start"]))
     if (r := results.get("build")) and "warm_fraction" in r:

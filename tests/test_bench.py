@@ -75,7 +75,7 @@ def test_figures_carry_targets_and_met_flags():
     results = {"roofline": {"minilm": {"ratio": 0.65, "ratios": [0.6, 0.65, 0.7], "gflop": 10.0, "texts": 8,
                                        "batch_size": 4, "real_token_share": 0.9, "achieved_gflops": [90, 100, 110],
                                        "peak_gflops": [150] * 3}},
-               "build": {"overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
+               "build": {"profile": "default", "overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
                          "max_to_first_model_call_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
                          "warm_s": 10.0, "warm_skipped_every_chapter": False}}
     found = bench.figures(results)
