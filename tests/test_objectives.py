@@ -254,7 +254,7 @@ def test_chart_helpers_state_values_intervals_and_reach():
     values = charts.objective_final_values({"pretrained": block}, ci, "m")
     assert values["final_pretrained_maxsim"] == "0.300 [0.250, 0.350]" and values["final_pretrained_before"] == "0.300"
     assert charts.fingerprint_reach_text({"depth": 2, "present": [False, False, True, True, True]}) == "depth 2 of 4 (l/L = 0.50)"
-    assert charts.fingerprint_reach_text({"depth": None, "present": [True, False]}).startswith("nowhere")
+    assert charts.fingerprint_reach_text({"depth": None, "present": [True, False]}).startswith("none")
     frame = charts.training_loss_frame({"pretrained": block})
     assert list(frame["step"]) == [1, 2] and set(frame["run"]) == {"MaxSim loss, seed 4"}
     assert set(charts.dense_colbert_endpoints()) == {"pub_mxbai_end", "pub_jina_end", "pub_jina_peak"}

@@ -169,7 +169,7 @@ def objective_final_values(blocks: Mapping[str, Mapping], intervals: Mapping[str
 def fingerprint_reach_text(reach: Mapping[str, Any]) -> str:
     """Where a fingerprint's reach starts, in the book's depth wording, or why it has none."""
     if reach["depth"] is None:
-        return "nowhere (the difference does not clear the seed null at the final depth)"
+        return "none (the difference does not clear the seed null even at the final depth)"
     n_layers = len(reach["present"]) - 1
     return depth_text(int(reach["depth"]), n_layers)
 
