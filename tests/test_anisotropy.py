@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from embedding_geometry.book import reducers
 from embedding_geometry.core import geometry
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import anisotropy as an
@@ -305,21 +306,20 @@ def test_cone_formation_series_peak_final_share_and_per_sentence_values():
     assert units["anisotropy"].shape == units["anisotropy_rise"].shape == (2, 3)
     np.testing.assert_allclose(units["anisotropy"].mean(axis=0), result["anisotropy"], atol=1e-12)
     np.testing.assert_allclose(units["anisotropy_rise"].mean(axis=0), result["anisotropy_rise"], atol=1e-12)
-    ratio = units["final_step_share.last_step"].mean() / units["final_step_share.fall"].mean()
-    assert ratio == pytest.approx(result["final_step_share"])
 
 
-def test_final_step_parts_follow_the_runs_peak_and_are_absent_when_the_last_depth_peaks():
+def test_final_step_share_reducer_matches_the_study_and_relocates_the_peak_per_resample():
     rng = np.random.default_rng(1)
     pools = rng.normal(size=(5, 9, 3)) + np.array([0.0, 2.0, 4.0, 1.0, 0.5])[:, None, None]
     result = an.cone_formation(pools)
-    units, peak = result["per_unit"], result["anisotropy_peak_depth"]
-    np.testing.assert_allclose(units["final_step_share.fall"],
-                               units["anisotropy"][:, peak] - units["anisotropy"][:, -1], atol=1e-12)
-    ratio = units["final_step_share.last_step"].mean() / units["final_step_share.fall"].mean()
-    assert ratio == pytest.approx(result["final_step_share"])
+    rows = result["per_unit"]["anisotropy"]
+    assert reducers.reduce_metric(rows.mean(axis=0), "final_step_share") == pytest.approx(result["final_step_share"])
+    # two resamples at once: one peaks inside (share 0.6 / 0.8), one rises to its end (nothing falls: 0)
+    resamples = np.array([[0.1, 0.9, 0.5, 0.3], [0.1, 0.2, 0.3, 0.4]])
+    np.testing.assert_allclose(reducers.reduce_array(resamples, "final_step_share"), [0.2 / 0.6, 0.0])
     rising = an.cone_formation(pools[[0, 4, 1, 2]])  # ends at its peak: nothing falls
-    assert rising["final_step_share"] == 0.0 and "final_step_share.fall" not in rising["per_unit"]
+    assert rising["final_step_share"] == 0.0
+    assert reducers.reduce_metric(rising["anisotropy"], "final_step_share") == 0.0
 
 
 def test_row_means_per_depth_and_text_shares_keep_the_mean():

@@ -162,6 +162,49 @@ def test_ratio_statistic_is_a_ratio_of_means():
     assert intervals.find_samples({"x": {"y": [[1.0], [2.0]]}}, {"path": "x.y"}).n_units == 2
 
 
+def test_difference_of_ratios_resamples_both_with_the_same_units():
+    metrics = {"per_unit": {"a_b": [[1.0], [3.0]], "a_w": [[2.0], [1.0]], "b_b": [[1.0], [1.0]], "b_w": [[1.0], [3.0]]}}
+    spec = {"minuend": ["a_b", "a_w"], "subtrahend": ["b_b", "b_w"]}
+    samples = intervals.find_samples(metrics, spec)
+    assert samples.full() == pytest.approx([4 / 3 - 2 / 4])
+    only_first = np.array([[1.0, 0.0]])  # a resample that drew the first unit twice
+    np.testing.assert_allclose(samples.statistic(only_first), [[1 / 2 - 1 / 1]])
+    assert "no per-unit samples" in intervals.find_samples(metrics, {"minuend": "a_b", "subtrahend": "absent"})
+    metrics["per_unit"]["c"] = [[1.0], [2.0], [3.0]]
+    assert "differ in shape" in intervals.find_samples(metrics, {"minuend": "a_b", "subtrahend": "c"})
+
+
+def test_bootstraps_keep_the_band_and_its_draws():
+    metrics = {"per_unit": {"x": np.random.default_rng(2).normal(size=(12, 3))}}
+    found = intervals.bootstraps(metrics, {"x": "x"}, seed=0, resamples=200)["x"]
+    assert found.n_units == 12 and found.draws.shape == (200, 3)
+    np.testing.assert_allclose(found.band, intervals.series_band(intervals.Samples(metrics["per_unit"]["x"]), 0, "x", 200))
+    with pytest.raises(KeyError, match="absent"):
+        intervals.bootstraps(metrics, {"y": "absent"}, seed=0)
+
+
+def test_a_stored_interval_judges_a_statistic_that_is_no_mean(tmp_path):
+    text = """
+claims:
+  - id: reach
+    statement: the difference reaches back over half the depths
+    source: s
+    metric: reach.share
+    unit: sentences
+    samples: {interval: reach.share_interval, n_units: reach.n_units}
+    shape: {test: above, args: {bound: 0.5}}
+"""
+    v = judged(tmp_path, text, {"reach": {"share": 0.8, "share_interval": [0.6, 1.0], "n_units": 24}})["reach"]
+    assert v.verdict == "holds" and v.interval == (0.6, 1.0) and v.n_units == 24
+    v = judged(tmp_path, text, {"reach": {"share": 0.6, "share_interval": [0.4, 0.8], "n_units": 24}})["reach"]
+    assert v.verdict == "inconclusive"
+    v = judged(tmp_path, text, {"reach": {"share": 0.6, "n_units": 24}})["reach"]
+    assert v.interval is None and "no stored interval" in v.interval_note and v.verdict.endswith("(no interval)")
+    series = text.replace("{test: above, args: {bound: 0.5}}", "{test: peaks_inside}")
+    with pytest.raises(claims.LedgerError, match="stored interval"):
+        judged(tmp_path, series, {"reach": {"share": 0.6}})
+
+
 def per_unit_ledger(extra=""):
     return f"""
 claims:
@@ -409,7 +452,9 @@ def test_summary_names_every_claim_that_does_not_hold(tmp_path):
 def test_findings_box_and_markdown_to_glue(tmp_path):
     found = mixed(tmp_path)
     box = claims.findings(found, ["score", "weak", "absent"])
-    assert box.startswith(":::{admonition} What this run found") and box.count("\n- ") == 3
+    # the section heading says "What this run found"; the box is titled by its tally
+    assert box.startswith(":::{admonition} 3 headline claims — holds 1, inconclusive 1, not measured 1\n")
+    assert "What this run found" not in box and box.count("\n- ") == 3
     assert "**inconclusive** · The weak score is high: 0.5" in box
     with pytest.raises(ValueError, match="3 to 6"):
         claims.findings(found, ["score"] * 7)

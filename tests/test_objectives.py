@@ -180,14 +180,24 @@ def test_seed_mean_difference_and_seed_null_by_hand():
 
 def test_reach_counts_back_from_the_last_depth():
     null = np.array([0.1, 0.1, 0.1, 0.1, 0.1])
-    band = np.array([[0.2, 0.0, 0.2, 0.3, 0.4], [0.3, 0.2, 0.4, 0.5, 0.6]])  # clears at 0, 2, 3, 4
-    found = study.reach(band, null)
+    diff = np.array([0.2, 0.05, 0.2, -0.3, 0.4])  # |d| clears the null at 0, 2, 3, 4: back to depth 2
+    found = study.reach(diff, null)
     assert found["depth"] == 2 and found["relative_depth"] == 0.5 and found["share"] == pytest.approx(3 / 5)
-    below = study.reach(-band[::-1], null)  # a negative difference counts too
-    assert below["depth"] == 2
-    assert study.reach(np.array([[0.2] * 3, [0.3] * 3]), np.zeros(3))["share"] == 1.0
-    absent = study.reach(np.array([[0.2, 0.0], [0.3, 0.2]]), np.array([0.1, 0.1]))
+    assert "share_interval" not in found
+    assert study.reach(np.full(3, 0.2), np.zeros(3))["share"] == 1.0
+    absent = study.reach(np.array([0.2, 0.05]), np.array([0.1, 0.1]))
     assert absent["depth"] is None and absent["share"] == 0.0
+
+
+def test_reach_interval_is_the_percentile_interval_of_the_resampled_counts():
+    null = np.full(4, 0.1)
+    # 40 draws reach back 4 depths (all), 40 reach 2, 20 reach 0 (absent at the last depth)
+    draws = np.array([[0.2, 0.2, 0.2, 0.2]] * 40 + [[0.2, 0.0, 0.2, 0.2]] * 40 + [[0.2, 0.2, 0.2, 0.0]] * 20)
+    found = study.reach(np.array([0.0, 0.2, 0.2, 0.2]), null, draws, n_units=7)
+    assert found["share"] == 0.75 and found["n_units"] == 7
+    assert found["share_interval"] == [0.0, 1.0] and found["depth_interval"] == [0, None]
+    tight = study.reach(np.full(4, 0.2), null, draws[:40])
+    assert tight["share_interval"] == [1.0, 1.0] and tight["depth_interval"] == [0, 0]
 
 
 def test_sample_specs_and_kept_units():
@@ -255,6 +265,9 @@ def test_chart_helpers_state_values_intervals_and_reach():
     assert values["final_pretrained_maxsim"] == "0.300 [0.250, 0.350]" and values["final_pretrained_before"] == "0.300"
     assert charts.fingerprint_reach_text({"depth": 2, "present": [False, False, True, True, True]}) == "depth 2 of 4 (l/L = 0.50)"
     assert charts.fingerprint_reach_text({"depth": None, "present": [True, False]}).startswith("none")
+    spanned = {"depth": 2, "present": [False] * 2 + [True] * 3, "depth_interval": [1, None]}
+    assert charts.fingerprint_reach_text(spanned) == "depth 2 of 4 (l/L = 0.50); 95 % interval: depth 1 of 4 to none"
+    assert charts.fingerprint_reach_text(spanned, short=True) == "0.50 [0.25, none]"
     frame = charts.training_loss_frame({"pretrained": block})
     assert list(frame["step"]) == [1, 2] and set(frame["run"]) == {"MaxSim loss, seed 4"}
     assert set(charts.dense_colbert_endpoints()) == {"pub_mxbai_end", "pub_jina_end", "pub_jina_peak"}

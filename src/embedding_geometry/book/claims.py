@@ -18,7 +18,11 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         samples: <key>            # metrics["per_unit"][<key>], [n_units, …], mean over axis 0 =
                                   # the metric; default: the claim's metric key. Or {path: a.b}
                                   # (a key path from the top of metrics), or [numerator, denominator]
-                                  # for a ratio of means (each a key or {path: …}).
+                                  # for a ratio of means (each a key or {path: …}), or {minuend: …,
+                                  # subtrahend: …} for a difference of two on the same units. A
+                                  # statistic that is no mean of its units (a count of depths against
+                                  # a null): {interval: <path of [low, high]>, n_units: <path>}, the
+                                  # chapter's own bootstrap of it.
         null: {kind: control, metric: <key>}   # or {kind: chance, value: 0.25}; kinds: NULL_KINDS
         # --- how strict
         fraction: 0.5             # the bound is this share of the published magnitude (above:
@@ -118,6 +122,9 @@ class Claim:
             self._refuse(f"unit must be one of {intervals.UNITS}; got {self.unit!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
+        if isinstance(self.samples, Mapping) and "interval" in self.samples and self.shape \
+                and self.shape.get("test") in shapes.SERIES_SHAPES:
+            self._refuse("a stored interval judges one number; a series test needs per-unit samples")
         if self.null is not None:
             if self.null.get("kind") not in NULL_KINDS or ("metric" in self.null) == ("value" in self.null):
                 self._refuse(f"null needs kind (one of {sorted(NULL_KINDS)}) and either metric or value; got {dict(self.null)}")
@@ -256,7 +263,10 @@ def _verdict(claim: Claim, metrics: Mapping[str, Any], model: str, seed: int, re
         numeric = "reproduced" if close else "not reproduced"
     found = dict(claim=claim, measured=measured, model=model, numeric=numeric, null=null,
                  depth=reducers.where(claim.reduce, raw, claim.series))
-    resampled, found["n_units"], found["interval_note"] = _resample(claim, metrics, measured, seed, resamples)
+    if isinstance(claim.samples, Mapping) and "interval" in claim.samples:
+        resampled, found["interval"], found["n_units"], found["interval_note"] = None, *_stored_interval(claim, metrics)
+    else:
+        resampled, found["n_units"], found["interval_note"] = _resample(claim, metrics, measured, seed, resamples)
     if resampled is not None:
         found["interval"] = intervals.percentile_interval(_reduced(claim, resampled))
     if claim.test is None:
@@ -297,6 +307,17 @@ def _resample(claim: Claim, metrics: Mapping[str, Any], measured: float, seed: i
                           f"must average over axis 0 to the metric")
     rng = intervals.generator(seed, claim.id)
     return intervals.resampled(samples, resamples, rng), samples.n_units, None
+
+
+def _stored_interval(claim: Claim, metrics: Mapping[str, Any]) -> tuple[tuple[float, float] | None, int | None, str | None]:
+    """(interval, n_units, None) from the paths of ``samples: {interval, n_units}``, or
+    (None, None, why) when the chapter stored none."""
+    try:
+        low, high = (float(x) for x in lookup(metrics, claim.samples["interval"]))
+    except (KeyError, TypeError, ValueError):
+        return None, None, f"no stored interval at '{claim.samples['interval']}'"
+    n_units = lookup(metrics, claim.samples["n_units"]) if "n_units" in claim.samples else None
+    return (low, high), None if n_units is None else int(n_units), None
 
 
 def _reduced(claim: Claim, stats: np.ndarray) -> np.ndarray:

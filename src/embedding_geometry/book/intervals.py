@@ -8,7 +8,9 @@ dilution key, compound or training seed)::
 
 whose mean over axis 0 *is* the metric (for ``separability_ratio``: between / within, the
 numerator and the denominator are stored per unit, and the metric is the ratio of their means).
-The ledger names the array with ``samples`` (see :mod:`embedding_geometry.book.claims`).
+The ledger names the array with ``samples`` (see :mod:`embedding_geometry.book.claims`). A
+difference of two such statistics on the same units (``{minuend: …, subtrahend: …}``, e.g. two
+models' separability ratios on the same sentences) is resampled with the same draws for both.
 
 **The bootstrap.** Draw B sets of n_units rows with replacement (seeded), recompute the mean —
 or the ratio of means — of each set, reduce it as the claim does, and take the 2.5th and 97.5th
@@ -40,6 +42,7 @@ class Samples:
     numerator: np.ndarray
     denominator: np.ndarray | None = None
     source: str = ""
+    minus: "Samples | None" = None  # a statistic on the same units, subtracted (paired draws)
 
     @property
     def n_units(self) -> int:
@@ -56,7 +59,8 @@ class Samples:
         value = weights @ self.numerator.reshape(self.n_units, -1)
         if self.denominator is not None:
             value = value / (weights @ self.denominator.reshape(self.n_units, -1))
-        return value.reshape((weights.shape[0], *self.rest))
+        value = value.reshape((weights.shape[0], *self.rest))
+        return value if self.minus is None else value - self.minus.statistic(weights)
 
     def full(self) -> np.ndarray:
         """The statistic on every unit once (what the metric must equal)."""
@@ -90,7 +94,10 @@ def _numeric(value: Any) -> np.ndarray | None:
 
 def find_samples(metrics: Mapping[str, Any], spec: Any) -> Samples | str:
     """The :class:`Samples` that ``spec`` names (a key or ``{path: …}``; a list of two, or
-    ``{numerator: …, denominator: …}``, for a ratio of means), or a string saying why there are none."""
+    ``{numerator: …, denominator: …}``, for a ratio of means; ``{minuend: …, subtrahend: …}``,
+    each one of those, for a difference on the same units), or a string saying why there are none."""
+    if isinstance(spec, Mapping) and "minuend" in spec:
+        return _difference(find_samples(metrics, spec["minuend"]), find_samples(metrics, spec["subtrahend"]))
     if isinstance(spec, Mapping) and "numerator" in spec:
         spec = [spec["numerator"], spec["denominator"]]
     parts = spec if isinstance(spec, (list, tuple)) else [spec]
@@ -105,6 +112,16 @@ def find_samples(metrics: Mapping[str, Any], spec: Any) -> Samples | str:
     if len(arrays) == 2 and arrays[0][0].shape != arrays[1][0].shape:
         return f"numerator {arrays[0][0].shape} and denominator {arrays[1][0].shape} samples differ in shape"
     return Samples(arrays[0][0], arrays[1][0] if len(arrays) == 2 else None, " ÷ ".join(w for _, w in arrays))
+
+
+def _difference(a: Samples | str, b: Samples | str) -> Samples | str:
+    if isinstance(a, str) or isinstance(b, str):
+        return a if isinstance(a, str) else b
+    if a.minus is not None or b.minus is not None:
+        return "a difference of differences is not supported: name two means or ratios of means"
+    if (a.n_units, a.rest) != (b.n_units, b.rest):
+        return f"minuend {(a.n_units, *a.rest)} and subtrahend {(b.n_units, *b.rest)} samples differ in shape"
+    return Samples(a.numerator, a.denominator, f"{a.source} − {b.source}", b)
 
 
 def generator(seed: int, name: str) -> np.random.Generator:
@@ -131,8 +148,38 @@ def series_band(samples: Samples, seed: int, name: str, resamples: int = RESAMPL
     """[2, *rest]: the central ``level`` percentile interval of every entry of the statistic (a
     whole per-depth curve at once: low row, high row) over ``resamples`` bootstrap resamples
     drawn from a generator seeded by (``seed``, ``name``)."""
+    return _band(resampled(samples, resamples, generator(seed, name)), level)
+
+
+def _band(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
     tail = 100 * (1 - level) / 2
-    return np.nanpercentile(resampled(samples, resamples, generator(seed, name)), [tail, 100 - tail], axis=0)
+    return np.nanpercentile(draws, [tail, 100 - tail], axis=0)
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """One statistic's bootstrap: its ``band`` [2, …] (:func:`series_band`), the ``draws``
+    [B, …] it is taken from, and the ``n_units`` resampled."""
+
+    band: np.ndarray
+    draws: np.ndarray
+    n_units: int
+
+
+def bootstraps(metrics: Mapping[str, Any], specs: Mapping[str, Any], seed: int,
+               resamples: int = RESAMPLES) -> dict[str, Bootstrap]:
+    """Every ``specs`` entry (name → samples spec, see :func:`find_samples`) resampled as
+    :func:`series_band` resamples it (seeded by ``seed`` and the name); the draws are kept for a
+    statistic that is not a mean of the units (e.g. a count of depths against a null).
+    Raises KeyError naming the spec whose samples are missing."""
+    found = {}
+    for name, spec in specs.items():
+        samples = find_samples(metrics, spec)
+        if isinstance(samples, str):
+            raise KeyError(f"{name}: {samples}")
+        draws = resampled(samples, resamples, generator(seed, name))
+        found[name] = Bootstrap(_band(draws), draws, samples.n_units)
+    return found
 
 
 def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float] | None:

@@ -19,6 +19,9 @@ Every reducer works on the **last axis** of an array: the same code reduces the 
 ``last_fraction:f``  the share of the total in the last f of relative depth:
                    Σ_{r_i > 1 − f} x_i ÷ Σ_i x_i (a histogram over blocks: on L = 24 and
                    f = 0.1 the last 3 blocks; on L = 6 the last one)
+``final_step_share``  (x_{L−1} − x_L) ÷ (max_l x_l − x_L): the share of the fall from the peak
+                   made by the last step; 0 when the last entry is the peak (nothing falls). On
+                   bootstrap resamples the peak is found again in each resample.
 =================  ==========================================================================
 """
 
@@ -83,6 +86,12 @@ def _tail(f: float, n: int, series: str) -> np.ndarray:
     return positions(n, series) > 1 - f + _EPS
 
 
+def _final_step_share(x: np.ndarray, series: str) -> np.ndarray:
+    fall = np.max(x, axis=-1) - x[..., -1]
+    step = x[..., -2] - x[..., -1]
+    return np.where(fall > 0, step / np.where(fall > 0, fall, 1.0), 0.0)
+
+
 NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "first": lambda x, s: x[..., 0],
     "last": lambda x, s: x[..., -1],
@@ -94,6 +103,7 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "argmin": _argmin,
     "argmax_relative": lambda x, s: _argmax(x, s) / depth_count(x.shape[-1], s),
     "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
+    "final_step_share": _final_step_share,
 }
 
 PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
@@ -148,6 +158,8 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     fixed = {"first": 0, "last": n - 1, "penultimate": n - 2}
     if name in fixed:
         return entry_text(fixed[name], n, series)
+    if name == "final_step_share":
+        return f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, of the fall from {entry_text(int(np.argmax(x)), n, series)}"
     if name in ("max", "argmax", "argmax_relative"):
         return entry_text(int(np.argmax(x)), n, series)
     if name in ("min", "argmin", "argmin_relative"):

@@ -36,8 +36,8 @@ verdict intervals, every other key and value is as before). The topic keys come 
 
     cone_formation(pools)                          Experiment 1: when does the cone form?
       anisotropy [L + 1]; final_step_share; new: anisotropy_peak_depth, anisotropy_rise [L + 1]
-      (A_l − A_0); per_unit: anisotropy, anisotropy_rise [N, L + 1]; final_step_share.last_step
-      and .fall [N] (a_s[L−1] − a_s[L] and a_s[peak] − a_s[L]: their ratio of means)
+      (A_l − A_0); per_unit: anisotropy, anisotropy_rise [N, L + 1] (the final step's share is
+      a function of the anisotropy series: its interval resamples the sentences' rows of it)
     pooling_gap(pools, tokens, owners)             Experiment 2: how much does pooling make?
       token_anisotropy [L + 1] on the token_sample rows; anisotropy_gap [L + 1] = sentence − token;
       new: pooling_share [L + 1] = gap / sentence; per_unit: token_anisotropy [n_tok, L + 1]
@@ -128,13 +128,10 @@ def nearest_depth(relative: float, n_layers: int) -> int:
 def cone_formation(pools: np.ndarray) -> dict:
     """Experiment 1 on mean pools [L + 1, N, D]: sentence-level anisotropy at every depth, its
     rise from depth 0, the depth of its peak and the share of the fall from the peak made by
-    the last step, with each sentence's values (the final step's only when something falls)."""
+    the last step, with each sentence's values."""
     rows, series = row_means_per_depth(pools), anisotropy_per_depth(pools)
     peak = int(np.argmax(series))
     per_unit = {"anisotropy": rows, "anisotropy_rise": rows - rows[:, :1]}
-    if peak < len(series) - 1:
-        per_unit.update({"final_step_share.last_step": rows[:, -2] - rows[:, -1],
-                         "final_step_share.fall": rows[:, peak] - rows[:, -1]})
     return {"anisotropy": series, "final_step_share": final_step_share(series), "anisotropy_peak_depth": peak,
             "anisotropy_rise": series - series[0], "per_unit": per_unit}
 

@@ -32,7 +32,8 @@ are ``before`` and the objectives ``mean_pool`` and ``maxsim``; ``curves`` = {me
     midway      {objective: curves}                     the seed mean after half the steps
     one_topic   {variant: collapse curves}              the exercise's five one-topic sentences
     loss        {objective: {seed_<k>: {losses, first, last}}}
-    reach       {measure: {depth, relative_depth, share, present [L + 1]}}   added by :func:`reaches`
+    reach       {measure: {depth, relative_depth, share, present [L + 1], share_interval,
+                depth_interval}}                    added by :func:`reaches`
     intervals   (top level) {<start>.<path>.<measure>: [2, L + 1]}  95 % band of every curve with per-unit values
 
 ``per_unit`` holds, under ``objectives.<start>.<path>.<measure>``, the [n_units, L + 1] values
@@ -224,23 +225,40 @@ def kept_units(per_unit: Mapping[str, Any]) -> dict[str, Any]:
             if ".runs." not in key and not key.endswith("cross_sentence_baseline")}
 
 
-def reach(band: np.ndarray, null: np.ndarray) -> dict[str, Any]:
-    """How far back a difference is visible. At depth l it is *present* when its 95 % interval
-    ``band`` ([2, L + 1]: low, high) clears the seed null: low > null_l or high < −null_l. Counting
-    back from depth L, the run of depths where it is present gives its ``share`` of the L + 1
-    depths, the shallowest ``depth`` of the run and its ``relative_depth`` l / L (None when the
-    difference is absent at L)."""
-    low, high = np.asarray(band, dtype=float)
+def reach(difference: np.ndarray, null: np.ndarray, draws: np.ndarray | None = None, n_units: int | None = None,
+          level: float = 0.95) -> dict[str, Any]:
+    """How far back a difference is visible. At depth l it is *present* when |d_l| > n_l, the
+    seed null there. Counting back from depth L, the run of k depths where it is present gives
+    its ``share`` k / (L + 1), the shallowest ``depth`` of the run, L + 1 − k, and its
+    ``relative_depth`` l / L (None when k = 0: absent at L). With ``draws`` [B, L + 1], bootstrap
+    resamples of d over the units, ``share_interval`` is the central ``level`` percentile
+    interval of the B resampled shares, ``depth_interval`` the depths it spans (None: absent)
+    and ``n_units`` the number of units resampled."""
     null = np.asarray(null, dtype=float)
-    present = (low > null) | (high < -null)
-    back = len(present) if present.all() else int(np.argmin(present[::-1]))
-    n_layers = len(present) - 1
+    present = np.abs(np.asarray(difference, dtype=float)) > null
+    back, n_layers = _run_back(present), len(present) - 1
     depth = None if back == 0 else n_layers + 1 - back
-    return {"depth": depth, "relative_depth": None if depth is None else depth / n_layers,
-            "share": back / (n_layers + 1), "present": present}
+    out = {"depth": depth, "relative_depth": None if depth is None else depth / n_layers,
+           "share": back / (n_layers + 1), "present": present}
+    if draws is not None:
+        backs = np.array([_run_back(row) for row in np.abs(np.asarray(draws, dtype=float)) > null])
+        tail = 100 * (1 - level) / 2
+        low, high = np.percentile(backs, [tail, 100 - tail])
+        out["share_interval"] = [float(low) / (n_layers + 1), float(high) / (n_layers + 1)]
+        out["depth_interval"] = [None if high == 0 else int(n_layers + 1 - high),
+                                 None if low == 0 else int(n_layers + 1 - low)]
+        out["n_units"] = n_units
+    return out
 
 
-def reaches(block: Mapping[str, Any], bands: Mapping[str, Any], prefix: str) -> dict[str, dict[str, Any]]:
-    """:func:`reach` of every banded measure's difference (its band under
-    ``<prefix>.difference.<measure>`` in ``bands``) against the block's seed null."""
-    return {key: reach(bands[f"{prefix}.difference.{key}"], block["seed_null"][key]) for key in BANDED}
+def _run_back(present: np.ndarray) -> int:
+    """The length of the run of True at the end of ``present``."""
+    return len(present) if present.all() else int(np.argmin(present[::-1]))
+
+
+def reaches(block: Mapping[str, Any], draws: Mapping[str, tuple[np.ndarray, int]], prefix: str) -> dict[str, dict[str, Any]]:
+    """:func:`reach` of every banded measure's difference against the block's seed null, with
+    the difference's bootstrap resamples and unit count from ``draws`` (keyed
+    ``<prefix>.difference.<measure>``)."""
+    return {key: reach(block["difference"][key], block["seed_null"][key], *draws[f"{prefix}.difference.{key}"])
+            for key in BANDED}

@@ -123,7 +123,8 @@ def training_loss_frame(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
 
 def fingerprint_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str]) -> pd.DataFrame:
     """Per measure (rows, named by ``measures``) and start: the final-depth difference (mean-pool
-    copy − MaxSim copy), the seed null there, and how far back the difference clears the null."""
+    copy − MaxSim copy), the seed null there, and how far back the difference clears the null
+    (the shallowest depth of the run, with the depths its 95 % interval spans)."""
     rows = []
     for key, name in measures.items():
         row: dict[str, Any] = {"measure": name}
@@ -131,7 +132,7 @@ def fingerprint_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str
             reach = block["reach"][key]
             row[f"final difference ({start})"] = round(float(block["difference"][key][-1]), 4)
             row[f"seed null ({start})"] = round(float(block["seed_null"][key][-1]), 4)
-            row[f"present from l/L ({start})"] = "—" if reach["depth"] is None else f"{reach['relative_depth']:.2f}"
+            row[f"present from ({start})"] = fingerprint_reach_text(reach, short=True)
         rows.append(row)
     return pd.DataFrame(rows).set_index("measure")
 
@@ -166,12 +167,21 @@ def objective_final_values(blocks: Mapping[str, Mapping], intervals: Mapping[str
             for start, block in blocks.items() for variant in OBJECTIVE_LABELS}
 
 
-def fingerprint_reach_text(reach: Mapping[str, Any]) -> str:
-    """Where a fingerprint's reach starts, in the book's depth wording, or why it has none."""
-    if reach["depth"] is None:
-        return "none (the difference does not clear the seed null even at the final depth)"
+def fingerprint_reach_text(reach: Mapping[str, Any], short: bool = False) -> str:
+    """Where a fingerprint's reach starts, in the book's depth wording (its l/L alone when
+    ``short``), then the shallowest and the deepest start within its 95 % interval; or why it
+    has none ("none": absent at the final depth)."""
     n_layers = len(reach["present"]) - 1
-    return depth_text(int(reach["depth"]), n_layers)
+    depth = reach["depth"]
+    if depth is None:
+        found = "none" if short else "none (the difference does not clear the seed null even at the final depth)"
+    else:
+        found = f"{depth / n_layers:.2f}" if short else depth_text(int(depth), n_layers)
+    if reach.get("depth_interval") is None:
+        return found
+    low, high = ("none" if l is None else (f"{l / n_layers:.2f}" if short else f"depth {l} of {n_layers}")
+                 for l in reach["depth_interval"])
+    return f"{found} [{low}, {high}]" if short else f"{found}; 95 % interval: {low} to {high}"
 
 
 def dense_colbert_endpoints() -> dict[str, str]:
