@@ -203,9 +203,10 @@ def sentence(record: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- box, summary, legend
 
 def findings(items: Iterable[Any], ids: list[str] | None = None, limit: int = 6) -> str:
-    """The "What this run found" box (MyST): the claims ``ids`` (3 to 6 of them), else the
-    ledger's ``headline`` claims, else the first counted claims (at most ``limit``), each with
-    its verdict, number and interval."""
+    """The box under a chapter's "What this run found" heading (MyST): the claims ``ids`` (3 to
+    6 of them), else the ledger's ``headline`` claims, else the first counted claims (at most
+    ``limit``), each with its verdict, number and interval. The heading names the section, so
+    the box is titled by its tally ("5 headline claims — holds 3, does not hold 2")."""
     chosen = _records(items)
     if ids is not None:
         if not 3 <= len(ids) <= 6:
@@ -217,8 +218,11 @@ def findings(items: Iterable[Any], ids: list[str] | None = None, limit: int = 6)
         chosen = [by_id[i] for i in ids]
     else:
         chosen = [r for r in chosen if r.get("headline")] or [r for r in chosen if verdict_of(r) in COUNTED]
-    lines = [f"- **{verdict_of(r)}** · {sentence(r).split(' — ', 1)[0]}: {evidence(r)}." for r in chosen[:limit]]
-    return ":::{admonition} What this run found\n:class: tip\n" + "\n".join(lines or ["- no claims"]) + "\n:::\n"
+    shown = chosen[:limit]
+    lines = [f"- **{verdict_of(r)}** · {sentence(r).split(' — ', 1)[0]}: {evidence(r)}." for r in shown]
+    counts = ", ".join(f"{v} {n}" for v, n in tally(shown).items())
+    title = f"{len(shown)} headline claim{'' if len(shown) == 1 else 's'} — {counts}" if shown else "No claims"
+    return f":::{{admonition}} {title}\n:class: tip\n" + "\n".join(lines or ["- no claims"]) + "\n:::\n"
 
 
 def tally(items: Iterable[Any]) -> dict[str, int]:
