@@ -57,18 +57,18 @@ def test_build_breakdown_splits_each_chapter(tmp_path):
     output = ("     ran  01_a      20.0 s  \n     ran  98_b       2.0 s  \n skipped  02_c       0.0 s  \n"
               "    site  jupyter-book build                         30.0 s\n")
     timing = lambda first, forward, open_s, process: {
-        "environment": {"timing": {"process_to_first_model_call_s": first, "forward_seconds": forward,
+        "environment": {"timing": {"process_to_first_model_use_s": first, "forward_seconds": forward,
                                    "process_to_open_s": open_s, "process_seconds": process,
-                                   "cpu_to_first_model_call_s": first and first / 2, "torch_threads": 2}}}
+                                   "cpu_to_first_model_use_s": first and first / 2, "torch_threads": 2}}}
     (tmp_path / "01_a.json").write_text(json.dumps(timing(1.5, 12.0, 0.5, 19.0)))
     (tmp_path / "98_b.json").write_text(json.dumps(timing(None, 0.0, 0.8, 1.0)))
     report = bench.build_breakdown(output, tmp_path, cold_s=60.0)
     a, b = report["chapters"]["01_a"], report["chapters"]["98_b"]
     assert (a["fixed_s"], a["forward_s"], a["analysis_s"]) == (2.5, 12.0, 5.5)  # 1.5 to the first call + 1.0 papermill
-    assert (b["fixed_s"], b["analysis_s"], b["model_called"]) == (1.8, 0.2, False)  # 0.8 to the open + 1.0
+    assert (b["fixed_s"], b["analysis_s"], b["model_used"]) == (1.8, 0.2, False)  # 0.8 to the open + 1.0
     assert report["site_s"] == 30.0 and report["forward_s"] == 12.0 and report["build_process_s"] == 8.0
     assert report["overhead_ratio"] == round(60 / 42, 2)
-    assert report["slowest_start"] == "01_a" and report["max_to_first_model_call_s"] == 1.5
+    assert report["slowest_start"] == "01_a" and report["max_to_first_model_use_s"] == 1.5
 
 
 def test_figures_carry_targets_and_met_flags():
@@ -76,13 +76,13 @@ def test_figures_carry_targets_and_met_flags():
                                        "batch_size": 4, "real_token_share": 0.9, "achieved_gflops": [90, 100, 110],
                                        "peak_gflops": [150] * 3}},
                "build": {"profile": "default", "overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
-                         "max_to_first_model_call_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
+                         "max_to_first_model_use_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
                          "warm_s": 10.0, "warm_skipped_every_chapter": False}}
     found = bench.figures(results)
     got = lambda start: next(f for f in found if f["figure"].startswith(start))
     assert got("roofline ratio, MiniLM")["met"] is False and got("roofline ratio, MiniLM")["target"] == 0.7
     assert got("cold build ÷ (model calls + site build)")["met"] is True
-    assert got("process start → first model call")["met"] is True
+    assert got("process start → first model use")["met"] is True
     assert got("warm ÷ cold book build")["met"] is False  # under target, but a chapter ran again
     assert {f["section"] for f in found} == {"roofline", "build"}
 
@@ -92,14 +92,29 @@ def test_figures_carry_targets_and_met_flags():
 def test_model_call_clock_accumulates_and_stamps_the_first_call(monkeypatch):
     monkeypatch.setattr(clock, "_totals", {"seconds": 0.0, "calls": 0})
     monkeypatch.setattr(clock, "_first", {})
-    assert clock.timing()["process_to_first_model_call_s"] is None
+    assert clock.timing()["process_to_first_model_use_s"] is None
     for _ in range(2):
         with clock.model_call():
             time.sleep(0.01)
     timing = clock.timing(opened=time.time())
     assert timing["forward_calls"] == 2 and timing["forward_seconds"] >= 0.02
-    assert 0 < timing["process_to_first_model_call_s"] <= timing["process_seconds"]
-    assert timing["process_to_open_s"] >= timing["process_to_first_model_call_s"]
+    assert 0 < timing["process_to_first_model_use_s"] <= timing["process_seconds"]
+    assert timing["process_to_open_s"] >= timing["process_to_first_model_use_s"]
+
+
+def test_a_cache_read_is_a_model_use_but_no_model_call(monkeypatch, tmp_path, tiny_bert_dir):
+    from embedding_geometry.core import activations, models
+
+    loaded = models.load(str(tiny_bert_dir))
+    activations.extract(loaded, ["a cached sentence"], cache_dir=tmp_path, progress=False)
+    monkeypatch.setattr(clock, "_totals", {"seconds": 0.0, "calls": 0})
+    monkeypatch.setattr(clock, "_first", {})
+    activations.extract(loaded, ["a cached sentence"], cache_dir=tmp_path, progress=False)  # read back
+    timing = clock.timing()
+    assert timing["forward_calls"] == 0 and timing["process_to_first_model_use_s"] is not None
+    first = dict(clock._first)
+    clock.model_used()  # later uses change nothing
+    assert clock._first == first
 
 
 def test_process_start_is_read_to_the_tick():
@@ -149,8 +164,8 @@ def test_every_chapter_of_the_built_book_records_where_its_time_went(built_book)
     assert set(report["chapters"]) >= {"00_the_model", "01_layer_by_layer", "98_performance"}
     for slug, chapter in report["chapters"].items():
         assert chapter["wall_s"] >= chapter["forward_s"] >= 0 and chapter["fixed_s"] > 0, slug
-    assert all(report["chapters"][slug]["model_called"] for slug in ("00_the_model", "01_layer_by_layer"))
-    assert not report["chapters"]["98_performance"]["model_called"]
+    assert all(report["chapters"][slug]["model_used"] for slug in ("00_the_model", "01_layer_by_layer"))
+    assert not report["chapters"]["98_performance"]["model_used"]
     assert report["site_s"] > 0
 
 

@@ -117,6 +117,28 @@ def test_the_two_objectives_differ_and_midway_is_a_run_of_half_the_steps(tiny_be
         objectives.fine_tune(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
 
 
+def test_a_start_given_as_a_function_is_made_when_its_turn_comes(tiny_bert):
+    from embedding_geometry.core import activations
+
+    made = []
+
+    def make():
+        made.append(len(measured))  # how many texts sets were measured before this start was made
+        return tiny_bert
+
+    measured = []
+
+    def extract(model, texts):
+        measured.append(len(texts))
+        return activations.extract(model, texts, cache=False, progress=False)
+
+    inputs = study.texts(["The cat sat on the mat.", "A dog ran in the park.", "Rain fell all day long."])
+    settings = objectives.Settings(**{**vars(SETTINGS), "steps": 2})
+    block = study.experiment({0: tiny_bert, 1: make}, TINY_PAIRS, settings, extract, inputs, "objectives.p")
+    assert len(made) == 1 and made[0] > 0  # built once, after seed 0's models were measured
+    assert set(block["runs"]["before"]) == {"seed_0", "seed_1"}
+
+
 # --------------------------------------------------------------------------- the training pairs
 
 def test_training_pairs_follow_the_two_rules_of_the_file_and_hold_out_every_measured_text():

@@ -149,9 +149,9 @@ BENCH = {
                 pages.figure("build", "warm ÷ cold book build", 0.1, "<", 0.15, "", met=False),
                 pages.figure("memory", "chapter 4 peak RSS", 1.04, "≤", 1.10, "200 texts: 500 MiB")],
     "build": {"chapters": {"01_a": {"wall_s": 20.0, "forward_s": 12.0, "analysis_s": 5.5, "fixed_s": 2.5,
-                                    "to_first_model_call_s": 1.5, "model_called": True, "cpu_to_first_model_call_s": 0.7},
+                                    "to_first_model_use_s": 1.5, "model_used": True, "cpu_to_first_model_use_s": 0.7},
                            "98_b": {"wall_s": 2.0, "forward_s": 0.0, "analysis_s": 0.2, "fixed_s": 1.8,
-                                    "to_first_model_call_s": 0.8, "model_called": False}}},
+                                    "to_first_model_use_s": 0.8, "model_used": False}}},
     "machine": {"cpus": 2, "command": ".venv/bin/python benchmarks/run.py"},
 }
 
@@ -162,7 +162,7 @@ def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch)
     assert table["target"].tolist() == ["≥ 0.7", "≥ 20", "information", "< 0.15", "≤ 1.1"]
     assert pages.figure("s", "x", 3.0, "≤", 3)["met"] and not pages.figure("s", "x", 3.0, "<", 3)["met"]
     assert pages.performance_table({}).empty
-    assert pages.build_table(BENCH)["start → first model call s"].tolist() == [1.5, "0.8 (no model)"]
+    assert pages.build_table(BENCH)["start → first model use s"].tolist() == [1.5, "0.8 (no model)"]
     assert pages.build_table(BENCH)["its CPU s"].tolist() == [0.7, "—"]
     (tmp_path / "_config.yml").write_text("title: t\n")
     monkeypatch.chdir(tmp_path)

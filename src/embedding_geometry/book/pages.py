@@ -268,7 +268,7 @@ SENSES = {"≥": float.__ge__, "≤": float.__le__, "<": float.__lt__}
 """How a benchmark figure is judged against its target."""
 FIGURE = {"section": str, "figure": str, "value": (int, float), "detail": str}
 CHAPTER_TIMES = {"wall_s": (int, float), "forward_s": (int, float), "analysis_s": (int, float),
-                 "fixed_s": (int, float), "to_first_model_call_s": (int, float), "model_called": bool}
+                 "fixed_s": (int, float), "to_first_model_use_s": (int, float), "model_used": bool}
 
 
 def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
@@ -323,14 +323,14 @@ def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
 
 def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
     """The cold build of ``section`` per chapter: wall seconds split into model calls (forward
-    passes, training steps), analysis and fixed overhead, and the seconds from the kernel's start to its first model call
+    passes, training steps), analysis and fixed overhead, and the seconds from the kernel's start to its first model use
     (to its open, for a page that calls no model), wall and the kernel's CPU seconds."""
     chapters = bench.get(section, {}).get("chapters", {})
     rows = [(slug, c["wall_s"], c["forward_s"], c["analysis_s"], c["fixed_s"],
-             c["to_first_model_call_s"] if c["model_called"] else f"{c['to_first_model_call_s']} (no model)",
-             c.get("cpu_to_first_model_call_s") or "—") for slug, c in chapters.items()]
+             c["to_first_model_use_s"] if c["model_used"] else f"{c['to_first_model_use_s']} (no model)",
+             c.get("cpu_to_first_model_use_s") or "—") for slug, c in chapters.items()]
     return pd.DataFrame(rows, columns=["chapter", "wall s", "model s", "analysis s", "fixed s",
-                                       "start → first model call s", "its CPU s"])
+                                       "start → first model use s", "its CPU s"])
 
 
 class PerformanceReport:

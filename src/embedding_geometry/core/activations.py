@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from . import paths
+from . import clock, paths
 from .architectures import SpecialTokens
 from .capture import run_with_cache
 from .errors import ParameterError
@@ -164,6 +164,7 @@ def extract(
     key = cache_key(loaded, texts, max_length, attentions, layers)
     path = Path(cache_dir or paths.cache_dir()) / f"{key}.joblib"
     if cache and (hit := _load(path, key)) is not None:
+        clock.model_used()
         return hit
     record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers)
     record.key = key

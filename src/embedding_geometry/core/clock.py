@@ -1,13 +1,15 @@
-"""Where a chapter's time goes: seconds in model calls, and how long its process took to make its first.
+"""Where a chapter's time goes: seconds in model calls, and how long its process took to put its model to first use.
 
 :func:`core.capture.run_with_cache <embedding_geometry.core.capture.run_with_cache>` — the one
 forward path of ``activations.extract`` and of the streaming capture — runs every forward pass
 inside :func:`model_call`, which adds its wall seconds to this process's total and stamps the
-first call; so do the sentence-transformers cross-check and the studies' training steps (their
-forward and backward passes). A chapter's results JSON records :func:`timing`
-(``environment.timing``), from which ``make bench`` splits each chapter's wall time into
+first use; so do the sentence-transformers cross-check and the studies' training steps (their
+forward and backward passes). Activations read back from the cache instead of computed are a use
+too (:func:`model_used`): the chapter's work has begun. A chapter's results JSON records
+:func:`timing` (``environment.timing``), from which ``make bench`` splits each chapter's wall
+time into
 
-    fixed overhead   process start → first model call (interpreter, imports, model load)
+    fixed overhead   process start → first model use (interpreter, imports, model load)
     forward          the seconds inside model calls (forward passes, training steps)
     analysis         the rest: studies, charts, verdicts, writing the results
 
@@ -24,14 +26,20 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 _totals = {"seconds": 0.0, "calls": 0}
-_first: dict[str, float] = {}  # wall and CPU time at the first model call of this process
+_first: dict[str, float] = {}  # wall and CPU time at the first model use of this process
+
+
+def model_used() -> None:
+    """Stamp the first use of a model in this process (a forward pass, or activations read
+    from the cache in its stead); later calls change nothing."""
+    if not _first:
+        _first.update(wall=time.time(), cpu=time.process_time())
 
 
 @contextmanager
 def model_call() -> Iterator[None]:
     """Time the model call made inside the ``with`` block (see the module docstring)."""
-    if not _first:
-        _first.update(wall=time.time(), cpu=time.process_time())
+    model_used()
     start = time.perf_counter()
     try:
         yield
@@ -56,7 +64,7 @@ def process_started() -> float:
 
 
 def timing(opened: float | None = None) -> dict[str, Any]:
-    """This process's model-call totals, the seconds from its start to its first model call
+    """This process's model-call totals, the seconds from its start to its first model use
     (None when it made none) and to ``opened`` (a ``time.time()`` stamp: the chapter's open),
     and torch's intra-op threads (None when torch was never imported)."""
     started = process_started()
@@ -64,8 +72,8 @@ def timing(opened: float | None = None) -> dict[str, Any]:
     return {
         "forward_seconds": round(_totals["seconds"], 3),
         "forward_calls": _totals["calls"],
-        "process_to_first_model_call_s": None if first is None else round(first - started, 3),
-        "cpu_to_first_model_call_s": None if first is None else round(_first["cpu"], 3),
+        "process_to_first_model_use_s": None if first is None else round(first - started, 3),
+        "cpu_to_first_model_use_s": None if first is None else round(_first["cpu"], 3),
         "process_to_open_s": None if opened is None else round(opened - started, 3),
         "process_seconds": round(time.time() - started, 3),
         "cpu_seconds": round(time.process_time(), 3),

@@ -143,16 +143,18 @@ def seed_null(runs: Mapping[str, Mapping[int, Measured]]) -> Curves:
     return {key: np.max([np.abs(a[key] - b[key]) for a, b in pairs], axis=0) for key in pairs[0][0]}
 
 
-def experiment(starts: Mapping[int, LoadedModel], pairs: Sequence[tuple[str, str]], settings: objectives.Settings,
-               extract: Extract, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """One start (seed → starting model): fine-tune each objective from it with its seed, measure
-    every model (and each run half-way), and compare (the block of the module docstring, with
-    ``per_unit`` under ``<prefix>.<path>.<measure>``)."""
+def experiment(starts: Mapping[int, LoadedModel | Callable[[], LoadedModel]], pairs: Sequence[tuple[str, str]],
+               settings: objectives.Settings, extract: Extract, inputs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """One start (seed → starting model, or a function that makes it when its turn comes, so
+    that a random-init copy is built only then): fine-tune each objective from it with its seed,
+    measure every model (and each run half-way), and compare (the block of the module docstring,
+    with ``per_unit`` under ``<prefix>.<path>.<measure>``)."""
     runs: dict[str, dict[int, Measured]] = {variant: {} for variant in VARIANTS}
     topic: dict[str, list[Curves]] = {variant: [] for variant in VARIANTS}
     midway: dict[str, list[Curves]] = {objective: [] for objective in objectives.OBJECTIVES}
     losses = {}
     for seed, start in starts.items():
+        start = start() if callable(start) else start
         runs["before"][seed] = measure(extract, start, inputs)
         topic["before"].append(one_topic(extract, start, inputs))
         for objective in objectives.OBJECTIVES:
@@ -191,7 +193,7 @@ def _split(tree: Any, prefix: str) -> dict[str, Any]:
     return {**tree, "per_unit": per_unit}
 
 
-def run(starts: Mapping[str, Mapping[int, LoadedModel]], pairs: Sequence[tuple[str, str]],
+def run(starts: Mapping[str, Mapping[int, LoadedModel | Callable[[], LoadedModel]]], pairs: Sequence[tuple[str, str]],
         settings: objectives.Settings, extract: Extract, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The whole experiment, every start ({start: {seed: starting model}}) through
     :func:`experiment`: {"objectives": {settings, n_pairs, seeds, <start>: block}, "per_unit": …}."""
