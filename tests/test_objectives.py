@@ -290,6 +290,8 @@ def test_chart_helpers_state_values_intervals_and_reach():
     spanned = {"depth": 2, "present": [False] * 2 + [True] * 3, "depth_interval": [1, None]}
     assert charts.fingerprint_reach_text(spanned) == "depth 2 of 4 (l/L = 0.50); 95 % interval: depth 1 of 4 to none"
     assert charts.fingerprint_reach_text(spanned, short=True) == "0.50 [0.25, none]"
+    nowhere = {"depth": None, "present": [False, False], "depth_interval": [None, None]}
+    assert charts.fingerprint_reach_text(nowhere).endswith("at the final depth); 95 % interval: none")
     frame = charts.training_loss_frame({"pretrained": block})
     assert list(frame["step"]) == [1, 2] and set(frame["run"]) == {"MaxSim loss, seed 4"}
     assert set(charts.dense_colbert_endpoints()) == {"pub_mxbai_end", "pub_jina_end", "pub_jina_peak"}

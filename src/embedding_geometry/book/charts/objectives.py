@@ -181,7 +181,9 @@ def fingerprint_reach_text(reach: Mapping[str, Any], short: bool = False) -> str
         return found
     low, high = ("none" if l is None else (f"{l / n_layers:.2f}" if short else f"depth {l} of {n_layers}")
                  for l in reach["depth_interval"])
-    return f"{found} [{low}, {high}]" if short else f"{found}; 95 % interval: {low} to {high}"
+    if short:
+        return f"{found} [{low}, {high}]"
+    return f"{found}; 95 % interval: {low}" + ("" if low == high else f" to {high}")
 
 
 def dense_colbert_endpoints() -> dict[str, str]:
