@@ -18,11 +18,9 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         samples: <key>            # metrics["per_unit"][<key>], [n_units, …], mean over axis 0 =
                                   # the metric; default: the claim's metric key. Or {path: a.b}
                                   # (a key path from the top of metrics), or [numerator, denominator]
-                                  # for a ratio of means (each a key or {path: …}), or {minuend: …,
-                                  # subtrahend: …} for a difference of two on the same units. A
-                                  # statistic that is no mean of its units (a count of depths against
-                                  # a null): {interval: <path of [low, high]>, n_units: <path>}, the
-                                  # chapter's own bootstrap of it.
+                                  # for a ratio of means (each a key or {path: …}); {minuend, subtrahend}
+                                  # for a difference on the same units; {interval, n_units} (paths) for
+                                  # a statistic the chapter bootstrapped itself (no mean of its units).
         null: {kind: control, metric: <key>}   # or {kind: chance, value: 0.25}; kinds: NULL_KINDS
         # --- how strict
         fraction: 0.5             # the bound is this share of the published magnitude (above:
@@ -60,8 +58,7 @@ import yaml
 
 from . import intervals, reducers, shapes
 from ..core.errors import BookError
-# Re-exported, so that a chapter needs only ``claims``: the verdict words and the prose written
-# from them (claim_text), the reducers and shape tests, and the results JSON.
+# Re-exported, so that a chapter needs only ``claims`` (verdict words, prose, reducers, shapes, results).
 from .claim_text import (BY_CONSTRUCTION, COUNTED, DESCRIPTION, FAILS, HOLDS, INCONCLUSIVE,  # noqa: F401
                          NO_INTERVAL, NOT_MEASURED, VERDICT_MEANINGS, VERDICTS, _fmt, chapter_summary, findings,
                          glued_text, markdown_values, prose_values, row, sentence, summary_omissions, tally,
@@ -122,8 +119,7 @@ class Claim:
             self._refuse(f"unit must be one of {intervals.UNITS}; got {self.unit!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
-        if isinstance(self.samples, Mapping) and "interval" in self.samples and self.shape \
-                and self.shape.get("test") in shapes.SERIES_SHAPES:
+        if isinstance(self.samples, Mapping) and "interval" in self.samples and (self.shape or {}).get("test") in SERIES_SHAPES:
             self._refuse("a stored interval judges one number; a series test needs per-unit samples")
         if self.null is not None:
             if self.null.get("kind") not in NULL_KINDS or ("metric" in self.null) == ("value" in self.null):
@@ -314,10 +310,9 @@ def _stored_interval(claim: Claim, metrics: Mapping[str, Any]) -> tuple[tuple[fl
     (None, None, why) when the chapter stored none."""
     try:
         low, high = (float(x) for x in lookup(metrics, claim.samples["interval"]))
+        return (low, high), int(lookup(metrics, claim.samples["n_units"])) if "n_units" in claim.samples else None, None
     except (KeyError, TypeError, ValueError):
         return None, None, f"no stored interval at '{claim.samples['interval']}'"
-    n_units = lookup(metrics, claim.samples["n_units"]) if "n_units" in claim.samples else None
-    return (low, high), None if n_units is None else int(n_units), None
 
 
 def _reduced(claim: Claim, stats: np.ndarray) -> np.ndarray:
