@@ -178,7 +178,9 @@ def test_bootstraps_keep_the_band_and_its_draws():
     metrics = {"per_unit": {"x": np.random.default_rng(2).normal(size=(12, 3))}}
     found = intervals.bootstraps(metrics, {"x": "x"}, seed=0, resamples=200)["x"]
     assert found.n_units == 12 and found.draws.shape == (200, 3)
-    np.testing.assert_allclose(found.band, intervals.series_band(intervals.Samples(metrics["per_unit"]["x"]), 0, "x", 200))
+    draws = intervals.resampled(intervals.Samples(metrics["per_unit"]["x"]), 200, intervals.generator(0, "x"))
+    np.testing.assert_allclose(found.draws, draws)  # the same seeded stream as a claim named "x"
+    np.testing.assert_allclose(found.band, np.percentile(draws, [2.5, 97.5], axis=0))
     with pytest.raises(KeyError, match="absent"):
         intervals.bootstraps(metrics, {"y": "absent"}, seed=0)
 

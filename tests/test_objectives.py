@@ -220,6 +220,9 @@ def test_reach_interval_is_the_percentile_interval_of_the_resampled_counts():
     assert found["share_interval"] == [0.0, 1.0] and found["depth_interval"] == [0, None]
     tight = study.reach(np.full(4, 0.2), null, draws[:40])
     assert tight["share_interval"] == [1.0, 1.0] and tight["depth_interval"] == [0, 0]
+    # 3 of 100 draws absent: a linear percentile would give 1.9 depths; the interval stays whole depths
+    mixed = study.reach(np.full(4, 0.2), null, np.concatenate([draws[80:83], draws[:40], draws[:40], draws[:17]]))
+    assert mixed["share_interval"] == [0.0, 1.0] and mixed["depth_interval"] == [0, None]
 
 
 def test_sample_specs_and_kept_units():
@@ -235,9 +238,9 @@ def test_sample_specs_and_kept_units():
                                                "objectives.p.mean.before.separability_ratio.within", "other"}
 
 
-def test_series_band_is_the_per_depth_percentile_interval():
+def test_a_band_is_the_per_depth_percentile_interval():
     values = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])
-    band = intervals.series_band(intervals.Samples(values), seed=0, name="x")
+    band = intervals.bootstraps({"per_unit": {"x": values}}, {"x": "x"}, seed=0)["x"].band
     assert band.shape == (2, 2) and band[0, 1] == band[1, 1] == 1.0
     draws = intervals.resampled(intervals.Samples(values), rng=intervals.generator(0, "x"))
     assert tuple(band[:, 0]) == pytest.approx(intervals.percentile_interval(draws[:, 0]))

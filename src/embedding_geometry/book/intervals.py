@@ -144,21 +144,16 @@ def resampled(samples: Samples, resamples: int = RESAMPLES, rng: np.random.Gener
     return np.concatenate(out)
 
 
-def series_band(samples: Samples, seed: int, name: str, resamples: int = RESAMPLES, level: float = LEVEL) -> np.ndarray:
-    """[2, *rest]: the central ``level`` percentile interval of every entry of the statistic (a
-    whole per-depth curve at once: low row, high row) over ``resamples`` bootstrap resamples
-    drawn from a generator seeded by (``seed``, ``name``)."""
-    return _band(resampled(samples, resamples, generator(seed, name)), level)
-
-
 def _band(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
+    """[2, …]: the central ``level`` percentile interval of every entry of the resampled
+    statistic (a whole per-depth curve at once: low row, high row)."""
     tail = 100 * (1 - level) / 2
     return np.nanpercentile(draws, [tail, 100 - tail], axis=0)
 
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """One statistic's bootstrap: its ``band`` [2, …] (:func:`series_band`), the ``draws``
+    """One statistic's bootstrap: its 95 % ``band`` [2, …] (low row, high row), the ``draws``
     [B, …] it is taken from, and the ``n_units`` resampled."""
 
     band: np.ndarray
@@ -168,8 +163,8 @@ class Bootstrap:
 
 def bootstraps(metrics: Mapping[str, Any], specs: Mapping[str, Any], seed: int,
                resamples: int = RESAMPLES) -> dict[str, Bootstrap]:
-    """Every ``specs`` entry (name → samples spec, see :func:`find_samples`) resampled as
-    :func:`series_band` resamples it (seeded by ``seed`` and the name); the draws are kept for a
+    """Every ``specs`` entry (name → samples spec, see :func:`find_samples`) resampled
+    ``resamples`` times from a generator seeded by (``seed``, the name); the draws are kept for a
     statistic that is not a mean of the units (e.g. a count of depths against a null).
     Raises KeyError naming the spec whose samples are missing."""
     found = {}

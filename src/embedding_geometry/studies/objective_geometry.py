@@ -234,7 +234,8 @@ def reach(difference: np.ndarray, null: np.ndarray, draws: np.ndarray | None = N
     its ``share`` k / (L + 1), the shallowest ``depth`` of the run, L + 1 − k, and its
     ``relative_depth`` l / L (None when k = 0: absent at L). With ``draws`` [B, L + 1], bootstrap
     resamples of d over the units, ``share_interval`` is the central ``level`` percentile
-    interval of the B resampled shares, ``depth_interval`` the depths it spans (None: absent)
+    interval of the B resampled shares (quantiles taken among the resampled counts, so that they
+    are whole depths), ``depth_interval`` the depths it spans (None: absent)
     and ``n_units`` the number of units resampled."""
     null = np.asarray(null, dtype=float)
     present = np.abs(np.asarray(difference, dtype=float)) > null
@@ -245,7 +246,7 @@ def reach(difference: np.ndarray, null: np.ndarray, draws: np.ndarray | None = N
     if draws is not None:
         backs = np.array([_run_back(row) for row in np.abs(np.asarray(draws, dtype=float)) > null])
         tail = 100 * (1 - level) / 2
-        low, high = np.percentile(backs, [tail, 100 - tail])
+        low, high = np.percentile(backs, [tail, 100 - tail], method="inverted_cdf")  # counts: observed values
         out["share_interval"] = [float(low) / (n_layers + 1), float(high) / (n_layers + 1)]
         out["depth_interval"] = [None if high == 0 else int(n_layers + 1 - high),
                                  None if low == 0 else int(n_layers + 1 - low)]
