@@ -137,6 +137,9 @@ def test_a_start_given_as_a_function_is_made_when_its_turn_comes(tiny_bert):
     block = study.experiment({0: tiny_bert, 1: make}, TINY_PAIRS, settings, extract, inputs, "objectives.p")
     assert len(made) == 1 and made[0] > 0  # built once, after seed 0's models were measured
     assert set(block["runs"]["before"]) == {"seed_0", "seed_1"}
+    half = block["midway"]
+    np.testing.assert_allclose(half["difference"]["intra_sentence_cosine"],
+                               half["mean_pool"]["intra_sentence_cosine"] - half["maxsim"]["intra_sentence_cosine"])
 
 
 # --------------------------------------------------------------------------- the training pairs

@@ -29,7 +29,7 @@ are ``before`` and the objectives ``mean_pool`` and ``maxsim``; ``curves`` = {me
     difference  curves                                  mean[mean_pool] − mean[maxsim]
     seed_null   curves                                  max over objectives and seed pairs of |curve_a − curve_b|
     change      {objective: curves}                     mean[objective] − mean[before]
-    midway      {objective: curves}                     the seed mean after half the steps
+    midway      {objective: curves, difference: curves} the seed mean after half the steps; mean_pool − maxsim
     one_topic   {variant: collapse curves}              the exercise's five one-topic sentences
     loss        {objective: {seed_<k>: {losses, first, last}}}
     reach       {measure: {depth, relative_depth, share, present [L + 1], share_interval,
@@ -167,8 +167,9 @@ def experiment(starts: Mapping[int, LoadedModel | Callable[[], LoadedModel]], pa
              "difference": difference(mean["mean_pool"], mean["maxsim"]),
              "change": {o: difference(mean[o], mean["before"]) for o in objectives.OBJECTIVES}}
     block = _split(parts, prefix)
+    half = {o: _mean_curves(c) for o, c in midway.items()}
     block.update(seed_null=seed_null({o: runs[o] for o in objectives.OBJECTIVES}),
-                 midway={o: _mean_curves(c) for o, c in midway.items()},
+                 midway={**half, "difference": {k: half["mean_pool"][k] - half["maxsim"][k] for k in half["maxsim"]}},
                  one_topic={v: _mean_curves(c) for v, c in topic.items()},
                  loss=objectives.loss_summary(losses))
     return block
