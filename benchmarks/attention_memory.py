@@ -2,14 +2,17 @@
 
 Each size runs in a fresh Python process, so that one run's peak cannot hide another's: the
 child loads the model, streams ``n`` texts of T tokens through ``core.streaming.stream`` into
-``studies.context_similarity.measure`` and reports its peak resident set size (``ru_maxrss``)
-and the pass's seconds. Statistics are folded into running totals batch by batch, so the peaks
-should match; the script exits with status 1 when the largest peak exceeds the smallest by more
-than ``--max-ratio`` (default 1.10).
+``studies.context_similarity.measure`` and reports its peak resident set size (``ru_maxrss``),
+the pass's seconds and what the pass keeps when it ends (``ContextStats.nbytes``: totals,
+per-text rows, focus counters). Statistics are folded into running totals batch by batch, so the
+peaks should match; the script exits with status 1 when the largest peak exceeds the smallest by
+more than ``--max-ratio`` (default 1.10).
 
 From the two largest sizes it projects the run at ``--project`` texts (default: the paper's
-20,000): peak RSS on the straight line through the two measured peaks, and hours at the largest
-run's throughput (texts/s).
+20,000). Peak RSS: the largest run's peak plus the growth of what the pass keeps, on the line
+through the two runs' kept bytes, plus one spare block of per-text rows. (The two peaks differ
+by a few MiB of allocator noise; a line through them would multiply that noise by N / Δn.)
+Hours: at the largest run's throughput (texts/s).
 
     .venv/bin/python benchmarks/attention_memory.py                       # MiniLM, 200 and 2,000 texts
     .venv/bin/python benchmarks/attention_memory.py --model mpnet --sizes 20 200
@@ -27,6 +30,7 @@ import sys
 import time
 
 PAPER_TEXTS = 20_000
+MIB = 2 ** 20
 
 
 def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
@@ -38,19 +42,22 @@ def child(model: str, n_texts: int, length: int, batch_size: int) -> dict:
     start = time.time()
     run = context_similarity.measure(streaming.stream(loaded, texts, batch_size), context_similarity.Settings())
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    rows = run.stats.per_text
     return {"n_texts": run.stats.texts, "peak_rss_mib": round(peak_kib / 1024, 1),
-            "seconds": round(time.time() - start, 1), "model": loaded.info.id}
+            "seconds": round(time.time() - start, 1), "kept_mib": round(run.stats.nbytes / MIB, 3),
+            "block_mib": round(rows.block * rows.bytes_per_text() / MIB, 3), "model": loaded.info.id}
 
 
 def projection(runs: list[dict], n_texts: int) -> dict:
-    """Peak RSS at ``n_texts`` on the line through the two largest runs' peaks (never below the
-    largest measured), its ratio to the smallest measured peak, and the hours at the largest
-    run's throughput."""
+    """At ``n_texts``: peak RSS = the largest run's peak + (kept₂ − kept₁) / (n₂ − n₁) · (N − n₂)
+    + one block of rows, through the two largest runs' kept bytes (never below the largest
+    measured peak); its ratio to the smallest measured peak; hours at the largest run's
+    throughput."""
     small, large = sorted(runs, key=lambda r: r["n_texts"])[-2:]
-    slope = (large["peak_rss_mib"] - small["peak_rss_mib"]) / (large["n_texts"] - small["n_texts"])
-    peak = max(large["peak_rss_mib"], large["peak_rss_mib"] + slope * (n_texts - large["n_texts"]))
+    per_text = (large["kept_mib"] - small["kept_mib"]) / (large["n_texts"] - small["n_texts"])
+    peak = large["peak_rss_mib"] + max(0.0, per_text * (n_texts - large["n_texts"])) + large["block_mib"]
     texts_per_s = large["n_texts"] / max(large["seconds"], 1e-9)
-    return {"n_texts": n_texts, "peak_rss_mib": round(peak, 1),
+    return {"n_texts": n_texts, "peak_rss_mib": round(peak, 1), "kept_kib_per_text": round(per_text * 1024, 2),
             "ratio": round(peak / min(r["peak_rss_mib"] for r in runs), 3),
             "texts_per_s": round(texts_per_s, 2), "hours": round(n_texts / texts_per_s / 3600, 2)}
 
@@ -78,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         # glibc: few arenas, and arrays above 1 MiB mmapped and returned on free, so the peak
         # measures what the pass holds rather than heap fragmentation from its per-batch temporaries
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(f"{n:>7} texts  peak RSS {rows[-1]['peak_rss_mib']:8.1f} MiB  ({rows[-1]['seconds']} s)", flush=True)
+        print(f"{n:>7} texts  peak RSS {rows[-1]['peak_rss_mib']:8.1f} MiB  kept {rows[-1]['kept_mib']:7.3f} MiB  "
+              f"({rows[-1]['seconds']} s)", flush=True)
     peaks = [r["peak_rss_mib"] for r in rows]
     ratio = max(peaks) / min(peaks)
     projected = projection(rows, args.project) if len(rows) > 1 else None

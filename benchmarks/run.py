@@ -7,9 +7,10 @@
     cache             first extraction (computes, stores) ÷ second (loads), both models    ≥ 20
     batching          a per-sentence loop (the posts' style) ÷ extract, MiniLM       information
     memory            chapter 4's streaming pass (attention_memory.py): peak RSS, largest ÷
-                      smallest number of texts (200 and 1,000; MPNet 32 and 160)          ≤ 1.10
+                      smallest number of texts (200 and 1,000; MPNet 64 and 320)          ≤ 1.10
     paper scale       the same pass at the paper's 20,000 texts of 128 tokens: hours at the
-                      measured texts/s, and the peak RSS projected from the two sizes ÷ the
+                      measured texts/s, and the projected peak RSS (the largest measured peak
+                      plus what the pass keeps per text, times the texts to come) ÷ the
                       smallest measured peak                                              ≤ 1.10
     build             cold book build (empty cache) ÷ (its model calls — forward passes and
                       training steps — + its site build)                                  ≤ 3;
@@ -164,7 +165,8 @@ def build(profile: str = "default", warm: bool = True) -> dict:
         env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(workdir / "cache")}
         command = [sys.executable, "-m", "embedding_geometry", "build", "--root", str(workdir), "--profile", profile]
         cold_s, output = _build_once(command, env)
-        report = {"profile": profile, "cold_s": round(cold_s, 1), **build_breakdown(output, workdir / "build" / "results", cold_s)}
+        report = {"profile": profile, "commit": _commit(), "measured_at": _now(), "cold_s": round(cold_s, 1),
+                  **build_breakdown(output, workdir / "build" / "results", cold_s)}
         if warm:
             warm_s, output = _build_once(command, env)
             skipped = re.findall(r"^\s*(ran|skipped)\s+(\S+)", output, flags=re.M)
@@ -173,6 +175,17 @@ def build(profile: str = "default", warm: bool = True) -> dict:
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _commit() -> str:
+    """The checkout's commit (with ``+`` when it has uncommitted changes): what a build measured."""
+    git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    head, dirty = git("rev-parse", "--short", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
+    return head + ("+" if dirty else "") if head else "unknown"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
 
 def _build_once(command: list[str], env: dict) -> tuple[float, str]:
@@ -257,7 +270,7 @@ def figures(results: dict) -> list[dict]:
         if r := results.get(section):
             out.append(figure(section, f"cold build ÷ (model calls + site build){label}", r["overhead_ratio"], "≤", 3,
                               f"profile {r['profile']}: {r['cold_s']} s cold; {r['forward_s']} s in model calls, "
-                              f"{r['site_s']} s site"))
+                              f"{r['site_s']} s site{_when(r)}"))
             out.append(figure(section, f"process start → first model use, slowest chapter{label} (s)",
                               r["max_to_first_model_use_s"], "≤", 2, r["slowest_start"]))
     if (r := results.get("build")) and "warm_fraction" in r:
@@ -265,6 +278,10 @@ def figures(results: dict) -> list[dict]:
                           f"{r['warm_s']} s warm; every chapter skipped: {r['warm_skipped_every_chapter']}",
                           met=r["warm_fraction"] < 0.15 and r["warm_skipped_every_chapter"]))
     return out
+
+
+def _when(report: dict) -> str:
+    return f"; measured {report['measured_at']} at {report['commit']}" if "commit" in report else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                                            f"skipped: {', '.join(args.skip) or 'nothing'}"))
     results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                           "python": platform.python_version(), "torch": torch.__version__,
-                          "measured_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                          "measured_at": _now(), "commit": _commit(),
                           "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))

@@ -43,14 +43,15 @@ def test_matmul_peak_reports_each_shape():
 
 
 def test_projection_to_paper_scale():
-    runs = [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10.0},
-            {"n_texts": 2000, "peak_rss_mib": 509.0, "seconds": 100.0}]
+    runs = [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10.0, "kept_mib": 1.0, "block_mib": 0.5},
+            {"n_texts": 2000, "peak_rss_mib": 503.0, "seconds": 100.0, "kept_mib": 10.0, "block_mib": 0.5}]
     p = attention_memory.projection(runs, 20_000)
-    assert p["peak_rss_mib"] == pytest.approx(509 + 9 / 1800 * 18_000)  # 599: on the line through both
-    assert p["ratio"] == pytest.approx(599 / 500, abs=1e-3)
+    # 5 KiB kept per text: 503 + 9 / 1800 · 18,000 + 0.5 = 593.5 (the peaks' own 3 MiB step is not extrapolated)
+    assert p["peak_rss_mib"] == pytest.approx(593.5) and p["kept_kib_per_text"] == pytest.approx(5.12)
+    assert p["ratio"] == pytest.approx(593.5 / 500, abs=1e-3)
     assert p["texts_per_s"] == 20.0 and p["hours"] == pytest.approx(20_000 / 20 / 3600, abs=0.01)
-    flat = attention_memory.projection([{**r, "peak_rss_mib": 500.0 - i} for i, r in enumerate(runs)], 20_000)
-    assert flat["peak_rss_mib"] == 499.0  # a falling line is not extrapolated below what was measured
+    shrinking = attention_memory.projection([{**r, "kept_mib": 10.0 - r["n_texts"] / 1000} for r in runs], 20_000)
+    assert shrinking["peak_rss_mib"] == 503.5  # a falling line is not extrapolated below what was measured
 
 
 def test_build_breakdown_splits_each_chapter(tmp_path):

@@ -258,17 +258,34 @@ def test_adding_statistics_leaves_both_operands_unchanged():
         a + cs.ContextStats.empty(1, 3, 10, 5)
 
 
-def test_text_rows_grow_in_doubling_buffers_and_keep_text_order():
-    rows = cs.TextRows()
-    for start in range(0, 150, 10):  # 15 batches of 10 texts
+def test_text_rows_fill_blocks_in_text_order_without_copying():
+    rows = cs.TextRows(block=64)
+    for start in range(0, 150, 10):  # 15 batches of 10 texts: the 7th crosses into block 2
         rows.extend({"x": np.arange(start, start + 10), "y": np.ones((10, 2, 3), np.int32)})
-    assert rows.count == 150 and len(rows.buffers["x"]) == 256  # 64 → 128 → 256: three allocations
-    np.testing.assert_array_equal(rows.arrays()["x"], np.arange(150))
-    assert rows.arrays()["y"].shape == (150, 2, 3) and rows.arrays()["y"].dtype == np.int32
+    assert rows.count == 150 and len(rows.blocks) == 3  # 64 + 64 + 22 of 64
+    first = rows.blocks[0]["x"]
+    rows.extend({"x": np.arange(150, 200), "y": np.ones((50, 2, 3), np.int32)})  # crosses into block 4
+    assert rows.blocks[0]["x"] is first and len(rows.blocks) == 4  # full blocks stay where they are
+    np.testing.assert_array_equal(rows.arrays()["x"], np.arange(200))
+    assert rows.arrays()["y"].shape == (200, 2, 3) and rows.arrays()["y"].dtype == np.int32
+    assert rows.bytes_per_text() == 8 + 6 * 4  # one int64 and six int32
     more = cs.TextRows()
     more.extend(rows)
     more.extend({"x": np.array([], int), "y": np.ones((0, 2, 3), np.int32)})  # an empty batch changes nothing
-    np.testing.assert_array_equal(more.arrays()["x"], np.arange(150))
+    np.testing.assert_array_equal(more.arrays()["x"], np.arange(200))
+    assert cs.TextRows().arrays() == {} and cs.TextRows().bytes_per_text() == 0
+
+
+def test_nbytes_counts_the_totals_rows_and_counters():
+    import sys
+
+    stats = cs.ContextStats.empty(2, 3, 10, 5)
+    arrays = stats.nbytes - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
+    assert arrays == 8 * (2 * 10 + 7 * 2 * 3 + 2 * 4 + 2 * 4 + 5 * 5 * 2)  # int64: [L, T], 7 × [L, H], [L, H+1], [L, 4], 5 × [K, L]
+    stats.per_text.extend({"x": np.zeros(7), "y": np.zeros((7, 2), np.int32)})
+    stats.focus_tokens[0][0].update({"the": 300})
+    grown = stats.nbytes - arrays - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
+    assert grown == 7 * (8 + 8) + sys.getsizeof("the") + sys.getsizeof(300)
 
 
 # --------------------------------------------------------------------------- the fold over captured batches

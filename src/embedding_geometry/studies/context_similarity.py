@@ -77,7 +77,8 @@ class Measurement:
 
 def measure(batches: Iterable[Captured], settings: Settings) -> Measurement:
     """Fold the batches: each is reduced to :class:`ContextStats`, added to the running totals
-    in place and dropped. Only the first text's matrices are kept (for the figures)."""
+    in place and dropped before the next is captured, so that two batches' matrices are never
+    held at once. Only the first text's matrices are kept (for the figures)."""
     record, stats, example = TextRecord(), None, None
     for captured in batches:
         for window in captured.windows:
@@ -88,6 +89,7 @@ def measure(batches: Iterable[Captured], settings: Settings) -> Measurement:
         else:
             stats += part
         example = example or Example.of(captured)
+        del captured, part  # else the loop holds them while the stream captures the next batch
     if stats is None:
         raise ParameterError("n_texts", "at least 1 text", 0)
     return Measurement(stats=stats, texts=record, example=example)

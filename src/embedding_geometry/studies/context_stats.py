@@ -14,6 +14,7 @@ few hundred MB for the model and one batch's captured attention.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -109,34 +110,39 @@ class TextBatch:
 
 @dataclass
 class TextRows:
-    """The per-text rows (TEXT_ROWS) of every text so far, in text order. They live in one buffer
-    per row name that doubles when full: a few large allocations rather than one small array per
-    batch, which would pin heap pages between the batches' temporaries and make a stream's memory
-    grow far beyond the rows' own size."""
+    """The per-text rows (TEXT_ROWS) of every text so far, in text order. They live in blocks of
+    ``block`` texts, one array per row name and block, filled in turn: a few large allocations
+    (one small array per batch would pin heap pages between the batches' temporaries) that are
+    never copied as a stream grows, so the rows take at most one block more than their size."""
 
-    buffers: dict[str, np.ndarray] = field(default_factory=dict)
+    block: int = 1024
+    blocks: list[dict[str, np.ndarray]] = field(default_factory=list)
     count: int = 0
 
     def extend(self, rows: dict[str, np.ndarray] | TextRows) -> None:
         """Append the rows of more texts (a dict of [B, …] arrays, or another TextRows)."""
         rows = rows.arrays() if isinstance(rows, TextRows) else rows
-        n = len(next(iter(rows.values()), ()))
-        if n == 0:
-            return
-        capacity = len(next(iter(self.buffers.values()), ()))
-        if self.count + n > capacity:
-            size = max(2 * capacity, self.count + n, 64)
-            grown = {name: np.empty((size, *row.shape[1:]), row.dtype) for name, row in rows.items()}
-            for name, buffer in self.buffers.items():
-                grown[name][:self.count] = buffer[:self.count]
-            self.buffers = grown
-        for name, row in rows.items():
-            self.buffers[name][self.count:self.count + n] = row
-        self.count += n
+        n, done = len(next(iter(rows.values()), ())), 0
+        while done < n:
+            if self.count == len(self.blocks) * self.block:
+                self.blocks.append({name: np.empty((self.block, *row.shape[1:]), row.dtype)
+                                    for name, row in rows.items()})
+            at = self.count - (len(self.blocks) - 1) * self.block
+            take = min(n - done, self.block - at)
+            for name, row in rows.items():
+                self.blocks[-1][name][at:at + take] = row[done:done + take]
+            done, self.count = done + take, self.count + take
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """{name: [count, …]}: the rows so far (views of the buffers)."""
-        return {name: buffer[:self.count] for name, buffer in self.buffers.items()}
+        """{name: [count, …]}: the rows so far, one array per name (the blocks joined)."""
+        if not self.blocks:
+            return {}
+        used = [min(self.block, self.count - i * self.block) for i in range(len(self.blocks))]
+        return {name: np.concatenate([b[name][:u] for b, u in zip(self.blocks, used)]) for name in self.blocks[0]}
+
+    def bytes_per_text(self) -> int:
+        """The bytes of one text's rows."""
+        return sum(a[0].nbytes for a in self.blocks[0].values()) if self.blocks else 0
 
 
 @dataclass
@@ -204,6 +210,17 @@ class ContextStats:
     def shape(self) -> tuple[int, int, int]:
         """(L, H, T)."""
         return self.head_pairs.shape + (self.distance_counts.shape[1],)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of what the totals keep: their arrays, the per-text rows at their size (their
+        blocks hold at most one block more) and the focus counters (each Counter's table and
+        keys, and its counts above 256, which Python does not share)."""
+        arrays = sum(v.nbytes for f in fields(self) if isinstance(v := getattr(self, f.name), np.ndarray))
+        counters = sum(sys.getsizeof(c) + sum(sys.getsizeof(k) + (sys.getsizeof(v) if v > 256 else 0)
+                                              for k, v in c.items())
+                       for row in self.focus_tokens for c in row)
+        return arrays + self.per_text.count * self.per_text.bytes_per_text() + counters
 
     def text_rows(self) -> dict[str, np.ndarray]:
         """The per-text rows of every text so far: {name: [n_texts, …]} (TEXT_ROWS)."""
