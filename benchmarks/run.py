@@ -264,8 +264,9 @@ def figures(results: dict) -> list[dict]:
             out.append(figure("memory", f"chapter 4 peak RSS, {label} (largest ÷ smallest)", r["ratio"], "≤", 1.10, peaks))
             p = r["projected"]
             out.append(figure("memory", f"paper scale, {label}: projected peak RSS ÷ smallest measured", p["ratio"], "≤",
-                              1.10, f"{p['n_texts']:,} texts of {r['text_length']} tokens: {p['peak_rss_mib']:,} MiB, "
-                              f"{p['hours']} h at {p['texts_per_s']} texts/s"))
+                              1.10, f"{p['n_texts']:,} texts of {r['text_length']} tokens: {p['peak_rss_mib']:,} MiB "
+                              f"({p['kept_kib_per_text']} KiB kept per text), {p['hours']} h at "
+                              f"{p['texts_per_s']} texts/s"))
     for section, label in (("build", ""), ("mpnet_build", " (params/mpnet.yaml)")):
         if r := results.get(section):
             out.append(figure(section, f"cold build ÷ (model calls + site build){label}", r["overhead_ratio"], "≤", 3,

@@ -182,4 +182,7 @@ def test_the_performance_report_with_and_without_figures():
     assert "<table" not in pages.PerformanceReport({"machine": {}})._repr_html_()
     html = pages.PerformanceReport(BENCH)._repr_html_()
     assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
-    assert "benchmarks/run.py" in html
+    assert "benchmarks/run.py" in html and "params/mpnet.yaml" not in html
+    with_mpnet = pages.PerformanceReport({**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
+    assert with_mpnet._repr_html_().count("<table") == 4  # its own per-chapter table, under its own heading
+    assert "<h3>The cold build on params/mpnet.yaml, chapter by chapter</h3>" in with_mpnet._repr_html_()

@@ -350,5 +350,7 @@ class PerformanceReport:
                     "<code>make book</code>.</p>")
         machine = pd.DataFrame(list(self.bench.get("machine", {}).items()), columns=["machine", "value"])
         parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
+                 ("The cold build on params/mpnet.yaml, chapter by chapter",
+                  HtmlTable(build_table(self.bench, "mpnet_build"))),
                  ("Machine and command", HtmlTable(machine))]
         return "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts if not part.frame.empty)
