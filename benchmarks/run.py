@@ -159,13 +159,13 @@ def build(profile: str = "default", warm: bool = True) -> dict:
     each chapter's ``environment.timing``); then, with ``warm``, the same build again."""
     from embedding_geometry.book.build import copy_sources
 
-    workdir = Path(tempfile.mkdtemp(prefix="eg-bench-book-"))
+    workdir, commit, began = Path(tempfile.mkdtemp(prefix="eg-bench-book-")), _commit(), _now()
     try:
         copy_sources(ROOT, workdir)
         env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(workdir / "cache")}
         command = [sys.executable, "-m", "embedding_geometry", "build", "--root", str(workdir), "--profile", profile]
         cold_s, output = _build_once(command, env)
-        report = {"profile": profile, "commit": _commit(), "measured_at": _now(), "cold_s": round(cold_s, 1),
+        report = {"profile": profile, "commit": commit, "measured_at": began, "cold_s": round(cold_s, 1),
                   **build_breakdown(output, workdir / "build" / "results", cold_s)}
         if warm:
             warm_s, output = _build_once(command, env)
