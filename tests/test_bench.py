@@ -54,6 +54,13 @@ def test_projection_to_paper_scale():
     assert shrinking["peak_rss_mib"] == 503.5  # a falling line is not extrapolated below what was measured
 
 
+def test_a_run_keeps_the_figures_of_what_it_skips():
+    assert bench.kept_sections(["mpnet_build"]) == {"mpnet_build"}  # make bench: its own time is measured
+    assert bench.kept_sections(["roofline", "cache", "batching", "memory", "build"]) == {
+        "roofline", "cache", "batching", "memory", "build", "bench"}  # the MPNet build alone: the bench time stays
+    assert bench.kept_sections([]) == set()
+
+
 def test_build_breakdown_splits_each_chapter(tmp_path):
     output = ("     ran  01_a      20.0 s  \n     ran  98_b       2.0 s  \n skipped  02_c       0.0 s  \n"
               "    site  jupyter-book build                         30.0 s\n")
