@@ -17,6 +17,11 @@ The *peak* is the best float32 FLOP/s of ``torch.mm`` (into a preallocated outpu
 allocation is timed) at the model's own GEMM shapes — R × d × d, R × d × f and R × f × d — on
 this machine, warm, in the same run. The *roofline ratio* is achieved ÷ peak: 1 would mean that
 extraction did nothing but its GEMMs, each at the machine's best speed.
+
+Where the rest goes: :func:`time_split` profiles one pass (``torch.profiler``) and splits its
+wall time into the matrix products (``aten::addmm``, ``mm``, ``bmm``, ``baddbmm``: self time)
+and everything else (bias copies, GELU, softmax, LayerNorm, reshapes, Python). Then
+ratio ≈ GEMM share × (FLOP/s inside the GEMMs ÷ peak).
 """
 
 from __future__ import annotations
@@ -64,3 +69,25 @@ def matmul_peak(config, rows: int = 4096, repeats: int = 5) -> dict:
             times.append(time.perf_counter() - start)
         best[f"{rows}x{k}x{n}"] = 2 * rows * k * n / min(times) / 1e9
     return {"shapes": {s: round(v, 1) for s, v in best.items()}, "peak_gflops": round(max(best.values()), 1)}
+
+
+GEMM_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm")
+
+
+def time_split(run, flops: float, peak_gflops: float) -> dict:
+    """One profiled call of ``run`` (which does ``flops`` FLOPs): the share of its wall time in
+    matrix products (self CPU time of GEMM_OPS), their FLOP/s ÷ ``peak_gflops``, and the five
+    other ops with the most self time (share of the wall time each)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+    wall_us = (time.perf_counter() - start) * 1e6
+    self_us = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+    gemm_us = sum(self_us.get(op, 0.0) for op in GEMM_OPS)
+    others = sorted(((k, v) for k, v in self_us.items() if k not in GEMM_OPS and k.startswith("aten::")),
+                    key=lambda kv: -kv[1])[:5]
+    return {"gemm_share": round(gemm_us / wall_us, 3),
+            "gemm_efficiency": round(flops / (gemm_us / 1e6) / 1e9 / peak_gflops, 3) if gemm_us else None,
+            "others": {k: round(v / wall_us, 3) for k, v in others}}

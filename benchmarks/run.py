@@ -96,13 +96,15 @@ def roofline(loaded, texts: list[str], batch_size: int, runs: int = 3) -> tuple[
         t_bare.append(_timed(bare))
         t_ours.append(_timed(ours))
     achieved = [flops / t / 1e9 for t in t_ours]
+    split = rl.time_split(ours, flops, statistics.median(p["peak_gflops"] for p in peaks))
     tokens = sum(len(x) for x in encoded)
     common = {"model": loaded.info.id, "texts": len(texts), "tokens": tokens, "batch_size": batch_size}
     return ({**common, "gflop": round(flops / 1e9, 2), "real_token_share": round(real_share, 3),
              "achieved_gflops": [round(a, 1) for a in achieved], "peak_gflops": [p["peak_gflops"] for p in peaks],
              "peak_shapes": peaks[-1]["shapes"],
              "ratios": [round(a / p["peak_gflops"], 3) for a, p in zip(achieved, peaks)],
-             "ratio": round(statistics.median(a / p["peak_gflops"] for a, p in zip(achieved, peaks)), 3)},
+             "ratio": round(statistics.median(a / p["peak_gflops"] for a, p in zip(achieved, peaks)), 3),
+             "time_split": split},
             {**common, "bare_tokens_per_s": round(tokens / statistics.median(t_bare)),
              "extract_tokens_per_s": round(tokens / statistics.median(t_ours)),
              "ratio": round(statistics.median(b / o for b, o in zip(t_bare, t_ours)), 3)})
@@ -251,6 +253,12 @@ def figures(results: dict) -> list[dict]:
                               f"texts (batch {r['batch_size']}; {r['real_token_share']:.0%} of positions real tokens) "
                               f"at {statistics.median(r['achieved_gflops'])} GFLOP/s; peak "
                               f"{statistics.median(r['peak_gflops'])} GFLOP/s"))
+            if split := r.get("time_split"):
+                others = ", ".join(f"{op.removeprefix('aten::')} {share:.0%}" for op, share in split["others"].items())
+                out.append(figure("roofline", f"time in matrix products, {label} (share of one profiled pass)",
+                                  split["gemm_share"], None, None,
+                                  f"at {split['gemm_efficiency']} of the peak inside them; the most of the rest: "
+                                  f"{others}"))
         if r := results.get("extraction", {}).get(name):
             out.append(figure("roofline", f"extraction ÷ bare forward, {label} (tokens/s)", r["ratio"], "≥", 0.90,
                               f"{r['extract_tokens_per_s']:,} vs {r['bare_tokens_per_s']:,} tokens/s, {r['texts']} texts"))

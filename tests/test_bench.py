@@ -42,6 +42,19 @@ def test_matmul_peak_reports_each_shape():
     assert peak["peak_gflops"] == max(peak["shapes"].values()) > 0
 
 
+def test_time_split_finds_the_matrix_products():
+    import torch
+
+    x, w = torch.randn(256, 64), torch.randn(64, 64)
+    work = lambda: [torch.nn.functional.gelu(x @ w) for _ in range(20)]  # noqa: E731
+    split = roofline.time_split(work, flops=20 * 2 * 256 * 64 * 64, peak_gflops=1.0)
+    assert 0 < split["gemm_share"] < 1 and split["gemm_efficiency"] > 0
+    assert "aten::gelu" in split["others"] and not set(split["others"]) & set(roofline.GEMM_OPS)
+    assert all(0 <= share < 1 for share in split["others"].values())
+    idle = roofline.time_split(lambda: torch.nn.functional.gelu(x), flops=0, peak_gflops=1.0)
+    assert idle["gemm_share"] == 0 and idle["gemm_efficiency"] is None
+
+
 def test_projection_to_paper_scale():
     runs = [{"n_texts": 200, "peak_rss_mib": 500.0, "seconds": 10.0, "kept_mib": 1.0, "block_mib": 0.5},
             {"n_texts": 2000, "peak_rss_mib": 503.0, "seconds": 100.0, "kept_mib": 10.0, "block_mib": 0.5}]
@@ -82,7 +95,9 @@ def test_build_breakdown_splits_each_chapter(tmp_path):
 def test_figures_carry_targets_and_met_flags():
     results = {"roofline": {"minilm": {"ratio": 0.65, "ratios": [0.6, 0.65, 0.7], "gflop": 10.0, "texts": 8,
                                        "batch_size": 4, "real_token_share": 0.9, "achieved_gflops": [90, 100, 110],
-                                       "peak_gflops": [150] * 3}},
+                                       "peak_gflops": [150] * 3,
+                                       "time_split": {"gemm_share": 0.78, "gemm_efficiency": 0.87,
+                                                      "others": {"aten::copy_": 0.07, "aten::gelu": 0.05}}}},
                "build": {"profile": "default", "overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
                          "max_to_first_model_use_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
                          "warm_s": 10.0, "warm_skipped_every_chapter": False}}
@@ -92,6 +107,9 @@ def test_figures_carry_targets_and_met_flags():
     assert got("cold build ÷ (model calls + site build)")["met"] is True
     assert got("process start → first model use")["met"] is True
     assert got("warm ÷ cold book build")["met"] is False  # under target, but a chapter ran again
+    split = got("time in matrix products, MiniLM")
+    assert split["met"] is None and split["value"] == 0.78 and "0.87 of the peak" in split["detail"]
+    assert split["detail"].endswith("copy_ 7%, gelu 5%")
     assert {f["section"] for f in found} == {"roofline", "build"}
 
 
