@@ -136,8 +136,12 @@ def load(
 
     The tokenizer pads on the right (real tokens first, as extraction expects) and, when it has no
     padding token, pads with its end-of-text token: padding is masked, so its id never matters.
+    A BERT model's attention computes queries, keys and values in one product (:mod:`.fused_qkv`:
+    bitwise the same numbers).
     """
     from transformers import AutoModel, AutoTokenizer
+
+    from .fused_qkv import fuse_qkv
 
     directory, source = locate(model_id)
     if (entry := registry.resolve(model_id)) is not None:
@@ -172,7 +176,7 @@ def load(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     torch_device = resolve_device(device)
-    model.to(torch_device).eval()
+    fuse_qkv(model).to(torch_device).eval()
     try:
         info = _describe(model_id, source, sha, model, tokenizer, directory)
     except (ValueError, TypeError, AttributeError, OSError) as error:  # damaged sentence-transformers files
@@ -187,9 +191,11 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     the architecture, not of training. Its ``sha256`` hashes the initialised weights."""
     from transformers import AutoModel
 
+    from .fused_qkv import fuse_qkv
+
     torch.manual_seed(seed)
     model = AutoModel.from_config(base.model.config, attn_implementation="eager", dtype=torch.float32)
-    model.to(base.device).eval()
+    fuse_qkv(model).to(base.device).eval()
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
