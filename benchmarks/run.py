@@ -74,6 +74,11 @@ def roofline(loaded, texts: list[str], batch_size: int, runs: int = 5) -> tuple[
     speed drifts by a fifth over tens of seconds when it is shared, and a peak taken at another
     moment would compare two speeds. Reported: the median over runs. The extraction overhead
     is bare ÷ extract, each its best time (neither disturbed)."""
+    import roofline as rl
+    import torch
+
+    from embedding_geometry.core import activations
+
     encoded = loaded.tokenizer(texts, truncation=True, max_length=loaded.info.max_seq_length)["input_ids"]
     order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
     batches = [loaded.tokenizer.pad({"input_ids": [encoded[i] for i in order[s:s + batch_size]]}, return_tensors="pt")
