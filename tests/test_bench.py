@@ -46,8 +46,10 @@ def test_roofline_runs_on_the_tiny_model(tiny_bert):
     r, e = bench.roofline(tiny_bert, ["the cat sat on the mat", "a dog barked", "one"] * 3, batch_size=4, runs=2)
     assert len(r["peak_samples"]) == 3 and len(r["peak_gflops"]) == len(r["ratios"]) == len(r["achieved_gflops"]) == 2
     assert r["peak_gflops"] == [max(r["peak_samples"][:2]), max(r["peak_samples"][1:])]  # each run: before or after
-    assert r["ratios"] == pytest.approx([a / p for a, p in zip(r["achieved_gflops"], r["peak_gflops"])], abs=2e-3)
-    assert r["ratio"] > 0 and 0 <= r["time_split"]["gemm_share"] <= 1 and r["texts"] == e["texts"] == 9
+    for ratio, achieved, peak in zip(r["ratios"], r["achieved_gflops"], r["peak_gflops"]):
+        assert abs(ratio * peak - achieved) <= 0.05 + 0.0005 * peak + 1e-9  # within the roundings of the three
+    assert abs(r["ratio"] - sum(r["ratios"]) / 2) <= 1e-3  # the median of two runs
+    assert 0 <= r["time_split"]["gemm_share"] <= 1 and r["texts"] == e["texts"] == 9
     assert e["ratio"] > 0 and e["bare_tokens_per_s"] > 0
 
 

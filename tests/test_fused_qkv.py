@@ -50,6 +50,19 @@ def test_training_takes_bert_s_own_path(tiny_bert, monkeypatch):
     assert calls == []  # no gradient: the one product
 
 
+def test_a_hook_on_a_projection_still_sees_its_call(tiny_bert):
+    attention = tiny_bert.model.encoder.layer[0].attention.self
+    seen = []
+    handle = attention.value.register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    try:
+        batch = tiny_bert.tokenizer(TEXTS, padding=True, return_tensors="pt")
+        with torch.inference_mode():
+            tiny_bert.model(**batch)
+    finally:
+        handle.remove()
+    assert len(seen) == 1 and seen[0][-1] == tiny_bert.model.config.hidden_size
+
+
 def test_other_modules_are_left_alone():
     layer = torch.nn.Sequential(torch.nn.Linear(4, 4))
     assert fused_qkv.fuse_qkv(layer) is layer and type(layer[0]) is torch.nn.Linear

@@ -13,8 +13,9 @@ product keeps the cores busier: a MiniLM forward pass takes about 8 % less time
 
 :func:`fuse_qkv` gives each ``BertSelfAttention`` of a model the class
 :class:`FusedBertSelfAttention`, whose forward takes the one product when no gradient is being
-recorded (extraction runs under ``torch.inference_mode``) and BERT's own forward otherwise, so
-that training (chapter 7) runs exactly as before. Other architectures keep their modules.
+recorded (extraction runs under ``torch.inference_mode``) and no hook watches one of the three
+projections; otherwise BERT's own forward, so that training (chapter 7) runs exactly as before
+and a hook on ``value`` still sees its call. Other architectures keep their modules.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class FusedBertSelfAttention(modeling_bert.BertSelfAttention):
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 past_key_values=None, **kwargs) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if torch.is_grad_enabled() or past_key_values is not None:
+        if torch.is_grad_enabled() or past_key_values is not None or self._watched():
             return super().forward(hidden_states, attention_mask, past_key_values, **kwargs)
         input_shape = hidden_states.shape[:-1]
         weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
@@ -44,6 +45,10 @@ class FusedBertSelfAttention(modeling_bert.BertSelfAttention):
                                     dropout=0.0 if not self.training else self.dropout.p,
                                     scaling=self.scaling, **kwargs)
         return output.reshape(*input_shape, -1).contiguous(), weights
+
+    def _watched(self) -> bool:
+        """Whether a hook watches the query, key or value projection (it must see its call)."""
+        return any(m._forward_hooks or m._forward_pre_hooks for m in (self.query, self.key, self.value))
 
 
 def fuse_qkv(model: torch.nn.Module) -> torch.nn.Module:
