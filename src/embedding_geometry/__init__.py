@@ -11,6 +11,7 @@ a study never imports ``book``):
     ``models``          loading an encoder and its tokenizer, and describing it
     ``registry``        the encoders the book ships offline, and how each is made ready and verified
     ``architectures``   where to capture what, in each supported architecture family (one table)
+    ``fused_qkv``       BERT's queries, keys and values in one matrix product: the same bits, sooner
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce
     ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
