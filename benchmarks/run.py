@@ -104,7 +104,7 @@ def roofline(loaded, texts: list[str], batch_size: int, runs: int = 5) -> tuple[
     achieved = [flops / t / 1e9 for t in t_ours]
     ratios = [a / p for a, p in zip(achieved, around)]
     tokens = sum(len(x) for x in encoded)
-    common = {"model": loaded.info.id, "texts": len(texts), "tokens": tokens, "batch_size": batch_size}
+    common = {"model": loaded.info.id, "texts": len(texts), "tokens": tokens, "batch_size": batch_size, "runs": runs}
     best = max(peaks, key=lambda p: p["peak_gflops"])
     return ({**common, "gflop": round(flops / 1e9, 2), "real_token_share": round(real_share, 3),
              "achieved_gflops": [round(a, 1) for a in achieved], "peak_samples": [p["peak_gflops"] for p in peaks],
@@ -268,7 +268,7 @@ def figures(results: dict) -> list[dict]:
         if r := results.get("extraction", {}).get(name):
             out.append(figure("roofline", f"extraction ÷ bare forward, {label} (tokens/s)", r["ratio"], "≥", 0.90,
                               f"{r['extract_tokens_per_s']:,} vs {r['bare_tokens_per_s']:,} tokens/s, {r['texts']} "
-                              f"texts, the best of 5 runs each"))
+                              f"texts, the best of {r.get('runs', 3)} runs each"))
         if r := results.get("cache", {}).get(name):
             out.append(figure("cache", f"cache speed-up, {label} (first ÷ second extraction)", r["speedup"], "≥", 20,
                               f"{r['first_s']} s vs {r['second_s']} s, {r['texts']} texts"))
@@ -302,6 +302,13 @@ def kept_sections(skip: list[str]) -> set[str]:
     """The sections whose figures a run keeps from the last one: those it skips, and the bench's
     own time when it measures nothing but the MPNet build."""
     return set(skip) | ({"bench"} if set(SECTIONS) - {"mpnet_build"} <= set(skip) else set())
+
+
+def ordered(found: list[dict]) -> list[dict]:
+    """Figures in the order of the sections (SECTIONS, then the bench's own time), each section's
+    in the order given: kept figures of a skipped section sit where a measured one would."""
+    rank = {section: i for i, section in enumerate((*SECTIONS, "bench"))}
+    return sorted(found, key=lambda f: rank.get(f["section"], len(rank)))
 
 
 def _when(report: dict) -> str:
@@ -361,8 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         print("measuring mpnet_build (cold) …", flush=True)
         results["mpnet_build"] = build("mpnet", warm=False)
     skipped = kept_sections(args.skip)
-    results["figures"] = [f for f in previous.get("figures", []) if f["section"] in skipped] + [
-        f for f in figures(results) if f["section"] not in skipped]
+    kept = [f for f in previous.get("figures", []) if f["section"] in skipped]
+    results["figures"] = ordered(kept + [f for f in figures(results) if f["section"] not in skipped])
     if "bench" not in skipped:
         results["figures"].append(pages.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
                                                f"skipped: {', '.join(args.skip) or 'nothing'}; the MPNet build, "

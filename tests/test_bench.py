@@ -44,6 +44,7 @@ def test_matmul_peak_reports_each_shape():
 
 def test_roofline_runs_on_the_tiny_model(tiny_bert):
     r, e = bench.roofline(tiny_bert, ["the cat sat on the mat", "a dog barked", "one"] * 3, batch_size=4, runs=2)
+    assert "the best of 2 runs each" in next(f["detail"] for f in bench.figures({"extraction": {"minilm": e}}))
     assert len(r["peak_samples"]) == 3 and len(r["peak_gflops"]) == len(r["ratios"]) == len(r["achieved_gflops"]) == 2
     assert r["peak_gflops"] == [max(r["peak_samples"][:2]), max(r["peak_samples"][1:])]  # each run: before or after
     for ratio, achieved, peak in zip(r["ratios"], r["achieved_gflops"], r["peak_gflops"]):
@@ -83,6 +84,13 @@ def test_a_run_keeps_the_figures_of_what_it_skips():
     assert bench.kept_sections(["roofline", "cache", "batching", "memory", "build"]) == {
         "roofline", "cache", "batching", "memory", "build", "bench"}  # the MPNet build alone: the bench time stays
     assert bench.kept_sections([]) == set()
+
+
+def test_kept_figures_sit_with_their_section():
+    fig = lambda section, name: {"section": section, "figure": name}  # noqa: E731
+    found = bench.ordered([fig("mpnet_build", "kept"), fig("bench", "time"), fig("roofline", "a"), fig("cache", "c"),
+                           fig("roofline", "b")])
+    assert [f["figure"] for f in found] == ["a", "b", "c", "kept", "time"]
 
 
 def test_build_breakdown_splits_each_chapter(tmp_path):

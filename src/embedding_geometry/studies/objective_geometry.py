@@ -133,8 +133,11 @@ def seed_mean(measured: Sequence[Measured]) -> Measured:
 
 def difference(a: Measured, b: Measured) -> Measured:
     """a − b for every curve, and for the per-unit values of every mean (not the ratio's terms)."""
-    return ({key: a[0][key] - b[0][key] for key in a[0]},
-            {key: a[1][key] - b[1][key] for key in a[1] if not key.startswith(RATIO)})
+    return _minus(a[0], b[0]), {key: a[1][key] - b[1][key] for key in a[1] if not key.startswith(RATIO)}
+
+
+def _minus(a: Curves, b: Curves) -> Curves:
+    return {key: a[key] - b[key] for key in a}
 
 
 def seed_null(runs: Mapping[str, Mapping[int, Measured]]) -> Curves:
@@ -169,7 +172,7 @@ def experiment(starts: Mapping[int, LoadedModel | Callable[[], LoadedModel]], pa
     block = _split(parts, prefix)
     half = {o: _mean_curves(c) for o, c in midway.items()}
     block.update(seed_null=seed_null({o: runs[o] for o in objectives.OBJECTIVES}),
-                 midway={**half, "difference": {k: half["mean_pool"][k] - half["maxsim"][k] for k in half["maxsim"]}},
+                 midway={**half, "difference": _minus(half["mean_pool"], half["maxsim"])},
                  one_topic={v: _mean_curves(c) for v, c in topic.items()},
                  loss=objectives.loss_summary(losses))
     return block
