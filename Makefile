@@ -2,6 +2,7 @@
 #   make book   set up .venv, run every chapter notebook (papermill), build the site (_build/html)
 #   make test   set up .venv, run the whole test suite
 #   make bench  performance figures (build/bench.json), then `make book` shows them
+#   make pdf    the built book as one PDF (_build/pdf/book.pdf), every chart a picture
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,7 +10,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test bench setup strip clean serve
+.PHONY: book test bench pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -24,6 +25,12 @@ test: $(STAMP)
 BENCH_ARGS ?= --skip mpnet_build
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# The PDF is printed offline by Debian's headless Chromium (chromium, chromium-driver; poppler-utils
+# for the PDF test), installed from the machine's Debian mirror when missing and run as root.
+pdf: book
+	.ci/debian-packages chromium chromium-driver poppler-utils
+	$(PY) -m embedding_geometry pdf
 
 setup: $(STAMP)
 

@@ -23,7 +23,7 @@
 
 Prints a table and writes ``build/bench.json`` (read by the book's Performance page): the raw
 measurements by section and ``figures``, one record per figure with its value, target and met
-flag (``pages.figure``). Skipped sections keep their last measured figures.
+flag (``performance.figure``). Skipped sections keep their last measured figures.
 
     .venv/bin/python benchmarks/run.py --skip mpnet_build          # what `make bench` runs
     .venv/bin/python benchmarks/run.py --skip roofline cache batching memory build   # the MPNet build only
@@ -247,8 +247,8 @@ def imports() -> dict:
 # --------------------------------------------------------------------------- figures
 
 def figures(results: dict) -> list[dict]:
-    """One record per figure (``pages.figure``): value, target, met, detail, and its section."""
-    from embedding_geometry.book.pages import figure
+    """One record per figure (``performance.figure``): value, target, met, detail, and its section."""
+    from embedding_geometry.book.performance import figure
 
     out = []
     for name, label in MODELS.items():
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     import torch
 
-    from embedding_geometry.book import pages
+    from embedding_geometry.book import performance
     from embedding_geometry.book.chapter import seed_everything
     from embedding_geometry.core import models
 
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = [f for f in previous.get("figures", []) if f["section"] in skipped]
     results["figures"] = ordered(kept + [f for f in figures(results) if f["section"] not in skipped])
     if "bench" not in skipped:
-        results["figures"].append(pages.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
+        results["figures"].append(performance.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
                                                f"skipped: {', '.join(args.skip) or 'nothing'}; the MPNet build, "
                                                f"when measured, is not counted"))
     results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                           "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
-    print(pages.performance_table(results).to_string(index=False))
+    print(performance.performance_table(results).to_string(index=False))
     print(f"written: {out.relative_to(ROOT)}")
     return 0
 

@@ -219,7 +219,7 @@ def test_every_chapter_of_the_built_book_records_where_its_time_went(built_book)
 @pytest.mark.slow
 def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, monkeypatch):
     from conftest import copy_book
-    from embedding_geometry.book import pages
+    from embedding_geometry.book import performance
 
     root = copy_book(tmp_path / "book")
     monkeypatch.setenv("EMBEDDING_GEOMETRY_RESULTS", str(tmp_path / "results"))
@@ -233,7 +233,7 @@ def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, mo
     without = page()
     assert "<code>make bench</code>" in without and "<table" not in without
     (root / "build").mkdir(exist_ok=True)
-    figures = [pages.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
+    figures = [performance.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
     (root / "build" / "bench.json").write_text(json.dumps({"figures": figures, "machine": {"cpus": 2}}))
     with_file = page()
     assert "roofline ratio, MiniLM" in with_file and "<td data-label=\"met\">yes</td>" in with_file

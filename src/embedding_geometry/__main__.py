@@ -1,4 +1,5 @@
-"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``.
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``, and
+``python -m embedding_geometry pdf`` (the built book as one PDF, ``make pdf``).
 
 A bad input (a profile that is not YAML, a chapter that does not exist, a value a chapter
 refuses) prints one line that names it and what is expected, and exits with status 1.
@@ -25,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--force", action="store_true", help="rerun chapters even when unchanged")
     run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
     run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    pdf = commands.add_parser("pdf", help="render the built book to one PDF (_build/pdf/book.pdf)")
+    pdf.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    pdf.add_argument("--output", type=Path, default=None, help="where to write the PDF")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if not (root / "_config.yml").is_file():
@@ -32,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
               "pass --root", file=sys.stderr)
         return 1
     start = time.time()
+    if args.command == "pdf":
+        return make_pdf(root, args.output)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
         chosen = profiles.load(args.profile, root, profiles.chapters(root))
         from .book import build
@@ -44,6 +50,20 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
     return code
+
+
+def make_pdf(root: Path, output: Path | None) -> int:
+    """``python -m embedding_geometry pdf``: the built book as one PDF (``book.pdf``)."""
+    from .book import pdf
+
+    try:
+        made = pdf.make(root, output)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"wrote {made.path} ({made.path.stat().st_size / 1e6:.1f} MB, {sum(made.charts.values())} charts as "
+          f"pictures) in {made.seconds:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":

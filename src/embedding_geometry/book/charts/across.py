@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..claims import lookup
 from .frames import per_layer_frame, published_frame
-from .theme import PUBLISHED_COLOR, _theme
+from .theme import PUBLISHED_COLOR, _theme, published_label
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
@@ -46,19 +46,13 @@ def published_gap(figure: Mapping[str, Any], minuend: str = "within-sentence",
     return {**figure, "series": {name: list(np.subtract(series[minuend], series[subtrahend]))}}
 
 
-def _published_label(series: str, model: str) -> str:
-    """"within-sentence — published (mxbai-embed-large-v1)"; the model left out where the series names it."""
-    short = model.rsplit("/", 1)[-1]
-    return f"{series} — published" + ("" if short in series else f" ({short})")
-
-
 def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None, title: str = "",
                  y_zero: bool = True) -> alt.LayerChart | alt.Chart:
     """The frame of :func:`models_frame` on relative depth: a colour per trained model, its
     control dashed in the same colour; published curves (``charts.published_frame``) thin and
     grey underneath. One legend names every line."""
     theirs = pd.DataFrame() if published is None else published.assign(
-        series=[_published_label(s, m) for s, m in zip(published["series"], published["model"])])
+        series=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     palette = _theme()["config"]["range"]["category"]
     families = list(dict.fromkeys(run["family"]))
     lines = run.drop_duplicates("series")
