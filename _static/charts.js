@@ -11,7 +11,7 @@
    3. legends wrap into as many columns as their longest label allows, and no label limit is wider
       than the column;
    4. after drawing, a chart still wider than its column (its axes took more room than estimated)
-      is laid out again with that much less room, at most twice;
+      is laid out again with that much less room, at most four times;
    5. under the chart, links download its data (CSV), its spec (JSON) and the picture (PNG, SVG).
 
    window.egFreeze() replaces every chart by a PNG picture of itself (the PDF of `make pdf`).
@@ -22,7 +22,8 @@
 (function () {
   "use strict";
   var MIN_FONT = 11;        // px: the smallest text a chart may draw
-  var PAD = 80;             // px: estimate of the axes and titles around a view's plotting area
+  var PAD = 80;             // px: first estimate of the axes and titles around a view's plotting area
+  var pad = PAD;            // the estimate of the chart being laid out (grows when it came out too wide)
   var SPACING = 20;         // px: Vega-Lite's default spacing between concatenated views
   var DEFAULT_WIDTH = 560;  // px: the book theme's continuousWidth
   var DEFAULT_STEP = 20;    // px: Vega-Lite's default band step
@@ -77,7 +78,7 @@
     var layers = [view].concat(view.layer || []);
     for (var i = 0; i < layers.length; i++) {
       var x = layers[i].encoding && layers[i].encoding.x;
-      if (x && x.field && (x.type === "nominal" || x.type === "ordinal")) return {field: x.field, layer: layers[i]};
+      if (x && x.field && (x.type === "nominal" || x.type === "ordinal")) return {field: x.field, layer: layers[i], def: x};
     }
     return null;
   }
@@ -128,7 +129,16 @@
   // line stays whole on its own line).
   function wrapLines(text, room, size, bold) {
     var perChar = size * (bold ? 0.66 : CHAR), lines = [], line = "";
-    String(text).split(/\s+/).forEach(function (word) {
+    var words = [];
+    String(text).split(/\s+/).forEach(function (word) {  // a word too long for a line breaks after a / or -
+      if (word.length * perChar <= room) { words.push(word); return; }
+      var piece = "";
+      word.split(/(?<=[\/\-])/).forEach(function (part) {
+        if (piece && (piece + part).length * perChar > room) { words.push(piece); piece = part; } else { piece += part; }
+      });
+      if (piece) words.push(piece);
+    });
+    words.forEach(function (word) {
       var next = line ? line + " " + word : word;
       if (line && next.length * perChar > room) { lines.push(line); line = word; } else { line = next; }
     });
@@ -171,11 +181,13 @@
     }, 0);
     if (n && needed && width / n < needed) width = n * needed;  // room for the printed values
     var y = discreteY(view);
-    var fits = width + PAD <= room;
-    var plot = fits ? width : Math.max(80, room - PAD);
-    wrapTitle(view, fits ? width + PAD : room, 15);
-    (view.layer || []).forEach(function (layer) { wrapTitle(layer, fits ? width + PAD : room, 15); });
-    if (y) wrapAxisLabels(spec, view, y, room, data);
+    var fits = width + pad <= room;
+    var plot = fits ? width : Math.max(80, room - pad);
+    wrapTitle(view, fits ? width + pad : room, 15);
+    (view.layer || []).forEach(function (layer) { wrapTitle(layer, fits ? width + pad : room, 15); });
+    if (y) wrapAxisLabels(spec, view, y, "y", room, data);
+    if (x) wrapAxisLabels(spec, view, x, "x", room, data);
+    wrapAxisTitles(view, plot);
     if (!fits || (n && needed && !(view.width && isNumber(view.width.step) && view.width.step >= needed))) {
       if (top && !fits && !y) {
         view.width = room;
@@ -189,7 +201,7 @@
     if (n && labels.length && plot / n < needed) {
       view.layer = view.layer.filter(function (layer) { return labels.indexOf(layer) < 0; });
     }
-    return Math.min(room, plot + PAD);
+    return Math.min(room, plot + pad);
   }
 
   function discreteY(view) {
@@ -201,24 +213,36 @@
     return null;
   }
 
-  // Long category labels on a y axis print on several lines, at most 45 % of the room wide; the
-  // rows grow to hold them.
-  function wrapAxisLabels(spec, view, y, room, data) {
-    var rows = rowsOf(spec, y.layer.data || data), seen = {};
-    rows.forEach(function (row) { seen[String(row[y.field])] = true; });
-    var labels = Object.keys(seen), size = 12, limit = Math.max(90, Math.floor(room * 0.45));
+  // Long category labels on a y axis (an x axis) print on several lines, at most 45 % (40 %) of the
+  // room wide; the rows grow to hold them.
+  function wrapAxisLabels(spec, view, axis, channel, room, data) {
+    var rows = rowsOf(spec, axis.layer.data || data), seen = {};
+    rows.forEach(function (row) { seen[String(row[axis.field])] = true; });
+    var labels = Object.keys(seen), size = 12, limit = Math.max(90, Math.floor(room * (channel === "y" ? 0.45 : 0.4)));
     var expression = wrapExpression(labels, limit, size);
     var most = labels.reduce(function (m, label) { return Math.max(m, wrapLines(label, limit, size).length); }, 1);
-    if (y.def.axis === null) return;
+    if (axis.def.axis === null) return;
     [view].concat(view.layer || []).forEach(function (layer) {
-      var def = layer.encoding && layer.encoding.y;
-      if (def && def.field === y.field && def.axis !== null) {
+      var def = layer.encoding && layer.encoding[channel];
+      if (def && def.field === axis.field && def.axis !== null) {
         def.axis = Object.assign({}, def.axis, {labelLimit: limit + 20}, expression ? {labelExpr: expression} : {});
       }
     });
     var step = view.height && isNumber(view.height.step) ? view.height.step : DEFAULT_STEP;
     var wanted = most * (size + 2) + 6;
-    if (most > 1 && step < wanted) view.height = {step: wanted};
+    if (channel === "y" && most > 1 && step < wanted) view.height = {step: wanted};
+  }
+
+  // Axis titles longer than the plot print on several lines.
+  function wrapAxisTitles(view, plot) {
+    [view].concat(view.layer || []).forEach(function (layer) {
+      ["x", "y"].forEach(function (channel) {
+        var def = layer.encoding && layer.encoding[channel];
+        if (!def || typeof def.title !== "string") return;
+        var lines = wrapLines(def.title, channel === "x" ? plot : 280, 13, true);
+        if (lines.length > 1) def.title = lines;
+      });
+    });
   }
 
   function panelsOf(spec) { return spec.hconcat || spec.concat; }
@@ -234,7 +258,7 @@
     }
     if (part.vconcat) return Math.max.apply(null, part.vconcat.map(function (p) { return wanted(spec, p, data); }));
     if (part.facet && part.spec) return wanted(spec, part.spec, data);
-    return natural(spec, part, data) + PAD;
+    return natural(spec, part, data) + pad;
   }
 
   function fitPart(spec, part, room, data, top) {
@@ -262,7 +286,7 @@
   function fitFacet(spec, part, room, data) {
     var facet = part.facet;
     if (facet.column && !facet.row) { part.facet = facet.column; facet = part.facet; }
-    var inner = natural(spec, part.spec, data) + PAD;
+    var inner = natural(spec, part.spec, data) + pad;
     if (facet.field && !facet.row) {
       var n = Math.max(1, distinct(rowsOf(spec, part.data || data), facet.field));
       var columns = Math.max(1, Math.min(n, Math.floor((room + SPACING) / (inner + SPACING))));
@@ -352,7 +376,8 @@
     raiseFonts(spec);
     configFonts(spec.config);
     if (!room) return spec;
-    room = Math.floor(room - (extra || 0));
+    pad = PAD + (extra || 0);  // each retry: the axes took that much more room than estimated
+    room = Math.floor(room - (extra || 0) / 2);
     fitLegends(spec, room);
     fitPart(spec, spec, room, spec.data, true);
     return spec;
@@ -438,7 +463,7 @@
         entry.view = result.view;
         var drawn = element.querySelector("svg");
         var over = drawn ? drawn.getBoundingClientRect().width - room : 0;
-        if (over > 1 && attempt < 2) { draw(id, attempt + 1, (extra || 0) + over + 4); return; }
+        if (over > 1 && attempt < 4) { draw(id, attempt + 1, (extra || 0) + over + 4); return; }
         element.setAttribute("data-eg-ready", "1");
         if (!element.nextElementSibling || !element.nextElementSibling.classList.contains("eg-chart-tools")) tools(element, entry);
       })

@@ -138,12 +138,25 @@ def width(request, browser):  # noqa: F811
     return request.param
 
 
+SETTLED = """
+var done = arguments[arguments.length - 1];
+var maths = window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve();
+maths.then(function () { return document.fonts.ready; }).then(function () { done(true); }, function () { done(true); });
+"""
+"""Waits for MathJax's typesetting (its components load after the page) and the fonts it asks for."""
+
+
 def visit(browser, url):  # noqa: F811
+    """Open ``url`` and wait until every chart is laid out and drawn and the maths typeset."""
     browser.get(url)
     wait_for(lambda: browser.execute_script(
         "return document.readyState === 'complete' && Array.from(document.querySelectorAll('.eg-chart'))"
         ".every(function (c) { return c.getAttribute('data-eg-ready') || (!window.egChart && c.querySelector('svg')); })"),
         timeout=60)
+    wait_for(lambda: browser.execute_script("return !window.MathJax || !!(MathJax.startup && MathJax.startup.promise)"),
+             timeout=30)
+    browser.set_script_timeout(60)
+    browser.execute_async_script(SETTLED)
 
 
 def console_problems(browser) -> list[str]:  # noqa: F811
