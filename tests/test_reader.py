@@ -164,15 +164,25 @@ def console_problems(browser) -> list[str]:  # noqa: F811
             if e["level"] in ("SEVERE", "WARNING") and not any(n in e["message"] for n in NOISE)]
 
 
-def screenshot(browser, page: str, width: int) -> Path:  # noqa: F811
-    """The whole page (up to 16,000 px tall) as a PNG, through Chrome's DevTools protocol."""
-    height = min(browser.execute_script("return document.documentElement.scrollHeight"), 16000)
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
-        "captureBeyondViewport": True, "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
-    path = SCREENSHOTS / str(width) / (page.replace("/", "_").removesuffix(".html") + ".png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(base64.b64decode(shot["data"]))
-    return path
+SLICE = 16000
+"""The tallest screenshot Chrome takes in one piece, in px; a longer page is saved in slices."""
+
+
+def screenshot(browser, page: str, width: int) -> list[Path]:  # noqa: F811
+    """The whole page as PNGs through Chrome's DevTools protocol: ``<page>.png`` for its first
+    16,000 px, then ``<page>-2.png``, ``<page>-3.png``, … for the rest."""
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    name = page.replace("/", "_").removesuffix(".html")
+    paths = []
+    for i, top in enumerate(range(0, height, SLICE)):
+        shot = browser.execute_cdp_cmd("Page.captureScreenshot", {
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": top, "width": width, "height": min(SLICE, height - top), "scale": 1}})
+        path = SCREENSHOTS / str(width) / (name + (f"-{i + 1}" if i else "") + ".png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+        paths.append(path)
+    return paths
 
 
 def raw_strings(text: str) -> list[str]:

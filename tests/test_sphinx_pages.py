@@ -45,14 +45,15 @@ def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
             SimpleNamespace(filename="", attributes={"body": "window.MathJax = {}"})]
 
     def kept(body):
-        context = {"body": body, "script_files": scripts()}
+        context = {"body": body, "script_files": scripts(), "css_files": [SimpleNamespace(filename="sphinx-design.min.css")]}
         sphinx_pages.prune_assets(None, "page", "page.html", context, None)
-        return [s.filename or "config" for s in context["script_files"]]
+        return [s.filename or "config" for s in context["script_files"] + context["css_files"]]
 
     assert kept("<p>text</p>") == ["jquery.js", "book.js"]
     assert kept('<div class="eg-chart"></div>') == ["jquery.js", "vega-bundle.js", "charts.js", "book.js"]
     assert kept('<span class="math notranslate nohighlight">\\(x\\)</span>') == [
         "jquery.js", "book.js", "mathjax/startup.js", "config"]
+    assert kept('<details class="sd-sphinx-override sd-dropdown">') == ["jquery.js", "book.js", "sphinx-design.min.css"]
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():

@@ -265,11 +265,14 @@ class HtmlTable:
         ids = self.row_ids or [None] * len(self.frame)
         head = "".join(f'<th scope="col">{_e(c)}</th>' for c in self.frame.columns)
         labels = [_e(c) for c in self.frame.columns]
-        decimals = [tables.column_decimals(self.frame.iloc[:, i]) for i in range(self.frame.shape[1])]
+        columns = [self.frame.iloc[:, i] for i in range(self.frame.shape[1])]
+        decimals = [tables.column_decimals(column) for column in columns]
+        numeric = [' class="eg-num"' if pd.api.types.is_numeric_dtype(c) and not pd.api.types.is_bool_dtype(c) else ""
+                   for c in columns]
         rows = ([tables.cell_text(v, d) for v, d in zip(row, decimals)] for row in self.frame.itertuples(index=False))
         body = "".join((f'<tr id="{_e(i)}">' if i else "<tr>")
-                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else ""}>{_e(v)}</td>'
-                                 for label, v in zip(labels, row)) + "</tr>"
+                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else number}>{_e(v)}</td>'
+                                 for label, number, v in zip(labels, numeric, row)) + "</tr>"
                        for i, row in zip(ids, rows))
         foot = (f'<tfoot><tr>{"".join(f"<td>{_e(tables.cell_text(v))}</td>" for v in self.foot)}</tr></tfoot>'
                 if self.foot else "")

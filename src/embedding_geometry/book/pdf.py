@@ -1,7 +1,7 @@
 """The whole book as one PDF (``make pdf``), every chart a picture, offline.
 
 1. ``jupyter-book build --builder singlehtml`` writes every page of the built book (the chapters
-   the last ``make book`` executed) into one HTML page, ``_build/singlehtml/index.html``;
+   the last ``make book`` executed) into one HTML page, copied to ``_build/singlehtml/print.html``;
 2. headless Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by selenium) opens it
    as a printer would see it (print styles, a column as wide as an A4 page's text), lets
    ``_static/charts.js`` lay out every chart for that column, replaces each chart by a PNG
@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from ..core.errors import BookError
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -37,8 +39,9 @@ FOOTER = ('<div style="font-size: 9px; width: 100%; text-align: center; color: #
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
 
 WAIT_FOR_CHARTS = """
-return document.readyState === 'complete' && Array.from(document.querySelectorAll('.eg-chart'))
-  .every(function (c) { return c.getAttribute('data-eg-ready'); });
+var charts = Array.from(document.querySelectorAll('.eg-chart'));
+if (charts.some(function (c) { return /needs the book|Chart error/.test(c.textContent); })) return 'broken';
+return document.readyState === 'complete' && charts.every(function (c) { return c.getAttribute('data-eg-ready'); });
 """
 FREEZE = """
 var done = arguments[arguments.length - 1];
@@ -69,14 +72,20 @@ class Pdf:
 
 
 def singlehtml(root: Path) -> Path:
-    """Build the book's pages as one HTML page; returns its path."""
+    """Build the book's pages as one HTML page (with the chart bundle in place); returns its path."""
+    from . import charts
+
+    charts.write_bundle(root / "_static")
     executable = Path(sys.executable).with_name("jupyter-book")
     command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root),
                "--builder", "singlehtml", "--keep-going", "--quiet"]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True)
-    page = root / "_build" / "singlehtml" / "index.html"
-    if done.returncode != 0 or not page.is_file():
+    folder = root / "_build" / "singlehtml"
+    written = folder / f"{yaml.safe_load((root / '_toc.yml').read_text())['root']}.html"
+    if done.returncode != 0 or not written.is_file():
         raise PdfError(f"jupyter-book could not build the single-page HTML: {(done.stderr or done.stdout)[-500:]}")
+    page = folder / "print.html"  # Sphinx writes the page's links as if it sat at the top, so put it there
+    page.write_text(written.read_text(encoding="utf-8"), encoding="utf-8")
     return page
 
 
@@ -90,11 +99,14 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    options.page_load_strategy = "eager"  # the page's own scripts are waited for below
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--disable-component-update", "--allow-file-access-from-files",
                  f"--window-size={COLUMN},1200"):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or CHROMEDRIVER), options=options)
+    driver.command_executor.client_config.timeout = 900  # printing a long book takes minutes on a busy machine
+    return driver
 
 
 def print_page(page: Path, output: Path, timeout: float = 300.0) -> dict[str, int]:
@@ -107,7 +119,9 @@ def print_page(page: Path, output: Path, timeout: float = 300.0) -> dict[str, in
         driver.set_script_timeout(timeout)
         driver.get(page.resolve().as_uri())
         end = time.time() + timeout
-        while not driver.execute_script(WAIT_FOR_CHARTS):
+        while (state := driver.execute_script(WAIT_FOR_CHARTS)) is not True:
+            if state == "broken":
+                raise PdfError(f"a chart of {page} could not be drawn (its scripts are missing, or it has an error)")
             if time.time() > end:
                 raise PdfError(f"the charts of {page} did not finish drawing in {timeout:.0f} s")
             time.sleep(0.5)

@@ -65,18 +65,24 @@ def has_maths(body: str) -> bool:
     return any(mark in body for mark in MATH_MARKS)
 
 
+def _named(asset: Any, names: list[str]) -> bool:
+    """Whether a script or stylesheet of the page is one of ``names`` (a file name, or "mathjax":
+    its files and its inline configuration)."""
+    filename = str(getattr(asset, "filename", asset) or "")
+    inline = str(getattr(asset, "attributes", {}).get("body", ""))
+    return any(name in filename or (name == "mathjax" and "MathJax" in inline) for name in names)
+
+
 def prune_assets(app, pagename, templatename, context, doctree) -> None:
-    """Drop the chart scripts from pages without a chart and MathJax from pages without maths."""
+    """Drop the chart scripts from pages without a chart, MathJax from pages without maths, and
+    sphinx-design's stylesheet from pages without its dropdowns or cards."""
     body = context.get("body", "")
-    scripts = context.get("script_files")
-    if not isinstance(scripts, list):
-        return
-    drop = [] if "eg-chart" in body else list(CHART_SCRIPTS)
-    if not has_maths(body):
-        drop.append("mathjax")
-    scripts[:] = [s for s in scripts if not any(name in str(getattr(s, "filename", s) or "") or
-                                                 (name == "mathjax" and "MathJax" in str(getattr(s, "attributes", {}).get("body", "")))
-                                                 for name in drop)]
+    scripts, styles = context.get("script_files"), context.get("css_files")
+    drop = ([] if "eg-chart" in body else list(CHART_SCRIPTS)) + ([] if has_maths(body) else ["mathjax"])
+    if isinstance(scripts, list):
+        scripts[:] = [s for s in scripts if not _named(s, drop)]
+    if isinstance(styles, list) and 'class="sd-' not in body and " sd-" not in body:
+        styles[:] = [s for s in styles if not _named(s, ["sphinx-design"])]
 
 
 def build_stamp(root: Path) -> tuple[str, str]:

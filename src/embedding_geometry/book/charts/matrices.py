@@ -84,8 +84,9 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
                 color: str = "series") -> alt.LayerChart | alt.Chart:
     """Per-block series (``layer`` 1..L on x, ``value`` on y, one line per ``color``); an optional
     grey dashed rule marks the chance level."""
-    x = alt.X("layer:Q", title="block l", scale=alt.Scale(domain=[1, int(frame["layer"].max())]),
-              axis=alt.Axis(tickMinStep=1, format="d"))
+    blocks = int(frame["layer"].max())
+    x = alt.X("layer:Q", title="block l", scale=alt.Scale(domain=[1, blocks]),
+              axis=alt.Axis(values=list(range(1, blocks + 1)), format="d"))  # one tick per block, however narrow
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color(f"{color}:N", title=None),
         tooltip=[alt.Tooltip(f"{color}:N", title=color), alt.Tooltip("layer:Q", title="block"),
