@@ -119,7 +119,7 @@ class Provenance:
         self.chapter = document.get("chapter", "")
         rows = [
             ("model", model.get("id") or "—"),
-            ("weights (SHA-256)", model.get("sha256") or model.get("revision") or "—"),
+            ("weights (SHA-256)", _short_hash(model.get("sha256")) or model.get("revision") or "—"),
             ("depths × width", f"{model.get('layers')} + 1 × {model.get('hidden')}" if model.get("layers") else "—"),
             ("python / torch / transformers", f"{env['python']} / {env['torch']} / {env['transformers']}"),
             ("embedding_geometry", env.get("embedding_geometry", "—")),
@@ -142,6 +142,11 @@ class Provenance:
             shown.attrs.update(fold=f"The {len(shown)} parameters this page was computed with", code=["parameter", "value"])
             body += tables.frame_html(shown)
         return body
+
+
+def _short_hash(digest: str | None) -> str | None:
+    """A SHA-256 by its first 16 hex digits (the results JSON, linked beside it, has all 64)."""
+    return f"{digest[:16]}…" if digest else None
 
 
 def _literal(value: Any) -> str:

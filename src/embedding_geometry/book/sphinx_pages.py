@@ -62,6 +62,7 @@ def unsigned_zeros(app, doctree, docname) -> None:
 
 
 def has_maths(body: str) -> bool:
+    """Whether a page's body holds maths for MathJax to typeset (:data:`MATH_MARKS`)."""
     return any(mark in body for mark in MATH_MARKS)
 
 
@@ -85,7 +86,7 @@ def prune_assets(app, pagename, templatename, context, doctree) -> None:
         styles[:] = [s for s in styles if not _named(s, ["sphinx-design"])]
 
 
-def build_stamp(root: Path) -> tuple[str, str]:
+def build_stamp() -> tuple[str, str]:
     """(commit, date) of this build: the short commit of the package's checkout (with "+" when it
     has uncommitted changes; "unknown" outside git) and today's date (UTC)."""
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
@@ -117,7 +118,7 @@ def configure(app, config) -> None:
     config.mathjax_path = MATHJAX["path"]
     config.mathjax3_config = {**MATHJAX["config"], **(config.mathjax3_config or {})}
     options = config.html_theme_options
-    commit, date = build_stamp(Path(app.srcdir))
+    commit, date = build_stamp()
     repository = options.get("repository_url") or ""
     placeholder = not repository or "executablebooks/jupyter-book" in repository  # Jupyter Book's default
     options["use_repository_button"] = not placeholder
@@ -158,14 +159,18 @@ def trim_icon_rules(outdir: Path) -> None:
         path.write_text(ICON_RULE.sub(lambda m: m.group(0) if m.group(1) in ICON_GLYPHS else "", text), encoding="utf-8")
 
 
+def trim_theme(app, exception) -> None:
+    """:func:`trim_icon_rules` of a finished HTML build."""
+    if exception is None and app.builder.format == "html":
+        trim_icon_rules(Path(app.outdir))
+
+
 def copy_downloads(app, exception) -> None:
-    """Copy each chapter's results JSON and write every claim as CSV under ``downloads/``; trim
-    the theme's icon rules (:func:`trim_icon_rules`)."""
+    """Copy each chapter's results JSON and write every claim as CSV under ``downloads/``."""
     if exception is not None or app.builder.format != "html":
         return
-    trim_icon_rules(Path(app.outdir))
     results = Path(app.srcdir) / "build" / "results"
-    target = Path(app.outdir) / "downloads" / "results"
+    target = Path(app.outdir) / pages.DOWNLOADS / "results"
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(results.glob("[!.]*.json")):
         shutil.copy2(path, target / path.name)
@@ -180,7 +185,6 @@ def setup(app) -> dict[str, Any]:
     app.connect("html-page-context", prune_assets, priority=900)  # after MathJax adds itself (500)
     app.connect("html-page-context", footer_links, priority=901)
     app.connect("build-finished", copy_downloads)
+    app.connect("build-finished", trim_theme)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
-
-__all__ = ["build_stamp", "has_maths", "number_titles", "prune_assets", "setup", "unsigned_zeros"]

@@ -105,7 +105,7 @@ def frame_html(frame: pd.DataFrame | pd.Series, index: bool | None = None, class
     """``frame`` as the book's HTML table (see the module docstring). ``index`` shows the index
     as the first column(s); by default, unless it is a plain 0..n−1 range."""
     if isinstance(frame, pd.Series):
-        frame = frame.to_frame()
+        frame = frame.to_frame(name="value" if frame.name is None else frame.name)
     if index is None:
         index = not (isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1)
     names = [human(n) for n in frame.index.names] if index else []
