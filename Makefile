@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test bench setup strip clean serve
+.PHONY: book test bench tolerances setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -24,6 +24,14 @@ test: $(STAMP)
 BENCH_ARGS ?= --skip mpnet_build
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# The reproducibility contract's tolerances (not part of `make test`): the book built on its own
+# float path and on four perturbed ones (one thread, oneDNN off, unfused attention, batch size 7),
+# compared family by family; writes src/embedding_geometry/data/float_paths.json. About five cold
+# builds. TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
+TOLERANCE_ARGS ?=
+tolerances: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/float_paths.py $(TOLERANCE_ARGS)
 
 setup: $(STAMP)
 

@@ -137,9 +137,16 @@ def _run_with_model(record: Mapping[str, Any]) -> str:
 
 
 def verdict_cell(record: Mapping[str, Any]) -> str:
-    """The verdict, with its reason where it has one."""
+    """The verdict, with its reason where it has one, and "fragile" with why (its margin is
+    within float noise, book.reproducibility) where it is."""
     verdict = verdict_of(record)
-    return f"{verdict}: {record['reason']}" if record.get("reason") and verdict != DESCRIPTION else verdict
+    text = f"{verdict}: {record['reason']}" if record.get("reason") and verdict != DESCRIPTION else verdict
+    return text + (f" — fragile: {record['fragile']}" if record.get("fragile") else "")
+
+
+def verdict_word(record: Mapping[str, Any]) -> str:
+    """The verdict, with " (fragile)" when float noise could flip it."""
+    return verdict_of(record) + (" (fragile)" if record.get("fragile") else "")
 
 
 def row(record: Mapping[str, Any]) -> dict[str, str]:
@@ -197,7 +204,8 @@ def sentence(record: Mapping[str, Any]) -> str:
         return f"{subject} — a description, not tested{reason}: {run_text(record)} on {record['model']}."
     if verdict == BY_CONSTRUCTION:
         return f"{subject} — true by construction ({record['reason']}): {run_text(record)} on {record['model']}."
-    return f"{subject} — {verdict} on {record['model']}: {evidence(record)}."
+    fragile = f" Fragile: {record['fragile']}." if record.get("fragile") else ""
+    return f"{subject} — {verdict} on {record['model']}: {evidence(record)}.{fragile}"
 
 
 # --------------------------------------------------------------------------- box, summary, legend
@@ -219,7 +227,7 @@ def findings(items: Iterable[Any], ids: list[str] | None = None, limit: int = 6)
     else:
         chosen = [r for r in chosen if r.get("headline")] or [r for r in chosen if verdict_of(r) in COUNTED]
     shown = chosen[:limit]
-    lines = [f"- **{verdict_of(r)}** · {sentence(r).split(' — ', 1)[0]}: {evidence(r)}." for r in shown]
+    lines = [f"- **{verdict_word(r)}** · {sentence(r).split(' — ', 1)[0]}: {evidence(r)}." for r in shown]
     counts = ", ".join(f"{v} {n}" for v, n in tally(shown).items())
     title = f"{len(shown)} headline claim{'' if len(shown) == 1 else 's'} — {counts}" if shown else "No claims"
     return f":::{{admonition}} {title}\n:class: tip\n" + "\n".join(lines or ["- no claims"]) + "\n:::\n"

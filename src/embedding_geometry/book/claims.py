@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import intervals, reducers, shapes
+from . import intervals, reducers, reproducibility, shapes
 from ..core.errors import BookError
 # Re-exported, so that a chapter needs only ``claims`` (verdict words, prose, reducers, shapes, results).
 from .claim_text import (BY_CONSTRUCTION, COUNTED, DESCRIPTION, FAILS, HOLDS, INCONCLUSIVE,  # noqa: F401
@@ -209,6 +209,9 @@ class Verdict:
     statistic: Mapping[str, Any] | None = None  # series tests: {name, value, interval, support}
     depth: str | None = None  # the depth a positional reducer landed on
     reason: str | None = None  # by construction / not measured / description: why
+    margin: float | None = None  # how far the judged interval is from changing the verdict (shapes.margin)
+    deviation: float | None = None  # the float noise the statistic may take on another machine
+    fragile: str | None = None  # why float noise could flip the verdict, or None
 
     @property
     def label(self) -> str:
@@ -233,7 +236,8 @@ class Verdict:
             "interval": list(self.interval) if self.interval else None, "interval_note": self.interval_note,
             "statistic": _listed(self.statistic), "null": dict(self.null) if self.null else None,
             "fraction": c.fraction, "fraction_reason": c.fraction_reason, "headline": c.headline,
-            "counted": self.label in COUNTED,
+            "counted": self.label in COUNTED, "margin": self.margin, "float_deviation": self.deviation,
+            "fragile": self.fragile,
         }
 
 
@@ -241,7 +245,23 @@ def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: in
              resamples: int = intervals.RESAMPLES) -> list[Verdict]:
     """Verdicts for every claim of ``ledger`` against this run's ``metrics`` on ``model``; the
     bootstrap draws ``resamples`` resamples from a generator seeded by (``seed``, claim id)."""
-    return [_verdict(claim, metrics, model, seed, resamples) for claim in ledger.claims]
+    return [_stability(ledger.chapter, _verdict(claim, metrics, model, seed, resamples), metrics)
+            for claim in ledger.claims]
+
+
+def _stability(chapter: str, verdict: Verdict, metrics: Mapping[str, Any]) -> Verdict:
+    """``verdict`` with its float deviation, and marked fragile when its margin is smaller than
+    that deviation or a perturbed float path gave it another verdict (book.reproducibility)."""
+    if verdict.margin is None:
+        return verdict
+    deviation = reproducibility.claim_deviation(chapter, verdict.claim.metric, lookup(metrics, verdict.claim.metric),
+                                                verdict.record())
+    reasons = []
+    if verdict.margin < deviation:
+        reasons.append(f"its margin {_fmt(verdict.margin)} is within the float noise of its statistic ({_fmt(deviation)})")
+    if flips := reproducibility.flipped(chapter, verdict.claim.id, verdict.model):
+        reasons.append(f"its verdict changed on a perturbed float path ({', '.join(flips)})")
+    return replace(verdict, deviation=deviation, fragile="; ".join(reasons) or None)
 
 
 def _verdict(claim: Claim, metrics: Mapping[str, Any], model: str, seed: int, resamples: int) -> Verdict:
@@ -279,8 +299,10 @@ def _verdict(claim: Claim, metrics: Mapping[str, Any], model: str, seed: int, re
         verdict, found["reason"] = BY_CONSTRUCTION, claim.by_construction
     elif judged_on is None:
         verdict = shapes.judge(test, args, (point, point), null_value) + NO_INTERVAL
+        found["margin"] = shapes.margin(test, args, (point, point), null_value)
     else:
         verdict = shapes.judge(test, args, judged_on, null_value)
+        found["margin"] = shapes.margin(test, args, judged_on, null_value)
     return Verdict(**found, shape=shape, verdict=verdict)
 
 

@@ -29,6 +29,12 @@ max(bound, null); ``below``: t = min(bound, null)):
 
 ``between`` holds when [lo, hi] ⊂ [low, high] and the null (if any) lies outside [lo, hi]; it
 does not hold when the two are disjoint. A single value v is judged as the interval [v, v].
+
+**The margin** of a verdict is how far the interval would have to move for the verdict to
+change: the smallest distance between an end of [lo, hi] and a threshold the verdict depends on
+(t; for ``between``: low, high and the null), min |e − t| over e ∈ {lo, hi}. A verdict whose
+margin is smaller than the float noise of its statistic is *fragile*
+(:mod:`embedding_geometry.book.reproducibility`).
 """
 
 from __future__ import annotations
@@ -107,6 +113,21 @@ def judge(test: str, args: Mapping[str, Any], interval: tuple[float, float], nul
         return HOLDS if hi < t else FAILS if lo >= t else INCONCLUSIVE
     t = bound if null is None else max(bound, null)
     return HOLDS if lo > t else FAILS if hi <= t else INCONCLUSIVE
+
+
+def thresholds(test: str, args: Mapping[str, Any], null: float | None = None) -> list[float]:
+    """The thresholds a verdict of ``test`` depends on (see :func:`judge`)."""
+    if test == "between":
+        return [float(args["low"]), float(args["high"])] + ([] if null is None else [float(null)])
+    bound = float(args.get("bound", 0.0))
+    if null is None:
+        return [bound]
+    return [min(bound, null) if test == "below" else max(bound, null)]
+
+
+def margin(test: str, args: Mapping[str, Any], interval: tuple[float, float], null: float | None = None) -> float:
+    """min |e − t| over the interval's ends e and the thresholds t (see the module docstring)."""
+    return min(abs(end - t) for end in interval for t in thresholds(test, args, null))
 
 
 def threshold_text(test: str, args: Mapping[str, Any]) -> str:

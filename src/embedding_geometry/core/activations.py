@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from . import clock, paths
+from . import clock, float_path, paths
 from .architectures import SpecialTokens
 from .capture import run_with_cache
 from .errors import ParameterError
@@ -176,10 +176,12 @@ def extract(
 def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attentions: bool,
               attention_layers: tuple[int, ...] | None = None) -> str:
     """Content key: what the activations depend on, hashed with joblib (the kept attention
-    layers only when not all are kept, so that the keys of full records stay as they were)."""
+    layers only when not all are kept, and the float path only when perturbed, so that the keys
+    of full records on the book's own path stay as they were)."""
     identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
     kept = [] if attention_layers is None else [list(attention_layers)]
-    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__, *kept])
+    perturbed = [spec] if (spec := float_path.current().spec) else []
+    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__, *kept, *perturbed])
 
 
 def _attention_layers(requested: Sequence[int] | None, attentions: bool, n_layers: int) -> tuple[int, ...] | None:
@@ -204,6 +206,7 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         if mask.all():
             raise ParameterError(source, "texts that each contain at least one word token", text)
     order = np.argsort([-len(x) for x in ids], kind="stable")
+    batch_size = float_path.current().forward_batch(batch_size)
     n_layers = loaded.model.config.num_hidden_layers
     kept = range(n_layers) if layers is None else layers
     names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]

@@ -168,7 +168,7 @@ def pca_steps(acts: Activations) -> Metrics:
 def token_pca(acts: Activations, fit_depth: int) -> Metrics:
     """Every word token at every depth in a 2-D PCA fitted on the word tokens at ``fit_depth``."""
     coords, explained = geometry.pca_projection(acts.hidden[:, acts.word_mask], fit_depth)
-    return {"coords": coords.round(3), "explained_variance_ratio": explained, "tokens": acts.word_tokens()}
+    return {"coords": coords, "explained_variance_ratio": explained, "tokens": acts.word_tokens()}
 
 
 # --------------------------------------------------------------------------- the mean pool's dimensions
