@@ -170,7 +170,7 @@ def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{"<claim id>@<model>": {verdict, fragile}}`` of one results JSON: its claims, and the
     per-model verdicts of a chapter that judges its ledger on several models."""
     found = {}
-    for model, claims in (results.get("metrics", {}).get("model_verdicts") or {}).items():
+    for model, claims in (results.get("metrics", {}).get("verdicts_by_model") or {}).items():
         for c in claims if isinstance(claims, list) else []:
             found[f"{c['id']}@{model}"] = {"verdict": c.get("verdict"), "fragile": c.get("fragile")}
     for c in results.get("claims") or []:
