@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, pages, parameters, rules
+from . import charts, claims, pages, parameters, results, rules
+from .claims import words
 from ..core import activations, models
 
 
@@ -118,27 +119,26 @@ class Chapter:
         """Glue every value of ``metrics`` under its key path (:func:`metric_values`), so that the
         prose quotes a metric by where the results JSON holds it:
         ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
-        self.glue(**metric_values(claims.to_jsonable(self.metrics)))
+        self.glue(**metric_values(results.to_jsonable(self.metrics)))
 
-    def finish(self, verdicts: bool = True, findings: list[str] | None = None) -> Path:
+    def finish(self, verdicts: bool = True) -> None:
         """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the
-        chapter has one; bootstrap seeded by ``seed``), glue the claims table (each row with its anchor
-        ``claim-<id>``, the dashboard's link target) and the errata table, every
-        claim's prose values, and the Markdown written from the verdicts (``findings``: the "What
-        this run found" box, of the claims named in ``findings`` or the ledger's headline claims;
-        ``claims_summary``; ``verdict_legend``; ``sentence_<id>``), and write
-        ``build/results/<slug>.json`` atomically. Returns the results path."""
+        chapter has one; bootstrap seeded by ``seed``), glue the claims table (each row with its
+        anchor ``claim-<id>``, the dashboard's link target) and the errata table, every claim's
+        prose values, and the Markdown written from the verdicts (``findings``: the "What this
+        run found" box of the ledger's headline claims; ``claims_summary``; ``verdict_legend``;
+        ``sentence_<id>``), and write ``build/results/<slug>.json`` atomically."""
         found = []
         if verdicts:
             ledger = claims.load(self.slug)
             found = claims.evaluate(ledger, self.metrics, self.model.info.id, seed=self.params.get("seed", 0))
-            self.glue(**claims.prose_values(found), **claims.markdown_values(found, findings),
-                      claims_table=pages.claims_table(found), errata_table=claims.errata_table(ledger),
+            self.glue(**words.prose_values(found), **words.markdown_values(found),
+                      claims_table=pages.claims_table(found), errata_table=pages.errata_table(ledger),
                       n_errata=len(ledger.errata))
         model = self.model.info.to_dict() if "model" in self.params else {}
-        return claims.write_results(self.slug, model=model, params=self.params, inputs=self.inputs,
-                                    metrics=self.metrics, claims=found, models=list(self.ran.values()),
-                                    device=str(self.model.device) if model else "none", started=self.started)
+        results.write_results(self.slug, model=model, params=self.params, inputs=self.inputs, metrics=self.metrics,
+                              claims=found, models=list(self.ran.values()),
+                              device=str(self.model.device) if model else "none", started=self.started)
 
 
 def metric_values(tree: Any, path: str = "") -> dict[str, Any]:
