@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book.claims import resample as r
+from embedding_geometry.book.claims import samples as s
 
 IDENTITY = lambda x: x  # noqa: E731  (a reduce that keeps the number: the tests' statistics are scalars)
 
@@ -13,32 +14,32 @@ IDENTITY = lambda x: x  # noqa: E731  (a reduce that keeps the number: the tests
 
 def test_a_resample_is_the_mean_of_the_rows_it_drew():
     x = np.random.default_rng(3).normal(size=(9, 4))
-    fast = r.bootstrap(r.Mean(x), 50, np.random.default_rng(1))
+    fast = r.bootstrap(s.Mean(x), 50, np.random.default_rng(1))
     drawn = np.random.default_rng(1).integers(0, 9, size=(50, 9))
     assert fast == pytest.approx(np.stack([x[rows].mean(axis=0) for rows in drawn]))
-    assert r.Mean(x).point() == pytest.approx(x.mean(axis=0))
+    assert s.Mean(x).point() == pytest.approx(x.mean(axis=0))
 
 
 def test_a_ratio_is_a_ratio_of_means_not_a_mean_of_ratios():
     metrics = {"per_unit": {"between": [[1.0], [3.0]], "within": [[2.0], [1.0]]}}
-    assert r.find(metrics, ["between", "within"]).point() == pytest.approx([4 / 3])  # (1 + 3) / (2 + 1)
-    assert r.find(metrics, {"numerator": "between", "denominator": "within"}).point() == pytest.approx([4 / 3])
-    assert isinstance(r.find(metrics, "absent"), r.Missing) and "no per-unit samples" in r.find(metrics, "absent")
-    assert r.find({"x": {"y": [[1.0], [2.0]]}}, {"path": "x.y"}).n_units == 2
+    assert s.find(metrics, ["between", "within"]).point() == pytest.approx([4 / 3])  # (1 + 3) / (2 + 1)
+    assert s.find(metrics, {"numerator": "between", "denominator": "within"}).point() == pytest.approx([4 / 3])
+    assert isinstance(s.find(metrics, "absent"), s.Missing) and "no per-unit samples" in s.find(metrics, "absent")
+    assert s.find({"x": {"y": [[1.0], [2.0]]}}, {"path": "x.y"}).n_units == 2
 
 
 def test_a_difference_resamples_both_sides_with_the_same_units():
     metrics = {"per_unit": {"a_b": [[1.0], [3.0]], "a_w": [[2.0], [1.0]], "b_b": [[1.0], [1.0]], "b_w": [[1.0], [3.0]]}}
-    statistic = r.find(metrics, {"minuend": ["a_b", "a_w"], "subtrahend": ["b_b", "b_w"]})
+    statistic = s.find(metrics, {"minuend": ["a_b", "a_w"], "subtrahend": ["b_b", "b_w"]})
     assert statistic.point() == pytest.approx([4 / 3 - 2 / 4])
     np.testing.assert_allclose(statistic.values(np.array([[1.0, 0.0]])), [[1 / 2 - 1 / 1]])  # unit 1 drawn twice
     metrics["per_unit"]["c"] = [[1.0], [2.0], [3.0]]
-    assert "not the same units" in r.find(metrics, {"minuend": "a_b", "subtrahend": "c"})
+    assert "not the same units" in s.find(metrics, {"minuend": "a_b", "subtrahend": "c"})
 
 
 def test_a_pairwise_statistic_leaves_out_self_pairs_and_the_pairs_of_a_unit_drawn_twice():
     kernel = np.array([[9.0, 1.0, 2.0], [1.0, 9.0, 3.0], [2.0, 3.0, 9.0]])  # the diagonal is never used
-    statistic = r.Pairwise(kernel)
+    statistic = s.Pairwise(kernel)
     assert statistic.point() == pytest.approx(2.0)  # (1 + 2 + 3) · 2 / 6 ordered pairs
     # units 0, 0, 1 drawn: pairs between distinct units are (0,1) twice each way → all 1.0
     assert statistic.values(np.array([[2 / 3, 1 / 3, 0.0]])) == pytest.approx([1.0])
@@ -57,11 +58,11 @@ def test_resampling_a_pairwise_mean_by_its_units_doubles_the_row_mean_standard_e
         u = z / np.linalg.norm(z, axis=1, keepdims=True)
         return u @ u.T
 
-    truth = np.std([r.Pairwise(sample()).point() for _ in range(400)])
+    truth = np.std([s.Pairwise(sample()).point() for _ in range(400)])
     kernel = sample()
-    by_units = np.std(r.bootstrap(r.Pairwise(kernel), 4000, np.random.default_rng(1)))
+    by_units = np.std(r.bootstrap(s.Pairwise(kernel), 4000, np.random.default_rng(1)))
     rows = (kernel.sum(axis=1) - np.diag(kernel)) / (n - 1)
-    by_rows = np.std(r.bootstrap(r.Mean(rows), 4000, np.random.default_rng(1)))
+    by_rows = np.std(r.bootstrap(s.Mean(rows), 4000, np.random.default_rng(1)))
     assert by_units == pytest.approx(truth, rel=0.3)
     assert by_units / by_rows == pytest.approx(2.0, rel=0.2)
 
@@ -69,7 +70,7 @@ def test_resampling_a_pairwise_mean_by_its_units_doubles_the_row_mean_standard_e
 def test_seeds_and_units_are_resampled_together():
     data = np.zeros((3, 4))
     data[2] = 1.0  # one seed of three differs
-    statistic = r.Seeded(data)
+    statistic = s.Seeded(data)
     assert statistic.point() == pytest.approx(1 / 3) and statistic.n_seeds == 3 and statistic.n_units == 4
     draws = r.bootstrap(statistic, 2000, np.random.default_rng(0))
     assert draws.min() == 0.0 and draws.max() == 1.0  # all three seeds drawn as seed 0 or as seed 2
@@ -82,12 +83,12 @@ def test_a_correlation_is_rebuilt_from_its_moments_on_each_resample():
     y[:, 0] = x[:, 0] + 0.1 * y[:, 0]
     moments = {"x": x, "y": y, "xx": x ** 2, "yy": y ** 2, "xy": x * y}
     expected = np.mean([np.corrcoef(x[:, d], y[:, d])[0, 1] for d in range(3)])
-    assert r.Correlation(moments).point() == pytest.approx(expected)
+    assert s.Correlation(moments).point() == pytest.approx(expected)
 
 
 def test_a_unit_left_out_is_the_jackknife():
     x = np.arange(5.0)
-    assert r.jackknife(r.Mean(x)) == pytest.approx([(10 - i) / 4 for i in range(5)])
+    assert r.jackknife(s.Mean(x)) == pytest.approx([(10 - i) / 4 for i in range(5)])
 
 
 # --------------------------------------------------------------------------- interval methods and coverage
@@ -105,7 +106,7 @@ def _coverage(n: int, method: str, draw, truth: float, reps: int = 500, resample
     hits = 0
     for _ in range(reps):
         x = draw(data, n)
-        statistic = r.Mean(x)
+        statistic = s.Mean(x)
         if method == "studentized":
             found = r.resample(statistic, IDENTITY, resamples, rng, True)
         else:
@@ -144,7 +145,7 @@ def test_bca_corrects_a_biased_statistic_towards_its_truth():
 
 
 def test_fewer_than_five_units_get_no_interval():
-    found = r.resample(r.Mean(np.arange(4.0)), IDENTITY, 100, np.random.default_rng(0), True)
+    found = r.resample(s.Mean(np.arange(4.0)), IDENTITY, 100, np.random.default_rng(0), True)
     assert found.method is None and found.interval() is None
 
 
@@ -153,6 +154,6 @@ def test_a_paired_difference_reduces_each_side_before_subtracting():
     a = rng.normal(size=(25, 5)) + np.array([0, 1, 3, 1, 0.0])
     b = rng.normal(size=(25, 5))
     peak = lambda x: np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])  # noqa: E731
-    found = r.resample_difference(r.Mean(a), r.Mean(b), peak, 2000, rng)
+    found = r.resample_difference(s.Mean(a), s.Mean(b), peak, 2000, rng)
     assert found.point == pytest.approx(peak(a.mean(0)) - peak(b.mean(0)))
     assert found.interval().low > 1.5

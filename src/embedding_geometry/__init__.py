@@ -12,6 +12,7 @@ a study never imports ``book``):
     ``registry``        the encoders the book ships offline, and how each is made ready and verified
     ``architectures``   where to capture what, in each supported architecture family (one table)
     ``fused_qkv``       BERT's queries, keys and values in one matrix product: the same bits, sooner
+    ``float_path``      which arithmetic a forward pass takes, and the perturbations that measure it
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce
     ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
@@ -50,11 +51,13 @@ a study never imports ``book``):
     ``rules``           every chapter's parameters and the rule each must satisfy
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
-    ``claims``          published claims as data and their verdicts on this run
-    ``reducers``        how a metric becomes the one number a claim is about
-    ``shapes``          shape tests, the model-agnostic form of a claim
-    ``intervals``       bootstrap intervals over a claim's sampling unit
-    ``claim_text``      the words a verdict is shown with (table cells, sentences, summary, legend)
+    ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
+                        data), ``reduce`` (a metric to the number a claim is about), ``samples`` (the
+                        statistic on weighted per-unit values), ``resample`` (bootstrap resamples and
+                        intervals), ``shape_tests`` (model-agnostic tests, margins), ``judge``
+                        (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
+    ``dashboard``       every verdict of the book, counted: distinct published claims per model
+    ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table

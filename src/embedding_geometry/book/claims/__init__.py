@@ -9,6 +9,7 @@ modules named for them:
 
 ``ledger``       the claims as data, checked when read; the multiplicity family
 ``reduce``       how a metric becomes the number a claim is about, on relative depth
+``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
 ``resample``     bootstrap resamples over the sampling unit, and the interval that fits the statistic and n
 ``shape_tests``  the model-agnostic tests, how an interval is judged by one, and margins
 ``judge``        ``evaluate``: every stage, in order, for each claim

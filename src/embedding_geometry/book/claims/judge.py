@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import reproducibility
 from . import reduce as reducers
-from . import resample, shape_tests
+from . import resample, samples, shape_tests
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, Ledger, LedgerError, family_size, lookup
 from .shape_tests import FAILS, HOLDS, INCONCLUSIVE
 
@@ -76,6 +76,13 @@ class Verdict:
     fragile: str | None = None
     sensitivity: Mapping[str, Any] | None = None
     family: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The verdict word (claims.words)."""
+        from .words import verdict_word
+
+        return verdict_word({"status": self.status, "kind": self.claim.kind, "outcome": self.outcome})
 
     @property
     def counted(self) -> bool:
@@ -192,8 +199,8 @@ def _resampled(claim: Claim, metrics, raw, measured, resamples, rng, m) -> Judge
     point = _point(claim, raw)
     if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
         return _drawn(claim, metrics, raw, point, m)
-    statistic = resample.find(metrics, claim.samples if claim.samples is not None else claim.metric)
-    if isinstance(statistic, resample.Missing):
+    statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
+    if isinstance(statistic, samples.Missing):
         return str(statistic)
     reduce = _reducer(claim)
     full = float(reduce(statistic.point()[None])[0])
@@ -286,10 +293,10 @@ def _null(claim: Claim, metrics, judged: Judged, resamples: int, rng, m: int) ->
 def _paired_null(claim: Claim, metrics, record, resamples: int, rng, m: int) -> dict[str, Any]:
     """A null measured on the same units (a random-init control's sentences, with its seeds): the
     claim's statistic minus the null's, each reduced as the claim reduces, on the same unit draws."""
-    own = resample.find(metrics, claim.samples if claim.samples is not None else claim.metric)
-    other = resample.find(metrics, claim.null["samples"])
+    own = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
+    other = samples.find(metrics, claim.null["samples"])
     for found in (own, other):
-        if isinstance(found, resample.Missing):
+        if isinstance(found, samples.Missing):
             record["note"] = str(found)
             return record
     if own.n_units != other.n_units:
@@ -302,7 +309,7 @@ def _paired_null(claim: Claim, metrics, record, resamples: int, rng, m: int) -> 
     if drawn.method is None:
         record["note"] = f"only {drawn.n_units} units: too few for the difference's interval"
         return record
-    if isinstance(other, resample.Seeded):
+    if isinstance(other, samples.Seeded):
         seeds = reduce(other.data.mean(axis=1))
         spread = float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0
         record.update(seed_values=[float(x) for x in seeds], effect_size=drawn.point / spread if spread > 0 else None)

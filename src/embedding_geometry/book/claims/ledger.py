@@ -22,7 +22,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
                                   # tests, location {window: [a, b], at: max|min})
         measured_on: org/model    # the metric is another model's run (a per-model key)
         unit: sentences           # the sampling unit (claims.resample.UNITS)
-        samples: <spec>           # how the statistic is built from per-unit values (claims.resample.find);
+        samples: <spec>           # how the statistic is built from per-unit values (claims.samples.find);
                                   # default: the claim's metric key; {draws: <path>, n_units: <path>}
                                   # for resamples a chapter drew itself (a hierarchical bootstrap)
         null: {kind: control, samples: <spec>}   # a distribution, compared unit by unit: a statistic of
