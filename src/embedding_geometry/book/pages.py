@@ -77,10 +77,26 @@ def claim_anchor(claim_id: str) -> str:
 
 
 def claims_table(verdicts: list) -> "CardTable":
-    """A chapter's claims table, one row per claim (:func:`claims.words.row`), as HTML whose rows
-    carry their claim's anchor (:func:`claim_anchor`), so that the dashboard links to each row."""
+    """A chapter's claims table as HTML, one card per claim whose row carries its anchor
+    (:func:`claim_anchor`, the dashboard's link target): :func:`claims.words.row` for a chapter
+    judged on one model; on several, the claim, its published value and one cell per model
+    (the verdict, then the test with its result)."""
     found = claims.records(verdicts)
-    return CardTable(pd.DataFrame([words.row(r) for r in found]), row_ids=[claim_anchor(r["id"]) for r in found])
+    models = list(dict.fromkeys(r["model"] for r in found))
+    if len(models) < 2:
+        return CardTable(pd.DataFrame([words.row(r) for r in found]), row_ids=[claim_anchor(r["id"]) for r in found])
+    by_claim: dict[str, dict[str, dict]] = {}
+    for r in found:
+        by_claim.setdefault(r["id"], {})[r["model"]] = r
+    rows = []
+    for records in by_claim.values():
+        first = next(iter(records.values()))
+        published = first.get("published")
+        rows.append({"claim": first["statement"],
+                     "published (model)": f"{words.number(published['value'])} ({published['model']})" if published else "—",
+                     **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
+                        if m in records else "—" for m in models}})
+    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
 
 
 def errata_table(ledger: claims.Ledger) -> pd.DataFrame:

@@ -242,6 +242,23 @@ def badge(record: Mapping[str, Any]) -> str:
     return f'<span class="eg-badge eg-badge-{kind}">{html.escape(word)}</span>{fragile}'
 
 
+def report(items: Iterable[Any]) -> str:
+    """Claims in words for a chapter's text (Markdown with HTML badges): per claim and model, its
+    badge, its shape in plain words, the test with its result and adjusted interval, and the
+    published value where there is one."""
+    lines = []
+    for r in _records(items):
+        numbers = [result_text(r)]
+        if r.get("adjusted_interval"):
+            numbers.append(f"adjusted {interval_text(r, adjusted=True)}")
+        if r.get("null") and r["null"].get("value") is not None:
+            numbers.append(f"null: {null_text(r)}")
+        if r.get("published"):
+            numbers.append(f"published {number(r['published']['value'])} on {r['published']['model'].rsplit('/', 1)[-1]}")
+        lines.append(f"- {badge(r)} {html.escape(plain_sentence(r))} <small>({html.escape('; '.join(numbers))})</small>")
+    return "\n".join(lines) + "\n"
+
+
 def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     """The ledger's headline claims (chosen by their importance to the post, never by outcome)."""
     return [r for r in _records(items) if r.get("headline")]
