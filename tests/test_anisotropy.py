@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry.book import reducers
+from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.core import geometry
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import anisotropy as an

@@ -437,10 +437,10 @@ def test_the_every_threshold_claim_reads_the_worst_thresholds_ratio():
         "distance_at_worst": list(distance.sum(0) / pairs.sum(0))},
         "per_unit": {"sensitivity.distance_at_worst.distance": distance, "sensitivity.distance_at_worst.pairs": pairs}}
     shorter = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 300, spread=5)))
-    assert shorter.verdict == "holds" and shorter.measured == pytest.approx(0.75, abs=0.01)
-    assert shorter.interval[1] < 1 and shorter.depth.startswith("last ÷ block 1 of 2")
+    assert shorter.outcome == "holds" and shorter.measured == pytest.approx(0.75, abs=0.01)
+    assert shorter.statistic["interval"][1] < 1 and shorter.depth.startswith("last ÷ block 1 of 2")
     longer = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 404, spread=5)))
-    assert longer.verdict in ("does not hold", "inconclusive") and longer.measured > 1
+    assert longer.outcome in ("does not hold", "inconclusive") and longer.measured > 1
     assert _claim_verdict("long-to-short-range-every-threshold",
                           {"sensitivity": {"distance_at_worst": None}}).verdict == "not measured"
 
@@ -453,8 +453,8 @@ def test_focus_claims_are_judged_against_the_random_positions_null():
         found = _claim_verdict("unique-focus-tokens", {"unique_focus_fraction": values.mean(0),
                                                         "unique_focus_fraction_null": 0.958,
                                                         "per_unit": {"unique_focus_fraction": values}})
-        assert found.verdict == expected and found.null["label"] == "random positions"
-        assert found.null["value"] == 0.958 and found.interval[0] <= found.measured <= found.interval[1]
+        assert found.outcome == expected and found.null["label"] == "random positions"
+        assert found.null["value"] == 0.958 and found.statistic["interval"][0] <= found.measured <= found.statistic["interval"][1]
 
 
 def test_same_sentence_and_separator_claims_have_their_nulls():
@@ -463,16 +463,16 @@ def test_same_sentence_and_separator_claims_have_their_nulls():
     found = _claim_verdict("same-sentence-in-final-layers", {
         "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": 0.1,
         "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
-    assert found.verdict == "holds" and found.null["value"] == 0.1 and found.null["label"] == "chance"
+    assert found.outcome == "holds" and found.null["value"] == 0.1 and found.null["label"] == "chance"
     at_chance = _claim_verdict("same-sentence-in-final-layers", {
         "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": same[:, 1].mean() / 100,
         "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
-    assert at_chance.verdict == "inconclusive"  # the interval straddles the chance level
+    assert at_chance.outcome == "inconclusive"  # the interval straddles the chance level
     separators = _texts(60, 8, spread=1)  # 0.08 in the last block: uniform attention's share
     found = _claim_verdict("separators-in-final-layers", {
         "separator_attention": list(separators.sum(0) / pairs.sum(0)), "separator_share": 0.08,
         "per_unit": {"separator_attention.separators": separators, "separator_attention.attended": pairs}})
-    assert found.verdict == "does not hold" and found.null["label"] == "uniform attention"
+    assert found.outcome == "does not hold" and found.null["label"] == "uniform attention"
 
 
 # --------------------------------------------------------------------------- settings and layering

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry.book import claim_text, claims
+from embedding_geometry.book import claims
+from embedding_geometry.book.claims import judge, words
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.core.activations import Activations
 from embedding_geometry.studies import layer_by_layer as study
@@ -299,11 +300,11 @@ def assert_intervals_and_nulls(slug: str, metrics: dict) -> None:
     ledger = claims.load(slug)
     found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200))
     for claim, result in zip(ledger.claims, found):
-        assert result["verdict"] in claim_text.VERDICTS and not result["verdict"].endswith(claims.NO_INTERVAL), claim.id
-        if result["verdict"] in claim_text.JUDGED:
+        assert result["verdict"] in words.MEANINGS, claim.id
+        if result["verdict"] in words.JUDGED_WORDS:
             assert result["interval"] is not None, claim.id
-        if claim.null:
-            assert result["null"]["value"] is not None, claim.id
+            if claim.null:
+                assert result["null"]["value"] is not None, claim.id
 
 
 def test_claims_without_a_test_say_why():
@@ -417,11 +418,11 @@ def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
     ledger = {claim.id: claim for claim in claims.load(slug).claims}
     for result in results["claims"]:
         assert result["interval"] is not None or (result["reason"] and result["verdict"] in (
-            claims.BY_CONSTRUCTION, claims.DESCRIPTION, claims.NOT_MEASURED)), result["id"]
+            judge.BY_CONSTRUCTION, judge.DESCRIPTIVE, judge.NOT_MEASURED)), result["id"]
         if ledger[result["id"]].null and result["measured"] is not None:
             assert result["null"]["value"] is not None, result["id"]
-    summary = claims.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
-    assert summary and claims.summary_omissions(summary, results["claims"]) == []
+    summary = words.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
+    assert summary and words.summary_omissions(summary, results["claims"]) == []
 
 
 @slow

@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_layer_by_layer import E1, E2, record
 
-from embedding_geometry.book import claims, intervals
+from embedding_geometry.book import claims
 from embedding_geometry.core import corpora, geometry
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.studies import layer_by_layer, objectives
@@ -239,14 +239,6 @@ def test_sample_specs_and_kept_units():
                      "objectives.p.mean.maxsim.cross_sentence_baseline": "objectives.p.mean.maxsim.cross_sentence_baseline"}
     assert set(study.kept_units(per_unit)) == {"objectives.p.mean.before.separability_ratio.between",
                                                "objectives.p.mean.before.separability_ratio.within", "other"}
-
-
-def test_a_band_is_the_per_depth_percentile_interval():
-    values = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 1.0], [3.0, 1.0]])
-    band = intervals.bootstraps({"per_unit": {"x": values}}, {"x": "x"}, seed=0)["x"].band
-    assert band.shape == (2, 2) and band[0, 1] == band[1, 1] == 1.0
-    draws = intervals.resampled(intervals.Samples(values), rng=intervals.generator(0, "x"))
-    assert tuple(band[:, 0]) == pytest.approx(intervals.percentile_interval(draws[:, 0]))
 
 
 def test_ledger_loads_with_a_seed_null_on_every_difference():

@@ -51,11 +51,12 @@ a study never imports ``book``):
     ``rules``           every chapter's parameters and the rule each must satisfy
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
-    ``claims``          published claims as data and their verdicts on this run
-    ``reducers``        how a metric becomes the one number a claim is about
-    ``shapes``          shape tests, the model-agnostic form of a claim
-    ``intervals``       bootstrap intervals over a claim's sampling unit
-    ``claim_text``      the words a verdict is shown with (table cells, sentences, summary, legend)
+    ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
+                        data), ``reduce`` (a metric to the number a claim is about), ``samples`` (the
+                        statistic on weighted per-unit values), ``resample`` (bootstrap resamples and
+                        intervals), ``shape_tests`` (model-agnostic tests, margins), ``judge``
+                        (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
+    ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)

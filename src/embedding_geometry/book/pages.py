@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import claim_text, claims, readback, rules
+from . import claims, readback, rules
+from .claims import words
 from ..core import paths
 
 def parameter_table(slug: str) -> pd.DataFrame:
@@ -75,71 +76,33 @@ def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
 
-def claims_table(verdicts: list[claims.Verdict]) -> "CardTable":
-    """A chapter's claims table (:func:`claims.table`) as HTML whose rows carry their claim's
-    anchor (:func:`claim_anchor`), so that the dashboard links to each row."""
-    return CardTable(claims.table(verdicts), row_ids=[claim_anchor(v.claim.id) for v in verdicts])
-
-
-DASHBOARD_COLUMNS = ["chapter", "id", "claim", "source", "published", "published model", "this run", "depth",
-                     "run model", "95% interval", "verdict", "reason", "numeric", "null", "test"]
-
-
-def claims_dashboard(results: Path | None = None, chapters: list[str] | None = None) -> pd.DataFrame:
-    """Every claim of the chapters' results JSON (all chapters, or those named in ``chapters``),
-    one row each (DASHBOARD_COLUMNS): its verdict (one of claims.VERDICTS, without its reason),
-    the reason apart, the numeric verdict ("—": none), and the texts of :mod:`claim_text` for the
-    values, interval, null and test."""
+def claims_table(verdicts: list) -> "CardTable":
+    """A chapter's claims table as HTML, one card per claim whose row carries its anchor
+    (:func:`claim_anchor`, the dashboard's link target): :func:`claims.words.row` for a chapter
+    judged on one model; on several, the claim, its published value and one cell per model
+    (the verdict, then the test with its result)."""
+    found = claims.records(verdicts)
+    models = list(dict.fromkeys(r["model"] for r in found))
+    if len(models) < 2:
+        return CardTable(pd.DataFrame([words.row(r) for r in found]), row_ids=[claim_anchor(r["id"]) for r in found])
+    by_claim: dict[str, dict[str, dict]] = {}
+    for r in found:
+        by_claim.setdefault(r["id"], {})[r["model"]] = r
     rows = []
-    for path in sorted((results or paths.built_results_dir()).glob("[!.]*.json")):  # not unfinished writes
-        document = readback.read(path)
-        if chapters and document.get("chapter") not in chapters:
-            continue
-        rows += [{"chapter": document["chapter"], **_dashboard_row(claim)} for claim in document.get("claims", [])]
-    return pd.DataFrame(rows, columns=DASHBOARD_COLUMNS)
+    for records in by_claim.values():
+        first = next(iter(records.values()))
+        published = first.get("published")
+        rows.append({"claim": first["statement"],
+                     "published (model)": f"{words.number(published['value'])} ({published['model']})" if published else "—",
+                     **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
+                        if m in records else "—" for m in models}})
+    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
 
 
-def _dashboard_row(record: dict[str, Any]) -> dict[str, Any]:
-    published = record.get("published") or {}
-    value, _, depth = claim_text.run_text(record).partition(" at ")
-    return {"id": record.get("id", ""), "claim": record["statement"], "source": record.get("source") or "—",
-            "published": claim_text._fmt(published["value"]) if published else "—",
-            "published model": published.get("model", ""), "this run": value, "depth": depth or "—",
-            "run model": record["model"], "95% interval": claim_text.interval_text(record),
-            "verdict": claim_text.verdict_of(record),
-            "reason": "; ".join(filter(None, [record.get("reason"), record.get("fragile") and f"fragile: {record['fragile']}"])),
-            "numeric": record.get("numeric_verdict") or "—", "null": claim_text.null_text(record),
-            "test": claim_text.test_text(record)}
-
-
-def verdict_counts(dashboard: pd.DataFrame) -> pd.DataFrame:
-    """How many claims got each verdict, with what the verdict means (claims.VERDICT_MEANINGS):
-    one verdict per claim, so the counts add up to the number of claims."""
-    counts = dashboard["verdict"].value_counts()
-    ordered = [v for v in claims.VERDICTS if v in counts] + [v for v in counts.index if v not in claims.VERDICTS]
-    return pd.DataFrame({"verdict": ordered, "claims": [int(counts[v]) for v in ordered],
-                         "meaning": [claims.VERDICT_MEANINGS.get(v, "") for v in ordered]})
-
-
-def counts_table(counts: pd.DataFrame) -> "HtmlTable":
-    """The counts of :func:`verdict_counts` with their meanings, closed by their sum ("all claims")."""
-    return HtmlTable(counts, foot=["all claims", int(counts["claims"].sum()), "the counts above add up to this"])
-
-
-def numeric_sentence(dashboard: pd.DataFrame) -> str:
-    """The numeric verdicts in one sentence: how many claims were compared with their published
-    value on the published model, and how many of those reproduced it."""
-    numeric = dashboard["numeric"]
-    judged = numeric[numeric != "—"]
-    return (f"{len(judged)} of {len(numeric)} claims have a numeric verdict: {(judged == 'reproduced').sum()} "
-            f"reproduced, {(judged == 'not reproduced').sum()} not reproduced. The others were published on a "
-            f"model this build did not run, or have no published value.")
-
-
-def _main(values: pd.Series) -> str:
-    """The most frequent non-empty value (the model a column names once, in its header)."""
-    values = values[values.astype(bool)]
-    return values.mode().iloc[0] if len(values) else ""
+def errata_table(ledger: claims.Ledger) -> pd.DataFrame:
+    """The post's internal inconsistencies: what the prose says, what its own data says."""
+    columns = ["statement", "prose_value", "data_value", "evidence"]
+    return pd.DataFrame([{k: e.get(k) for k in columns} for e in ledger.errata], columns=columns)
 
 
 def _short(model: str) -> str:
@@ -189,78 +152,8 @@ class CardTable(HtmlTable):
     classes = "eg-table eg-cards"
 
 
-class ClaimsDashboard:
-    """The dashboard of :func:`claims_dashboard` as HTML: a chapter and a verdict filter
-    (``_static/book.js`` hides the other rows), then a sortable table of five columns — chapter ·
-    claim · published · this run · verdict. The claim links to its row in its chapter's claims
-    table and folds its test, null, interval (or why there is none), depth, source and id under
-    it; this run's value carries its 95 % interval; the verdict its reason and the numeric
-    verdict. The published and the run model are named once, in the headers; a cell names its
-    model only where it differs."""
-
-    def __init__(self, dashboard: pd.DataFrame):
-        self.frame = dashboard
-        self.published_model, self.run_model = _main(dashboard["published model"]), _main(dashboard["run model"])
-
-    def __repr__(self) -> str:
-        return f"claims dashboard: {len(self.frame)} claims"
-
-    def _repr_html_(self) -> str:
-        headers = ["chapter", "claim", _headed("published", self.published_model), _headed("this run", self.run_model),
-                   "verdict"]
-        head = "".join(f'<th scope="col" title="click to sort">{h}</th>' for h in headers)
-        body = "".join(self._row(r) for r in self.frame.to_dict("records"))
-        return (f'<div class="eg-dashboard">{self._filters()}<table class="eg-table eg-sortable eg-claims">'
-                f'<colgroup><col class="eg-c-chapter"><col class="eg-c-claim"><col class="eg-c-published">'
-                f'<col class="eg-c-run"><col class="eg-c-verdict"></colgroup>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
-
-    def _filters(self) -> str:
-        chapters = self.frame["chapter"].value_counts(sort=False)
-        verdicts = verdict_counts(self.frame)
-        return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
-                + _select("chapter", "all chapters", [(c, f"{c.replace('_', ' ')} ({n})") for c, n in chapters.items()])
-                + _select("verdict", "all verdicts", [(v, f"{v} ({n})") for v, n in zip(verdicts["verdict"], verdicts["claims"])])
-                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} claims</span></div>')
-
-    def _row(self, r: dict[str, Any]) -> str:
-        number = r["chapter"].split("_", 1)[0]
-        link = f'{_e(r["chapter"])}.html#{_e(claim_anchor(r["id"]))}'
-        details = "".join(f"<dt>{k}</dt><dd>{_e(r[k])}</dd>"
-                          for k in ("test", "null", "95% interval", "depth", "source", "id"))
-        claim = f'<a href="{link}">{_e(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl></details>'
-        published = _e(r["published"]) + _other(r["published model"], self.published_model)
-        run = _e(r["this run"]) + _other(r["run model"], self.run_model)
-        if r["95% interval"].startswith("["):  # the reason for a missing one is folded under the claim
-            run += f'<small class="eg-interval">{_e(r["95% interval"])}</small>'
-        verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
-        if r["reason"]:
-            verdict += f"<small>{_e(r['reason'])}</small>"
-        if r["numeric"] != "—":
-            verdict += f"<small>numeric: {_e(r['numeric'])}</small>"
-        cells = [("chapter", f'<span title="{_e(r["chapter"])}">{_e(number)}</span>'), ("claim", claim),
-                 ("published", published), ("this run", run), ("verdict", verdict)]
-        return (f'<tr data-chapter="{_e(r["chapter"])}" data-verdict="{_e(r["verdict"])}">'
-                + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")
-
-
 def _e(value: Any) -> str:
     return html.escape(str(value))
-
-
-def _headed(name: str, model: str) -> str:
-    return f"{name} <small>({_e(_short(model))})</small>" if model else name
-
-
-def _other(model: str, main: str) -> str:
-    """A compact note of a cell's model, where it is not the one its column's header names."""
-    return f' <small class="eg-model">({_e(_short(model))})</small>' if model and model != main else ""
-
-
-def _select(name: str, everything: str, options: list[tuple[str, str]]) -> str:
-    items = "".join(f'<option value="{_e(value)}">{_e(text)}</option>' for value, text in options)
-    return (f'<label>{name} <select data-filter="{name}"><option value="">{everything}</option>{items}'
-            f"</select></label>")
 
 
 # --------------------------------------------------------------------------- performance
@@ -365,12 +258,12 @@ def float_path_table(found: dict[str, Any]) -> pd.DataFrame:
     """Per perturbed float path (``make tolerances``), the largest deviation of each family of
     metric from the build on the book's own path, and how many verdicts changed; the last row the
     tolerance the contract derives from them."""
-    rows = [{"perturbed path": spec["spec"], **{label: claim_text._fmt(spec["largest"].get(family, {}).get("max", 0.0))
+    rows = [{"perturbed path": spec["spec"], **{label: words.number(spec["largest"].get(family, {}).get("max", 0.0))
                                                 for family, label in FAMILY_NAMES.items()},
              "verdicts changed": len(found["verdict_changes"][name])}
             for name, spec in found["perturbations"].items()]
-    rows.append({"perturbed path": f"tolerance ({claim_text._fmt(found['margin'])} × the largest, a power of ten up)",
-                 **{label: claim_text._fmt(found["tolerances"][family]) for family, label in FAMILY_NAMES.items()},
+    rows.append({"perturbed path": f"tolerance ({words.number(found['margin'])} × the largest, a power of ten up)",
+                 **{label: words.number(found["tolerances"][family]) for family, label in FAMILY_NAMES.items()},
                  "verdicts changed": "—"})
     return pd.DataFrame(rows)
 

@@ -22,11 +22,18 @@ MODEL = {
 }
 """Every measuring chapter: which model, where it runs, how it is batched and seeded."""
 
+CONTROLS = {
+    "random_control": p.boolean,
+    "control_seeds": p.integer(1, 64),
+}
+"""Chapters with random-init controls: whether to run them, and how many seeds of each (their
+spread is the null distribution a trained model is compared with)."""
+
 COMPARED = {
     "models": p.text_list(0),
-    "random_control": p.boolean,
+    **CONTROLS,
 }
-"""Chapters that compare models: more models, and a random-init control of each trained one."""
+"""Chapters that compare models: more models, and random-init controls of each trained one."""
 
 unit = p.number(0.0, 1.0)
 
@@ -38,12 +45,12 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "toy_elongation": p.number(0.001, 1.0), "toy_stretch": p.number(0.0, 0.5),
     },
     "01_layer_by_layer": {
-        **MODEL, "models": p.model_list, "random_control": p.boolean,
+        **MODEL, "models": p.model_list, **CONTROLS,
         "sentences": p.optional(p.text_list(3)),
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, "random_control": p.boolean},
+    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **CONTROLS},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(2)),

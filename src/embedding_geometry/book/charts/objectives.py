@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...core import corpora
-from ..reducers import depth_text
+from ..claims.reduce import depth_text
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
 

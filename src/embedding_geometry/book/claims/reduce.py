@@ -115,6 +115,15 @@ PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
 SCALAR_SAFE = {"value", "first", "last", "max", "min", "mean"}
 """Reducers that leave a single number unchanged (a per-unit scalar needs no series axis)."""
 
+LINEAR = {"value", "first", "last", "penultimate", "mean", "at_relative"}
+"""Reducers that commute with a mean over units (a fixed entry, or the average of the entries):
+the reduced mean is the mean of the reduced units, so a studentized interval applies."""
+
+
+def is_linear(how: str) -> bool:
+    """Whether ``how`` is one of :data:`LINEAR` (module docstring)."""
+    return parse(how)[0] in LINEAR
+
 
 def parse(how: str) -> tuple[str, float | None]:
     """``"at_relative:0.25"`` → ``("at_relative", 0.25)``; a named reducer → ``(name, None)``.
