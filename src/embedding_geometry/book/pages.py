@@ -99,6 +99,13 @@ def claims_table(verdicts: list) -> "CardTable":
     return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
 
 
+def numbers(values: dict[str, Any], column: str = "this run") -> "HtmlTable":
+    """Named numbers as a two-column table, each written as the book writes a number (four
+    significant digits; None as "—"): how a chapter shows a number that no claim states."""
+    shown = {name: "—" if value is None else words.number(value) for name, value in values.items()}
+    return HtmlTable(pd.DataFrame({"": list(shown), column: list(shown.values())}))
+
+
 def errata_table(ledger: claims.Ledger) -> pd.DataFrame:
     """The post's internal inconsistencies: what the prose says, what its own data says."""
     columns = ["statement", "prose_value", "data_value", "evidence"]
