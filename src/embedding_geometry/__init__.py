@@ -24,6 +24,7 @@ a study never imports ``book``):
     ``errors``          one-line errors that name the culprit and what was expected
 
 ``studies``
+    ``the_model``           chapter 0: token norms by kind, the mean-pool check and the exercises' answers
     ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
     ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths

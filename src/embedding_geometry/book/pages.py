@@ -99,6 +99,25 @@ def claims_table(verdicts: list) -> "CardTable":
     return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
 
 
+def markdown(text: str):
+    """``text`` as a Markdown output (a generated sentence shown under the cell that writes it)."""
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def check(name: str, by_hand: Any, package: Any, rtol: float = 1e-6) -> "HtmlTable":
+    """A quantity computed by hand in a chapter beside the package's own, and whether they agree
+    (within ``rtol`` of the larger, or 1e-9): a chapter's key measurement, checked where the
+    reader sees it. A disagreement raises, so the chapter cannot show a wrong check."""
+    a, b = float(by_hand), float(package)
+    agree = abs(a - b) <= max(rtol * max(abs(a), abs(b)), 1e-9)
+    if not agree:
+        raise AssertionError(f"{name}: by hand {a!r}, the package {b!r}")
+    return HtmlTable(pd.DataFrame({"": [name], "by hand": [words.number(a)], "the package": [words.number(b)],
+                                   "agree": ["yes"]}))
+
+
 def numbers(values: dict[str, Any], column: str = "this run") -> "HtmlTable":
     """Named numbers as a two-column table, each written as the book writes a number (four
     significant digits; None as "—"): how a chapter shows a number that no claim states."""
