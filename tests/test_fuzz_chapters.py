@@ -197,8 +197,10 @@ def check_run(book: Path, run_chapter, slug: str, params: dict) -> None:
         assert results["chapter"] == slug and "earlier" not in results["metrics"], results.keys()
         return
     names = "|".join(map(re.escape, rules.rules_for(slug)))
+    refusal = rf"ParameterError: parameter '({names})' expects .+; got .+"
+    culprit = "|".join(sorted(build._input_errors() - {"ParameterError"}))  # a file a parameter names, damaged
     assert one_line(message), message
-    assert re.fullmatch(rf"cell {open_cell(slug)}: ParameterError: parameter '({names})' expects .+; got .+", message), \
+    assert re.fullmatch(rf"cell {open_cell(slug)}: ({refusal}|({culprit}): .+)", message), \
         f"{slug} with {params!r} failed inside a cell: {message}"
     assert snapshot(book / "build" / "results", book / "book" / "chapters") == earlier, "an earlier output changed"
 

@@ -123,7 +123,12 @@ def optional(rule: Rule) -> Rule:
 
     @expects(f"None or {getattr(rule, 'expects', 'a value')}")
     def wrapped(name: str, value: Any) -> Any:
-        return None if value is None else rule(name, value)
+        if value is None:
+            return None
+        try:
+            return rule(name, value)
+        except ParameterError as error:
+            raise ParameterError(name, f"None or {error.expected}", error.got, error.detail) from None
 
     return wrapped
 

@@ -178,6 +178,37 @@ def _positions_within_model(values, view):
     return None if fits else (values["n_positions"], f"this model reads {view.max_length} tokens")
 
 
+@p.need("n_keys", "at most as many key sentences as the corpus has")
+def _keys_within_corpus(values):
+    n = len(corpora.corpus())
+    return None if values["n_keys"] <= n else (values["n_keys"], f"the corpus has {n} sentences")
+
+
+@p.need("k_max", "at most as many fillers as the corpus has sentences outside its largest topic (a key's "
+        "fillers come from other topics)")
+def _fillers_within_corpus(values):
+    topics = corpora.corpus()["topic"]
+    n = len(topics) - int(topics.value_counts().max())
+    return None if values["k_max"] <= n else (values["k_max"], f"{n} sentences lie outside the largest topic")
+
+
+EXERCISE_LONG_WORDS = 300
+"""Chapter 6's exercise cuts documents of this many words too (``long_words_300``)."""
+
+
+@p.need("n_long_docs", f"at most as many documents as the shuffled corpus gives of long_words words, and of "
+        f"{EXERCISE_LONG_WORDS} (the exercise's)")
+def _documents_within_corpus(values):
+    from ..studies.long_texts import document_count
+
+    sentences = corpora.corpus()["sentence"].tolist()
+    for words in (values["long_words"], EXERCISE_LONG_WORDS):
+        n = document_count(sentences, words, values["seed"])
+        if values["n_long_docs"] > n:
+            return values["n_long_docs"], f"the corpus gives {n} documents of ≥ {words} words"
+    return None
+
+
 NEEDS: dict[str, tuple[p.Need, ...]] = {
     "00_the_model": (_words("extra_sentences", 1, "a token to measure"),),
     "00b_primer": (_words("pair", 1, "MaxSim pairs word tokens"),),
@@ -189,7 +220,8 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
     "02_similarity_attractor": (_words("pairs", 1, "MaxSim pairs word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
     "04_attention_context_similarity": (_positions("text_length"),),
-    "05_embeddings_without_tears": (_positions_within_model,),
+    "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _positions_within_model),
+    "06_search_in_practice": (_documents_within_corpus,),
     "08_across_models": (_positions("head_length"),),
 }
 
