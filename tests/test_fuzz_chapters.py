@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, tiny_profile
 from embedding_geometry import __main__ as cli
 from embedding_geometry.book import build, profiles, rules
+from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
 from fuzz_values import FUZZ, one_line, snapshot
 
@@ -52,17 +53,19 @@ RUNS: list[tuple[str, str, float]] = []  # (chapter, outcome, seconds) of every 
 WORDS = ["the", "market", "surged", "after", "bank", "cut", "rates", "a", "dog", "chased", "ball", "park",
          "retrieval", "improves", "accuracy", "quantum", "tea", "is", "not", "good", "sat", "mat", "cat"]
 AWKWARD = [
-    "cat",                                  # one token
+    "cat", "a b",                           # one token, two
     "[CLS]", "[SEP] [PAD]", "[CLS] [SEP]",  # nothing but special tokens spelled out
-    "🙂🙂", "😀👍🏽", "🙂 🙂 🙂",            # emoji (one [UNK] each, or none)
+    "[MASK] [UNK]", "the the the",          # tokens that are words, or all one word
+    "🙂🙂", "🙂 🙂", "😀👍🏽 ok",             # emoji (one [UNK] per word)
     "שלום עולם", "مرحبا بالعالم", "漢字とかな", "Ελληνικά κείμενα", "नमस्ते दुनिया",  # other scripts
     "\u200b\u200d", "a\u200bb",             # zero-width characters
     "  padded   with  spaces  ", "tab\tand\nnewline",
     "word " * 400, "a" * 300,               # longer than the model reads
     "The cat sat.", "THE CAT SAT.", "the cat sat.",  # duplicates up to case
+    *corpora.REFERENCE_SENTENCES.values(),  # the book's own texts
 ]
 sentence = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
-text = st.one_of(sentence, sentence.map(str.upper), st.sampled_from(AWKWARD),
+text = st.one_of(sentence, sentence.map(str.upper), st.sampled_from(AWKWARD), st.sampled_from(AWKWARD),
                  st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12))
 
 
@@ -99,7 +102,7 @@ STRATEGIES = {
     "01_layer_by_layer": {"sentences": st.none() | texts(3, 6), "easy_set": st.none() | retrieval_set(),
                           "hard_set": st.none() | retrieval_set(), "easy_k": st.integers(1, 8),
                           "hard_k": st.integers(1, 8), "random_control": st.booleans()},
-    "02_similarity_attractor": {"pairs": st.dictionaries(st.sampled_from(["mine", "hard", "easy", "x y", "🙂"]), pair,
+    "02_similarity_attractor": {"pairs": st.dictionaries(st.sampled_from(["mine", "hard", "medium", "easy", "x y", "🙂"]), pair,
                                                          max_size=3),
                                 "random_control": st.booleans()},
     "03_inside_the_cone": {"n_texts": st.sampled_from([2, 3, 4]) | st.integers(2, 120),
@@ -111,10 +114,11 @@ STRATEGIES = {
         "q": fraction, "attention_threshold": fraction, "sensitivity_thresholds": st.lists(fraction, min_size=1, max_size=4),
         "common_min_count": st.integers(2, 6), "repeat_share_threshold": fraction, "common_focus_threshold": fraction,
         "matrix_size": st.integers(2, 64)},
-    "05_embeddings_without_tears": {"fit_fraction": st.floats(0.05, 0.95), "n_keys": st.integers(1, 4),
+    "05_embeddings_without_tears": {"fit_fraction": st.sampled_from([0.05, 0.95]) | st.floats(0.05, 0.95),
+                                    "n_keys": st.integers(1, 4),
                                     "k_max": st.integers(1, 4), "n_positions": st.none() | st.integers(102, 200),
                                     "random_control": st.booleans()},
-    "06_search_in_practice": {"n_long_docs": st.integers(2, 3), "long_words": st.integers(2, 200),
+    "06_search_in_practice": {"n_long_docs": st.integers(2, 4), "long_words": st.sampled_from([2, 600]) | st.integers(2, 300),
                               "window_words": st.integers(1, 100), "stride_words": st.integers(1, 100),
                               "rerank_depth": st.integers(1, 200), "finetune": st.just(False)},
     "08_across_models": {"corpus_texts": st.none() | st.integers(2, 60), "head_texts": st.integers(1, 4),

@@ -103,6 +103,11 @@ CASES = {
         "05_embeddings_without_tears", {"k_max": 623}, {"k_max": 624},
         "parameter 'k_max' expects at most as many fillers as the corpus has sentences outside its largest topic (a "
         "key's fillers come from other topics); got 624 (623 sentences lie outside the largest topic)"),
+    "a held-out split without a judged query": (
+        "05_embeddings_without_tears", {"fit_fraction": 0.94, "seed": 554}, {"fit_fraction": 0.95, "seed": 554},
+        "parameter 'fit_fraction' expects a split of the corpus (with seed, and with seed 1 for the exercise) that "
+        "leaves a judged query a relevant held-out sentence, and each topic domain of the transfer test 2 sentences to "
+        "fit and to hold out; got 0.95 (with seed 554, no judged query has a relevant sentence in the held-out split)"),
     "more long documents than the corpus gives": (
         "06_search_in_practice", {"n_long_docs": 12, "long_words": 600}, {"n_long_docs": 13, "long_words": 600},
         "parameter 'n_long_docs' expects at most as many documents as the shuffled corpus gives of long_words words, "

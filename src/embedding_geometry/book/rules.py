@@ -192,6 +192,30 @@ def _fillers_within_corpus(values):
     return None if values["k_max"] <= n else (values["k_max"], f"{n} sentences lie outside the largest topic")
 
 
+EXERCISE_SEED = 1
+"""Chapter 5's exercise splits the corpus with ``fit_fraction`` and seed 1 too (its split with fit fraction 0.2
+leaves every part large enough for any seed)."""
+
+
+def _split_shortfall(fraction: float, seed: int) -> str | None:
+    """What chapter 5's split of its judged corpus by ``fraction`` and ``seed`` leaves too small, or None."""
+    from ..studies import retrieval, whitening
+
+    _, topics, queries = retrieval.judged_corpus()
+    return whitening.split_shortfall(queries["relevant"], topics, fraction, seed)
+
+
+@p.need("fit_fraction", "a split of the corpus (with seed, and with seed 1 for the exercise) that leaves a "
+        "judged query a relevant held-out sentence, and each topic domain of the transfer test 2 sentences to fit "
+        "and to hold out")
+def _fit_split_leaves_enough(values):
+    for seed in (values["seed"], EXERCISE_SEED):
+        short = _split_shortfall(values["fit_fraction"], seed)
+        if short:
+            return values["fit_fraction"], f"with seed {seed}, {short}"
+    return None
+
+
 EXERCISE_LONG_WORDS = 300
 """Chapter 6's exercise cuts documents of this many words too (``long_words_300``)."""
 
@@ -220,7 +244,8 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
     "02_similarity_attractor": (_words("pairs", 1, "MaxSim pairs word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
     "04_attention_context_similarity": (_positions("text_length"),),
-    "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _positions_within_model),
+    "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
+                                    _positions_within_model),
     "06_search_in_practice": (_documents_within_corpus,),
     "08_across_models": (_positions("head_length"),),
 }
