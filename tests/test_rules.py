@@ -48,24 +48,24 @@ CASES = {
     "a retrieval query of special tokens": (
         "01_layer_by_layer", {"easy_set": {"queries": ["a"], "pool": ["b", "c"], "relevant": [1]}},
         {"easy_set": {"queries": ["[SEP] [PAD]"], "pool": ["b", "c"], "relevant": [1]}},
-        "parameter 'easy_set' expects texts of at least 1 word token each once tokenized (a mean pool to rank); "
+        "parameter 'easy_set' expects texts of at least 1 word token each once tokenized (a word token to measure); "
         "got '[SEP] [PAD]' (query 1 has 0 word tokens once tokenized)"),
     "a retrieval document of special tokens": (
         "01_layer_by_layer", {"hard_set": {"queries": ["a"], "pool": ["b", "c"], "relevant": [0]}},
         {"hard_set": {"queries": ["a"], "pool": ["b", "[CLS]"], "relevant": [0]}},
-        "parameter 'hard_set' expects texts of at least 1 word token each once tokenized (a mean pool to rank); "
+        "parameter 'hard_set' expects texts of at least 1 word token each once tokenized (a word token to measure); "
         "got '[CLS]' (pool text 2 has 0 word tokens once tokenized)"),
     "an extra sentence of a zero-width space": (
         "00_the_model", {"extra_sentences": ["a"]}, {"extra_sentences": ["a", "\u200b"]},
-        "parameter 'extra_sentences' expects texts of at least 1 word token each once tokenized (a token to "
-        "measure); got '\\u200b' (text 2 of 2 has 0 word tokens once tokenized)"),
+        "parameter 'extra_sentences' expects texts of at least 1 word token each once tokenized (a word token "
+        "to measure); got '\\u200b' (text 2 of 2 has 0 word tokens once tokenized)"),
     "a primer pair of special tokens": (
         "00b_primer", {"pair": ["a", "b"]}, {"pair": ["a", "[CLS] [SEP]"]},
-        "parameter 'pair' expects texts of at least 1 word token each once tokenized (MaxSim pairs word tokens); "
+        "parameter 'pair' expects texts of at least 1 word token each once tokenized (MaxSim matches word tokens); "
         "got '[CLS] [SEP]' (text 2 of 2 has 0 word tokens once tokenized)"),
     "an attractor pair of special tokens": (
         "02_similarity_attractor", {"pairs": {"mine": ["a", "b"]}}, {"pairs": {"mine": ["a", "[PAD]"]}},
-        "parameter 'pairs' expects texts of at least 1 word token each once tokenized (MaxSim pairs word tokens); "
+        "parameter 'pairs' expects texts of at least 1 word token each once tokenized (MaxSim matches word tokens); "
         "got '[PAD]' (pair 'mine', sentence 2 has 0 word tokens once tokenized)"),
     "more extremes than sentences": (
         "03_inside_the_cone", {"n_texts": 3, "k_extremes": 3}, {"n_texts": 3, "k_extremes": 4},

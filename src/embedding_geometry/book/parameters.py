@@ -288,7 +288,9 @@ class ModelView:
         """Each text as the model reads it: its token ids, cut to ``max_length``."""
         from ..core.activations import tokenize
 
-        return [tuple(ids.tolist()) for ids in tokenize(self.loaded.tokenizer, texts, self.max_length)[1]] if texts else []
+        if not texts:
+            return []
+        return [tuple(ids.tolist()) for ids in tokenize(self.loaded.tokenizer, texts, self.max_length)[1]]
 
 
 def fewer_words(texts: Mapping[str, str], view: ModelView, at_least: int) -> Fault:

@@ -95,7 +95,6 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
 }
 
 
-
 # --------------------------------------------------------------------------- needs
 # What each chapter's computations need of its values together and of its texts as the model's
 # tokenizer reads them (parameters.need: the parameter an error names, what is needed, whether
@@ -147,14 +146,14 @@ def _positions(name: str) -> p.Need:
 def _corpus_size(values: Mapping[str, Any]) -> int | None:
     """How many texts chapter 3 reads: ``n_texts``, or the whole corpus (None when it is SNLI, whose size
     is known only once loaded)."""
-    whole = corpora.CORPUS_SIZE if values["corpus"] == "project" else None
-    return values["n_texts"] if values["n_texts"] is not None and (whole is None or values["n_texts"] < whole) else whole
+    whole, asked = corpora.CORPUS_SIZE if values["corpus"] == "project" else None, values["n_texts"]
+    return asked if asked is not None and (whole is None or asked < whole) else whole
 
 
 @p.need("k_extremes", "at most as many sentences as the chapter reads (n_texts)")
 def _extremes_within_corpus(values):
-    n = _corpus_size(values)
-    return None if n is None or values["k_extremes"] <= n else (values["k_extremes"], f"the chapter reads {n} sentences")
+    n, k = _corpus_size(values), values["k_extremes"]
+    return None if n is None or k <= n else (k, f"the chapter reads {n} sentences")
 
 
 @p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
@@ -162,12 +161,15 @@ def _extremes_within_corpus(values):
 def _lengths_vary(values, view):
     sample = corpora.load_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
     counts = view.word_counts(sample)
-    return None if len(set(counts)) > 1 else (values["n_texts"], f"its {len(counts)} sentences all have {counts[0]} word tokens")
+    if len(set(counts)) > 1:
+        return None
+    return values["n_texts"], f"its {len(counts)} sentences all have {counts[0]} word tokens"
 
 
 @p.need("k_vocab", "at most as many tokens as the model's vocabulary has", model=True)
 def _vocab_within_model(values, view):
-    return None if values["k_vocab"] <= view.vocabulary else (values["k_vocab"], f"the vocabulary has {view.vocabulary}")
+    k, size = values["k_vocab"], view.vocabulary
+    return None if k <= size else (k, f"the vocabulary has {size}")
 
 
 @p.need("n_positions", "a length the model reads whole: at most its max_seq_length (None: that length, "
@@ -234,14 +236,14 @@ def _documents_within_corpus(values):
 
 
 NEEDS: dict[str, tuple[p.Need, ...]] = {
-    "00_the_model": (_words("extra_sentences", 1, "a token to measure"),),
-    "00b_primer": (_words("pair", 1, "MaxSim pairs word tokens"),),
+    "00_the_model": (_words("extra_sentences", 1, "a word token to measure"),),
+    "00b_primer": (_words("pair", 1, "MaxSim matches word tokens"),),
     "01_layer_by_layer": (
         _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
         _distinct("sentences", "a correlation over texts needs texts that differ"),
-        _words("easy_set", 1, "a mean pool to rank"), _words("hard_set", 1, "a mean pool to rank"),
+        _words("easy_set", 1, "a word token to measure"), _words("hard_set", 1, "a word token to measure"),
     ),
-    "02_similarity_attractor": (_words("pairs", 1, "MaxSim pairs word tokens"),),
+    "02_similarity_attractor": (_words("pairs", 1, "MaxSim matches word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
     "04_attention_context_similarity": (_positions("text_length"),),
     "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
@@ -249,6 +251,7 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
     "06_search_in_practice": (_documents_within_corpus,),
     "08_across_models": (_positions("head_length"),),
 }
+
 
 def rules_for(slug: str) -> dict[str, p.Rule]:
     """The rule table of chapter ``slug`` (KeyError names the known chapters)."""
