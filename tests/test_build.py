@@ -194,8 +194,8 @@ def test_a_bug_inside_a_cell_is_reported_with_the_chapter_its_values_and_where_t
     result = run_build(root, "--profile", str(profile), "--only", "98_performance", "--force", "--no-site")
     assert result.returncode == 1
     line = next(l for l in result.stdout.splitlines() if "98_performance" in l)
-    assert re.search(r"failed\s+98_performance\s+[\d.]+ s  cell \d+: ZeroDivisionError: division by zero — a bug in the "
-                     r"book, not a bad value: chapter 98_performance failed inside its code with "
+    assert re.search(r"failed\s+98_performance\s+[\d.]+ s  cell \d+: ZeroDivisionError: division by zero — a bug in "
+                     r"the book, not a bad value: chapter 98_performance failed inside its code with "
                      r"bench_file='no/bench/here.json'; please report it with build/logs/98_performance.log \(it holds "
                      r"the traceback and every value\)$", line), line
     assert earlier.read_text() == '{"chapter": "98_performance"}'

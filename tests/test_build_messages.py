@@ -55,6 +55,7 @@ def test_an_error_the_book_raises_for_a_bad_input_is_its_own_one_line(tmp_path):
 
 def test_a_ledger_that_does_not_fit_the_metrics_is_the_books_bug(tmp_path):
     log = tmp_path / "chapter.log"
-    message = build.failure_message(failed("LedgerError", "claim 'x': metric 'y' is missing"), "02_x", {}, log, tmp_path)
+    error = failed("LedgerError", "claim 'x': metric 'y' is missing")
+    message = build.failure_message(error, "02_x", {}, log, tmp_path)
     assert re.search(r"a bug in the book, not a bad value: chapter 02_x failed inside its code with the notebook's "
                      r"defaults; please report it with .*chapter\.log", message)

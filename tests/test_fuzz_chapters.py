@@ -76,7 +76,8 @@ def texts(draw, min_size: int, max_size: int) -> list[str]:
     them that differs only in case or white space (what an uncased tokenizer reads alike)."""
     found = draw(st.lists(text, min_size=min_size, max_size=max_size, unique=True))
     if found and draw(st.booleans()):
-        copy = draw(st.sampled_from([str.upper, str.lower, str.title, lambda t: f" {t} "]))(draw(st.sampled_from(found)))
+        change = draw(st.sampled_from([str.upper, str.lower, str.title, lambda t: f" {t} "]))
+        copy = change(draw(st.sampled_from(found)))
         if copy not in found:
             found.append(copy)
     return found
@@ -91,6 +92,7 @@ def retrieval_set(draw) -> dict:
 
 
 pair = st.lists(text, min_size=2, max_size=2, unique=True)
+names = st.sampled_from(["mine", "hard", "medium", "easy", "x y", "🙂"])  # pair names, the post's among them
 fraction = st.floats(0.0, 1.0)
 seed = st.sampled_from([0, 1, 2**32 - 1]) | st.integers(0, 2**32 - 1)
 
@@ -104,8 +106,7 @@ STRATEGIES = {
     "01_layer_by_layer": {"sentences": st.none() | texts(3, 6), "easy_set": st.none() | retrieval_set(),
                           "hard_set": st.none() | retrieval_set(), "easy_k": st.integers(1, 8),
                           "hard_k": st.integers(1, 8), "random_control": st.booleans()},
-    "02_similarity_attractor": {"pairs": st.dictionaries(st.sampled_from(["mine", "hard", "medium", "easy", "x y", "🙂"]), pair,
-                                                         max_size=3),
+    "02_similarity_attractor": {"pairs": st.dictionaries(names, pair, max_size=3),
                                 "random_control": st.booleans()},
     "03_inside_the_cone": {"seed": seed, "n_texts": st.sampled_from([2, 3, 4]) | st.integers(2, 120),
                            "token_set": st.sampled_from(["word", "all"]), "token_sample": st.integers(2, 600),
@@ -113,14 +114,16 @@ STRATEGIES = {
                            "random_control": st.booleans()},
     "04_attention_context_similarity": {
         "n_texts": st.integers(1, 6), "text_length": st.sampled_from([4, 5, 160]) | st.integers(4, 160),
-        "q": fraction, "attention_threshold": fraction, "sensitivity_thresholds": st.lists(fraction, min_size=1, max_size=4),
+        "q": fraction, "attention_threshold": fraction,
+        "sensitivity_thresholds": st.lists(fraction, min_size=1, max_size=4),
         "common_min_count": st.integers(2, 6), "repeat_share_threshold": fraction, "common_focus_threshold": fraction,
         "matrix_size": st.integers(2, 64)},
     "05_embeddings_without_tears": {"seed": seed, "fit_fraction": st.sampled_from([0.05, 0.95]) | st.floats(0.05, 0.95),
                                     "n_keys": st.integers(1, 4),
                                     "k_max": st.integers(1, 4), "n_positions": st.none() | st.integers(102, 200),
                                     "random_control": st.booleans()},
-    "06_search_in_practice": {"seed": seed, "n_long_docs": st.integers(2, 4), "long_words": st.sampled_from([2, 600]) | st.integers(2, 300),
+    "06_search_in_practice": {"seed": seed, "n_long_docs": st.integers(2, 4),
+                              "long_words": st.sampled_from([2, 600]) | st.integers(2, 300),
                               "window_words": st.integers(1, 100), "stride_words": st.integers(1, 100),
                               "rerank_depth": st.integers(1, 200), "finetune": st.just(False)},
     "08_across_models": {"seed": seed, "corpus_texts": st.none() | st.integers(2, 60), "head_texts": st.integers(1, 4),
@@ -264,7 +267,7 @@ def test_what_the_fuzz_found_is_refused_in_one_line_before_any_forward_pass(book
     earlier = snapshot(book / "build" / "results", book / "book" / "chapters")
     outcome, message = run_chapter(slug, params)
     assert outcome == "failed" and one_line(message), message
-    before_any_chapter = rf"parameters cell: ParameterError: parameter '{name}' expects .+; got .+ \(from profile '.+'\)"
+    before_any_chapter = rf"parameters cell: ParameterError: parameter '{name}' expects .+; got .+ \(from profile .+\)"
     as_it_opens = rf"cell {open_cell(slug)}: ParameterError: parameter '{name}' expects .+; got .+"
     assert re.fullmatch(f"{before_any_chapter}|{as_it_opens}", message), message
     assert snapshot(book / "build" / "results", book / "book" / "chapters") == earlier

@@ -76,7 +76,8 @@ CASES = {
         "parameter 'k_extremes' expects at most as many sentences as the chapter reads (n_texts); got 676 (the "
         "chapter reads 675 sentences)"),
     "a sample of sentences of one length": (
-        "03_inside_the_cone", {"n_texts": 3, "k_extremes": 3, "seed": 229}, {"n_texts": 3, "k_extremes": 3, "seed": 230},
+        "03_inside_the_cone", {"n_texts": 3, "k_extremes": 3, "seed": 229},
+        {"n_texts": 3, "k_extremes": 3, "seed": 230},
         "parameter 'n_texts' expects a sample whose sentences differ in word-token count (Spearman's ρ of the cone "
         "axis with length needs lengths that vary); got 3 (its 3 sentences all have 13 word tokens)"),
     "more vocabulary tokens than the model has": (
@@ -174,3 +175,15 @@ def test_the_page_states_each_need_beside_the_rule(monkeypatch):
     assert table["sentences"] == (f"None or a list of at least 3 non-empty, distinct strings; {SENTENCES_WORDS}; "
                                   "texts that differ once tokenized (a correlation over texts needs texts that differ)")
     assert table["easy_k"] == "an integer ≥ 1"
+
+
+def test_the_build_checks_the_needs_that_do_not_read_the_model_before_any_chapter_runs(tmp_path):
+    slug = "03_inside_the_cone"
+    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
+    assert defaults["n_texts"] is None and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
+    fine = profiles.Profile(tmp_path / "p.yaml", {"seed": 1}, {slug: {"n_texts": 3, "k_extremes": 3}})
+    assert profiles.chapter_parameters(slug, fine, defaults) == {"seed": 1, "n_texts": 3, "k_extremes": 3}
+    short = profiles.Profile(tmp_path / "p.yaml", {}, {slug: {"n_texts": 3}})  # k_extremes keeps its default, 5
+    with pytest.raises(ParameterError, match=r"^parameter 'k_extremes' expects at most as many sentences .+; got 5 "):
+        profiles.chapter_parameters(slug, short, defaults)
+    assert profiles.chapter_parameters(slug, short) == {"n_texts": 3}  # without the defaults: the rules alone

@@ -313,7 +313,8 @@ def test_split_shortfall_names_what_a_split_leaves_too_small():
     labels = ["a"] * 10 + ["b"] * 10
     relevant = [[0, 1, 2, 10, 11, 12]]
     assert whitening.split_shortfall(relevant, labels, 0.5, seed=0) is None
-    assert whitening.split_shortfall(relevant, labels, 0.05, seed=0) == "it leaves 1 of 20 sentences on one side (needs 2)"
+    one_side = whitening.split_shortfall(relevant, labels, 0.05, seed=0)
+    assert one_side == "it leaves 1 of 20 sentences on one side (needs 2)"
     fit_rows, held_rows = whitening.split(20, 0.5, seed=0)
     assert whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0) == \
         "no judged query has a relevant sentence in the held-out split"

@@ -223,10 +223,11 @@ Fault = tuple[Any, str] | None
 
 
 def need(name: str, expects: str, model: bool = False) -> Callable[[Callable[..., Fault]], Need]:
-    """Make ``check(values, model) → Fault`` a need of a chapter's values together: ``name`` is
-    the parameter its error names, ``expects`` what the computation needs, in words (the error
-    and the chapter's parameter table say it), and ``model`` whether it reads the model through
-    a :class:`ModelView`. The need raises one-line ParameterError on the fault its check finds."""
+    """Make ``check(values) → Fault`` (``check(values, view)`` when ``model``: it reads the model
+    through a :class:`ModelView`) a need of a chapter's values, all of them: ``name`` is the
+    parameter its error names, ``expects`` what the computation needs, in words (the error and
+    the chapter's parameter table say it). The need raises one-line ParameterError on the fault
+    its check finds."""
 
     def mark(check: Callable[..., Fault]) -> Need:
         def checked(values: Mapping[str, Any], view: "ModelView | None" = None) -> None:
