@@ -197,11 +197,26 @@ def _attention_layers(requested: Sequence[int] | None, attentions: bool, n_layer
     return tuple(sorted({int(l) % n_layers for l in chosen}))
 
 
-def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
-    encoding = loaded.tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
+def tokenize(tokenizer, texts: Sequence[str], max_length: int):
+    """What ``extract`` reads of ``texts`` before any forward pass: the tokenizer's encoding
+    (truncated to ``max_length``), each text's token ids int64 [T_i], and its special-token mask
+    bool [T_i] (METHODS.md §0: the tokens the tokenizer adds, and [CLS], [SEP], <s>, </s> or
+    padding wherever a text spells one out)."""
+    encoding = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
     ids = [np.asarray(x, np.int64) for x in encoding["input_ids"]]
-    structural = _structural_ids(loaded.tokenizer)  # also where a text spells one out ("[SEP]")
+    structural = _structural_ids(tokenizer)
     special = [np.asarray(m, bool) | np.isin(x, structural) for m, x in zip(encoding["special_tokens_mask"], ids)]
+    return encoding, ids, special
+
+
+def word_token_counts(tokenizer, texts: Sequence[str], max_length: int) -> list[int]:
+    """W_i: how many word tokens (real tokens that are not special) each text keeps once
+    tokenized and truncated to ``max_length`` tokens, as :func:`extract` would read it."""
+    return [int((~mask).sum()) for mask in tokenize(tokenizer, texts, max_length)[2]]
+
+
+def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
+    encoding, ids, special = tokenize(loaded.tokenizer, texts, max_length)
     for text, mask in zip(texts, special):
         if mask.all():
             raise ParameterError(source, "texts that each contain at least one word token", text)
