@@ -76,7 +76,8 @@ def test_a_statistic_of_curves_gets_a_band_at_every_depth_and_a_ratio_of_means()
     assert np.all(found.band[0] < found.value) and np.all(found.value < found.band[1])
     np.testing.assert_allclose(found.half_width, (found.band[1] - found.band[0]) / 2)
     terms = np.abs(rng.normal(size=(5, 10, 2))) + 1
-    ratio = hierarchical.hierarchical_interval(terms, lambda v: v[..., 0].mean() / v[..., 1].mean(), seed=0, resamples=50)
+    of_means = lambda v: v[..., 0].mean() / v[..., 1].mean()  # noqa: E731
+    ratio = hierarchical.hierarchical_interval(terms, of_means, seed=0, resamples=50)
     assert float(ratio.value) == pytest.approx(terms[..., 0].mean() / terms[..., 1].mean())
 
 

@@ -20,8 +20,9 @@ from ..studies import objective_geometry
 ANSWER_CLAIMS = {
     "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-reaches-back-scratch",
                 "loss-decides-separability-scratch"],
-    "finetune": ["maxsim-keeps-spread", "loss-decides-collapse", "loss-leaves-fingerprint", "finetune-retrieval-matched",
-                 "finetune-keeps-anisotropy-mean-pool", "finetune-keeps-anisotropy-maxsim"],
+    "finetune": ["maxsim-keeps-spread", "loss-decides-collapse", "loss-leaves-fingerprint",
+                 "finetune-retrieval-matched", "finetune-keeps-anisotropy-mean-pool",
+                 "finetune-keeps-anisotropy-maxsim"],
 }
 """The claims each arm's answer is stated with, in the order the page reads them."""
 
@@ -44,17 +45,23 @@ def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
             parts.append(f"the {OBJECTIVE_LABELS[objective]} goes from {_span([r['first'] for r in runs])} to "
                          f"{_span([r['last'] for r in runs])}, and its copies' held-out recall@{k} is "
                          f"{_span([r['recall'] for r in found])}")
-        excluded = block["excluded"]
-        verdict = (f"all {2 * len(block['seeds'])} copies beat chance (one-sided exact binomial test at 0.05), so "
-                   f"all {len(block['seeds'])} seeds are kept" if not excluded else
-                   f"{len(excluded)} cop{'y does' if len(excluded) == 1 else 'ies do'} not beat chance and "
-                   f"{'is' if len(excluded) == 1 else 'are'} excluded with {'its' if len(excluded) == 1 else 'their'} "
-                   f"seed (" + ", ".join(f"{OBJECTIVE_LABELS[e['variant']]}, seed {e['seed']}: {e['recall']:.3f}"
-                                        for e in excluded) + f"); {len(block['kept'])} of {len(block['seeds'])} seeds are kept")
         lines.append(f"- **{ARM_LABELS[arm].capitalize()}** ({len(block['seeds'])} seeds, "
                      f"{block['settings']['steps']} steps each): over the first and the last tenth of the steps "
-                     + "; ".join(parts) + f" (chance: {chance:.3g}); {verdict}.")
+                     + "; ".join(parts) + f" (chance: {chance:.3g}); {_kept(block)}.")
     return "\n".join(lines) + "\n"
+
+
+def _kept(block: Mapping[str, Any]) -> str:
+    """Which copies beat chance, which were excluded with their seed, and how many seeds are kept."""
+    excluded, n_seeds = block["excluded"], len(block["seeds"])
+    if not excluded:
+        return (f"all {2 * n_seeds} copies beat chance (one-sided exact binomial test at 0.05), so all {n_seeds} "
+                "seeds are kept")
+    which = ", ".join(f"{OBJECTIVE_LABELS[e['variant']]}, seed {e['seed']}: {e['recall']:.3f}" for e in excluded)
+    one = len(excluded) == 1
+    return (f"{len(excluded)} cop{'y does' if one else 'ies do'} not beat chance and {'is' if one else 'are'} "
+            f"excluded with {'its' if one else 'their'} seed ({which}); {len(block['kept'])} of {n_seeds} seeds "
+            "are kept")
 
 
 def answers(verdicts: Iterable[Any], blocks: Mapping[str, Mapping[str, Any]]) -> str:
@@ -129,7 +136,8 @@ def twin_values(block: Mapping[str, Any], other: str) -> dict[str, str]:
                                                           for v in OBJECTIVE_LABELS for s in ("mean_pool", "maxsim")}}
     mean = block["comparison"]["mean"]
     return {"other_twin": other.replace("_", " "),
-            **{f"ex_twin_{v}_{s}": f"{_at_end(mean[v], f'other_twin_{s}'):.3f}" for v in mean for s in ("mean_pool", "maxsim")}}
+            **{f"ex_twin_{v}_{s}": f"{_at_end(mean[v], f'other_twin_{s}'):.3f}"
+               for v in mean for s in ("mean_pool", "maxsim")}}
 
 
 def one_topic_values(block: Mapping[str, Any]) -> dict[str, str]:
@@ -142,7 +150,8 @@ def one_topic_values(block: Mapping[str, Any]) -> dict[str, str]:
     kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
     out = {}
     for variant in topic:
-        runs = [topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]] or list(topic[variant].values())
+        runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
+                or list(topic[variant].values()))
         for key, name in (("intra_sentence_cosine", "within"), ("collapse_gap", "gap")):
             out[f"ex_topic_{name}_{variant}"] = f"{np.mean([_at_end(r, key) for r in runs]):.3f}"
         out[f"this_gap_{variant}"] = f"{_at_end(mean[variant], 'collapse_gap'):.3f}"

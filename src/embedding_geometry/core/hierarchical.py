@@ -122,8 +122,8 @@ def band(drawn: np.ndarray, level: float = LEVEL) -> np.ndarray:
     return np.percentile(drawn, [tail, 100 - tail], axis=0)
 
 
-def hierarchical_interval(values: np.ndarray, statistic: Statistic = mean_statistic, seed: int | np.random.Generator = 0,
-                          resamples: int = RESAMPLES, design: Literal["crossed", "nested"] = "crossed",
+def hierarchical_interval(values: np.ndarray, statistic: Statistic = mean_statistic,
+                          seed: int | np.random.Generator = 0, resamples: int = RESAMPLES, design: Literal["crossed", "nested"] = "crossed",
                           level: float = LEVEL) -> Hierarchical:
     """``statistic`` of ``values`` [seeds, units, …] with its ``level`` interval over seeds and
     units (:func:`draws`, then :func:`band`)."""
@@ -133,7 +133,8 @@ def hierarchical_interval(values: np.ndarray, statistic: Statistic = mean_statis
                         n_seeds=values.shape[0], n_units=values.shape[1])
 
 
-def sign_flip_test(differences: np.ndarray, alternative: Literal["two-sided", "greater", "less"] = "two-sided") -> float:
+def sign_flip_test(differences: np.ndarray,
+                   alternative: Literal["two-sided", "greater", "less"] = "two-sided") -> float:
     """Exact p-value of the mean of per-seed ``differences`` [S] under "no difference": over all
     2^S sign assignments ε, the share with mean(ε·|d|) at least as extreme as mean(d) (S ≤ 20)."""
     d = np.asarray(differences, dtype=float)

@@ -85,7 +85,8 @@ def sentence_measures(acts: Activations) -> Measured:
     """The sentence measures of the table on one record: (curves, per-unit values), the ratio's
     per-unit values as ``separability_ratio.between`` and ``.within``."""
     curves, units = {}, {}
-    for part in (layer_by_layer.collapse(acts), layer_by_layer.cls_alignment(acts), cone_formation(acts.mean_pool("all"))):
+    parts = (layer_by_layer.collapse(acts), layer_by_layer.cls_alignment(acts), cone_formation(acts.mean_pool("all")))
+    for part in parts:
         units.update({k: v for k, v in part.pop("per_unit", {}).items() if k in SENTENCE_MEASURES})
         curves.update({k: v for k, v in part.items() if k in SENTENCE_MEASURES})
     units.update({f"{RATIO}.{key}": value for key, value in layer_by_layer.separability_units(acts).items()})
@@ -158,7 +159,8 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
         statistic = ratio_statistic if key == RATIO else hierarchical.mean_statistic
         for variant, array in values.items():
             found = hierarchical.hierarchical_interval(array, statistic, generator(seed, f"{variant}.{key}"), resamples)
-            block["mean"].setdefault(variant, {})[key], block["band"].setdefault(variant, {})[key] = found.value, found.band
+            block["mean"].setdefault(variant, {})[key] = found.value
+            block["band"].setdefault(variant, {})[key] = found.band
         diff = _paired(values["mean_pool"], values["maxsim"], key, generator(seed, f"difference.{key}"), resamples)
         per_seed = _per_seed(values["mean_pool"], values["maxsim"], key)
         block["difference"][key], block["difference_band"][key] = diff.value, diff.band
@@ -180,7 +182,8 @@ def _values(by_seed: Mapping[int, Measured], seeds: Sequence[int], key: str) -> 
     return np.stack([by_seed[s][1][key] for s in seeds])
 
 
-def _paired(a: np.ndarray, b: np.ndarray, key: str, rng: np.random.Generator, resamples: int) -> hierarchical.Hierarchical:
+def _paired(a: np.ndarray, b: np.ndarray, key: str, rng: np.random.Generator,
+            resamples: int) -> hierarchical.Hierarchical:
     """a − b with its interval over seeds and units (the same draws for both)."""
     if key == RATIO:
         return hierarchical.hierarchical_interval(np.concatenate([a, b], axis=-1), ratio_difference, rng, resamples)
@@ -211,7 +214,8 @@ def reach(found: hierarchical.Hierarchical) -> dict[str, Any]:
     return {"present": present, "noise": noise, "depth": depth,
             "relative_depth": None if depth is None else depth / n_layers, "share": back / (n_layers + 1),
             "share_interval": [float(low) / (n_layers + 1), float(high) / (n_layers + 1)],
-            "depth_interval": [None if high == 0 else int(n_layers + 1 - high), None if low == 0 else int(n_layers + 1 - low)],
+            "depth_interval": [None if high == 0 else int(n_layers + 1 - high),
+                               None if low == 0 else int(n_layers + 1 - low)],
             "n_seeds": found.n_seeds, "n_units": found.n_units}
 
 
@@ -226,6 +230,9 @@ def peak_margin(values: np.ndarray, seed: int, name: str, resamples: int = hiera
     in every draw), with its interval over seeds and units."""
     curve = values.mean(axis=(0, 1))
     p = 1 + int(np.argmax(curve[1:-1]))
-    margin = lambda v: np.atleast_1d(np.min([v.mean(axis=(0, 1))[p] - v.mean(axis=(0, 1))[e] for e in (0, -1)]))  # noqa: E731
+    def margin(v: np.ndarray) -> np.ndarray:
+        mean = v.mean(axis=(0, 1))
+        return np.atleast_1d(min(mean[p] - mean[0], mean[p] - mean[-1]))
+
     found = hierarchical.hierarchical_interval(values, margin, generator(seed, name), resamples)
     return {**final_summary(found), "peak_depth": p}

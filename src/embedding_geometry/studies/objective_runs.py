@@ -157,7 +157,8 @@ def jobs(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]]) -> list[tuple[
     return sorted(found, key=lambda job: job[0].model is None)  # fine-tuning copies first
 
 
-def run(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]], workers: int = 2) -> dict[str, dict[str, dict[int, Any]]]:
+def run(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]],
+        workers: int = 2) -> dict[str, dict[str, dict[int, Any]]]:
     """Every copy of every arm, ``workers`` at a time: {arm: {variant: {seed: record}}}; a
     fine-tuning arm's one ``before`` record stands under every seed."""
     from joblib import Parallel, delayed
@@ -248,11 +249,13 @@ def block(records: Mapping[str, Mapping[int, Any]], arm: Arm, seed: int = 0,
            "n_held_out": len(arm.held_out), "loss": losses(records), "retrieval": found,
            "runs": {v: {f"seed_{s}": r["geometry"][0] for s, r in by_seed.items()} for v, by_seed in distinct.items()}}
     if "one_topic" in next(iter(records["before"].values())):
-        out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()} for v, by_seed in distinct.items()}
+        out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()}
+                            for v, by_seed in distinct.items()}
     if len(kept) < 2:
         out["comparison"] = None
         out["judged"] = judged(None, arm.model is not None)
-        out["not_measured"] = f"{len(kept)} of {len(out['seeds'])} seeds kept: both copies of at least 2 must beat chance"
+        out["not_measured"] = (f"{len(kept)} of {len(out['seeds'])} seeds kept: both copies of at least 2 "
+                               "must beat chance")
         return out
     keys = objective_geometry.SENTENCE_MEASURES + (objective_geometry.PAIR_MEASURES if arm.pair_sets else ())
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
@@ -287,7 +290,8 @@ def judged(comparison: Mapping[str, Any] | None, finetune: bool) -> dict[str, di
     found = {name: (final[path[0]][path[1]] if len(path) == 2 else final[path[0]][path[1]][path[2]])
              for name, path in paths.items()}
     reach = comparison["reach"]["intra_sentence_cosine"]
-    found["fingerprint_share"] = {"value": reach["share"], "interval": reach["share_interval"], "n_seeds": reach["n_seeds"]}
+    found["fingerprint_share"] = {"value": reach["share"], "interval": reach["share_interval"],
+                                  "n_seeds": reach["n_seeds"]}
     found.update(peak_margin=comparison["peak_margin"], retrieval_match=comparison["retrieval_match"])
     return found
 

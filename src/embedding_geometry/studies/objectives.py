@@ -159,7 +159,8 @@ def batches(pairs: Sequence[tuple[str, str]], size: int, steps: int, seed: int) 
                 out.append(batch)
                 batch, seen = [], set()
         if len(out) == filled and len(queue) > 2 * len(pairs):
-            raise ParameterError("pairs_per_batch", f"at most as many pairs as share no text ({len(batch)} found)", size)
+            raise ParameterError("pairs_per_batch", f"at most as many pairs as share no text ({len(batch)} found)",
+                                 size)
     return out
 
 

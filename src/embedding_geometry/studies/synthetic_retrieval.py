@@ -73,7 +73,8 @@ class Task:
     def check(self) -> None:
         """One-line ParameterError for sizes the corpus or the rules cannot give."""
         if not 1 <= self.query_concepts <= self.doc_concepts <= self.concepts:
-            raise ParameterError("query_concepts", f"1 ≤ query_concepts ≤ doc_concepts ≤ concepts ({self.concepts})",
+            raise ParameterError("query_concepts",
+                                 f"1 ≤ query_concepts ≤ doc_concepts ≤ concepts ({self.concepts})",
                                  (self.query_concepts, self.doc_concepts))
 
 
@@ -142,7 +143,8 @@ def texts(task: Task) -> dict[str, Any]:
     words = vocabulary(task)
     train = sample(task, words, task.train_pairs, stream=0)
     seen = {d for _, d in train}
-    held_out = [pair for pair in sample(task, words, 2 * task.held_out, stream=1) if pair[1] not in seen][: task.held_out]
+    fresh = [pair for pair in sample(task, words, 2 * task.held_out, stream=1) if pair[1] not in seen]
+    held_out = fresh[: task.held_out]
     return {"words": words, "train": train, "held_out": held_out}
 
 

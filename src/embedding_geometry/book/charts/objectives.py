@@ -36,6 +36,7 @@ __all__ = [
 OBJECTIVE_LABELS = {"before": "before training", "mean_pool": "mean-pool loss", "maxsim": "MaxSim loss"}
 ARM_LABELS = {"scratch": "trained from scratch", "finetune": "fine-tuned from the backbone"}
 PALETTE = {"before": "#9a9a9a", "mean_pool": "#1f5fa8", "maxsim": "#d2691e"}
+LOSS_COLOURS = alt.Scale(domain=["mean-pool loss", "MaxSim loss"], range=["#1f5fa8", "#d2691e"])
 PANEL = 240  # px: two panels and their axes fit a 688 px column side by side; a phone stacks them
 PUBLISHED_CURVES: dict[str, tuple[str, str, Sequence[str] | None]] = {
     # measure: (chapter whose data/published file holds it, figure, series; None = every series)
@@ -93,22 +94,25 @@ def objective_answers_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
     copies (the same start, only the loss differing)."""
     post = objective_published("intra_sentence_cosine")
     loss_of = {name: "mean-pool loss" if "mean-pool" in name else "MaxSim loss" for name in post["series"].unique()}
-    colours = alt.Scale(domain=["mean-pool loss", "MaxSim loss"], range=[PALETTE["mean_pool"], PALETTE["maxsim"]])
     frames = [post.assign(panel="the post: two different models", loss=post["series"].map(loss_of))]
     for arm, block in blocks.items():
         if block["comparison"]:
-            series = {OBJECTIVE_LABELS[o]: block["comparison"]["mean"][o]["intra_sentence_cosine"] for o in ("mean_pool", "maxsim")}
-            frames.append(per_layer_frame(series, ARM_LABELS[arm]).assign(panel=ARM_LABELS[arm], loss=lambda f: f["series"]))
+            mean = block["comparison"]["mean"]
+            series = {OBJECTIVE_LABELS[o]: mean[o]["intra_sentence_cosine"] for o in ("mean_pool", "maxsim")}
+            frame = per_layer_frame(series, ARM_LABELS[arm])
+            frames.append(frame.assign(panel=ARM_LABELS[arm], loss=frame["series"]))
     frame = pd.concat(frames, ignore_index=True)
     panels = [alt.Chart(frame[frame["panel"] == panel]).mark_line(point=True).encode(
         x=_x(), y=alt.Y("value:Q", title="within-sentence cosine", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("loss:N", title=None, scale=colours),
+        color=alt.Color("loss:N", title=None, scale=LOSS_COLOURS),
         tooltip=["model:N", "depth:Q", alt.Tooltip("value:Q", format=".3f")]).properties(title=panel, width=PANEL)
         for panel in frame["panel"].unique()]
-    return alt.hconcat(*panels).properties(title="Within-sentence token cosine: the post's two models and each arm's two copies")
+    return alt.hconcat(*panels).properties(
+        title="Within-sentence token cosine: the post's two models and each arm's two copies")
 
 
-def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "") -> alt.HConcatChart:
+def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str,
+                               title: str = "") -> alt.HConcatChart:
     """Per arm, mean-pool copy minus MaxSim copy at every depth: each kept seed's difference (thin
     lines), their mean with its 95 % band over seeds and sentences, and the grey zone ±n_l (the
     band's half-width): where the mean leaves the zone, the loss is visible at that depth."""
@@ -121,8 +125,9 @@ def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_ti
         low, high = np.asarray(comparison["difference_band"][measure], dtype=float)
         depth = np.arange(len(mean)) / (len(mean) - 1)
         noise = (high - low) / 2
+        per_seed = np.asarray(comparison["per_seed_difference"][measure])
         seeds = pd.concat([pd.DataFrame({"relative_depth": depth, "value": row, "seed": f"seed {s}"})
-                           for s, row in zip(comparison["seeds"], np.asarray(comparison["per_seed_difference"][measure]))])
+                           for s, row in zip(comparison["seeds"], per_seed)])
         zone = pd.DataFrame({"relative_depth": depth, "low": -noise, "high": noise})
         frame = pd.DataFrame({"relative_depth": depth, "value": mean, "low": low, "high": high})
         layers = [alt.Chart(zone).mark_area(opacity=0.25, color="#9a9a9a").encode(x=_x(), y="low:Q", y2="high:Q"),
@@ -147,8 +152,7 @@ def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
         frame = pd.concat(rows, ignore_index=True)
         panels.append(alt.Chart(frame).mark_line(strokeWidth=1.2, opacity=0.7).encode(
             x=alt.X("step:Q", title="optimizer step"), y=alt.Y("loss:Q", title="InfoNCE loss"),
-            color=alt.Color("loss function:N", title=None,
-                            scale=alt.Scale(domain=list(OBJECTIVE_LABELS.values())[1:], range=[PALETTE["mean_pool"], PALETTE["maxsim"]])),
+            color=alt.Color("loss function:N", title=None, scale=LOSS_COLOURS),
             detail="seed:N", tooltip=["loss function:N", "seed:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")])
             .properties(title=ARM_LABELS[arm], width=PANEL))
     return alt.hconcat(*panels).properties(title="Training loss of every copy")
@@ -158,7 +162,9 @@ def _interval(value: float | None, interval: Sequence[float] | None, digits: int
     """"0.395 [0.360, 0.431]", or "not measured"."""
     if value is None:
         return "not measured"
-    return f"{value:.{digits}f}" + ("" if interval is None else f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]")
+    if interval is None:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
 def objective_retrieval_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
@@ -175,7 +181,8 @@ def objective_retrieval_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
         for score, by_seed in block["retrieval"]["before"].items():
             found = list(by_seed.values())
             recall = (_interval(found[0]["recall"], found[0]["interval"]) if len(found) == 1 else
-                      f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} over {len(found)} starts")
+                      f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} "
+                      f"over {len(found)} starts")
             rows.append({"arm": ARM_LABELS[arm], "loss": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
                          "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], 4),
                          "p (vs chance)": "—", "kept": "—"})
@@ -192,7 +199,8 @@ def objective_final_table(blocks: Mapping[str, Mapping], measures: Mapping[str, 
             continue
         for variant, label in OBJECTIVE_LABELS.items():
             columns[(ARM_LABELS[arm], label)] = {
-                name: _interval(float(comparison["mean"][variant][key][-1]), np.asarray(comparison["band"][variant][key])[:, -1])
+                name: _interval(float(comparison["mean"][variant][key][-1]),
+                                np.asarray(comparison["band"][variant][key])[:, -1])
                 for key, name in measures.items() if key in comparison["mean"][variant]}
     return pd.DataFrame(columns)
 
@@ -205,8 +213,9 @@ def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str) -> pd.
         if not block["comparison"]:
             continue
         final = block["comparison"]["final"]["difference"][measure]
-        row = {"arm": ARM_LABELS[arm], **{f"seed {s}": round(v, 4) for s, v in zip(block["comparison"]["seeds"], final["per_seed"])}}
-        row.update({"mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"})
+        row = {"arm": ARM_LABELS[arm],
+               **{f"seed {s}": round(v, 4) for s, v in zip(block["comparison"]["seeds"], final["per_seed"])},
+               "mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
 
@@ -240,9 +249,11 @@ def reach_text(reach: Mapping[str, Any]) -> str:
 def objective_cone_table(block: Mapping[str, Any]) -> pd.DataFrame:
     """Per fine-tuned copy: its cone axis and mean direction against the backbone's, and its
     anisotropy raw, centred on the backbone's mean pool and centred on its own."""
-    rows = [{"copy": f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}" if variant != "before" else "the backbone",
-             **{key.replace("_", " "): round(value, 4) for key, value in values.items()}}
-            for variant, by_seed in block["cone"].items() for seed, values in by_seed.items()]
+    rows = []
+    for variant, by_seed in block["cone"].items():
+        for seed, values in by_seed.items():
+            name = "the backbone" if variant == "before" else f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}"
+            rows.append({"copy": name, **{key.replace("_", " "): round(value, 4) for key, value in values.items()}})
     return pd.DataFrame(rows).set_index("copy")
 
 
