@@ -110,49 +110,51 @@ def _at_end(curves: Mapping[str, Sequence[float]], key: str) -> float:
     return float(np.asarray(curves[key])[-1])
 
 
-def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> dict[str, str]:
-    """The scratch arm's final-depth collapse difference, with its interval, on the first ``n``
-    seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all kept
-    seeds' (``ex_seeds_*``)."""
+def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> str:
+    """The scratch arm's final-depth collapse difference with its interval on the first ``n``
+    seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all
+    kept seeds' (one sentence)."""
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
     first = [s for s in sorted(records["mean_pool"])[:n] if s in kept]
-    out = {"ex_seeds_n": str(n), "ex_seeds_kept": str(len(first))}
+    found = {}
     for name, seeds in (("few", first), ("all", list(kept))):
         if len(seeds) < 2:
-            out[f"ex_seeds_{name}"] = "not measured (fewer than 2 kept seeds)"
+            found[name] = "not measured (fewer than 2 kept seeds)"
             continue
         final = objective_geometry.compare(measured, seeds, ["intra_sentence_cosine"], seed)["final"]["difference"]
-        found = final["intra_sentence_cosine"]
-        low, high = found["interval"]
-        out[f"ex_seeds_{name}"] = f"{found['value']:.4f} [{low:.4f}, {high:.4f}] (width {high - low:.4f})"
-    return out
+        value, (low, high) = final["intra_sentence_cosine"]["value"], final["intra_sentence_cosine"]["interval"]
+        found[name] = f"{value:.4f} [{low:.4f}, {high:.4f}] (width {high - low:.4f})"
+    return (f"With the first {n} seeds ({len(first)} of them kept) the final-depth difference is {found['few']}; "
+            f"with all {len(kept)} kept seeds of this build it is {found['all']}.")
 
 
-def twin_values(block: Mapping[str, Any], other: str) -> dict[str, str]:
-    """The fine-tuning arm's final-depth scores of the other twin pairs, before and after each loss
-    (``ex_twin_*``; "not measured" when the arm kept fewer than 2 seeds)."""
+def twin_answer(block: Mapping[str, Any], other: str) -> str:
+    """The fine-tuning arm's final-depth scores of the other twin pairs, mean over kept seeds,
+    before and after each loss (one sentence)."""
     if not block["comparison"]:
-        return {"other_twin": other.replace("_", " "), **{f"ex_twin_{v}_{s}": "not measured"
-                                                          for v in OBJECTIVE_LABELS for s in ("mean_pool", "maxsim")}}
+        return f"Not measured: {block['not_measured']}."
     mean = block["comparison"]["mean"]
-    return {"other_twin": other.replace("_", " "),
-            **{f"ex_twin_{v}_{s}": f"{_at_end(mean[v], f'other_twin_{s}'):.3f}"
-               for v in mean for s in ("mean_pool", "maxsim")}}
+    score = lambda v: " and ".join(f"{_at_end(mean[v], f'other_twin_{s}'):.3f} ({name})"  # noqa: E731
+                                   for s, name in (("mean_pool", "mean pool"), ("maxsim", "MaxSim")))
+    return (f"At the final depth, mean over the kept seeds, the {other.replace('_', ' ')} pairs score {score('before')} "
+            f"on the backbone, {score('mean_pool')} after the mean-pool loss, and {score('maxsim')} after the "
+            "MaxSim loss.")
 
 
-def one_topic_values(block: Mapping[str, Any]) -> dict[str, str]:
+def one_topic_answer(block: Mapping[str, Any]) -> str:
     """The fine-tuning arm's final-depth within-sentence cosine and collapse gap on the one-topic
     sentences, mean over kept seeds, before and after each loss, beside the build's sentence set
-    (``ex_topic_*``, ``this_gap_*``; "not measured" when the arm kept fewer than 2 seeds)."""
+    (one sentence)."""
     if not block["comparison"]:
-        return {f"{name}_{v}": "not measured" for v in OBJECTIVE_LABELS
-                for name in ("ex_topic_within", "ex_topic_gap", "this_gap")}
+        return f"Not measured: {block['not_measured']}."
     kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
-    out = {}
-    for variant in topic:
+    parts = []
+    for variant, label in (("before", "on the backbone"), ("mean_pool", "after the mean-pool loss"),
+                           ("maxsim", "after the MaxSim loss")):
         runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
                 or list(topic[variant].values()))
-        for key, name in (("intra_sentence_cosine", "within"), ("collapse_gap", "gap")):
-            out[f"ex_topic_{name}_{variant}"] = f"{np.mean([_at_end(r, key) for r in runs]):.3f}"
-        out[f"this_gap_{variant}"] = f"{_at_end(mean[variant], 'collapse_gap'):.3f}"
-    return out
+        within, gap = (np.mean([_at_end(r, key) for r in runs]) for key in ("intra_sentence_cosine", "collapse_gap"))
+        parts.append(f"{within:.3f} {label} (gap {gap:.3f}; on this build's sentences "
+                     f"{_at_end(mean[variant], 'collapse_gap'):.3f})")
+    return ("On the five sentences, mean over the kept seeds, the final-depth within-sentence cosine is "
+            + ", ".join(parts) + ".")
