@@ -43,9 +43,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -226,14 +225,3 @@ def _trained(base: LoadedModel, model: torch.nn.Module, objective: str, seed: in
     info = replace(base.info, id=f"{base.info.id} [trained: {objective} loss, seed {seed}, {steps} steps]",
                    source="trained", sha256=weights_digest(model), revision=None)
     return LoadedModel(model=model.eval(), tokenizer=base.tokenizer, info=info, device=base.device)
-
-
-def loss_summary(losses: Mapping[tuple[str, int], Sequence[float]]) -> dict[str, Any]:
-    """{objective: {seed_<k>: {losses, first, last}}} from {(objective, seed): the loss of every
-    step}: first and last are the means over the first and the last tenth of the steps."""
-    summary: dict[str, Any] = {}
-    for (objective, seed), values in losses.items():
-        k = max(1, len(values) // 10)
-        summary.setdefault(objective, {})[f"seed_{seed}"] = {
-            "losses": list(values), "first": float(np.mean(values[:k])), "last": float(np.mean(values[-k:]))}
-    return summary
