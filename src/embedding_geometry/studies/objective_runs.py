@@ -234,7 +234,8 @@ def cone(records: Mapping[str, Mapping[int, Any]], seeds: Sequence[int]) -> dict
 def block(records: Mapping[str, Mapping[int, Any]], arm: Arm, seed: int = 0,
           resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
     """One arm's results: the ``settings``, the seeds run and ``kept`` (both copies beat chance),
-    the ``excluded`` copies, every copy's ``loss`` and ``retrieval``, its curves (``runs``), the
+    the ``excluded`` copies, every copy's ``loss`` and ``retrieval``, the curves of the kept seeds'
+    copies and of the starts (``runs``; an excluded copy's geometry is never reported), the
     comparison of :func:`.objective_geometry.compare` over the kept seeds (with
     ``retrieval_match`` and the MaxSim copy's ``peak_margin``; None, with ``not_measured``, when
     fewer than 2 seeds are kept) and, on a fine-tuning arm, the ``cone``."""
@@ -242,8 +243,8 @@ def block(records: Mapping[str, Mapping[int, Any]], arm: Arm, seed: int = 0,
     kept = objective_geometry.kept_seeds(found)
     excluded = [{"variant": o, "seed": s, **r} for o in objectives.OBJECTIVES for s, r in found[o].items()
                 if not r["beats_chance"]]
-    distinct = {v: dict(list(by_seed.items())[:1]) if v == "before" and arm.model is not None else by_seed
-                for v, by_seed in records.items()}
+    distinct = {v: dict(list(by_seed.items())[:1]) if v == "before" and arm.model is not None else
+                {s: r for s, r in by_seed.items() if v == "before" or s in kept} for v, by_seed in records.items()}
     out = {"settings": {**vars(arm.settings)}, "seeds": sorted(records["mean_pool"]), "kept": kept,
            "excluded": excluded, "chance": arm.chance, "k": arm.k, "n_train": len(arm.train),
            "n_held_out": len(arm.held_out), "loss": losses(records), "retrieval": found,
