@@ -265,6 +265,7 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
     assert block["loss"]["maxsim"]["seed_1"]["last"] == 0.5  # reported, but its geometry is not
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
+    assert set(objective_runs.models_run({"scratch": records})) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
     assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {"value": None, "interval": None,
                                                                                            "n_seeds": None}

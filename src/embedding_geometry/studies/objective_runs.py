@@ -175,6 +175,12 @@ def run(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]],
     return out
 
 
+def models_run(records: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every model :func:`run` trained or measured, by id: its description (for provenance)."""
+    return {r["info"]["id"]: r["info"] for arm in records.values() for by_seed in arm.values()
+            for r in by_seed.values()}
+
+
 # --------------------------------------------------------------------------- an arm's results
 
 def retrieval(records: Mapping[str, Mapping[int, Any]], arm: Arm) -> dict[str, dict[str, Any]]:
