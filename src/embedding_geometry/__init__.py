@@ -19,6 +19,7 @@ a study never imports ``book``):
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
+    ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
     ``paths``           where the book keeps its files
     ``errors``          one-line errors that name the culprit and what was expected
@@ -43,8 +44,10 @@ a study never imports ``book``):
     ``long_texts``          texts longer than one sentence, and sliding windows
     ``quantization``        int8, binary codes and product quantization of embeddings
     ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
-    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive) on one backbone
-    ``objective_geometry``  chapter 7: the geometry each training objective leaves, per depth
+    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
+    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from scratch
+    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel, and each arm's results
+    ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
 
 ``book``
@@ -60,6 +63,7 @@ a study never imports ``book``):
                         (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
+    ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table

@@ -4,8 +4,8 @@
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
 - ``matrices``: model × model and head × block charts, and the context-matrix explorer;
-- ``objectives``: chapter 7's charts, each model of the two-loss experiment on relative depth with
-  95 % bands, the losses' difference against the seed null, and its tables;
+- ``objectives``: chapter 7's charts, both arms' copies of the two-loss experiment on relative depth
+  with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
 - ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
   the first text's matrices encoded for the explorer);
 - ``practice``: the tables and charts of chapters 5 and 6 (isotropy, whitening, dilution,
