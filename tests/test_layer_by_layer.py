@@ -148,7 +148,7 @@ def test_peak_writes_find_the_block_of_each_dimensions_largest_change():
     assert m["peak_write_last_two"] == pytest.approx(2 / 3)  # the last third of three blocks: block 3
     np.testing.assert_allclose(m["peak_write_share"], [1 / 3, 0, 2 / 3])
     np.testing.assert_allclose(m["peak_write_uniform"], [1 / 3] * 3)
-    np.testing.assert_allclose(m["resampled"]["peak_write_last_two"], [2 / 3] * 10)  # one sentence: every resample alike
+    np.testing.assert_allclose(m["resampled"]["peak_write_last_two"], [2 / 3] * 10)  # one sentence: all alike
 
 
 def test_peak_write_resamples_find_each_dimensions_peak_again():
@@ -271,7 +271,8 @@ def test_by_model_keeps_models_not_run_as_none():
     m = study.by_model({"published/not-run": None, "this": acts})
     assert m["intra_sentence_cosine_by_model"]["published/not-run"] is None
     assert m["separability_ratio_by_model"]["published/not-run"] is None
-    np.testing.assert_allclose(m["intra_sentence_cosine_by_model"]["this"], study.collapse(acts)["intra_sentence_cosine"])
+    within = study.collapse(acts)["intra_sentence_cosine"]
+    np.testing.assert_allclose(m["intra_sentence_cosine_by_model"]["this"], within)
     assert list(m["per_unit"]) == ["intra_sentence_cosine_by_model.this"]
     np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine_by_model.this"].mean(axis=0),
                                m["intra_sentence_cosine_by_model"]["this"])
@@ -294,14 +295,16 @@ def test_control_stacks_every_seeds_units_for_the_nulls_or_is_none():
     twins = record([[E1], [E1]], [[E2], [E1]], [[E1], [E1]])
     found = study.control([(sentences, twins), (sentences, twins)])
     np.testing.assert_allclose(found["control"]["collapse_gap"], study.collapse(sentences)["collapse_gap"])
-    np.testing.assert_allclose(found["control"]["separability_ratio"], study.separability(sentences)["separability_ratio"])
-    np.testing.assert_allclose(found["control"]["twin_cosine"]["negation"], [0.0, 1.0], atol=1e-12)  # e1 vs e2, then e1 vs e1
+    control = found["control"]
+    np.testing.assert_allclose(control["separability_ratio"], study.separability(sentences)["separability_ratio"])
+    np.testing.assert_allclose(control["twin_cosine"]["negation"], [0.0, 1.0], atol=1e-12)  # e1 vs e2, then e1 vs e1
     units = found["per_unit"]
     assert units["control.intra_sentence_cosine"].shape == (2, 3, 2)
     assert units["control.cross_sentence_baseline.pairs"].shape == (2, 3, 3, 2)
     assert units["control.twin_cosine.negation"].shape == (2, 1, 2)
-    gap = samples.find(units | {"per_unit": units}, {"minuend": {"seeds": "control.intra_sentence_cosine"},
-                                                      "subtrahend": {"seeds": {"pairwise": "control.cross_sentence_baseline.pairs"}}})
+    baseline = {"seeds": {"pairwise": "control.cross_sentence_baseline.pairs"}}
+    within = {"seeds": "control.intra_sentence_cosine"}
+    gap = samples.find({"per_unit": units}, {"minuend": within, "subtrahend": baseline})
     np.testing.assert_allclose(gap.point(), found["control"]["collapse_gap"])
 
 
@@ -354,7 +357,8 @@ def test_exercises_answers():
 def test_inputs_default_to_the_books_data_and_take_the_readers_sentences():
     default = study.inputs()
     assert default["sentences"] == corpora.layer_by_layer_sentences()
-    assert default["easy_set"] == corpora.retrieval_set("easy") and default["exercise_one_topic"] == list(study.ONE_TOPIC)
+    assert default["easy_set"] == corpora.retrieval_set("easy")
+    assert default["exercise_one_topic"] == list(study.ONE_TOPIC)
     mine = study.inputs(sentences=["a b", "c d", "e f"], hard_set={"queries": ["q"], "pool": ["p"], "relevant": [0]})
     assert mine["sentences"] == ["a b", "c d", "e f"] and mine["hard_pair"] == default["hard_pair"]
     assert mine["twins"] == default["twins"] == corpora.retrieval_set("hard")["pool"]  # the book's twins, always
@@ -384,7 +388,8 @@ def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, study.Run]:
     runs = {"m": study.Run(model_info("m"), {name: random_record(rng, n) for name, n in SIZES.items()})}
     for s in range(seeds):
         name = f"m [random-init control, seed {s}]"
-        runs[name] = study.Run(model_info(name, "control"), {n: random_record(rng, SIZES[n]) for n in study.TRAINED_TEXTS[:2]})
+        texts = {n: random_record(rng, SIZES[n]) for n in study.TRAINED_TEXTS[:2]}
+        runs[name] = study.Run(model_info(name, "control"), texts)
     return runs
 
 
@@ -419,7 +424,8 @@ def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
     random-init nulls are distributions over three seeds, compared unit by unit."""
     metrics = synthetic_metrics()
     assert_intervals_and_nulls(SLUG, metrics)
-    found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200))}
+    verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200)
+    found = {r["id"]: r for r in claims.records(verdicts)}
     for claim in claims.load(SLUG).claims:
         if claim.null and claim.null["kind"] == "control":
             assert found[claim.id]["null"]["distribution"] == "3 seeds, unit by unit", claim.id
@@ -628,9 +634,11 @@ def test_exercise_answers_are_computed(results):
     topic = ex["one_topic"]
     assert len(inputs["exercise_one_topic"]) >= 3 and inputs["exercise_one_topic"] != inputs["sentences"]
     assert all(len(topic[key]) == L + 1 for key in ("intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap"))
-    np.testing.assert_allclose(topic["collapse_gap"], np.subtract(topic["intra_sentence_cosine"], topic["cross_sentence_baseline"]))
+    gap = np.subtract(topic["intra_sentence_cosine"], topic["cross_sentence_baseline"])
+    np.testing.assert_allclose(topic["collapse_gap"], gap)
     easy_1, hard_3 = np.asarray(ex["easy_recall_at_1"]), np.asarray(ex["hard_recall_at_3"])
     assert easy_1.shape == hard_3.shape == (L + 1,) and ((0 <= easy_1) & (easy_1 <= 1)).all()
     # recall can only grow with k: the chapter's run used easy k = 3 and hard k = 1
     assert m["recall_k"] == {"easy": 3, "hard": 1}
-    assert (easy_1 <= np.asarray(m["recall_at_k"]["easy"])).all() and (hard_3 >= np.asarray(m["recall_at_k"]["hard"])).all()
+    assert (easy_1 <= np.asarray(m["recall_at_k"]["easy"])).all()
+    assert (hard_3 >= np.asarray(m["recall_at_k"]["hard"])).all()

@@ -16,7 +16,7 @@ token_norms(acts)
     token_norm                 [L + 1]   mean_s mean_{i∈s} ‖h_i‖
     token_norm_range           float     mean_s max_l n_l(s) / min_l n_l(s), n_l(s) = mean_{i∈s} ‖h_i‖ at depth l
 coherence(acts)
-    update_coherence           [L]       block l: mean_s mean_{i≠j ∈ s} cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l − 1)
+    update_coherence           [L]       l: mean_s mean_{i≠j ∈ s} cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l−1)
 pca_steps(acts): every word token of the set in a 2-D PCA
     pca_step_fixed, pca_step_refit   [L]   mean step l−1 → l, one PCA at depth 0 / a PCA per depth
     pca_step_ratio             float     mean refit step / mean fixed step
@@ -263,12 +263,13 @@ def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: M
     sentences = acts["sentences"]
     return merged(
         collapse(sentences), token_norms(sentences), coherence(sentences), pca_steps(sentences),
-        final_view(acts["final_view"]), travel(sentences), peak_writes(sentences, seed=seed), dimension_correlation(sentences),
+        final_view(acts["final_view"]), travel(sentences), peak_writes(sentences, seed=seed),
+        dimension_correlation(sentences),
         discriminative_dims(acts["negation_pair"]), matryoshka(acts["negation_pair"]), separability(sentences),
         recall(sets, k), pairs(acts["negation_pair"], acts["role_reversal_pair"], acts["token_pair_alone"]),
         twin_cosine(acts["twins"]), cls_alignment(sentences), dip(sentences, run.sublayers),
         control([(c.acts["sentences"], c.acts["twins"]) for c in controls_of(runs, model)]),
-        by_model({**dict.fromkeys(PUBLISHED_MODELS), **{name: other.acts["sentences"] for name, other in runs.items()}}),
+        by_model({**dict.fromkeys(PUBLISHED_MODELS), **{name: run.acts["sentences"] for name, run in runs.items()}}),
         exercises(acts["exercise_one_topic"], sets))
 
 
@@ -285,8 +286,9 @@ def merged(*parts: Mapping[str, Any]) -> Metrics:
 def for_the_record(others: Mapping[str, Metrics]) -> Metrics:
     """The other models' metrics without their per-unit samples and resamples, for the results
     JSON (the charts draw them; their claims are judged with ``ch.judge_model``)."""
-    return {"other_models": {name: {key: value for key, value in metrics.items() if key not in ("per_unit", "resampled")}
-                             for name, metrics in others.items()}}
+    kept = {name: {key: value for key, value in metrics.items() if key not in ("per_unit", "resampled")}
+            for name, metrics in others.items()}
+    return {"other_models": kept}
 
 
 # --------------------------------------------------------------------------- tokens of a sentence
@@ -504,7 +506,8 @@ def pairs(negation: Activations, role_reversal: Activations, alone: Activations)
             "discriminative_token_cosine_alone": pair_cosine(alone, tokens="word")[0]}
 
 
-def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int],
+                k: int) -> tuple[np.ndarray, np.ndarray]:
     """Recall@k of the pool ranked by mean-pool cosine at every depth → [L + 1], and per query the
     share of its relevant documents ranked in the top k → [Q, L + 1] (their mean over queries)."""
     q, p = queries.mean_pool("all"), pool.mean_pool("all")
@@ -638,14 +641,16 @@ def dip(acts: Activations, sublayers: tuple[np.ndarray, np.ndarray] | None) -> M
         by_class[name] = np.mean(found, axis=0) if found else None
     within = collapse(acts)["intra_sentence_cosine"]
     found = {"by_word_class": by_class, "steepest_fall_block": int(np.argmin(np.diff(within))) + 1,
-             "word_class_counts": {kind: int(np.sum((kinds == kind) & acts.word_mask)) for kind in ("content", "function")}}
+             "word_class_counts": {kind: int(np.sum((kinds == kind) & acts.word_mask))
+                                   for kind in ("content", "function")}}
     if sublayers is None:
         return {"dip": {**found, "attention_change": None, "feed_forward_change": None}}
     hidden, after = sublayers
     stacks = [np.concatenate([hidden[:-1, acts.rows(i)], after[:, acts.rows(i)], hidden[1:, acts.rows(i)]])
               [:, acts.word_mask[acts.rows(i)]] for i in range(acts.n_texts)]
     L = acts.n_layers
-    start, middle, end = (np.mean([_within([s[part * L:(part + 1) * L]])[0] for s in stacks], axis=0) for part in range(3))
+    start, middle, end = (np.mean([_within([s[part * L:(part + 1) * L]])[0] for s in stacks], axis=0)
+                          for part in range(3))
     return {"dip": {**found, "attention_change": middle - start, "feed_forward_change": end - middle}}
 
 

@@ -44,7 +44,8 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
     models, names = list(dict.fromkeys(frame["model"])), list(dict.fromkeys(frame["series"]))
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
-    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=260, symbolType="stroke", symbolStrokeWidth=2.5)
+    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=260, symbolType="stroke",
+                        symbolStrokeWidth=2.5)
     if len(names) == 1:
         encoding = {"color": alt.Color("model:N", title=None, sort=models, legend=legend)}
     else:
@@ -55,7 +56,8 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), tooltip=tooltip, **encoding)
     layers = []
     if published is not None and not published.empty:
-        named = published.assign(label=published["series"] + " — published (" + published["model"].str.split("/").str[-1] + ")")
+        short = published["model"].str.split("/").str[-1]
+        named = published.assign(label=published["series"] + " — published (" + short + ")")
         layers.append(alt.Chart(named).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR, opacity=0.8).encode(
             x=x, y="value:Q", detail="label:N", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
             opacity=alt.Opacity("label:N", title=None, legend=legend, scale=alt.Scale(range=[0.8]))))
