@@ -292,10 +292,10 @@ def test_twin_cosine_pairs_each_document_with_its_negation_and_its_reversal():
 def test_control_stacks_every_seeds_units_for_the_nulls_or_is_none():
     assert study.control([]) == {"control": None}
     sentences = record([[E1, E2], [E1, E2]], [[E1, E1], [E2, E1]], [[E2, E2], [E1, E2]])
-    twins = record([[E1], [E1]], [[E2], [E1]], [[E1], [E1]])
+    twins = record([[E1], [E1]], [[E2], [E1]])  # one document and its negation
     found = study.control([(sentences, twins), (sentences, twins)])
-    np.testing.assert_allclose(found["control"]["collapse_gap"], study.collapse(sentences)["collapse_gap"])
     control = found["control"]
+    np.testing.assert_allclose(control["collapse_gap"], study.collapse(sentences)["collapse_gap"])
     np.testing.assert_allclose(control["separability_ratio"], study.separability(sentences)["separability_ratio"])
     np.testing.assert_allclose(control["twin_cosine"]["negation"], [0.0, 1.0], atol=1e-12)  # e1 vs e2, then e1 vs e1
     units = found["per_unit"]
@@ -306,6 +306,11 @@ def test_control_stacks_every_seeds_units_for_the_nulls_or_is_none():
     within = {"seeds": "control.intra_sentence_cosine"}
     gap = samples.find({"per_unit": units}, {"minuend": within, "subtrahend": baseline})
     np.testing.assert_allclose(gap.point(), found["control"]["collapse_gap"])
+
+
+def test_the_controls_negation_twins_are_the_hard_sets_documents_and_negations_in_pairs():
+    twins, pairs = study.inputs()["twins"], study.negation_twins()
+    assert pairs[0::2] == twins[0::3] and pairs[1::2] == twins[1::3]
 
 
 def test_word_classes_mark_stop_words_as_function_words_and_leave_punctuation_out():
@@ -377,7 +382,7 @@ def model_info(name: str, source: str = "local", layers: int = 3) -> ModelInfo:
                      heads=2, vocab=10, parameters=1, pooling="mean", max_seq_length=32)
 
 
-SIZES = {"sentences": 6, "twins": 15, "easy_queries": 5, "easy_pool": 6, "hard_queries": 5, "hard_pool": 15,
+SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "easy_pool": 6, "hard_queries": 5, "hard_pool": 15,
          "negation_pair": 2, "role_reversal_pair": 2, "final_view": 4, "token_pair_alone": 2, "exercise_one_topic": 3}
 """Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/resample.py)."""
 
@@ -385,10 +390,10 @@ SIZES = {"sentences": 6, "twins": 15, "easy_queries": 5, "easy_pool": 6, "hard_q
 def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, study.Run]:
     """A trained model "m" and ``seeds`` random-init controls of it, on random activations."""
     rng = np.random.default_rng(seed)
-    runs = {"m": study.Run(model_info("m"), {name: random_record(rng, n) for name, n in SIZES.items()})}
+    runs = {"m": study.Run(model_info("m"), {name: random_record(rng, SIZES[name]) for name in study.TRAINED_TEXTS})}
     for s in range(seeds):
         name = f"m [random-init control, seed {s}]"
-        texts = {n: random_record(rng, SIZES[n]) for n in study.TRAINED_TEXTS[:2]}
+        texts = {n: random_record(rng, SIZES[n]) for n in study.CONTROL_TEXTS}
         runs[name] = study.Run(model_info(name, "control"), texts)
     return runs
 

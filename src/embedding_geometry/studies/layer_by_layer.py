@@ -64,7 +64,7 @@ dip(acts, after_attention): the dip's mechanism
                                 rises least}
 control(runs): a model's random-init controls, one per seed (None without controls)
     control                    {collapse_gap, separability_ratio, intra_sentence_cosine [L + 1],
-                                twin_cosine {negation, role_reversal} [L + 1]}: means over the seeds
+                                twin_cosine {negation} [L + 1], seeds}: means over the seeds
 by_model(runs): per model name (None for a published model not run)
     intra_sentence_cosine_by_model, separability_ratio_by_model   {model: [L_model + 1] or None}
 exercises(topic, sets)
@@ -87,7 +87,7 @@ what each sampling unit contributes (book/claims/samples.py):
 * queries [Q, L + 1]: ``recall_at_k.<set>``; pairs [n, L + 1]: ``twin_cosine.negation``,
   ``.role_reversal``;
 * seeds × sentences [S, N, …] (and [S, N, N, …] kernels) of the random-init controls, under
-  ``control.`` followed by the key above; seeds × pairs [S, n, L + 1] ``control.twin_cosine.<kind>``.
+  ``control.`` followed by the key above; seeds × pairs [S, n, L + 1] ``control.twin_cosine.negation``.
 """
 
 from __future__ import annotations
@@ -125,7 +125,9 @@ RESAMPLES = 20_000
 
 TRAINED_TEXTS = ("sentences", "twins", "easy_queries", "easy_pool", "hard_queries", "hard_pool",
                  "negation_pair", "role_reversal_pair", "final_view", "token_pair_alone", "exercise_one_topic")
-"""The text sets every trained model runs; its random-init controls run the first two."""
+"""The text sets every trained model runs."""
+CONTROL_TEXTS = ("sentences", "negation_twins")
+"""The text sets a random-init control runs: what its nulls need."""
 
 PUBLISHED_MODELS = ("mixedbread-ai/mxbai-embed-large-v1", "jinaai/jina-colbert-v2")
 """The post's models: the dense-vs-ColBERT claims read them from ``*_by_model`` (None when not run)."""
@@ -148,8 +150,17 @@ def inputs(sentences: list[str] | None = None, easy_set: Mapping | None = None,
         "role_reversal_pair": [r["acquirer"], r["acquired"]], "easy_pair": [r["fox"], r["rag"]],
         "token_pair_alone": ["surged", "plunged"],
         "easy_set": easy_set or corpora.retrieval_set("easy"), "hard_set": hard_set or corpora.retrieval_set("hard"),
-        "twins": corpora.retrieval_set("hard")["pool"], "exercise_one_topic": list(ONE_TOPIC),
+        "twins": corpora.retrieval_set("hard")["pool"], "negation_twins": negation_twins(),
+        "exercise_one_topic": list(ONE_TOPIC),
     }
+
+
+def negation_twins() -> list[str]:
+    """The hard set's documents each followed by its negation, d_1, n_1, d_2, n_2, …: what the
+    random-init controls run for the negation twins' null (chapter 2's hard pairs, the same list,
+    so that the two chapters share the controls' forward passes)."""
+    pool = corpora.retrieval_set("hard")["pool"]
+    return [text for i in range(0, len(pool), 3) for text in pool[i:i + 2]]
 
 
 # --------------------------------------------------------------------------- running the models
@@ -169,15 +180,15 @@ class Run:
 
 
 def texts_of(inputs: Mapping[str, Any], control: bool = False) -> dict[str, list[str]]:
-    """The text sets a model runs, by name: a trained model all of :data:`TRAINED_TEXTS`, a
-    random-init control the sentences and the twins (what its nulls need)."""
-    found = {"sentences": inputs["sentences"], "twins": inputs["twins"],
+    """The text sets a model runs, by name: a trained model :data:`TRAINED_TEXTS`, a random-init
+    control :data:`CONTROL_TEXTS`."""
+    found = {"sentences": inputs["sentences"], "twins": inputs["twins"], "negation_twins": inputs["negation_twins"],
              "easy_queries": inputs["easy_set"]["queries"], "easy_pool": inputs["easy_set"]["pool"],
              "hard_queries": inputs["hard_set"]["queries"], "hard_pool": inputs["hard_set"]["pool"],
              "negation_pair": inputs["negation_pair"], "role_reversal_pair": inputs["role_reversal_pair"],
              "final_view": inputs["hard_pair"] + inputs["easy_pair"], "token_pair_alone": inputs["token_pair_alone"],
              "exercise_one_topic": inputs["exercise_one_topic"]}
-    return {name: found[name] for name in (TRAINED_TEXTS[:2] if control else TRAINED_TEXTS)}
+    return {name: found[name] for name in (CONTROL_TEXTS if control else TRAINED_TEXTS)}
 
 
 SOURCES = {"easy_queries": "easy_set", "easy_pool": "easy_set", "hard_queries": "hard_set", "hard_pool": "hard_set",
@@ -268,7 +279,7 @@ def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: M
         discriminative_dims(acts["negation_pair"]), matryoshka(acts["negation_pair"]), separability(sentences),
         recall(sets, k), pairs(acts["negation_pair"], acts["role_reversal_pair"], acts["token_pair_alone"]),
         twin_cosine(acts["twins"]), cls_alignment(sentences), dip(sentences, run.sublayers),
-        control([(c.acts["sentences"], c.acts["twins"]) for c in controls_of(runs, model)]),
+        control([(c.acts["sentences"], c.acts["negation_twins"]) for c in controls_of(runs, model)]),
         by_model({**dict.fromkeys(PUBLISHED_MODELS), **{name: run.acts["sentences"] for name, run in runs.items()}}),
         exercises(acts["exercise_one_topic"], sets))
 
@@ -591,9 +602,10 @@ def after_attention(loaded: LoadedModel, texts: Sequence[str], batch_size: int =
         with torch.inference_mode():
             after = [_attention_norm(blocks[l])(states[l].to(loaded.device) + family.head_out_of(blocks[l])(
                 cache[f"blocks.{l}.attn.head_out"].flatten(2).to(loaded.device))).cpu() for l in range(L)]
+        states, after = torch.stack(states).float().numpy(), torch.stack(after).float().numpy()  # [L (+1), B, T, D]
         for row, text_ids in enumerate(chunk):
-            hidden.append(torch.stack(states)[:, row, :len(text_ids)].float().numpy())
-            mid.append(torch.stack(after)[:, row, :len(text_ids)].float().numpy())
+            hidden.append(states[:, row, :len(text_ids)])
+            mid.append(after[:, row, :len(text_ids)])
     return np.concatenate(hidden, axis=1), np.concatenate(mid, axis=1)
 
 
@@ -657,23 +669,26 @@ def dip(acts: Activations, sublayers: tuple[np.ndarray, np.ndarray] | None) -> M
 # --------------------------------------------------------------------------- models and controls
 
 def control(runs: Sequence[tuple[Activations, Activations]]) -> Metrics:
-    """The nulls of a model's random-init controls, one (sentences, twins) per seed: per seed and
-    unit (``per_unit``, keys ``control.<key>``) the values the claims compare unit by unit —
-    within-sentence cosine, the baseline's and B's kernels, W_s, the twins' cosines — and, for the
-    charts, their curves averaged over the seeds (``control``: None without controls)."""
+    """The nulls of a model's random-init controls, one (sentences, negation twins) per seed (the
+    twins laid out d_1, n_1, d_2, n_2, …, :func:`negation_twins`): per seed and unit
+    (``per_unit``, keys ``control.<key>``) the values the claims compare unit by unit —
+    within-sentence cosine, the baseline's and B's kernels, W_s, each document's cosine with its
+    negation — and, for the charts, their curves averaged over the seeds (``control``: None
+    without controls)."""
     if not runs:
         return {"control": None}
-    parts = [merged(collapse(s), separability(s), twin_cosine(t)) for s, t in runs]
+    parts = [merged(collapse(s), separability(s)) for s, _ in runs]
+    negation = np.stack([geometry.pair_cosine(p[:, 0::2], p[:, 1::2]).T for p in (t.mean_pool("all") for _, t in runs)])
     keys = ("intra_sentence_cosine", "cross_sentence_baseline.pairs", "separability_ratio.between_pairs",
-            "separability_ratio.within", "twin_cosine.negation", "twin_cosine.role_reversal")
+            "separability_ratio.within")
     mean = {key: np.mean([p[key] for p in parts], axis=0) for key in ("collapse_gap", "intra_sentence_cosine")}
     within = np.mean([p["per_unit"]["separability_ratio.within"] for p in parts], axis=(0, 1))
     between = np.mean([p["per_unit"]["separability_ratio.between_pairs"].sum(axis=(0, 1)) for p in parts], axis=0)
     n = runs[0][0].n_texts
     return {"control": {**mean, "separability_ratio": between / (n * (n - 1)) / within, "seeds": len(runs),
-                        "twin_cosine": {kind: np.mean([p["twin_cosine"][kind] for p in parts], axis=0)
-                                        for kind in ("negation", "role_reversal")}},
-            "per_unit": {f"control.{key}": np.stack([p["per_unit"][key] for p in parts]) for key in keys}}
+                        "twin_cosine": {"negation": negation.mean(axis=(0, 1))}},
+            "per_unit": {**{f"control.{key}": np.stack([p["per_unit"][key] for p in parts]) for key in keys},
+                         "control.twin_cosine.negation": negation}}
 
 
 def by_model(runs: Mapping[str, Activations | None]) -> Metrics:
