@@ -102,6 +102,16 @@ def test_a_seeded_kernel_averages_each_seeds_u_statistic_over_the_same_unit_draw
     assert isinstance(s.find({"per_unit": {"k": kernels[:, :5]}}, {"seeds": {"pairwise": "k"}}), s.Missing)
 
 
+def test_each_seed_alone_is_a_one_hot_seed_weight():
+    """What a null's seed values are: the statistic on every unit with one seed's weight 1 (for a
+    seeded kernel, that seed's own U-statistic)."""
+    rng = np.random.default_rng(6)
+    kernels = rng.normal(size=(3, 5, 5))
+    statistic = s.SeededPairwise(kernels)
+    per_seed = statistic.values(np.full((3, 5), 0.2), np.eye(3))
+    np.testing.assert_allclose(per_seed, [s.Pairwise(k).point() for k in kernels])
+
+
 def test_a_unit_left_out_is_the_jackknife():
     x = np.arange(5.0)
     assert r.jackknife(s.Mean(x)) == pytest.approx([(10 - i) / 4 for i in range(5)])
