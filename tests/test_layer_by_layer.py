@@ -14,6 +14,7 @@ from embedding_geometry.core import activations, corpora, geometry, models
 from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import layer_by_layer as study
+from embedding_geometry.studies import layer_runs, pca_views, pool_dimensions, sublayers
 
 SLUG = "01_layer_by_layer"
 slow = pytest.mark.slow
@@ -87,7 +88,7 @@ def test_coherence_is_the_within_sentence_cosine_of_the_updates():
 def test_final_view_assembles_every_text_at_its_final_position():
     rng = np.random.default_rng(0)
     acts = record(*rng.normal(size=(4, 3, 2, 5)))
-    m = study.final_view(acts)
+    m = pca_views.final_view(acts)
     assert set(m["semantic_assembly"]) == {"surged", "plunged", "fox", "RAG"}
     for series in m["semantic_assembly"].values():
         assert len(series) == 3 and series[-1] == pytest.approx(1.0)
@@ -98,7 +99,7 @@ def test_pca_steps_see_a_translation_in_fixed_axes_only():
     # the same three 2-D points, shifted by (3, 4) at depth 1: every token moves 5 units, but a
     # PCA refitted on the (centred) shifted cloud puts every token exactly where it was
     cloud = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
-    m = study.pca_steps(record([cloud, cloud + [3.0, 4.0]]))
+    m = pca_views.pca_steps(record([cloud, cloud + [3.0, 4.0]]))
     np.testing.assert_allclose(m["pca_step_fixed"], [5.0], rtol=1e-6)
     np.testing.assert_allclose(m["pca_step_refit"], [0.0], atol=1e-6)
     assert m["pca_step_ratio"] == pytest.approx(0.0, abs=1e-6)
@@ -109,7 +110,7 @@ def test_pca_steps_per_sentence_weigh_each_sentence_by_its_tokens():
     # the 3 tokens: 10 / 3. Per sentence: its token sum × N / n = 10 · 2 / 3 and 0, mean 10 / 3.
     a = [[[0.0, 0.0], [1.0, 0.0]], [[3.0, 4.0], [4.0, 4.0]]]
     b = [[[0.0, 2.0]], [[0.0, 2.0]]]
-    m = study.pca_steps(record(a, b))
+    m = pca_views.pca_steps(record(a, b))
     np.testing.assert_allclose(m["pca_step_fixed"], [10 / 3], rtol=1e-6)
     np.testing.assert_allclose(m["per_unit"]["pca_step_fixed"], [[20 / 3], [0.0]], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(m["per_unit"]["pca_step_fixed"].mean(axis=0), m["pca_step_fixed"])
@@ -121,7 +122,7 @@ def test_token_pca_fits_at_the_chosen_depth_and_names_the_word_tokens():
     spread_x = [[-1.0, 0.0], [1.0, 0.0]]
     spread_y = [[0.0, -2.0], [0.0, 2.0]]
     acts = record([spread_x, spread_y], cls=[[[5.0, 5.0]], [[5.0, 5.0]]], tokens=[["left", "right"]])
-    at_0, at_1 = study.token_pca(acts, fit_depth=0), study.token_pca(acts, fit_depth=1)
+    at_0, at_1 = pca_views.token_pca(acts, fit_depth=0), pca_views.token_pca(acts, fit_depth=1)
     assert at_0["tokens"] == ["left", "right"] and np.shape(at_0["coords"]) == (2, 2, 2)
     np.testing.assert_allclose(at_0["explained_variance_ratio"], [1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(np.abs(at_0["coords"][0, :, 0]), [1.0, 1.0])  # PC1 of depth 0 is the x axis
@@ -131,7 +132,7 @@ def test_token_pca_fits_at_the_chosen_depth_and_names_the_word_tokens():
 def test_travel_per_sentence_and_the_mean_absolute_first_last_cosine():
     tilted = [[0.05, 1.0], [0.05, 1.0]]  # cos with e1: 0.05 / √(1.0025)
     acts = record([[E1, E1], [E2, E2]], [[E1, E2], [E1, E2]], [[E1, E1], tilted])
-    m = study.travel(acts)
+    m = pool_dimensions.travel(acts)
     first = [0.0, 1.0, 0.05 / np.sqrt(1.0025)]
     np.testing.assert_allclose(m["meanpool_first_last_cosine"], first, atol=1e-12)
     assert m["meanpool_first_last_abs"] == pytest.approx(np.mean(first))
@@ -142,7 +143,7 @@ def test_travel_per_sentence_and_the_mean_absolute_first_last_cosine():
 def test_peak_writes_find_the_block_of_each_dimensions_largest_change():
     # one text, one token, three dims over depths 0..3: dim 0 changes most at 0→1, dims 1 and 2 at 2→3
     acts = record([[[0, 0, 0]], [[5, 1, 0]], [[5, 2, 1]], [[6, 9, 4]]])
-    m = study.peak_writes(acts, tail=1 / 3, resamples=10)
+    m = pool_dimensions.peak_writes(acts, tail=1 / 3, resamples=10)
     np.testing.assert_array_equal(m["peak_write_depth"], [1, 3, 3])
     np.testing.assert_array_equal(m["peak_write_hist"], [1, 0, 2])
     assert m["peak_write_last_two"] == pytest.approx(2 / 3)  # the last third of three blocks: block 3
@@ -156,7 +157,7 @@ def test_peak_write_resamples_find_each_dimensions_peak_again():
     # a resample drawing a alone (or a twice) finds the late peak
     a = [[[0.0]], [[0.0]], [[1.0]]]
     b = [[[0.0]], [[3.0]], [[3.0]]]
-    m = study.peak_writes(record(a, b), tail=0.5, resamples=2000)
+    m = pool_dimensions.peak_writes(record(a, b), tail=0.5, resamples=2000)
     assert m["peak_write_last_two"] == 0.0 and m["resampled"]["n_sentences"] == 2
     draws = m["resampled"]["peak_write_last_two"]
     assert set(draws) == {0.0, 1.0} and np.mean(draws) == pytest.approx(0.25, abs=0.04)  # a drawn twice: 1/4
@@ -164,14 +165,14 @@ def test_peak_write_resamples_find_each_dimensions_peak_again():
 
 def test_peak_writes_tail_is_the_ledgers():
     claim = next(c for c in claims.load(SLUG).claims if c.id == "peak-write-last-two")
-    assert claim.reduce == f"last_fraction:{round(study.TAIL, 4)}"
+    assert claim.reduce == f"last_fraction:{round(pool_dimensions.TAIL, 4)}"
 
 
 def test_dimension_correlation_over_sentences_rebuilt_from_their_moments():
     # per sentence (one token each): dim 0 at the end is 2·start + 1 (r = 1), dim 1 is −start (r = −1)
     starts = [1.0, 2.0, 4.0]
     acts = record(*[[[[x, x]], [[2 * x + 1, -x]]] for x in starts])
-    m = study.dimension_correlation(acts, threshold=0.7)
+    m = pool_dimensions.dimension_correlation(acts, threshold=0.7)
     corr = m["dim_corr_first_last"]
     np.testing.assert_allclose(corr["r"], [1.0, -1.0])
     assert (corr["n_above"], corr["n_below"], corr["mean"]) == (1, 1, pytest.approx(0.0))
@@ -185,7 +186,7 @@ def test_discriminative_dims_rank_final_differences_and_find_half_values():
     # dims 0..2 differ between the two texts by [0, 0, 4], [0, 0, 0] and [0, 1, 2] over depths 0..2
     a = [[[1, 1, 1]], [[1, 1, 1]], [[1, 1, 1]]]
     b = [[[1, 1, 1]], [[1, 1, 2]], [[5, 1, 3]]]
-    top = study.discriminative_dims(record(a, b), k=2)["top_discriminative_dims"]
+    top = pool_dimensions.discriminative_dims(record(a, b), k=2)["top_discriminative_dims"]
     np.testing.assert_array_equal(top["dims"], [0, 2])
     np.testing.assert_allclose(top["difference"], [[0, 0, 4], [0, 1, 2]])
     np.testing.assert_array_equal(top["half_value_depth"], [2, 1])
@@ -196,7 +197,7 @@ def test_discriminative_dims_rank_final_differences_and_find_half_values():
 def test_matryoshka_slices_clip_to_the_width_and_compare_each_slice():
     a, b = np.ones(70), np.ones(70)
     b[64:] = -1  # equal in [0, 64), opposite in [64, 70)
-    m = study.matryoshka(record([[a]], [[b]]))
+    m = pool_dimensions.matryoshka(record([[a]], [[b]]))
     assert m["slice_bounds"]["0-64"] == (0, 64) and m["slice_bounds"]["64-128"] == (64, 70)
     assert m["slice_bounds"]["128-256"] is None and m["slice_cosine"]["128-256"] is None
     np.testing.assert_allclose(m["slice_cosine"]["0-64"], [1.0])
@@ -316,18 +317,18 @@ def test_the_controls_negation_twins_are_the_hard_sets_documents_and_negations_i
 def test_word_classes_mark_stop_words_as_function_words_and_leave_punctuation_out():
     acts = record([[E1, E2, E1, E2, E1]], tokens=[["the", "market", "surg", "##ed", "."]])
     acts.word_ids[:] = [0, 1, 2, 2, 3]
-    np.testing.assert_array_equal(study.word_classes(acts), ["function", "content", "content", "content", "other"])
+    np.testing.assert_array_equal(sublayers.word_classes(acts), ["function", "content", "content", "content", "other"])
 
 
 def test_dip_splits_each_blocks_change_into_its_sublayers():
     rng = np.random.default_rng(1)
     acts = random_record(rng, 3, n_tokens=4, depths=4, width=6)
     after = rng.normal(size=(3, *acts.hidden.shape[1:]))
-    found = study.dip(acts, (acts.hidden.astype(np.float64), after))["dip"]
+    found = sublayers.dip(acts, (acts.hidden.astype(np.float64), after))["dip"]
     within = study.collapse(acts)["intra_sentence_cosine"]
     np.testing.assert_allclose(found["attention_change"] + found["feed_forward_change"], np.diff(within), atol=1e-9)
     assert found["steepest_fall_block"] == int(np.argmin(np.diff(within))) + 1
-    assert study.dip(acts, None)["dip"]["attention_change"] is None
+    assert sublayers.dip(acts, None)["dip"]["attention_change"] is None
 
 
 def test_after_attention_rebuilds_every_block_through_its_feed_forward_sublayer(tiny_bert):
@@ -336,7 +337,7 @@ def test_after_attention_rebuilds_every_block_through_its_feed_forward_sublayer(
     from embedding_geometry.core import architectures
 
     texts = ["The cat sat on the mat.", "A dog barked"]
-    hidden, after = study.after_attention(tiny_bert, texts)
+    hidden, after = sublayers.after_attention(tiny_bert, texts)
     acts = activations.extract(tiny_bert, texts, cache=False, progress=False)
     np.testing.assert_allclose(hidden, acts.hidden, atol=1e-5)
     blocks = architectures.family_of(tiny_bert.model).blocks_of(tiny_bert.model)
@@ -387,14 +388,14 @@ SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "
 """Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/resample.py)."""
 
 
-def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, study.Run]:
+def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, layer_runs.Run]:
     """A trained model "m" and ``seeds`` random-init controls of it, on random activations."""
     rng = np.random.default_rng(seed)
-    runs = {"m": study.Run(model_info("m"), {name: random_record(rng, SIZES[name]) for name in study.TRAINED_TEXTS})}
+    runs = {"m": layer_runs.Run(model_info("m"), {name: random_record(rng, SIZES[name]) for name in layer_runs.TRAINED_TEXTS})}
     for s in range(seeds):
         name = f"m [random-init control, seed {s}]"
-        texts = {n: random_record(rng, SIZES[n]) for n in study.CONTROL_TEXTS}
-        runs[name] = study.Run(model_info(name, "control"), texts)
+        texts = {n: random_record(rng, SIZES[n]) for n in layer_runs.CONTROL_TEXTS}
+        runs[name] = layer_runs.Run(model_info(name, "control"), texts)
     return runs
 
 
@@ -410,7 +411,7 @@ def synthetic_metrics(seed: int = 0) -> dict:
 def test_measure_runs_every_section_on_one_model_and_its_controls():
     runs = synthetic_runs()
     m = study.measure(runs, "m", SYNTHETIC_INPUTS, {"easy": 2, "hard": 1})
-    assert study.trained(runs) == ["m"] and len(study.controls_of(runs, "m")) == 3
+    assert layer_runs.trained(runs) == ["m"] and len(layer_runs.controls_of(runs, "m")) == 3
     assert m["control"]["seeds"] == 3 and m["per_unit"]["control.intra_sentence_cosine"].shape == (3, 6, 4)
     assert m["intra_sentence_cosine_by_model"]["jinaai/jina-colbert-v2"] is None  # the post's models, not run
     for key in ("intra_sentence_cosine", "update_coherence", "token_norm", "semantic_assembly", "dip", "recall_at_k",
@@ -418,9 +419,9 @@ def test_measure_runs_every_section_on_one_model_and_its_controls():
         assert key in m, key
     record = study.for_the_record({"m": m})["other_models"]["m"]
     assert "per_unit" not in record and "resampled" not in record and "dip" in record
-    measured = study.labelled(runs, {"m": m})
-    assert list(measured) == ["m (3 blocks)"] and len(study.dip_table(measured)) == 1
-    assert len(study.models_table(runs)) == 4
+    measured = layer_runs.labelled(runs, {"m": m})
+    assert list(measured) == ["m (3 blocks)"] and len(layer_runs.dip_table(measured)) == 1
+    assert len(layer_runs.models_table(runs)) == 4
 
 
 def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
@@ -507,9 +508,9 @@ def test_dimension_metrics_cover_every_dimension(results):
     m = results["metrics"]
     assert sum(m["peak_write_hist"]) == D and len(m["peak_write_depth"]) == D
     assert set(m["peak_write_depth"]) <= set(range(1, L + 1))
-    late = np.arange(1, L + 1) / L > 1 - study.TAIL + 1e-9
+    late = np.arange(1, L + 1) / L > 1 - pool_dimensions.TAIL + 1e-9
     assert m["peak_write_last_two"] == pytest.approx(np.sum(np.asarray(m["peak_write_hist"])[late]) / D)
-    assert len(m["resampled"]["peak_write_last_two"]) == study.RESAMPLES
+    assert len(m["resampled"]["peak_write_last_two"]) == pool_dimensions.RESAMPLES
     corr = m["dim_corr_first_last"]
     assert len(corr["r"]) == D and corr["n_above"] == sum(r > 0.7 for r in corr["r"])
     assert np.shape(m["per_unit"]["dim_corr_first_last.x"]) == (len(results["inputs"]["sentences"]), D)

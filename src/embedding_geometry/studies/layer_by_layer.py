@@ -2,11 +2,12 @@
 
 Every function turns activations (:class:`~embedding_geometry.core.activations.Activations`,
 all tokens of N texts at depths 0..L, width D) into part of one model's metrics dict;
-:func:`measure` runs them all on one model's texts and its random-init controls, so that the
-chapter's main model (``ch.add_metrics``) and every other model it compares (``ch.judge_model``)
-are measured the same way. With m_l(s) the mean pool of all tokens of text s at depth l, w_l(s)
-the mean of its word tokens, c_l(s) its [CLS] state, h_i its word-token states and û_i = h_i / ‖h_i‖
-(book/methods.md, Conventions and Layer by layer), the schema is:
+:func:`measure` runs them all — with those of :mod:`.pca_views`, :mod:`.pool_dimensions` and
+:mod:`.sublayers` — on one model's texts and its random-init controls (:mod:`.layer_runs`), so
+that the chapter's main model (``ch.add_metrics``) and every other model it compares
+(``ch.judge_model``) are measured the same way. With m_l(s) the mean pool of all tokens of text s
+at depth l, w_l(s) the mean of its word tokens, c_l(s) its [CLS] state, h_i its word-token
+states and ū_s the mean of their unit vectors (book/methods.md, Conventions and Layer by layer):
 
 collapse(acts), on the chapter's sentences (also ``exercises.one_topic``, on five sentences on one topic)
     intra_sentence_cosine      [L + 1]   mean_s mean_{i≠j ∈ s} cos(h_i, h_j)
@@ -14,34 +15,9 @@ collapse(acts), on the chapter's sentences (also ``exercises.one_topic``, on fiv
     collapse_gap               [L + 1]   intra − baseline
 token_norms(acts)
     token_norm                 [L + 1]   mean_s mean_{i∈s} ‖h_i‖
-    token_norm_range           float     mean_s max_l n_l(s) / min_l n_l(s), n_l(s) = mean_{i∈s} ‖h_i‖ at depth l
+    token_norm_range           float     mean_s max_l n_l(s) / min_l n_l(s), n_l(s) = mean_{i∈s} ‖h_i‖
 coherence(acts)
     update_coherence           [L]       l: mean_s mean_{i≠j ∈ s} cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l−1)
-pca_steps(acts): every word token of the set in a 2-D PCA
-    pca_step_fixed, pca_step_refit   [L]   mean step l−1 → l, one PCA at depth 0 / a PCA per depth
-    pca_step_ratio             float     mean refit step / mean fixed step
-final_view(four): the hard and easy pairs in a PCA fitted on their word tokens at depth L
-    final_pca_projection       {coords [L + 1, n_word, 2], explained_variance_ratio [2], tokens [n_word]}
-    semantic_assembly          {text: [L + 1]}   cos(centroid_l, centroid_L) of a text's tokens in that 2-D view
-travel(acts)
-    meanpool_first_last_cosine [N]       cos(m_0(s), m_L(s)) per sentence
-    meanpool_first_last_abs    float     mean_s |cos(m_0(s), m_L(s))|
-    meanpool_to_final          [L + 1]   mean_s cos(m_l(s), m_L(s))
-peak_writes(acts, tail)
-    peak_write_depth           [D]       argmax_{l=1..L} mean_s |m_l(s)_d − m_{l−1}(s)_d|
-    peak_write_hist            [L]       dimensions per peak block l = 1..L
-    peak_write_share           [L]       peak_write_hist / D;  peak_write_uniform [L]: 1 / L each (chance)
-    peak_write_last_two        float     share of the D dimensions peaking in the last ``tail`` of the blocks
-    resampled.peak_write_last_two [B]    that share on B bootstrap resamples of the sentences
-dimension_correlation(acts)
-    dim_corr_first_last        {r [D], mean, threshold, n_above, n_below, fraction_above, fraction_below}
-                                         Pearson r over sentences of m_0(s)_d and m_L(s)_d
-discriminative_dims(pair): the hard pair (a, b)
-    top_discriminative_dims    {dims [5], difference [5, L + 1], half_value_depth [5], half_value_relative_depth [5],
-                                earliest_half_value_relative_depth}
-matryoshka(pair)
-    slice_bounds               {name: [p, q) or None}   the Matryoshka slices clipped to D
-    slice_cosine               {name: [L + 1] or None}  cos(m_l(a)[p:q], m_l(b)[p:q])
 separability(acts)
     separability_ratio         [L + 1]   B / W: between-sentence spread over within-sentence scatter (Euclidean)
 recall(sets, k): per retrieval set (easy, hard), the pool ranked by mean-pool cosine
@@ -51,17 +27,10 @@ pairs(negation, role_reversal, alone)
     pair_cosine                {negation: [L + 1], role_reversal: [L + 1]}   cos(m_l(a), m_l(b))
     discriminative_token_cosine_alone   float   cos(w_0(surged), w_0(plunged)), each word encoded alone
 twin_cosine(twins): the book's hard set, each document with its negation and its role reversal
-    twin_cosine                {negation, role_reversal, reversal_minus_negation: [L + 1]}   means over the n documents
+    twin_cosine                {negation, role_reversal, reversal_minus_negation: [L + 1]}   means over documents
 cls_alignment(acts)
     cls_mean_alignment         [L + 1]   mean_s cos(c_l(s), w_l(s))
     pc1_mean_alignment         [L + 1]   mean_s |cos(PC1 of s's centred word tokens, w_l(s))|
-dip(acts, after_attention): the dip's mechanism
-    dip                        {attention_change [L], feed_forward_change [L]: the change in within-sentence
-                                cosine across each block's attention and feed-forward sublayers;
-                                by_word_class {content, function, mixed: [L + 1]}: within-sentence cosine among
-                                content words, among function words, and between the two;
-                                steepest_fall_block: the block whose within-sentence cosine falls most, or
-                                rises least}
 control(runs): a model's random-init controls, one per seed (None without controls)
     control                    {collapse_gap, separability_ratio, intra_sentence_cosine [L + 1],
                                 twin_cosine {negation} [L + 1], seeds}: means over the seeds
@@ -75,15 +44,12 @@ exercises(topic, sets)
 what each sampling unit contributes (book/claims/samples.py):
 
 * sentences, means [N, …]: ``intra_sentence_cosine``, ``token_norm``, ``token_norm_range``,
-  ``update_coherence``, ``meanpool_first_last_abs``, ``cls_mean_alignment``,
-  ``pc1_mean_alignment``, ``separability_ratio.within`` (W_s), ``pca_step_fixed`` and
-  ``pca_step_refit`` (a sentence's token sums · N / n, PCA axes held fixed) with
-  ``pca_step_ratio.refit`` and ``.fixed``, ``intra_sentence_cosine_by_model.<model>``;
+  ``update_coherence``, ``cls_mean_alignment``, ``pc1_mean_alignment``,
+  ``separability_ratio.within`` (W_s), ``intra_sentence_cosine_by_model.<model>``, and those of
+  :mod:`.pca_views` and :mod:`.pool_dimensions`;
 * sentences, pairwise kernels [N, N, …] (U-statistics: self-pairs left out, a sentence drawn
   twice is not paired with itself): ``cross_sentence_baseline.pairs`` (K_st) and
   ``separability_ratio.between_pairs`` ((N − 1)/N · ‖c_s − c_t‖² / 2, whose U-statistic is B);
-* sentences, correlation moments [N, D]: ``dim_corr_first_last.x`` and ``.y`` (m_0(s) and m_L(s),
-  centred over the sentences), from whose moments each resample rebuilds every r_d;
 * queries [Q, L + 1]: ``recall_at_k.<set>``; pairs [n, L + 1]: ``twin_cosine.negation``,
   ``.role_reversal``;
 * seeds × sentences [S, N, …] (and [S, N, N, …] kernels) of the random-init controls, under
@@ -92,20 +58,18 @@ what each sampling unit contributes (book/claims/samples.py):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from . import retrieval
-from ..core import architectures, corpora, geometry
+from .layer_runs import Run, controls_of
+from .pca_views import final_view, pca_steps
+from .pool_dimensions import dimension_correlation, discriminative_dims, matryoshka, peak_writes, travel
+from .sublayers import dip
+from ..core import corpora, geometry
 from ..core.activations import Activations
-from ..core.capture import run_with_cache
-from ..core.errors import NotApplicableError
-from ..core.models import LoadedModel, ModelInfo
 
 ONE_TOPIC = (
     "The stock market surged after the central bank cut interest rates",
@@ -116,25 +80,11 @@ ONE_TOPIC = (
 )
 """Exercise 1: five sentences on one topic (central banks and markets)."""
 
-TAIL = 2 / 24
-"""The post's "final two layers" of 24, as a share of the blocks (peak writes; the ledger's
-``last_fraction:0.0833``)."""
-
-RESAMPLES = 20_000
-"""Bootstrap resamples a study draws itself (the claims engine's own number)."""
-
-TRAINED_TEXTS = ("sentences", "twins", "easy_queries", "easy_pool", "hard_queries", "hard_pool",
-                 "negation_pair", "role_reversal_pair", "final_view", "token_pair_alone", "exercise_one_topic")
-"""The text sets every trained model runs."""
-CONTROL_TEXTS = ("sentences", "negation_twins")
-"""The text sets a random-init control runs: what its nulls need."""
-
 PUBLISHED_MODELS = ("mixedbread-ai/mxbai-embed-large-v1", "jinaai/jina-colbert-v2")
 """The post's models: the dense-vs-ColBERT claims read them from ``*_by_model`` (None when not run)."""
 
 Metrics = dict[str, Any]
 RetrievalSet = tuple[Activations, Activations, Sequence[int]]
-Extract = Callable[..., Activations]
 
 
 def inputs(sentences: list[str] | None = None, easy_set: Mapping | None = None,
@@ -161,107 +111,6 @@ def negation_twins() -> list[str]:
     so that the two chapters share the controls' forward passes)."""
     pool = corpora.retrieval_set("hard")["pool"]
     return [text for i in range(0, len(pool), 3) for text in pool[i:i + 2]]
-
-
-# --------------------------------------------------------------------------- running the models
-
-@dataclass
-class Run:
-    """One model's activations of every text set, by name (:data:`TRAINED_TEXTS`), and, for a
-    trained model, its sentences' states after each block's attention sublayer (:func:`after_attention`)."""
-
-    info: ModelInfo
-    acts: dict[str, Activations]
-    sublayers: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-
-    @property
-    def control(self) -> bool:
-        return self.info.source == "control"
-
-
-def texts_of(inputs: Mapping[str, Any], control: bool = False) -> dict[str, list[str]]:
-    """The text sets a model runs, by name: a trained model :data:`TRAINED_TEXTS`, a random-init
-    control :data:`CONTROL_TEXTS`."""
-    found = {"sentences": inputs["sentences"], "twins": inputs["twins"], "negation_twins": inputs["negation_twins"],
-             "easy_queries": inputs["easy_set"]["queries"], "easy_pool": inputs["easy_set"]["pool"],
-             "hard_queries": inputs["hard_set"]["queries"], "hard_pool": inputs["hard_set"]["pool"],
-             "negation_pair": inputs["negation_pair"], "role_reversal_pair": inputs["role_reversal_pair"],
-             "final_view": inputs["hard_pair"] + inputs["easy_pair"], "token_pair_alone": inputs["token_pair_alone"],
-             "exercise_one_topic": inputs["exercise_one_topic"]}
-    return {name: found[name] for name in (CONTROL_TEXTS if control else TRAINED_TEXTS)}
-
-
-SOURCES = {"easy_queries": "easy_set", "easy_pool": "easy_set", "hard_queries": "hard_set", "hard_pool": "hard_set",
-           "exercise_one_topic": "sentences", "final_view": "texts", "negation_pair": "texts",
-           "role_reversal_pair": "texts", "token_pair_alone": "texts"}
-"""The parameter each text set comes from, for error messages."""
-
-
-def run_all(extract: Extract, loaded_models: Iterable[LoadedModel], inputs: Mapping[str, Any],
-            batch_size: int = 32) -> dict[str, Run]:
-    """Every model's :class:`Run`, by model id, in the order given: ``extract(texts, model,
-    source=…)`` (the chapter's cached forward pass) on each text set of :func:`texts_of`, and the
-    sentences' sublayer states of every trained model."""
-    runs = {}
-    for loaded in loaded_models:
-        control = loaded.info.source == "control"
-        acts = {name: extract(texts, loaded, source=SOURCES.get(name, name))
-                for name, texts in texts_of(inputs, control).items()}
-        sublayers = None if control else after_attention(loaded, inputs["sentences"], batch_size)
-        runs[loaded.info.id] = Run(loaded.info, acts, sublayers)
-    return runs
-
-
-def trained(runs: Mapping[str, Run]) -> list[str]:
-    """The ids of the trained models run, in order (the main model first)."""
-    return [name for name, run in runs.items() if not run.control]
-
-
-def controls_of(runs: Mapping[str, Run], model: str) -> list[Run]:
-    """The random-init controls of ``model`` among ``runs`` (their ids begin with the model's)."""
-    return [run for name, run in runs.items() if run.control and name.startswith(f"{model} [")]
-
-
-def models_table(runs: Mapping[str, Run]) -> "pd.DataFrame":
-    """One row per model run: its id, kind, blocks L, width D and weights' SHA-256 (first 12 hex)."""
-    import pandas as pd
-
-    return pd.DataFrame([{"model": name, "kind": "random-init control" if run.control else "trained",
-                          "blocks L": run.info.layers, "width D": run.info.hidden,
-                          "weights (SHA-256)": (run.info.sha256 or "—")[:12]} for name, run in runs.items()])
-
-
-def label(info: ModelInfo) -> str:
-    """A model's name in the charts and tables: "all-MiniLM-L6-v2 (6 blocks)"."""
-    return f"{info.id.rsplit('/', 1)[-1]} ({info.layers} blocks)"
-
-
-def labelled(runs: Mapping[str, Run], metrics: Mapping[str, Metrics]) -> dict[str, Metrics]:
-    """The metrics of every trained model, by :func:`label`, in the order they ran."""
-    return {label(runs[name].info): metrics[name] for name in trained(runs) if name in metrics}
-
-
-def dip_table(measured: Mapping[str, Metrics]) -> "pd.DataFrame":
-    """Per model, the block where the within-sentence cosine falls most (or, where it never falls,
-    rises least) and what each sublayer changes there (:func:`dip`), with the number of content
-    and function word tokens."""
-    import pandas as pd
-
-    rows = []
-    for name, metrics in measured.items():
-        found, block = metrics["dip"], metrics["dip"]["steepest_fall_block"]
-        rows.append({"model": name, "block of the least change": f"{block} of {len(metrics['update_coherence'])}",
-                     "change in within-sentence cosine there": metrics["intra_sentence_cosine"][block]
-                     - metrics["intra_sentence_cosine"][block - 1],
-                     "across attention": _at(found["attention_change"], block - 1),
-                     "across feed-forward": _at(found["feed_forward_change"], block - 1),
-                     "content word tokens": found["word_class_counts"]["content"],
-                     "function word tokens": found["word_class_counts"]["function"]})
-    return pd.DataFrame(rows).round(4).fillna("—")
-
-
-def _at(series, i: int):
-    return None if series is None else float(series[i])
 
 
 def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: Mapping[str, int],
@@ -356,117 +205,6 @@ def coherence(acts: Activations) -> Metrics:
     of its word tokens of cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l − 1); per sentence under ``per_unit``."""
     per_sentence = _within([np.diff(s.astype(np.float64), axis=0) for s in acts.word_states()])
     return {"update_coherence": per_sentence.mean(axis=0), "per_unit": {"update_coherence": per_sentence}}
-
-
-def _token_sums(values: np.ndarray, text_of: np.ndarray, n_texts: int) -> np.ndarray:
-    """Per text s, Σ_{i∈s} values[:, i] · N / n: rows whose mean over texts is the mean over all n
-    tokens. values [L, n] → [N, L]."""
-    sums = np.stack([np.bincount(text_of, weights=row, minlength=n_texts) for row in values], axis=1)
-    return sums * n_texts / values.shape[1]
-
-
-def pca_steps(acts: Activations) -> Metrics:
-    """The mean 2-D step of every word token between depths, in fixed and in refitted PCA axes,
-    and their ratio. Per sentence (``per_unit``, PCA axes held fixed): its tokens' share of each
-    mean step, and of the mean over steps (the ratio's numerator and denominator)."""
-    words, text_of = acts.hidden[:, acts.word_mask], acts.text_index()[acts.word_mask]
-    steps = {axes: geometry.pca_token_steps(words, axes) for axes in geometry.PCA_AXES}
-    fixed, refit = steps["fixed"].mean(axis=1), steps["refit"].mean(axis=1)
-    shares = {axes: _token_sums(step, text_of, acts.n_texts) for axes, step in steps.items()}
-    return {"pca_step_fixed": fixed, "pca_step_refit": refit, "pca_step_ratio": refit.mean() / fixed.mean(),
-            "per_unit": {"pca_step_fixed": shares["fixed"], "pca_step_refit": shares["refit"],
-                         **{f"pca_step_ratio.{axes}": share.mean(axis=1) for axes, share in shares.items()}}}
-
-
-def token_pca(acts: Activations, fit_depth: int) -> Metrics:
-    """Every word token at every depth in a 2-D PCA fitted on the word tokens at ``fit_depth``."""
-    coords, explained = geometry.pca_projection(acts.hidden[:, acts.word_mask], fit_depth)
-    return {"coords": coords, "explained_variance_ratio": explained, "tokens": acts.word_tokens()}
-
-
-def final_view(acts: Activations, labels: Sequence[str] = ("surged", "plunged", "fox", "RAG")) -> Metrics:
-    """The post's teleological view: word tokens in a PCA fitted at the final depth, and its
-    unrendered "semantic assembly" curve, per text (``labels``) the cosine between the centroid
-    of its tokens at depth l and at depth L in that 2-D view."""
-    view = token_pca(acts, fit_depth=acts.n_layers)
-    text_of = acts.text_index()[acts.word_mask]
-    centroids = np.stack([view["coords"][:, text_of == t].mean(axis=1) for t in range(acts.n_texts)])  # [N, L + 1, 2]
-    return {"final_pca_projection": view,
-            "semantic_assembly": dict(zip(labels, geometry.pair_cosine(centroids, centroids[:, -1:]).tolist()))}
-
-
-# --------------------------------------------------------------------------- the mean pool's dimensions
-
-def travel(acts: Activations) -> Metrics:
-    """How far a sentence's mean pool travels: cos(m_0(s), m_L(s)) per sentence, its mean
-    absolute value (per sentence under ``per_unit``), and mean_s cos(m_l(s), m_L(s)) per depth."""
-    pools = acts.mean_pool("all")
-    to_final = geometry.pair_cosine(pools, pools[-1:])  # [L + 1, N]
-    first = to_final[0]
-    return {"meanpool_first_last_cosine": first, "meanpool_first_last_abs": np.abs(first).mean(),
-            "meanpool_to_final": to_final.mean(axis=1), "per_unit": {"meanpool_first_last_abs": np.abs(first)}}
-
-
-def _peak_share(writes: np.ndarray, weights: np.ndarray, tail: float) -> np.ndarray:
-    """For each row of sentence weights [B, N], the share of dimensions whose largest weighted
-    mean write (writes [N, D, L]) falls in the last ``tail`` of the L blocks → [B]. The first
-    block of largest write is in the tail exactly when the tail's largest write is larger than
-    every earlier block's."""
-    n, D, L = writes.shape
-    late = np.arange(1, L + 1) / L > 1 - tail + 1e-9
-    mean = (weights.astype(np.float32) @ writes.reshape(n, -1)).reshape(len(weights), D, L)
-    return (mean[..., late].max(axis=-1) > mean[..., ~late].max(axis=-1, initial=-np.inf)).mean(axis=1)
-
-
-def peak_writes(acts: Activations, tail: float = TAIL, resamples: int = RESAMPLES, seed: int = 0) -> Metrics:
-    """Each dimension's peak-write block, their histogram over blocks 1..L (counts, and shares
-    of the D dimensions), the share peaking in the last ``tail`` of the blocks, the shares if
-    every block were equally likely (``peak_write_uniform``), and that share on ``resamples``
-    bootstrap resamples of the sentences (each dimension's peak found again on each)."""
-    pools = acts.mean_pool("all")
-    peaks = geometry.peak_write(pools)
-    hist = geometry.depth_histogram(peaks, acts.n_layers)
-    writes = np.abs(np.diff(pools, axis=0)).transpose(1, 2, 0).astype(np.float32)  # [N, D, L], contiguous
-    rng, n = np.random.default_rng([seed, 1]), acts.n_texts
-    draws = [_peak_share(writes, np.bincount((rng.integers(0, n, (b, n)) + n * np.arange(b)[:, None]).ravel(),
-                                            minlength=b * n).reshape(b, n) / n, tail)
-             for b in np.diff(np.r_[0:resamples:2000, resamples])]
-    late = np.arange(1, acts.n_layers + 1) / acts.n_layers > 1 - tail + 1e-9
-    return {"peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_share": hist / len(peaks),
-            "peak_write_last_two": hist[late].sum() / len(peaks),
-            "peak_write_uniform": np.full(acts.n_layers, 1 / acts.n_layers),
-            "resampled": {"peak_write_last_two": np.concatenate(draws), "n_sentences": n}}
-
-
-def dimension_correlation(acts: Activations, threshold: float = 0.7) -> Metrics:
-    """Per dimension, Pearson r over the sentences of m_0(s)_d and m_L(s)_d, and its summary;
-    per sentence (``per_unit``) the centred pools x = m_0(s) − mean and y = m_L(s) − mean [N, D],
-    whose moments x, y, x², y², xy let a resample of the sentences rebuild every r."""
-    pools = acts.mean_pool("all")
-    r = geometry.dim_correlation(pools[0], pools[-1])
-    x, y = (geometry.centred(p) for p in (pools[0], pools[-1]))
-    return {"dim_corr_first_last": {"r": r, **geometry.correlation_summary(r, threshold=threshold)},
-            "per_unit": {"dim_corr_first_last.x": x, "dim_corr_first_last.y": y}}
-
-
-def discriminative_dims(pair: Activations, k: int = 5) -> Metrics:
-    """The k dimensions that best tell the two texts' final mean pools apart, their difference at
-    every depth, and the (relative) depth at which each reaches half its final difference."""
-    pools = pair.mean_pool("all")
-    dims, diffs = geometry.top_discriminative_dims(pools[:, 0], pools[:, 1], k=k)
-    half = np.array([geometry.half_value_depth(d) for d in diffs])
-    return {"top_discriminative_dims": {"dims": dims, "difference": diffs, "half_value_depth": half,
-                                        "half_value_relative_depth": half / pair.n_layers,
-                                        "earliest_half_value_relative_depth": half.min() / pair.n_layers}}
-
-
-def matryoshka(pair: Activations) -> Metrics:
-    """The two texts' mean-pool cosine within each Matryoshka slice of the dimensions."""
-    pools = pair.mean_pool("all")
-    bounds = geometry.matryoshka_slices(pools.shape[-1])
-    return {"slice_bounds": bounds,
-            "slice_cosine": {name: None if b is None else geometry.slice_cosine(pools[:, 0], pools[:, 1], b)
-                             for name, b in bounds.items()}}
 
 
 # --------------------------------------------------------------------------- sentences and pairs
@@ -566,104 +304,6 @@ def _pc1_alignment(stack: np.ndarray) -> np.ndarray:
     _, vectors = np.linalg.eigh(centred @ centred.transpose(0, 2, 1))
     axis = np.einsum("lnd,ln->ld", centred, vectors[..., -1])
     return np.abs(geometry.pair_cosine(axis, x.mean(axis=1)))
-
-
-# --------------------------------------------------------------------------- the dip's mechanism
-
-def _attention_norm(block: torch.nn.Module) -> torch.nn.Module:
-    """The LayerNorm that closes a post-norm block's attention sublayer (BERT's
-    ``attention.output.LayerNorm``, MPNet's ``attention.LayerNorm``): the first one inside
-    ``block.attention``."""
-    found = next((m for m in getattr(block, "attention", torch.nn.Module()).modules()
-                  if isinstance(m, torch.nn.LayerNorm)), None)
-    if found is None:
-        raise NotApplicableError("the split of a block into its attention and feed-forward sublayers",
-                                 type(block).__name__, "a post-norm block whose attention module ends in a LayerNorm")
-    return found
-
-
-def after_attention(loaded: LoadedModel, texts: Sequence[str], batch_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Every token's state at every depth and after each block's attention sublayer, from one
-    forward pass with the capture sites ``embed``, ``blocks.{l}.resid_post`` and
-    ``blocks.{l}.attn.head_out``: in a post-norm block, a_l = LN₁(h_{l−1} + O(head_out_l)), O the
-    attention output projection, and h_l = LN₂(a_l + FFN(a_l)). → (hidden [L + 1, n_tokens, D],
-    after attention [L, n_tokens, D]), texts in order, padding dropped."""
-    model, tokenizer = loaded.model, loaded.tokenizer
-    family, L = architectures.family_of(model), model.config.num_hidden_layers
-    blocks = family.blocks_of(model)
-    names = ["embed"] + [f"blocks.{l}.{site}" for l in range(L) for site in ("resid_post", "attn.head_out")]
-    ids = tokenizer(list(texts), truncation=True, max_length=loaded.info.max_seq_length)["input_ids"]
-    hidden, mid = [], []
-    for start in range(0, len(ids), batch_size):
-        chunk = ids[start:start + batch_size]
-        batch = tokenizer.pad({"input_ids": chunk}, padding_side="right", return_tensors="pt")
-        _, cache = run_with_cache(model, {k: v.to(loaded.device) for k, v in batch.items()}, names)
-        states = [cache["embed"]] + [cache[f"blocks.{l}.resid_post"] for l in range(L)]
-        with torch.inference_mode():
-            after = [_attention_norm(blocks[l])(states[l].to(loaded.device) + family.head_out_of(blocks[l])(
-                cache[f"blocks.{l}.attn.head_out"].flatten(2).to(loaded.device))).cpu() for l in range(L)]
-        states, after = torch.stack(states).float().numpy(), torch.stack(after).float().numpy()  # [L (+1), B, T, D]
-        for row, text_ids in enumerate(chunk):
-            hidden.append(states[:, row, :len(text_ids)])
-            mid.append(after[:, row, :len(text_ids)])
-    return np.concatenate(hidden, axis=1), np.concatenate(mid, axis=1)
-
-
-def word_classes(acts: Activations) -> np.ndarray:
-    """For every token: "function" for a piece of an alphabetic stop word (scikit-learn's English
-    list: the, of, after, …), "content" for a piece of any other alphabetic word, "other" for
-    punctuation, numbers and special tokens."""
-    kinds = np.full(len(acts.tokens), "other", dtype=object)
-    for i in range(acts.n_texts):
-        rows = np.arange(acts.offsets[i], acts.offsets[i + 1])
-        for word in np.unique(acts.word_ids[rows][acts.word_ids[rows] >= 0]):
-            mine = rows[acts.word_ids[rows] == word]
-            text = "".join(acts.tokens[j].removeprefix("##") for j in mine).lower()
-            if text.isalpha():
-                kinds[mine] = "function" if text in ENGLISH_STOP_WORDS else "content"
-    return kinds
-
-
-def _class_cosine(stack: np.ndarray, kinds: np.ndarray, a: str, b: str) -> np.ndarray | None:
-    """Mean cosine over pairs (i of kind a, j of kind b, i ≠ j) of one text's tokens per depth, or
-    None when the text has no such pair."""
-    x, y = np.flatnonzero(kinds == a), np.flatnonzero(kinds == b)
-    if len(x) == 0 or len(y) == 0 or (a == b and len(x) < 2):
-        return None
-    unit = geometry.unit_rows(stack)
-    cos = np.einsum("lid,ljd->lij", unit[:, x], unit[:, y])
-    if a == b:
-        return (cos.sum(axis=(1, 2)) - len(x)) / (len(x) * (len(x) - 1))
-    return cos.mean(axis=(1, 2))
-
-
-def dip(acts: Activations, sublayers: tuple[np.ndarray, np.ndarray] | None) -> Metrics:
-    """The dip's mechanism: the change in within-sentence cosine across each block's attention
-    sublayer (h_{l−1} → a_l) and feed-forward sublayer (a_l → h_l), means over sentences; the
-    within-sentence cosine among content words, among function words and between the two
-    (:func:`word_classes`), per depth; and the block where the within-sentence cosine falls most.
-    ``sublayers`` is :func:`after_attention` of the sentences (None: a model not split)."""
-    kinds = word_classes(acts)
-    by_class = {}
-    for name, (a, b) in {"content": ("content", "content"), "function": ("function", "function"),
-                         "mixed": ("content", "function")}.items():
-        found = [c for i in range(acts.n_texts)
-                 if (c := _class_cosine(acts.hidden[:, acts.rows(i)].astype(np.float64), kinds[acts.rows(i)], a, b))
-                 is not None]
-        by_class[name] = np.mean(found, axis=0) if found else None
-    within = collapse(acts)["intra_sentence_cosine"]
-    found = {"by_word_class": by_class, "steepest_fall_block": int(np.argmin(np.diff(within))) + 1,
-             "word_class_counts": {kind: int(np.sum((kinds == kind) & acts.word_mask))
-                                   for kind in ("content", "function")}}
-    if sublayers is None:
-        return {"dip": {**found, "attention_change": None, "feed_forward_change": None}}
-    hidden, after = sublayers
-    stacks = [np.concatenate([hidden[:-1, acts.rows(i)], after[:, acts.rows(i)], hidden[1:, acts.rows(i)]])
-              [:, acts.word_mask[acts.rows(i)]] for i in range(acts.n_texts)]
-    L = acts.n_layers
-    start, middle, end = (np.mean([_within([s[part * L:(part + 1) * L]])[0] for s in stacks], axis=0)
-                          for part in range(3))
-    return {"dip": {**found, "attention_change": middle - start, "feed_forward_change": end - middle}}
 
 
 # --------------------------------------------------------------------------- models and controls
