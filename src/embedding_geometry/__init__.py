@@ -28,6 +28,10 @@ a study never imports ``book``):
     ``the_model``           chapter 0: token norms by kind, the mean-pool check and the exercises' answers
     ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
     ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
+    ``layer_runs``          chapter 1: every encoder and its random-init controls run on the chapter's texts
+    ``pca_views``           chapter 1: 2-D PCA views over depth (fixed vs refitted axes, the final depth's view)
+    ``pool_dimensions``     chapter 1: the mean pool dimension by dimension (writes, L0 ↔ L correlation, slices)
+    ``sublayers``           chapter 1: a block split at its attention sublayer, and words by class (the dip)
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
     ``retrieval``           ranking a candidate pool by similarity, and recall@k
     ``anisotropy``          chapter 3: anisotropy and the cone, how much a set of vectors shares one direction
@@ -68,7 +72,8 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
+                        ``layers`` (chapter 1), ``heads`` (chapter 4), ``practice`` (chapters 5 and 6),
+                        ``objectives`` (chapter 7),
                         ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site

@@ -12,6 +12,8 @@
   [CLS] by position, compounds, long texts, hybrid retrieval);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth);
+- ``layers``: chapter 1's charts, one measurement of every model run side by side on relative
+  depth (series by colour, models by dash) over the published curves;
 - ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
@@ -22,6 +24,7 @@ from .across import *  # noqa: F401,F403
 from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .heads import *  # noqa: F401,F403
+from .layers import *  # noqa: F401,F403
 from .matrices import *  # noqa: F401,F403
 from .objectives import *  # noqa: F401,F403
 from .practice import *  # noqa: F401,F403
