@@ -92,6 +92,43 @@ def test_attention_received_is_column_sums_scaled_to_max_one():
     np.testing.assert_allclose(cm.attention_received(a), [1.0, 0.375, 0.125])
 
 
+def test_quantile_threshold_is_the_type_7_quantile_numpy_computes():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.standard_normal((6, 200)), rng.integers(0, 4, (6, 200)).astype(float)])  # ties too
+    for q in (0.0, 0.3, 0.5, 0.9, 0.99, 1.0):
+        expected = np.quantile(values, q, axis=-1, keepdims=True)
+        np.testing.assert_allclose(cm.quantile_threshold(values, q), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(cm.quantile_mask(values, q), values >= expected)
+    float32 = values.astype(np.float32)  # a model's S: the order statistics of the float32 values
+    np.testing.assert_allclose(cm.quantile_threshold(float32, 0.99), np.quantile(float32.astype(float), 0.99, axis=-1,
+                                                                                    keepdims=True), rtol=1e-12)
+
+
+def test_boundary_hits_count_sentence_ends_among_the_k_top_scored_tokens():
+    scores = np.array([[9.0, 0.1, 0.8, 0.2, 0.7, 5.0], [9.0, 0.9, 0.1, 0.8, 0.2, 5.0]])
+    eligible = np.array([[False, True, True, True, True, False]] * 2)  # [CLS] w w w w [SEP]
+    boundaries = np.array([[False, False, True, False, True, False]] * 2)  # k = 2 sentence ends
+    # text 0: top 2 word tokens are 2 and 4, both ends; text 1: 1 and 3, neither
+    assert cm.boundary_hits(scores, boundaries, eligible).tolist() == [2, 0]
+    ties = np.zeros((1, 6))  # all tied: the lowest positions first (1 and 2: one end)
+    assert cm.boundary_hits(ties, boundaries[:1], eligible[:1]).tolist() == [1]
+    assert cm.boundary_hits(scores[:1], np.zeros((1, 6), bool), eligible[:1]).tolist() == [0]  # no end: k = 0
+
+
+def test_random_focus_draws_follow_the_exact_distribution():
+    """k = 2 heads on T = 4 positions holding ids a a b c: P(one distinct position) = 1/4;
+    distinct ids: P(1) = P(both on a) + P(both on b) + P(both on c) = 1/4 + 1/16 + 1/16 = 3/8.
+    With 40,000 draws the frequencies lie within 5 standard errors (≤ 0.012)."""
+    rng = np.random.default_rng(0)
+    positions, ids = cm.random_focus_counts(np.array([7, 7, 8, 9]), 2, (40_000,), rng)
+    assert set(positions) <= {1, 2} and set(ids) <= {1, 2}
+    assert np.mean(positions == 1) == pytest.approx(0.25, abs=0.012)
+    assert np.mean(ids == 1) == pytest.approx(0.375, abs=0.012)
+    assert positions.mean() == pytest.approx(cm.expected_distinct(np.ones(4), 2), abs=0.012)
+    assert ids.mean() == pytest.approx(cm.expected_distinct([2, 1, 1], 2), abs=0.012)
+    assert (ids <= positions).all() and cm.distinct_counts(np.array([[3, 1, 3], [2, 2, 2]])).tolist() == [2, 1]
+
+
 # --------------------------------------------------------------------------- pair statistics
 
 def _hand_batch():
@@ -137,6 +174,48 @@ def test_pair_statistics_on_a_hand_made_text():
     assert rows["attended"].tolist() == [[1]] and rows["attended_separators"].tolist() == [[1]]
     assert rows["sensitivity_pairs"].tolist() == [[[1], [1]]] and rows["sensitivity_attended"].tolist() == [[[1], [1]]]
     assert rows["focus_null"][0] == pytest.approx(1.0)  # one head picks one position
+
+
+def test_the_hand_made_text_keeps_per_head_rows_and_the_scaled_matrix():
+    batch, head_out, pattern = _hand_batch()
+    settings = cs.Settings(q=0.9, common_min_count=2, sensitivity_thresholds=[0.1, 0.5])
+    stats = cs.batch_statistics([head_out], [pattern], batch, settings)
+    rows = stats.text_rows()
+    assert rows["head_high_pairs"].tolist() == [[[1]]] and rows["head_pair_distance"].tolist() == [[[2]]]
+    assert rows["head_repeats"].tolist() == [[[1]]] and rows["head_common_focus"].tolist() == [[[1]]]
+    assert rows["head_attended"].tolist() == [[[1]]] and rows["head_attended_separators"].tolist() == [[[1]]]
+    assert stats.head_distance_counts.tolist() == [[[0, 0, 1, 0, 0]]]
+    assert (rows["separators"].tolist(), rows["same_sentence_pairs"].tolist()) == ([1], [3])
+    assert (rows["boundaries"].tolist(), rows["word_tokens"].tolist()) == ([0], [3])  # no sentence-final stop
+    # S / max |S| summed: the pair (1, 3) is 9 / 9, the pairs (0, 1) and (0, 3) 0.3 / 9
+    i, j = cm.upper_pairs(5)
+    expected = {(1, 3): 1.0, (0, 1): 0.3 / 9, (0, 3): 0.3 / 9}
+    np.testing.assert_allclose(stats.summed_similarity[0], [expected.get((a, b), 0.0) for a, b in zip(i, j)],
+                               rtol=1e-6)
+    summed = cs.summed_blocks(stats, 5)
+    assert summed["blocks"] == [1] and summed["matrices"].shape == (1, 5, 5)
+    assert summed["matrices"][0, 1, 3] == summed["matrices"][0, 3, 1] == pytest.approx(1.0)
+    assert summed["matrices"][0, 2, 2] == 0.0
+
+
+def test_segmentation_scores_the_most_attended_word_tokens_against_sentence_ends():
+    """[CLS] a . b . [SEP]: sentence ends at 2 and 4 (k = 2, W = 4). Every query attends 0.6 to
+    position 2, 0.3 to 1 and 0.1 to 4: the top two word tokens are 2 and 1, one hit; a random
+    ranking hits k · k / W = 1 on average."""
+    batch = cs.TextBatch(input_ids=np.array([[101, 7, 1012, 8, 1012, 102]]),
+                         sentence_ids=np.array([[-1, 0, 0, 1, 1, -1]]),
+                         separators=np.array([[False, False, True, False, True, True]]),
+                         tokens=[["[CLS]", "a", ".", "b", ".", "[SEP]"]])
+    pattern = np.zeros((1, 1, 6, 6))
+    pattern[..., 2], pattern[..., 1], pattern[..., 4] = 0.6, 0.3, 0.1
+    head_out = np.random.default_rng(0).normal(size=(1, 6, 1, 3))
+    settings = cs.Settings(q=0.9)
+    stats = cs.batch_statistics([head_out], [pattern], batch, settings)
+    assert stats.text_rows()["segment_hits"].tolist() == [[1]]
+    m = cs.metrics(stats, settings)
+    assert m["segmentation"]["r_precision"].tolist() == [0.5] and m["segmentation"]["chance"] == pytest.approx(0.5)
+    assert m["segmentation"]["boundaries_per_text"] == 2.0
+    assert m["per_unit"]["segmentation.chance_hits"].tolist() == [[1.0]]
 
 
 def test_two_heads_on_two_occurrences_of_one_token():
@@ -205,7 +284,7 @@ def _random_batch(rng, n_texts, n_tokens=10, n_heads=3, n_layers=2, width=4):
 def _part(batch, outs, maps, rows, settings):
     sub = cs.TextBatch(batch.input_ids[rows], batch.sentence_ids[rows], batch.separators[rows],
                        [batch.tokens[r] for r in rows])
-    return cs.batch_statistics([o[rows] for o in outs], [m[rows] for m in maps], sub, settings)
+    return cs.batch_statistics([o[rows] for o in outs], [m[rows] for m in maps], sub, settings, first=int(rows[0]))
 
 
 def _assert_same_stats(a, b):
@@ -218,6 +297,8 @@ def _assert_same_stats(a, b):
             assert set(rows_a) == set(rows_b) == set(cs.TEXT_ROWS)
             for name in rows_a:
                 np.testing.assert_array_equal(rows_a[name], rows_b[name], err_msg=name)
+        elif np.asarray(x).dtype.kind == "f":  # sums of floats, added in another order
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=f.name)
         else:
             np.testing.assert_array_equal(x, y, err_msg=f.name)
 
@@ -279,9 +360,10 @@ def test_text_rows_fill_blocks_in_text_order_without_copying():
 def test_nbytes_counts_the_totals_rows_and_counters():
     import sys
 
-    stats = cs.ContextStats.empty(2, 3, 10, 5)
+    stats = cs.ContextStats.empty(2, 3, 10, 5, n_draws=7)
     arrays = stats.nbytes - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
-    assert arrays == 8 * (2 * 10 + 7 * 2 * 3 + 2 * 4 + 2 * 4 + 5 * 5 * 2)  # int64: [L, T], 7 × [L, H], [L, H+1], [L, 4], 5 × [K, L]
+    # 8-byte numbers: [L, H, T], 7 × [L, H], [L, H+1], [L, 4], [L, P], 2 × [D, L], 5 × [K, L]
+    assert arrays == 8 * (2 * 3 * 10 + 7 * 2 * 3 + 2 * 4 + 2 * 4 + 2 * 45 + 2 * 7 * 2 + 5 * 5 * 2)
     stats.per_text.extend({"x": np.zeros(7), "y": np.zeros((7, 2), np.int32)})
     stats.focus_tokens[0][0].update({"the": 300})
     grown = stats.nbytes - arrays - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
@@ -336,19 +418,23 @@ def test_at_quantiles_measure_the_same_batches_at_each_quantile():
 # --------------------------------------------------------------------------- the metrics dict
 
 METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_chance", "same_sentence_fraction",
-               "same_sentence_chance", "same_sentence_lift", "distance_histogram", "unique_focus_tokens",
-               "unique_focus_fraction", "unique_focus_fraction_null", "unique_focus_ids_fraction",
-               "unique_focus_ids_fraction_null", "separator_attention", "separator_share", "attended_kinds",
-               "repeat_chance", "heads", "head_classes", "layers_with_both_kinds", "sensitivity", "per_unit"}
+               "same_sentence_chance", "same_sentence_lift", "distance_histogram", "head_distance_histogram",
+               "summed_similarity", "unique_focus_tokens", "unique_focus_fraction", "unique_focus_fraction_null",
+               "unique_focus_fraction_null_draws", "unique_focus_ids_fraction", "unique_focus_ids_fraction_null",
+               "unique_focus_ids_fraction_null_draws", "separator_attention", "separator_share", "segmentation",
+               "attended_kinds", "repeat_chance", "heads", "head_classes", "layers_with_both_kinds",
+               "layers_with_both_kinds_draws", "head_stability", "sensitivity", "per_unit"}
 SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
                     "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first",
-                    "worst_threshold", "distance_at_worst"}
+                    "max_distance_last_over_first_draws", "worst_threshold", "distance_at_worst"}
 RATIOS = {"mean_pair_distance": ("mean_pair_distance.distance", "high_pairs"),
           "same_sentence_fraction": ("same_sentence_fraction.same", "high_pairs"),
           "separator_attention": ("separator_attention.separators", "separator_attention.attended"),
-          "sensitivity.distance_at_worst": ("sensitivity.distance_at_worst.distance",
-                                            "sensitivity.distance_at_worst.pairs")}
-"""Per-block metrics that are a ratio of two per-text arrays: metric → (numerator, denominator)."""
+          "segmentation.r_precision": ("segmentation.hits", "segmentation.boundaries"),
+          "separator_share": ("separator_share.separators", "separator_share.tokens"),
+          "same_sentence_chance": ("same_sentence_chance.same", "same_sentence_chance.pairs"),
+          "segmentation.chance": ("segmentation.chance_hits", "segmentation.boundaries")}
+"""Metrics (and nulls) that are a ratio of two per-text arrays: metric → (numerator, denominator)."""
 
 
 def test_metrics_schema_and_the_sensitivity_ratios():
@@ -380,12 +466,79 @@ def test_per_text_values_average_to_the_metrics():
     assert all(np.shape(v)[0] == 9 for v in per_unit.values())
     for metric, (numerator, denominator) in RATIOS.items():
         ratio = per_unit[numerator].mean(axis=0) / per_unit[denominator].mean(axis=0)
-        np.testing.assert_allclose(ratio, claims.lookup(m, metric), rtol=1e-12, err_msg=metric)
+        np.testing.assert_allclose(ratio, np.broadcast_to(claims.lookup(m, metric), ratio.shape), rtol=1e-12,
+                                   err_msg=metric)
     for metric in ("unique_focus_fraction", "unique_focus_ids_fraction"):
         np.testing.assert_allclose(per_unit[metric].mean(axis=0), m[metric], rtol=1e-12, err_msg=metric)
     assert (per_unit["unique_focus_ids_fraction"] <= per_unit["unique_focus_fraction"]).all()  # ids repeat
     assert m["unique_focus_fraction_null"] == pytest.approx(cm.expected_distinct(np.ones(10), 3) / 3)
     assert m["unique_focus_ids_fraction_null"] < m["unique_focus_fraction_null"]  # ids 5…8 repeat in 10 tokens
+
+
+def test_the_null_draws_centre_on_their_expectation_and_follow_the_seed():
+    rng = np.random.default_rng(7)
+    batch, outs, maps = _random_batch(rng, n_texts=6, n_layers=2)
+    settings = cs.Settings(q=0.8, common_min_count=2)
+    m = cs.metrics(_part(batch, outs, maps, np.arange(6), settings), settings)
+    draws = m["unique_focus_fraction_null_draws"]
+    assert draws.shape == (cs.NULL_DRAWS,) and (0 < draws).all() and (draws <= 1).all()
+    # each draw averages 6 texts × 2 blocks of #distinct / 3 among 3 picks of 10 positions
+    se = np.sqrt(np.var([len(set(rng.integers(0, 10, 3))) / 3 for _ in range(20_000)]) / 12 / cs.NULL_DRAWS)
+    assert abs(draws.mean() - m["unique_focus_fraction_null"]) < 5 * se
+    assert m["unique_focus_ids_fraction_null_draws"].mean() < draws.mean()  # ids repeat
+    again = cs.metrics(_part(batch, outs, maps, np.arange(6), settings), settings)
+    np.testing.assert_array_equal(again["unique_focus_fraction_null_draws"], draws)
+    other = cs.Settings(q=0.8, common_min_count=2, seed=1)
+    assert not np.array_equal(cs.metrics(_part(batch, outs, maps, np.arange(6), other), other)[
+        "unique_focus_fraction_null_draws"], draws)
+
+
+def test_head_rows_rebuild_the_totals_and_the_head_table():
+    rng = np.random.default_rng(8)
+    batch, outs, maps = _random_batch(rng, n_texts=5, n_layers=2)
+    settings = cs.Settings(q=0.8, common_min_count=2)
+    stats = _part(batch, outs, maps, np.arange(5), settings)
+    rows = stats.text_rows()
+    for row, total in (("head_high_pairs", "head_pairs"), ("head_pair_distance", "head_distance"),
+                       ("head_repeats", "head_repeats"), ("head_common_focus", "head_common_focus"),
+                       ("head_attended", "head_attended"), ("head_attended_separators", "head_attended_separators")):
+        np.testing.assert_array_equal(rows[row].sum(axis=0), getattr(stats, total), err_msg=row)
+    np.testing.assert_array_equal(stats.head_distance_counts.sum(axis=-1), stats.head_pairs)
+    np.testing.assert_array_equal(stats.distance_counts, stats.head_distance_counts.sum(axis=1))
+    m = cs.metrics(stats, settings)
+    assert np.shape(m["head_distance_histogram"]) == (2, 3, 9)
+    assert cs.class_counts(stats, settings) == cs.class_totals(m)
+
+
+def test_both_kinds_are_resampled_over_texts_and_the_halves_agree_on_copied_texts():
+    """Texts 0-3 copied as texts 4-7: the two halves are the same texts, so the rule sorts every
+    head the same way on both; the resampled count of blocks with both kinds brackets the run's."""
+    rng = np.random.default_rng(9)
+    batch, outs, maps = _random_batch(rng, n_texts=4, n_layers=3)
+    copy = np.concatenate([np.arange(4), np.arange(4)])
+    batch = cs.TextBatch(batch.input_ids[copy], batch.sentence_ids[copy], batch.separators[copy],
+                         [batch.tokens[i] for i in copy])
+    outs, maps = [o[copy] for o in outs], [m[copy] for m in maps]
+    settings = cs.Settings(q=0.8, common_min_count=2, repeat_share_threshold=0.1, common_focus_threshold=0.3)
+    m = cs.metrics(_part(batch, outs, maps, np.arange(8), settings), settings)
+    stability = m["head_stability"]
+    assert stability["texts"] == [4, 4] and stability["agreement"] == 1.0
+    assert stability["classes"][0] == stability["classes"][1] == m["heads"]["class"]
+    assert stability["layers_with_both_kinds"] == [m["layers_with_both_kinds"]] * 2
+    assert all(r is None or r == pytest.approx(1.0) for r in stability["rank_correlation"].values())
+    draws = m["layers_with_both_kinds_draws"]
+    assert len(draws) == cs.RESAMPLES and set(np.unique(draws)) <= set(range(4))
+    assert draws.min() <= m["layers_with_both_kinds"] <= draws.max()
+
+
+def test_a_second_models_record_leaves_out_the_per_text_values_and_draws():
+    rng = np.random.default_rng(10)
+    batch, outs, maps = _random_batch(rng, n_texts=3)
+    settings = cs.Settings(q=0.8, common_min_count=2)
+    m = cs.metrics(_part(batch, outs, maps, np.arange(3), settings), settings)
+    kept = cs.recorded(m)
+    assert "per_unit" not in kept and not [k for k in kept if k.endswith("_draws")]
+    assert kept["separator_attention"] is m["separator_attention"] and "sensitivity" in kept
 
 
 def test_separator_attention_at_another_threshold_comes_from_the_sensitivity_counts():
@@ -431,48 +584,111 @@ def _texts(first, last, n=40, spread=0.02, seed=0):
     return np.column_stack([first + spread * rng.standard_normal(n), last + spread * rng.standard_normal(n)])
 
 
-def test_the_every_threshold_claim_reads_the_worst_thresholds_ratio():
-    pairs = np.full((40, 2), 10.0)
-    metrics = lambda distance: {"sensitivity": {  # noqa: E731
-        "distance_at_worst": list(distance.sum(0) / pairs.sum(0))},
-        "per_unit": {"sensitivity.distance_at_worst.distance": distance, "sensitivity.distance_at_worst.pairs": pairs}}
-    shorter = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 300, spread=5)))
-    assert shorter.outcome == "holds" and shorter.measured == pytest.approx(0.75, abs=0.01)
-    assert shorter.statistic["interval"][1] < 1 and shorter.depth.startswith("last ÷ block 1 of 2")
-    longer = _claim_verdict("long-to-short-range-every-threshold", metrics(_texts(400, 404, spread=5)))
-    assert longer.outcome in ("does not hold", "inconclusive") and longer.measured > 1
-    assert _claim_verdict("long-to-short-range-every-threshold",
-                          {"sensitivity": {"distance_at_worst": None}}).verdict == "not measured"
+def test_the_every_threshold_claim_judges_the_largest_ratio_found_again_in_each_resample():
+    """The draws are the study's: below 1 throughout holds; around 1.02 does not; no ratio (a
+    block without pairs) is not measured."""
+    rng = np.random.default_rng(0)
+    for centre, expected in ((0.75, "supported"), (1.02, "not supported")):
+        draws = centre + 0.005 * rng.standard_normal(20_000)
+        found = _claim_verdict("long-to-short-range-every-threshold", {
+            "n_texts": 40, "sensitivity": {"max_distance_last_over_first": centre,
+                                           "max_distance_last_over_first_draws": draws}})
+        assert found.verdict == expected and found.statistic["n_units"] == 40
+        assert found.statistic["interval"][0] < centre < found.statistic["interval"][1]
+    missing = _claim_verdict("long-to-short-range-every-threshold", {
+        "n_texts": 40, "sensitivity": {"max_distance_last_over_first": None, "max_distance_last_over_first_draws": None}})
+    assert missing.verdict == "not measured"
 
 
-def test_focus_claims_are_judged_against_the_random_positions_null():
-    """0.89 of the heads distinct clears the bound 0.7 but not the null 0.958 (heads that picked
-    at random): does not hold; 0.99 clears both: holds."""
-    for share, expected in ((0.89, "does not hold"), (0.99, "holds")):
+def test_the_worst_ratio_is_selected_again_in_each_resample():
+    """Two thresholds whose last / first ratios are 0.8 and 0.9 on average: every resample's
+    statistic is the larger of its two ratios, so the draws centre on 0.9 and none is below the
+    resampled ratio at either threshold (the draws are of the maximum)."""
+    rng = np.random.default_rng(1)
+    n = 30
+    pairs = np.full((n, 2, 2), 100)  # [n, K, L]
+    distance = np.stack([np.column_stack([1000 + rng.integers(-50, 50, n), 800 + rng.integers(-50, 50, n)]),
+                         np.column_stack([1000 + rng.integers(-50, 50, n), 900 + rng.integers(-50, 50, n)])], axis=1)
+    stats = cs.ContextStats.empty(2, 1, 4, 2)
+    stats.texts = n
+    stats.per_text.extend({"sensitivity_distance": distance, "sensitivity_pairs": pairs})
+    draws = cs._worst_ratio_draws(stats, seed=0)
+    assert len(draws) == cs.RESAMPLES and np.median(draws) == pytest.approx(0.9, abs=0.01)
+    lower = distance[:, 0, 1].sum() / distance[:, 0, 0].sum()
+    assert draws.min() > lower  # the 0.8 threshold is never the worst
+    np.testing.assert_array_equal(draws, cs._worst_ratio_draws(stats, seed=0))  # seeded
+
+
+def test_focus_claims_are_judged_against_the_drawn_random_positions_null():
+    """0.89 of the heads distinct clears the bound (0.95 × 0.79) but not the null's draws around
+    0.958 (heads that picked at random): does not transfer; 0.99 clears both."""
+    rng = np.random.default_rng(2)
+    null = 0.958 + 0.002 * rng.standard_normal(1000)
+    for share, expected in ((0.89, "does not transfer"), (0.99, "shape transfers")):
         values = np.clip(_texts(share, share, spread=0.01), 0, 1)
         found = _claim_verdict("unique-focus-tokens", {"unique_focus_fraction": values.mean(0),
-                                                        "unique_focus_fraction_null": 0.958,
+                                                        "unique_focus_fraction_null_draws": null,
                                                         "per_unit": {"unique_focus_fraction": values}})
-        assert found.outcome == expected and found.null["label"] == "random positions"
-        assert found.null["value"] == 0.958 and found.statistic["interval"][0] <= found.measured <= found.statistic["interval"][1]
+        assert found.verdict == expected and found.null["label"] == "random positions"
+        assert found.null["distribution"] == "1000 draws" and found.null["value"] == pytest.approx(null.mean())
+        assert found.statistic["interval"][0] <= found.measured <= found.statistic["interval"][1]
 
 
-def test_same_sentence_and_separator_claims_have_their_nulls():
+def test_same_sentence_separator_and_segmentation_claims_meet_their_nulls_text_by_text():
     pairs = np.full((40, 2), 100.0)
     same = _texts(20, 30, spread=1)  # 0.3 in the last block
-    found = _claim_verdict("same-sentence-in-final-layers", {
-        "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": 0.1,
-        "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
-    assert found.outcome == "holds" and found.null["value"] == 0.1 and found.null["label"] == "chance"
-    at_chance = _claim_verdict("same-sentence-in-final-layers", {
-        "same_sentence_fraction": list(same.sum(0) / pairs.sum(0)), "same_sentence_chance": same[:, 1].mean() / 100,
-        "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs}})
-    assert at_chance.outcome == "inconclusive"  # the interval straddles the chance level
-    separators = _texts(60, 8, spread=1)  # 0.08 in the last block: uniform attention's share
+    chance_same = _texts(10, 10, spread=1)  # a random pair: 0.1
+    metrics = {"same_sentence_fraction": list(same.sum(0) / pairs.sum(0)),
+               "per_unit": {"same_sentence_fraction.same": same, "high_pairs": pairs,
+                            "same_sentence_chance.same": chance_same, "same_sentence_chance.pairs": pairs}}
+    found = _claim_verdict("same-sentence-in-final-layers", metrics)
+    assert found.verdict == "shape transfers" and found.null["label"] == "chance"
+    assert found.null["value"] == pytest.approx(chance_same[:, 1].mean() / 100) and "unit by unit" in found.null["distribution"]
+    at_chance = {**metrics, "per_unit": {**metrics["per_unit"], "same_sentence_chance.same": same}}
+    assert _claim_verdict("same-sentence-in-final-layers", at_chance).null["difference"] == [0.0, 0.0]
+    separators = _texts(60, 8, spread=1)  # 0.08 of the attended tokens in the last block
+    share = _texts(8, 8, spread=0.5)  # separators are 0.08 of all tokens
     found = _claim_verdict("separators-in-final-layers", {
-        "separator_attention": list(separators.sum(0) / pairs.sum(0)), "separator_share": 0.08,
-        "per_unit": {"separator_attention.separators": separators, "separator_attention.attended": pairs}})
-    assert found.outcome == "does not hold" and found.null["label"] == "uniform attention"
+        "separator_attention": list(separators.sum(0) / pairs.sum(0)),
+        "per_unit": {"separator_attention.separators": separators, "separator_attention.attended": pairs,
+                     "separator_share.separators": share, "separator_share.tokens": pairs}})
+    assert found.verdict == "does not transfer" and found.null["label"] == "uniform attention"
+    boundaries, hits, chance = np.full((40, 2), 8.0), _texts(2, 6, spread=0.5), np.full((40, 2), 0.6)
+    found = _claim_verdict("separator-segmentation", {
+        "segmentation": {"r_precision": list(hits.sum(0) / boundaries.sum(0))},
+        "per_unit": {"segmentation.hits": hits, "segmentation.boundaries": boundaries,
+                     "segmentation.chance_hits": chance}})
+    assert found.verdict == "shape transfers" and found.measured == pytest.approx(hits[:, 1].mean() / 8)
+    assert found.null["value"] == pytest.approx(0.075)
+
+
+def test_heads_specialise_is_judged_on_the_studys_resamples_and_a_census_is_no_verdict():
+    rng = np.random.default_rng(3)
+    spread = rng.choice([2, 3, 4], size=20_000)
+    found = _claim_verdict("heads-specialise", {"layers_with_both_kinds": 3, "n_texts": 40,
+                                                "layers_with_both_kinds_draws": spread})
+    assert found.verdict == "shape transfers" and found.statistic["interval"] == [2.0, 4.0]
+    sometimes = _claim_verdict("heads-specialise", {"layers_with_both_kinds": 1, "n_texts": 40,
+                                                    "layers_with_both_kinds_draws": rng.choice([0, 1, 2], size=20_000)})
+    assert sometimes.verdict == "inconclusive"
+    always = _claim_verdict("heads-specialise", {"layers_with_both_kinds": 2, "n_texts": 40,
+                                                 "layers_with_both_kinds_draws": np.full(20_000, 2)})
+    assert always.verdict == "census" and not always.counted
+
+
+def test_the_ledger_marks_the_papers_findings_as_headlines_and_the_books_checks_as_hypotheses():
+    from embedding_geometry.book import claims
+
+    ledger = {c.id: c for c in claims.load(SLUG).claims}
+    assert {i for i, c in ledger.items() if c.headline} == {
+        "separators-in-final-layers", "separator-segmentation", "heads-specialise", "long-to-short-range",
+        "same-sentence-in-final-layers", "unique-focus-tokens"}
+    assert {i for i, c in ledger.items() if c.kind == "hypothesis"} == {
+        "long-to-short-range-every-threshold", "unique-focus-token-ids"}
+    assert all(c.unit == "texts" for c in ledger.values())
+    nulls = {i: c.null for i, c in ledger.items() if c.null}
+    assert all("metric" not in null and "value" not in null for null in nulls.values())  # distributions or per text
+    assert ledger["unique-focus-tokens"].test == ("above", {"bound": pytest.approx(0.75, abs=0.001)})
 
 
 # --------------------------------------------------------------------------- settings and layering
@@ -480,9 +696,9 @@ def test_same_sentence_and_separator_claims_have_their_nulls():
 def test_settings_copy_the_validated_parameters():
     params = {"q": 0.95, "attention_threshold": 0.2, "sensitivity_thresholds": [0.1, 0.2],
               "common_min_count": 4, "repeat_share_threshold": 0.3, "common_focus_threshold": 0.6,
-              "model": "ignored", "matrix_size": 64}
+              "model": "ignored", "matrix_size": 64, "seed": 3}
     settings = cs.Settings.from_parameters(params)
-    assert settings.sensitivity_thresholds == (0.1, 0.2) and settings.q == 0.95
+    assert settings.sensitivity_thresholds == (0.1, 0.2) and settings.q == 0.95 and settings.seed == 3
     assert settings.to_dict() == {k: params[k] for k in settings.to_dict()}
 
 
