@@ -37,10 +37,8 @@ of the worst threshold made again in each).
 from __future__ import annotations
 
 import time
-import warnings
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -50,27 +48,18 @@ from ..core.errors import ParameterError
 from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
+from .context_batch import TextBatch, batch_statistics
+from .context_heads import (HEAD_CLASSES, both_kinds_draws, class_counts, class_totals, classify, head_stability,
+                            head_table)
 from .context_matrices import attention_received, context_similarity
-from .context_stats import (
-    NULL_DRAWS,
-    TEXT_ROWS,
-    TOKEN_KINDS,
-    ContextStats,
-    Settings,
-    TextBatch,
-    TextRows,
-    batch_statistics,
-)
+from .context_stats import (NULL_DRAWS, RESAMPLES, TEXT_ROWS, TOKEN_KINDS, ContextStats, Settings, TextRows,
+                            text_resamples)
 
-__all__ = ["HEAD_CLASSES", "NULL_DRAWS", "RESAMPLES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example", "Measurement",
-           "Settings", "TextBatch", "TextRows", "at_attention_threshold", "at_quantiles", "batch_statistics",
-           "block_means", "class_counts", "class_totals", "classify", "exercises", "head_stability", "head_table", "head_tables", "last_over_first", "measure",
-           "metrics", "pass_table", "recorded", "run", "summed_blocks"]
+__all__ = ["HEAD_CLASSES", "NULL_DRAWS", "RESAMPLES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example",
+           "Measurement", "Settings", "TextBatch", "TextRows", "batch_statistics", "block_means",
+           "class_counts", "class_totals", "classify", "head_stability", "head_table", "head_tables",
+           "last_over_first", "measure", "metrics", "pass_table", "recorded", "run", "summed_blocks"]
 
-HEAD_CLASSES = ("repetition", "common-token", "other")
-RESAMPLES = 20_000
-"""Resamples of the texts the study draws itself (as many as the claims engine draws: enough for
-the tails of an interval at the multiplicity-adjusted level)."""
 SUMMED_SIDE = 32
 """The summed matrices are recorded as means over square blocks, this many per side (4 tokens
 each at T = 128)."""
@@ -156,13 +145,6 @@ def pass_table(runs: Mapping[str, Measurement]) -> pd.DataFrame:
              "seconds": r.seconds, f"seconds for {PROJECTED_TEXTS:,} texts": r.seconds / r.texts.count * PROJECTED_TEXTS}
             for name, r in runs.items()]
     return pd.DataFrame(rows).set_index("model")
-
-
-def at_quantiles(batches: Sequence[Captured], settings: Settings, qs: Iterable[float]) -> dict[float, dict]:
-    """:func:`metrics` of the same batches with each q of ``qs`` as the high-pair quantile (the
-    sensitivity check at τ only, as it does not depend on q)."""
-    chosen = {q: replace(settings, q=q, sensitivity_thresholds=(settings.attention_threshold,)) for q in qs}
-    return {q: metrics(measure(batches, s).stats, s) for q, s in chosen.items()}
 
 
 # --------------------------------------------------------------------------- metrics
@@ -251,7 +233,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "heads": per_head,
         "head_classes": {c: per_layer[c].tolist() for c in HEAD_CLASSES},
         "layers_with_both_kinds": int(((per_layer["repetition"] > 0) & (per_layer["common-token"] > 0)).sum()),
-        "layers_with_both_kinds_draws": _both_kinds_draws(rows, stats.texts, settings),
+        "layers_with_both_kinds_draws": both_kinds_draws(rows, stats.texts, settings),
         "head_stability": head_stability(stats, settings),
         "sensitivity": sensitivity,
         "per_unit": _per_unit(rows, stats.shape),
@@ -340,16 +322,6 @@ def _sensitivity(stats: ContextStats, settings: Settings) -> dict:
     }
 
 
-def _resamples(n_texts: int, seed: int, resamples: int = RESAMPLES) -> Iterator[np.ndarray]:
-    """Bootstrap weights of the texts, [b, n] per chunk (each row: the counts of n draws with
-    replacement, over n; rows sum to 1), ``resamples`` rows in all, from a generator seeded by
-    (``seed``, n)."""
-    rng = np.random.default_rng([seed, n_texts])
-    chunk = max(1, min(resamples, 2 ** 21 // n_texts))
-    for start in range(0, resamples, chunk):
-        yield rng.multinomial(n_texts, np.full(n_texts, 1.0 / n_texts), size=min(chunk, resamples - start)) / n_texts
-
-
 def _worst_ratio_draws(stats: ContextStats, seed: int) -> np.ndarray:
     """max over thresholds t of x_L / x_1 (x the mean distance of the pairs S_ij ≥ t · max S) on
     resamples of the texts, the worst threshold found again in each; resamples where a ratio is
@@ -358,7 +330,7 @@ def _worst_ratio_draws(stats: ContextStats, seed: int) -> np.ndarray:
     distance, pairs = rows["sensitivity_distance"], rows["sensitivity_pairs"]  # [n, K, L]
     n, shape = len(distance), distance.shape[1:]
     draws = []
-    for w in _resamples(n, seed):
+    for w in text_resamples(n, seed):
         x = (w @ distance.reshape(n, -1)) / (w @ pairs.reshape(n, -1))  # [b, K·L] (0 / 0: nan)
         x = x.reshape(-1, *shape)
         draws.append(np.max(x[..., -1] / x[..., 0], axis=-1))
@@ -387,55 +359,7 @@ def last_over_first(rows: Sequence[Sequence[float | None]]) -> list[float] | Non
     return [float(row[-1] / row[0]) for row in rows]
 
 
-def at_attention_threshold(m: dict, stats: ContextStats, t: float) -> dict:
-    """``m`` with ``separator_attention`` (and its per-text values) at a_j ≥ t instead of τ, from
-    the sensitivity check's counts; its separator_attention is None when t is not one of its
-    thresholds."""
-    thresholds = m["sensitivity"]["thresholds"]
-    if t not in thresholds:
-        return {**m, "separator_attention": None}
-    rows, k = stats.text_rows(), thresholds.index(t)
-    separators, attended = rows["sensitivity_attended_separators"][:, k], rows["sensitivity_attended"][:, k]
-    return {**m, "separator_attention": separators.sum(axis=0) / attended.sum(axis=0),
-            "per_unit": {**m["per_unit"], "separator_attention.separators": separators,
-                         "separator_attention.attended": attended}}
-
-
-# --------------------------------------------------------------------------- head classes
-
-def classify(repeat_share: np.ndarray, common_focus_share: np.ndarray, settings: Settings) -> np.ndarray:
-    """Each head's class index into HEAD_CLASSES by the chapter's rule (:func:`head_table`), for
-    arrays of any shape (a share that is nan — a head with no high pairs — meets no bar)."""
-    with np.errstate(invalid="ignore"):
-        repetition = repeat_share >= settings.repeat_share_threshold
-        common = common_focus_share >= settings.common_focus_threshold
-    return np.where(repetition, 0, np.where(common, 1, 2))
-
-
-def head_table(stats: ContextStats, settings: Settings) -> pd.DataFrame:
-    """One row per head (layer and head numbered from 1) with its shares and its class:
-
-    repetition    repeat_share ≥ repeat_share_threshold: that share of its high pairs join two
-                  occurrences of the same word token;
-    common-token  otherwise, common_focus_share ≥ common_focus_threshold: in that share of the
-                  texts its focus token is a common token (≥ common_min_count occurrences);
-    other         neither.
-    """
-    n_layers, n_heads, _ = stats.shape
-    layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1), indexing="ij")
-    repeat_share, common_share = stats.head_repeats / stats.head_pairs, stats.head_common_focus / stats.texts
-    frame = pd.DataFrame({
-        "layer": layer.ravel(), "head": head.ravel(),
-        "repeat_share": repeat_share.ravel(),
-        "common_focus_share": common_share.ravel(),
-        "mean_pair_distance": (stats.head_distance / stats.head_pairs).ravel(),
-        "same_sentence_fraction": (stats.head_same_sentence / stats.head_pairs).ravel(),
-        "separator_attention": (stats.head_attended_separators / stats.head_attended).ravel(),
-        "top_focus": [_top_focus(c, stats.texts) for row in stats.focus_tokens for c in row],
-    })
-    frame["class"] = np.asarray(HEAD_CLASSES)[classify(repeat_share, common_share, settings).ravel()]
-    return frame
-
+# --------------------------------------------------------------------------- what the chapter shows
 
 def head_tables(runs: Mapping[str, Measurement], settings: Settings) -> pd.DataFrame:
     """:func:`head_table` of every model's pass (id → :class:`Measurement`), with a ``model``
@@ -444,108 +368,9 @@ def head_tables(runs: Mapping[str, Measurement], settings: Settings) -> pd.DataF
                      ignore_index=True)
 
 
-def _top_focus(counts: Counter, n_texts: int, k: int = 3) -> str:
-    return ", ".join(f"{token} {count / n_texts:.0%}" for token, count in counts.most_common(k))
 
-
-def _both_kinds(classes: np.ndarray) -> np.ndarray:
-    """The number of blocks with a repetition-detecting and a common-token head: classes [..., L, H] → [...]."""
-    return np.sum((classes == 0).any(axis=-1) & (classes == 1).any(axis=-1), axis=-1)
-
-
-def _both_kinds_draws(rows: dict[str, np.ndarray], n_texts: int, settings: Settings) -> np.ndarray:
-    """``layers_with_both_kinds`` on resamples of the texts: each head's shares recomputed from
-    the resampled texts' counts, then the rule."""
-    repeats, pairs, common = (rows[name] for name in ("head_repeats", "head_high_pairs", "head_common_focus"))
-    shape, n = repeats.shape[1:], len(repeats)
-    draws = []
-    for w in _resamples(n, settings.seed + 1):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = (w @ repeats.reshape(n, -1)) / (w @ pairs.reshape(n, -1))
-        classes = classify(share, w @ common.reshape(n, -1), settings).reshape(-1, *shape)
-        draws.append(_both_kinds(classes))
-    return np.concatenate(draws)
-
-
-def head_stability(stats: ContextStats, settings: Settings) -> dict | None:
-    """The head rule applied to the first and the second half of the texts (in stream order, so
-    the halves read different stretches of the source): ``texts`` [2], each half's ``classes``
-    [L][H] and ``layers_with_both_kinds`` [2]; ``agreement``, the share of heads whose class is the
-    same in both halves, and Cohen's κ of the two labellings (None when it is undefined: one
-    class throughout); ``rank_correlation``: Spearman's ρ between the halves, over all heads, of
-    each head's repeat share, common-focus share, mean pair distance and separator share. None
-    with fewer than 2 texts."""
-    from scipy.stats import spearmanr
-    from sklearn.metrics import cohen_kappa_score
-
-    rows, n = stats.text_rows(), stats.texts
-    if n < 2:
-        return None
-    halves = [slice(0, n // 2), slice(n // 2, n)]
-    measures = {"repeat_share": ("head_repeats", "head_high_pairs"), "common_focus_share": ("head_common_focus", None),
-                "mean_pair_distance": ("head_pair_distance", "head_high_pairs"),
-                "separator_attention": ("head_attended_separators", "head_attended")}
-    found = []
-    for part in halves:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            shares = {name: rows[a][part].sum(axis=0) / (rows[b][part].sum(axis=0) if b else len(rows[a][part]))
-                      for name, (a, b) in measures.items()}
-        found.append((shares, classify(shares["repeat_share"], shares["common_focus_share"], settings)))
-    (first, a), (second, b) = found
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a constant measure has no ρ: recorded as None below
-        kappa = cohen_kappa_score(a.ravel(), b.ravel()) if len(np.union1d(a, b)) > 1 else None
-        rho = {name: spearmanr(first[name].ravel(), second[name].ravel(), nan_policy="omit").statistic
-               for name in measures}
-    return {"texts": [n // 2, n - n // 2], "classes": [np.asarray(HEAD_CLASSES)[c].tolist() for c in (a, b)],
-            "layers_with_both_kinds": [int(_both_kinds(c)) for c in (a, b)],
-            "agreement": float(np.mean(a == b)),
-            "kappa": None if kappa is None or not np.isfinite(kappa) else float(kappa),
-            "rank_correlation": {name: float(r) if np.isfinite(r) else None for name, r in rho.items()}}
-
-
-def class_counts(stats: ContextStats, settings: Settings) -> dict:
-    """Heads per class over all layers, and the layers with both a repetition-detecting and a
-    common-token head, by the rule of ``settings`` on the totals (as :func:`class_totals` reads
-    them from a metrics dict)."""
-    classes = classify(stats.head_repeats / stats.head_pairs, stats.head_common_focus / stats.texts, settings)
-    return {"heads": {c: int(np.sum(classes == k)) for k, c in enumerate(HEAD_CLASSES)},
-            "layers_with_both_kinds": int(_both_kinds(classes))}
-
-
-def class_totals(m: dict) -> dict:
-    """Heads per class over all layers, and the layers that have both a repetition-detecting
-    and a common-token head, from a metrics dict."""
-    return {"heads": {c: int(sum(m["head_classes"][c])) for c in HEAD_CLASSES},
-            "layers_with_both_kinds": m["layers_with_both_kinds"]}
-
-
-# --------------------------------------------------------------------------- what the chapter shows
-
-def recorded(m: dict) -> dict:
+def recorded(m: Mapping) -> dict:
     """A second model's metrics as the results JSON records them beside the main model's: without
-    the per-text values and the resample draws (its verdicts record their intervals)."""
-    return {key: value for key, value in m.items() if key != "per_unit" and not key.endswith("_draws")}
-
-
-def exercises(loaded: LoadedModel, measured: Measurement, m: dict, params: Mapping) -> dict:
-    """The chapter's exercise answers on the main model (``measured``, and ``m`` its metrics): the
-    last block's separator share at τ = 0.1 (from the sensitivity counts; None unless 0.1 is a
-    sensitivity threshold), the head classes with repeat_share_threshold 0.5 (from the totals),
-    and, on the first min(8, n_texts) texts streamed again, the mean distance (first and last
-    block) and the last block's same-sentence lift at the chapter's q and at 0.95."""
-    settings = Settings.from_parameters(params)
-    low = at_attention_threshold(m, measured.stats, 0.1)["separator_attention"]
-    strict = class_counts(measured.stats, replace(settings, repeat_share_threshold=0.5))
-    few = list(texts_of(loaded, {**params, "n_texts": min(8, params["n_texts"])}))
-    at_q = at_quantiles(list(streaming.stream(loaded, few, params["batch_size"])), settings, (settings.q, 0.95))
-    return {"exercises": {
-        "attention_threshold_0.1": {"separator_attention_last": None if low is None else float(low[-1]),
-                                    "separator_share": m["separator_share"]},
-        "repeat_share_threshold_0.5": strict,
-        "q_first_texts": {"texts": len(few), "q": settings.q, **{name: {
-            "mean_pair_distance_first": float(mq["mean_pair_distance"][0]),
-            "mean_pair_distance_last": float(mq["mean_pair_distance"][-1]),
-            "same_sentence_lift_last": None if mq["same_sentence_lift"] is None else float(mq["same_sentence_lift"][-1])}
-            for name, mq in (("at_q", at_q[settings.q]), ("at_0.95", at_q[0.95]))}},
-        "texts": [w.text for w in few]}}
+    the per-text values and the resample draws, at any depth (its verdicts record their intervals)."""
+    return {key: recorded(value) if isinstance(value, Mapping) else value for key, value in m.items()
+            if key != "per_unit" and not key.endswith("_draws")}

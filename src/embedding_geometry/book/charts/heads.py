@@ -198,9 +198,11 @@ DISTANCE_BINS = (1, 2, 3, 5, 9, 17, 33, 65)
 
 
 def head_distance_frame(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """(panel, head, distance, order, share): for the first, middle and last block of every model,
-    each head's high pairs binned by distance |i − j| (:data:`DISTANCE_BINS`), as the share of
-    that head's high pairs (the paper's Fig. 7, one row per head)."""
+    """(panel, head, distance, order, share, lift): for the first, middle and last block of every
+    model, each head's high pairs binned by distance |i − j| (:data:`DISTANCE_BINS`), as the share
+    of that head's high pairs, and that share over a random pair's, Σ_{d in bin} (T − d) / |P|
+    (the paper's Fig. 7, one row per head; lift 1: as often as chance; None for a head without
+    high pairs)."""
     rows = []
     for model, m in by_model.items():
         counts = np.asarray(m["head_distance_histogram"], dtype=float)  # [L, H, T − 1], d = 1 … T − 1
@@ -210,10 +212,15 @@ def head_distance_frame(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFra
         binned = np.add.reduceat(counts, np.asarray(edges[:-1]) - 1, axis=-1)
         totals = binned.sum(axis=-1, keepdims=True)
         shares = np.divide(binned, totals, out=np.zeros_like(binned), where=totals > 0)
+        pairs_at = n_d + 1 - np.arange(1, n_d + 1)  # T − d pairs at distance d
+        chance = np.add.reduceat(pairs_at, np.asarray(edges[:-1]) - 1) / pairs_at.sum()
         for block in sorted({1, (n_layers + 1) // 2, n_layers}):
             for h in range(n_heads):
+                empty = totals[block - 1, h, 0] == 0
                 rows += [{"panel": f"{_short(model)} · block {block} of {n_layers}", "head": h + 1, "distance": label,
-                          "order": k, "share": float(shares[block - 1, h, k])} for k, label in enumerate(labels)]
+                          "order": k, "share": float(shares[block - 1, h, k]),
+                          "lift": None if empty else float(shares[block - 1, h, k] / chance[k])}
+                         for k, label in enumerate(labels)]
     return pd.DataFrame(rows)
 
 

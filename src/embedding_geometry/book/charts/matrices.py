@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .heads import sensitivity_frame
+from .heads import sensitivity_frame, unique_focus_frame
 from .theme import PUBLISHED_COLOR
 
 
@@ -255,16 +255,20 @@ def summed_matrices(frame: pd.DataFrame, levels: str, title: str = "") -> alt.Fa
 
 
 def head_distance_chart(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
-    """Each head's high pairs by distance bin (``heads.head_distance_frame``): one row per head,
-    one small panel per model and block (three to a row)."""
+    """Each head's high pairs by distance bin (``heads.head_distance_frame``), coloured by their
+    lift over a random pair on a log scale (red: more often than chance, blue: less; the scale
+    clips at 1/16 and 16): one row per head, one small panel per model and block (three to a row)."""
     order = list(dict.fromkeys(frame.sort_values("order")["distance"]))
+    lift = alt.Scale(type="log", scheme="redblue", reverse=True, domain=[1 / 16, 16], domainMid=1, clamp=True)
     return alt.Chart(frame).mark_rect().encode(
         x=alt.X("distance:O", title="distance |i − j|", sort=order, axis=alt.Axis(labelAngle=-60)),
         y=alt.Y("head:O", title="head h"),
-        color=alt.Color("share:Q", title="share of the head's high pairs", scale=alt.Scale(scheme="blues"),
-                        legend=alt.Legend(orient="bottom")),
+        color=alt.condition("isValid(datum.lift) && datum.lift > 0",
+                            alt.Color("lift:Q", title="÷ a random pair's share", scale=lift,
+                                      legend=alt.Legend(orient="bottom")), alt.value("#eeeeee")),
         tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("head:O"), alt.Tooltip("distance:O"),
-                 alt.Tooltip("share:Q", format=".3f")],
+                 alt.Tooltip("share:Q", title="share of the head's high pairs", format=".3f"),
+                 alt.Tooltip("lift:Q", title="÷ a random pair's share", format=".2f")],
     ).properties(width=PANEL, height=alt.Step(10)).facet(
         facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(frame["panel"]))), columns=3).resolve_scale(
         y="independent").properties(title=title)
@@ -309,4 +313,13 @@ def distance_lines_by_model(frame: pd.DataFrame, title: str = "") -> alt.FacetCh
 def sensitivity_by_model(by_model: Mapping[str, Mapping], titles: Mapping[str, str], title: str = "") -> alt.VConcatChart:
     """:func:`sensitivity_chart` of every model (model id → metrics), one row of panels per model."""
     return alt.vconcat(*[sensitivity_chart(sensitivity_frame(m), titles, title=model.rsplit("/", 1)[-1])
+                         for model, m in by_model.items()]).properties(title=title)
+
+
+def unique_focus_heatmaps(by_model: Mapping[str, Mapping], title: str = "") -> alt.VConcatChart:
+    """:func:`layer_heatmap` of the distinct-focus histogram (``heads.unique_focus_frame``) of every
+    model, one panel per model: the share of texts with k distinct focus positions in each block
+    (the paper's Fig. 11)."""
+    return alt.vconcat(*[layer_heatmap(unique_focus_frame(m), "distinct", "share", "distinct focus positions among the heads",
+                                       value_title="texts", title=model.rsplit("/", 1)[-1])
                          for model, m in by_model.items()]).properties(title=title)
