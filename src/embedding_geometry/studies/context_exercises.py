@@ -12,15 +12,15 @@ from ..core import streaming
 from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from .context_heads import class_counts
-from .context_similarity import Measurement, measure, metrics, texts_of
+from .context_similarity import Measurement, measure, pair_metrics, texts_of
 from .context_stats import ContextStats, Settings
 
 
 def at_quantiles(batches: Sequence[Captured], settings: Settings, qs: Iterable[float]) -> dict[float, dict]:
-    """:func:`metrics` of the same batches with each q of ``qs`` as the high-pair quantile (the
-    sensitivity check at τ only, as it does not depend on q)."""
+    """The high pairs' metrics (:func:`~.context_similarity.pair_metrics`) of the same batches with
+    each q of ``qs`` as the high-pair quantile."""
     chosen = {q: replace(settings, q=q, sensitivity_thresholds=(settings.attention_threshold,)) for q in qs}
-    return {q: metrics(measure(batches, s).stats, s) for q, s in chosen.items()}
+    return {q: pair_metrics(measure(batches, s).stats) for q, s in chosen.items()}
 
 
 def at_attention_threshold(m: dict, stats: ContextStats, t: float) -> dict:

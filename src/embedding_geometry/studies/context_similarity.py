@@ -58,7 +58,7 @@ from .context_stats import (NULL_DRAWS, RESAMPLES, TEXT_ROWS, TOKEN_KINDS, Conte
 __all__ = ["HEAD_CLASSES", "NULL_DRAWS", "RESAMPLES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example",
            "Measurement", "Settings", "TextBatch", "TextRows", "batch_statistics", "block_means",
            "class_counts", "class_totals", "classify", "head_stability", "head_table", "head_tables",
-           "last_over_first", "measure", "metrics", "pass_table", "recorded", "run", "summed_blocks"]
+           "last_over_first", "measure", "metrics", "pair_metrics", "pass_table", "recorded", "run", "summed_blocks"]
 
 SUMMED_SIDE = 32
 """The summed matrices are recorded as means over square blocks, this many per side (4 tokens
@@ -192,13 +192,8 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
                                      nulls' separator_share.separators and .tokens, same_sentence_chance.same
                                      and .pairs, segmentation.chance_hits
     """
-    n_layers, n_heads, n_tokens = stats.shape
-    pairs = stats.head_pairs.sum(axis=1)
-    d = np.arange(1, n_tokens)
-    chance_counts = n_tokens - d  # pairs of P at distance d
+    n_layers, n_heads, _ = stats.shape
     unique_mean = stats.unique_focus @ np.arange(n_heads + 1) / stats.texts
-    same = stats.head_same_sentence.sum(axis=1) / pairs
-    same_chance = stats.all_same_sentence / stats.all_pairs
     heads = head_table(stats, settings)
     per_layer = pd.crosstab(heads["layer"], heads["class"]).reindex(columns=HEAD_CLASSES, fill_value=0)
     per_head = {column: heads.pivot(index="layer", columns="head", values=column).to_numpy().tolist()
@@ -210,11 +205,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
     return {
         "layers": list(range(1, n_layers + 1)),
         "n_texts": stats.texts,
-        "mean_pair_distance": stats.head_distance.sum(axis=1) / pairs,
-        "mean_pair_distance_chance": float(d @ chance_counts / chance_counts.sum()),
-        "same_sentence_fraction": same,
-        "same_sentence_chance": same_chance,
-        "same_sentence_lift": same / same_chance if same_chance > 0 else None,
+        **pair_metrics(stats),
         "distance_histogram": stats.distance_counts[:, 1:],
         "head_distance_histogram": stats.head_distance_counts[:, :, 1:],
         "summed_similarity": summed_blocks(stats, SUMMED_SIDE),
@@ -238,6 +229,21 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "sensitivity": sensitivity,
         "per_unit": _per_unit(rows, stats.shape),
     }
+
+
+def pair_metrics(stats: ContextStats) -> dict:
+    """The high pairs' per-block metrics of :func:`metrics`: mean_pair_distance and its chance
+    (T + 1) / 3, same_sentence_fraction, same_sentence_chance and same_sentence_lift."""
+    n_tokens = stats.shape[2]
+    pairs = stats.head_pairs.sum(axis=1)
+    d = np.arange(1, n_tokens)
+    chance_counts = n_tokens - d  # pairs of P at distance d
+    same = stats.head_same_sentence.sum(axis=1) / pairs
+    same_chance = stats.all_same_sentence / stats.all_pairs
+    return {"mean_pair_distance": stats.head_distance.sum(axis=1) / pairs,
+            "mean_pair_distance_chance": float(d @ chance_counts / chance_counts.sum()),
+            "same_sentence_fraction": same, "same_sentence_chance": same_chance,
+            "same_sentence_lift": same / same_chance if same_chance > 0 else None}
 
 
 def _per_unit(rows: dict[str, np.ndarray], shape: tuple[int, int, int]) -> dict[str, np.ndarray]:
