@@ -66,7 +66,8 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # the embedded MiniLM: a second model of other depth
     "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]}},
     "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
-    "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32},
+    "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
+                                        "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth
     "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3},
     "06_search_in_practice": {"n_long_docs": 2, "long_words": 150, "window_words": 64, "stride_words": 32},
     "07_training_objective": {"scratch_seeds": 2, "scratch_steps": 100, "scratch_pairs_per_batch": 16,

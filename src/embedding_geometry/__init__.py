@@ -39,7 +39,10 @@ a study never imports ``book``):
     ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
-    ``context_stats``       chapter 4: per-batch statistics and their running totals
+    ``context_stats``       chapter 4: the running totals, their settings and per-text rows, resamples of texts
+    ``context_batch``       chapter 4: one captured batch reduced to statistics (matrix products)
+    ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
+    ``context_exercises``   chapter 4: the exercises' answers, each for its changed parameter value
     ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
     ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another
     ``pooling``             pooling token states into one vector, length bias and dilution (chapter 5)

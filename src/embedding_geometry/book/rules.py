@@ -69,7 +69,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "k_extremes": p.integer(1), "k_vocab": p.integer(1),
     },
     "04_attention_context_similarity": {
-        **MODEL,
+        **MODEL, "models": p.text_list(0),
         "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
         "text_length": p.integer(4, 8192), "q": unit, "attention_threshold": unit,
         "sensitivity_thresholds": p.number_list(0.0, 1.0), "common_min_count": p.integer(2),
