@@ -64,7 +64,8 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     "00_the_model": {},
     "00b_primer": {"n_texts": 40},
     "01_layer_by_layer": {},  # models keeps its default (the embedded MiniLM): a second model of other depth
-    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]}},
+    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]},
+                                "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
     "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
     "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32},
     "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3},
