@@ -288,7 +288,7 @@ def truncation(queries: Activations, hard: Activations, kept: float = KEPT) -> M
                          f"{p.shape[1]} texts")
     rows = np.arange(q.shape[1])
     scores = np.stack([retrieval.cosine_scores(a, b) for a, b in zip(q, p)])  # [L + 1, Q, 2Q]
-    own, others = scores[:, rows, 2 * rows], scores[:, :, 0::2]
+    own, others = scores[:, rows, 2 * rows], scores[:, :, 0::2].copy()
     others[:, rows, rows] = -np.inf  # a query's own document is not its easy negative
     per_query = {"hard_margin": (own - scores[:, rows, 2 * rows + 1]).T, "easy_margin": (own - others.max(axis=2)).T,
                  "recall": np.stack([retrieval.recall_per_query(s, 2 * rows, 1) for s in scores], axis=1)}
