@@ -36,7 +36,8 @@ def test_pair_similarity_of_mean_pools_and_cls():
 
 
 def test_attractor_peaks_and_the_hard_easy_gap():
-    cosines = {"hard": np.array([0.9, 0.95, 0.8]), "medium": np.array([0.5, 0.7, 0.7]), "easy": np.array([0.1, 0.6, 0.2])}
+    cosines = {"hard": np.array([0.9, 0.95, 0.8]), "medium": np.array([0.5, 0.7, 0.7]),
+               "easy": np.array([0.1, 0.6, 0.2])}
     m = study.attractor(cosines)
     assert m["attractor_peak_depth"] == {"hard": 1, "medium": 1, "easy": 1}  # the first of a tie
     assert m["attractor_peak_relative_depth"] == {"hard": 0.5, "medium": 0.5, "easy": 0.5}
@@ -63,7 +64,8 @@ def test_maxsim_profile_labels_repeats_and_marks_shared_tokens():
     np.testing.assert_allclose(m["maxsim_mean"], [(2 + r) / 3])
     np.testing.assert_allclose(m["maxsim_spread"], [1 - r])
     np.testing.assert_allclose(m["per_unit"]["maxsim_mean"], [[1.0], [r], [1.0]])
-    assert m["maxsim_shared"] == {"first_min": pytest.approx(1.0), "last_min": pytest.approx(1.0), "last_max": pytest.approx(1.0)}
+    assert m["maxsim_shared"] == {"first_min": pytest.approx(1.0), "last_min": pytest.approx(1.0),
+                                  "last_max": pytest.approx(1.0)}
     assert m["maxsim_final_range"] == {"min": pytest.approx(r), "max": pytest.approx(1.0)}
     assert m["maxsim_discriminative"]["bird"] is None
     np.testing.assert_allclose(m["maxsim_discriminative"]["cat"], [r])
@@ -189,7 +191,8 @@ def test_exercises_answers():
     assert ex["paraphrase_above_hard_depths"] == 1
     final = ex["negation_maxsim_final"]  # a → b finds both words; b → a: "not" (−e1) matches e2 best, at 0
     assert (final["a_to_b_mean"], final["a_to_b_min"]) == (pytest.approx(1.0), pytest.approx(1.0))
-    assert final["b_to_a"] == {"up": pytest.approx(1.0), "now": pytest.approx(1.0), "not": pytest.approx(0.0, abs=1e-12)}
+    assert final["b_to_a"] == {"up": pytest.approx(1.0), "now": pytest.approx(1.0),
+                               "not": pytest.approx(0.0, abs=1e-12)}
 
 
 def test_inputs_add_the_readers_pairs_and_a_named_pair_replaces_the_posts():
@@ -238,8 +241,8 @@ def synthetic_passes(seed: int, depths: int = 4, n_pairs: int = 6) -> dict:
         return record(*rng.normal(size=(n, depths, len(tokens[0]), 6)), cls=rng.normal(size=(depths, n, 6)),
                       tokens=tokens * (n // len(tokens)))
 
-    post = {"hard": random(2, [["the", "surged", "cut"], ["the", "plunged", "raised"]]), "medium": random(2, [["a"], ["b"]]),
-            "easy": random(2, [["a"], ["b"]])}
+    post = {"hard": random(2, [["the", "surged", "cut"], ["the", "plunged", "raised"]]),
+            "medium": random(2, [["a"], ["b"]]), "easy": random(2, [["a"], ["b"]])}
     return {"hard": random(2 * n_pairs, [["the", "up"], ["the", "down"]]), "easy": random(2 * n_pairs, [["a"], ["b"]]),
             "queries": random(n_pairs, [["q"]]), "pairs": post}
 
@@ -256,8 +259,9 @@ def test_measure_assembles_every_part_and_by_model_groups_controls_by_their_mode
                 "control", "hard_negative_training", "backbone_attractor"):
         assert key in m, key
     assert m["per_unit"]["control.pair_sets.hard"].shape == (3, 6, 4) and m["control"]["n_seeds"] == 3
-    passes = {"a": synthetic_passes(0), "b": synthetic_passes(1), "a [random-init control, seed 0]": synthetic_passes(2),
-              "b [random-init control, seed 0]": synthetic_passes(3), "b [random-init control, seed 1]": synthetic_passes(4)}
+    names = ["a", "b", "a [random-init control, seed 0]", "b [random-init control, seed 0]",
+             "b [random-init control, seed 1]"]
+    passes = {name: synthetic_passes(i) for i, name in enumerate(names)}
     ran = {name: {"source": "control" if "control" in name else "embedded"} for name in passes}
     found = study.by_model(passes, ran)
     assert list(found) == ["a", "b"]
@@ -310,10 +314,10 @@ def test_the_peak_claims_test_location_in_the_posts_window():
     # the window admits the middle depth of 6 and of 12, and neither neighbour of the middle of 6
     for L, inside, outside in ((6, [3], [2, 4]), (12, [6, 7], [5, 8])):
         window = {**found["hard-pairs-peak"].test[1], "L": L}
-        for l in inside:
-            assert shape_tests.judge("location", window, (l / L - 0.5 / L, l / L + 0.5 / L)) == "holds"
-        for l in outside:
-            assert shape_tests.judge("location", window, (l / L - 0.5 / L, l / L + 0.5 / L)) == "does not hold"
+        for depth in inside:
+            assert shape_tests.judge("location", window, ((depth - 0.5) / L, (depth + 0.5) / L)) == "holds"
+        for depth in outside:
+            assert shape_tests.judge("location", window, ((depth - 0.5) / L, (depth + 0.5) / L)) == "does not hold"
 
 
 def test_control_nulls_are_seed_distributions_compared_pair_by_pair():
@@ -330,8 +334,8 @@ def test_headlines_and_homes_are_fixed_in_the_ledger():
         "negation-twins-peak", "negation-twins-fall", "hard-pairs-peak", "easy-pairs-peak", "easy-pairs-converge",
         "gap-pairs-narrowing", "hard-negatives-necessary", "probing-worse-middle", "final-blocks-hard-negatives",
         "attractor-backbone"}
-    assert {c.id for c in ledger if c.home} == {"negation-start", "negation-peak", "negation-end", "negation-twins-peak",
-                                                "negation-twins-fall"}
+    assert {c.id for c in ledger if c.home} == {"negation-start", "negation-peak", "negation-end",
+                                                "negation-twins-peak", "negation-twins-fall"}
     assert {c.home for c in ledger if c.home} == {"01_layer_by_layer"}
 
 
@@ -476,11 +480,12 @@ def test_exercise_answers_are_computed(results, tiny_bert_dir):
     above = np.asarray(ex["paraphrase_cosine"]) > np.asarray(m["pair_cosine"]["hard"])
     assert ex["paraphrase_above_hard_depths"] == int(above.sum())
     # an independent computation: the role reversal's mean pools at the final depth
-    record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), pairs["reversal"], cache=False, progress=False)
+    tiny = models.load(str(tiny_bert_dir), device="cpu")
+    record = activations.extract(tiny, pairs["reversal"], cache=False, progress=False)
     a, b = (record.token_states(L, i, "all").astype(np.float64).mean(axis=0) for i in (0, 1))
     assert ex["reversal_cosine"][L] == pytest.approx(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), abs=1e-5)
     negation = ex["negation_maxsim_final"]
     assert negation["a_to_b_min"] <= negation["a_to_b_mean"] <= 1 + 1e-6
-    record = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), pairs["negation"], cache=False, progress=False)
+    record = activations.extract(tiny, pairs["negation"], cache=False, progress=False)
     words_b = [t for t, w in zip(record.tokens[record.rows(1)], record.word_mask[record.rows(1)]) if w]
     assert list(negation["b_to_a"]) == activations.unique_labels(words_b)

@@ -249,9 +249,11 @@ def pair_sets(hard: Activations, easy: Activations) -> Metrics:
     if len(h["cosine"]) != len(e["cosine"]):
         raise ValueError(f"the hard and easy sets need as many pairs; got {len(h['cosine'])} and {len(e['cosine'])}")
     gap, mid = h["cosine"] - e["cosine"], middle_index(hard.n_layers)
-    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
+    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap,
+             "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
              "maxsim_shared": h["shared"], "maxsim_discriminative": h["discriminative"],
-             "maxsim_gap": h["shared"] - h["discriminative"], "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
+             "maxsim_gap": h["shared"] - h["discriminative"],
+             "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
              "maxsim_minus_mean_pool": h["maxsim"][:, -1] - h["cosine"][:, -1],
              "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0]}
     means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}

@@ -79,7 +79,8 @@ def model_lines(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None 
         strokeDash=dash, opacity=alt.Opacity("opacity:Q", legend=None, scale=None), detail="model:N", tooltip=tooltip)
     if published is None or published.empty:
         return ours.properties(title=title)
-    labelled = published.assign(label=published["series"] + " — published (" + published["model"].map(short_model) + ")")
+    label = published["series"] + " — published (" + published["model"].map(short_model) + ")"
+    labelled = published.assign(label=label)
     theirs = alt.Chart(labelled).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
         x=x, y="value:Q", detail="label:N", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")])
     return alt.layer(theirs, ours).properties(title=title)
@@ -92,8 +93,8 @@ def relative_gap(figure: Mapping[str, Any], minuend: str = "hard", subtrahend: s
     return {**figure, "series": {name: list(gap / gap[0])}}
 
 
-def _depth(l: int, L: int) -> str:
-    return f"{l} of {L} ({l / L:.2f})"
+def _depth(depth: int, L: int) -> str:
+    return f"{depth} of {L} ({depth / L:.2f})"
 
 
 def peak_table(by_model: Mapping[str, Mapping[str, Any]], published: Mapping[str, Any]) -> pd.DataFrame:
