@@ -20,7 +20,7 @@ from ..claims.words import number
 from .frames import per_layer_frame
 from .theme import PUBLISHED_COLOR
 
-__all__ = ["final_scores_frame", "model_lines", "models_frame", "pair_sets_frame", "peak_table", "relative_gap",
+__all__ = ["final_scores_frame", "model_lines", "series_by_model", "pair_sets_frame", "peak_table", "relative_gap",
            "short_model", "truncation_table"]
 
 DASHES = [[1, 0], [6, 3], [2, 2], [10, 3, 2, 3]]
@@ -32,7 +32,7 @@ def short_model(model: str) -> str:
     return model.rsplit("/", 1)[-1]
 
 
-def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, names: Sequence[str] | None = None,
+def series_by_model(by_model: Mapping[str, Mapping[str, Any]], key: str, names: Sequence[str] | None = None,
                  rename: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model) of the metric at key path ``key``
     on every model: a per-depth list (one series named by the key's last part) or a mapping of
@@ -48,7 +48,7 @@ def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, names: Seq
 
 
 def pair_sets_frame(by_model: Mapping[str, Mapping[str, Any]], sets: Sequence[str] = ("hard", "easy")) -> pd.DataFrame:
-    """:func:`models_frame` of the sets' mean cosine (``pair_sets.<set>``, series "<set> pairs"),
+    """:func:`series_by_model` of the sets' mean cosine (``pair_sets.<set>``, series "<set> pairs"),
     with each model's random-init controls (their mean over seeds and pairs) as the model
     "<model> · control"."""
     frames = []
