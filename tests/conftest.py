@@ -63,8 +63,9 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
     "00_the_model": {},
     "00b_primer": {"n_texts": 40},
-    "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # the embedded MiniLM: a second model of other depth
-    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]}},
+    "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
+    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]},
+                                "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
     "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
     "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
                                         "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth

@@ -75,9 +75,9 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``layers`` (chapter 1), ``heads`` (chapter 4), ``practice`` (chapters 5 and 6),
-                        ``objectives`` (chapter 7),
-                        ``across`` (chapter 8), ``primer``
+                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``heads`` (chapter 4),
+                        ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7), ``across`` (chapter 8),
+                        ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``kernels``         chapter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -61,7 +61,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **CONTROLS},
+    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
