@@ -53,9 +53,8 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **CONTROLS},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
-        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(2)),
-        "token_set": p.one_of("word", "all"), "token_sample": p.integer(2),
-        "k_extremes": p.integer(1), "k_vocab": p.integer(1),
+        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(4)),
+        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
     },
     "04_attention_context_similarity": {
         **MODEL,

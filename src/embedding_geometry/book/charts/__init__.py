@@ -12,13 +12,15 @@
   [CLS] by position, compounds, long texts, hybrid retrieval);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth);
-- ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids.
+- ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
+- ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
 """
 
 from .across import *  # noqa: F401,F403
+from .cone import *  # noqa: F401,F403
 from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .heads import *  # noqa: F401,F403
