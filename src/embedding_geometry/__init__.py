@@ -55,7 +55,8 @@ a study never imports ``book``):
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
                         data), ``reduce`` (a metric to the number a claim is about), ``samples`` (the
                         statistic on weighted per-unit values), ``resample`` (bootstrap resamples and
-                        intervals), ``shape_tests`` (model-agnostic tests, margins), ``judge``
+                        intervals), ``shape_tests`` (model-agnostic tests, margins), ``nulls`` (a null
+                        as a distribution), ``judge``
                         (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
