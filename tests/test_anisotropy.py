@@ -12,6 +12,8 @@ from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.book.claims import samples
 from embedding_geometry.core import geometry
 from embedding_geometry.studies import anisotropy as an
+from embedding_geometry.studies import cone
+from embedding_geometry.studies import cone_axis as ax
 from embedding_geometry.studies import centering
 from embedding_geometry.studies import cone_exercises as ex
 
@@ -73,7 +75,7 @@ def test_nearest_depth_maps_relative_depth():
 def test_the_cone_axis_is_pc1_of_centred_vectors_with_sklearn_sign():
     x = np.array([[0.0, 0.0], [2.0, 1.0], [4.0, 2.0]]) + [7.0, -3.0]
     np.testing.assert_allclose(geometry.principal_axis(x), np.array([2.0, 1.0]) / np.sqrt(5))
-    assert an.explained_variance_ratio(x, geometry.principal_axis(x)) == pytest.approx(1.0)
+    assert ax.explained_variance_ratio(x, geometry.principal_axis(x)) == pytest.approx(1.0)
 
 
 def test_cone_axis_and_mean_direction_can_be_orthogonal():
@@ -81,10 +83,10 @@ def test_cone_axis_and_mean_direction_can_be_orthogonal():
     x = np.array([[10.0, -1.0], [10.0, 1.0], [10.0, -2.0], [10.0, 2.0]])
     axis = geometry.principal_axis(x)
     np.testing.assert_allclose(np.abs(axis), [0.0, 1.0], atol=1e-12)
-    np.testing.assert_allclose(an.mean_direction(x), [1.0, 0.0])
-    assert geometry.cosine(axis, an.mean_direction(x)) == pytest.approx(0.0, abs=1e-12)
-    np.testing.assert_allclose(np.abs(an.axis_scores(x, axis)), [1.0, 1.0, 2.0, 2.0], atol=1e-12)
-    assert an.explained_variance_ratio(x, [1.0, 0.0]) == pytest.approx(0.0)
+    np.testing.assert_allclose(ax.mean_direction(x), [1.0, 0.0])
+    assert geometry.cosine(axis, ax.mean_direction(x)) == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(np.abs(ax.axis_scores(x, axis)), [1.0, 1.0, 2.0, 2.0], atol=1e-12)
+    assert ax.explained_variance_ratio(x, [1.0, 0.0]) == pytest.approx(0.0)
 
 
 def test_cone_axis_of_identical_or_single_vectors_is_an_error():
@@ -93,32 +95,32 @@ def test_cone_axis_of_identical_or_single_vectors_is_an_error():
     with pytest.raises(ValueError, match="n ≥ 2"):
         geometry.principal_axis(np.ones((1, 3)))
     with pytest.raises(ValueError, match="zero vector"):
-        an.mean_direction(np.array([[1.0, 1.0], [-1.0, -1.0]]))
+        ax.mean_direction(np.array([[1.0, 1.0], [-1.0, -1.0]]))
     with pytest.raises(ValueError, match="identical"):
-        an.explained_variance_ratio(np.ones((3, 2)), [1.0, 0.0])
+        ax.explained_variance_ratio(np.ones((3, 2)), [1.0, 0.0])
 
 
 def test_extremes_highest_first_lowest_first_ties_in_order():
-    top, bottom = an.extremes(np.array([3.0, 1.0, 2.0, 5.0, 4.0]), k=2)
+    top, bottom = ax.extremes(np.array([3.0, 1.0, 2.0, 5.0, 4.0]), k=2)
     np.testing.assert_array_equal(top, [3, 4])
     np.testing.assert_array_equal(bottom, [1, 2])
-    top, bottom = an.extremes(np.array([1.0, 1.0, 0.0]), k=1)
+    top, bottom = ax.extremes(np.array([1.0, 1.0, 0.0]), k=1)
     assert top.tolist() == [0] and bottom.tolist() == [2]
     with pytest.raises(ValueError, match="k must be"):
-        an.extremes(np.array([1.0, 2.0]), k=3)
+        ax.extremes(np.array([1.0, 2.0]), k=3)
 
 
 def test_vocabulary_projection_on_a_hand_matrix():
     embeddings = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]])
-    projections, top, bottom = an.vocabulary_projection(embeddings, np.array([0.0, 0.0, 2.0]), k=2)
+    projections, top, bottom = ax.vocabulary_projection(embeddings, np.array([0.0, 0.0, 2.0]), k=2)
     np.testing.assert_allclose(projections, [0.0, 0.0, 3.0, -1.0])
     assert top.tolist() == [2, 0] and bottom.tolist() == [3, 0]
-    assert an.vocabulary_ranks(projections, [2, 3, 0]) == [1, 4, 2]
+    assert ax.vocabulary_ranks(projections, [2, 3, 0]) == [1, 4, 2]
 
 
 def test_axis_cosines_are_absolute_and_width_mismatch_is_not_comparable():
     axes = {"a": np.array([1.0, 0.0]), "b": np.array([-1.0, 1.0]), "c": np.array([1.0, 0.0, 0.0])}
-    matrix = an.axis_cosines(axes)
+    matrix = ax.axis_cosines(axes)
     assert matrix["a"]["a"] == pytest.approx(1.0)
     assert matrix["a"]["b"] == pytest.approx(1 / SQRT2) and matrix["b"]["a"] == pytest.approx(1 / SQRT2)
     assert matrix["a"]["c"] is None and matrix["c"]["b"] is None
@@ -130,18 +132,18 @@ def test_family_pairs_pick_the_extreme_pairs_and_need_every_model():
               "b": {"a": 0.9, "b": 1.0, "c": 0.95, "o": 0.2},
               "c": {"a": 0.8, "b": 0.95, "c": 1.0, "o": 0.05},
               "o": {"a": 0.1, "b": 0.2, "c": 0.05, "o": 1.0}}
-    assert an.family_pairs(matrix, ["a", "b", "c"], "o") == {"within_min": ("a", "c"), "to_outsider_max": ("b", "o")}
-    assert an.family_pairs(matrix, ["a", "b", "x"], "o") == {"within_min": None, "to_outsider_max": None}
+    assert ax.family_pairs(matrix, ["a", "b", "c"], "o") == {"within_min": ("a", "c"), "to_outsider_max": ("b", "o")}
+    assert ax.family_pairs(matrix, ["a", "b", "x"], "o") == {"within_min": None, "to_outsider_max": None}
     matrix["a"]["o"] = None  # widths differ: not comparable
-    assert an.family_pairs(matrix, ["a", "b"], "o")["to_outsider_max"] is None
+    assert ax.family_pairs(matrix, ["a", "b"], "o")["to_outsider_max"] is None
 
 
 def test_axis_products_average_to_the_absolute_cosine():
     u, v = np.array([1.0, 2.0, 2.0]), np.array([-2.0, 0.0, -1.0])  # cos = −4 / (3 √5)
-    terms = an.axis_products(u, v)
+    terms = ax.axis_products(u, v)
     np.testing.assert_allclose(terms, 3 * np.array([2.0, 0.0, 2.0]) / (3 * np.sqrt(5)))  # sign flipped
     assert terms.mean() == pytest.approx(4 / (3 * np.sqrt(5)))
-    np.testing.assert_allclose(an.axis_products(u, u), 3 * u ** 2 / 9)
+    np.testing.assert_allclose(ax.axis_products(u, u), 3 * u ** 2 / 9)
 
 
 # --------------------------------------------------------------------------- topics (studies.centering)
@@ -300,14 +302,14 @@ def test_per_sentence_anisotropy_differs_between_sentences_but_averages_to_the_m
 
 def test_word_counts_per_text():
     acts = SimpleNamespace(word_mask=np.array([0, 1, 1, 0, 0, 1, 0], bool), offsets=np.array([0, 4, 7]))
-    assert an.word_counts(acts).tolist() == [2, 1]
+    assert ax.word_counts(acts).tolist() == [2, 1]
 
 
 def test_end_topics_counts_the_most_frequent_topic_at_each_end():
     scores, topics = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.0]), ["a", "a", "b", "b", "c", "c"]
-    assert an.end_topics(scores, topics, 3) == {"high": {"topic": "a", "sentences": 2, "of": 3},
+    assert ax.end_topics(scores, topics, 3) == {"high": {"topic": "a", "sentences": 2, "of": 3},
                                                 "low": {"topic": "c", "sentences": 2, "of": 3}}
-    everything = an.end_topics(scores, topics, 20)  # k is clipped to the number of sentences
+    everything = ax.end_topics(scores, topics, 20)  # k is clipped to the number of sentences
     assert everything["high"]["of"] == 6 and everything["high"]["sentences"] == 2
 
 
@@ -317,7 +319,7 @@ CONE = np.array([[10.0, -2.0], [10.0, -1.0], [10.0, 1.0], [10.0, 2.0]])
 
 def test_cone_axis_reading_on_a_cone_whose_spread_is_orthogonal_to_its_direction():
     sentences = ["s0", "s1", "s2", "s3"]
-    result = an.cone_axis_reading(CONE, ["a", "a", "b", "b"], [1, 2, 3, 4], sentences, k=1)
+    result = ax.cone_axis_reading(CONE, ["a", "a", "b", "b"], [1, 2, 3, 4], sentences, k=1)
     np.testing.assert_allclose(result["cone_axis"], [0.0, 1.0], atol=1e-12)
     np.testing.assert_allclose(result["mean_direction"], [1.0, 0.0])
     np.testing.assert_allclose(result["cone_axis_scores"], [-2.0, -1.0, 1.0, 2.0], atol=1e-12)
@@ -346,7 +348,7 @@ def test_cone_axis_reading_on_a_cone_whose_spread_is_orthogonal_to_its_direction
 
 
 def test_cone_axis_reading_with_one_topic_has_no_eta2():
-    result = an.cone_axis_reading(CONE, ["t"] * 4, [4, 3, 2, 1], ["s0", "s1", "s2", "s3"], k=2)
+    result = ax.cone_axis_reading(CONE, ["t"] * 4, [4, 3, 2, 1], ["s0", "s1", "s2", "s3"], k=2)
     assert result["cone_axis_topic_eta2"] is None and result["cone_axis_topic_eta2_permutations"] is None
     assert set(result["per_unit"]) == {f"cone_axis_length.{name}" for name in ("x", "y", "xx", "yy", "xy")}
     assert result["cone_axis_length_spearman"] == pytest.approx(-1.0)
@@ -355,14 +357,14 @@ def test_cone_axis_reading_with_one_topic_has_no_eta2():
 def test_vocabulary_reading_ranks_common_words():
     embeddings = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]])
     names = lambda ids: [f"t{i}" for i in ids]
-    result = an.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3, "a": 2}, names)
+    result = ax.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3, "a": 2}, names)
     assert result["top"] == [{"token": "t2", "id": 2, "projection": 3.0}, {"token": "t0", "id": 0, "projection": 0.0}]
     assert [row["id"] for row in result["bottom"]] == [3, 0]
     assert result["common_word_ranks"] == {"the": 4, "a": 1}
     assert result["common_in_top"] == 1 and result["n_tokens"] == 4
     assert result["common_in_top_each"] == [0, 1] and result["common_share_in_top"] == pytest.approx(0.5)
     assert result["post_tokens"] == []
-    listed = an.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3}, names, {"t1": 1, "zz": None})
+    listed = ax.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3}, names, {"t1": 1, "zz": None})
     assert listed["post_tokens"] == [{"token": "t1", "in_vocabulary": True, "rank": 2, "projection": 0.0},
                                      {"token": "zz", "in_vocabulary": False, "rank": None, "projection": None}]
 
@@ -376,7 +378,7 @@ def test_vocabulary_on_axis_reads_the_input_embeddings_and_the_tokenizer():
                                 convert_ids_to_tokens=lambda ids: [vocab[i] for i in ids],
                                 get_vocab=lambda: {w: i for i, w in enumerate(vocab)})
     loaded = SimpleNamespace(model=SimpleNamespace(get_input_embeddings=lambda: table), tokenizer=tokenizer)
-    result = an.vocabulary_on_axis(loaded, np.array([0.0, 1.0]), 1, ["the", "a"], ["cat", "##ffs"])
+    result = ax.vocabulary_on_axis(loaded, np.array([0.0, 1.0]), 1, ["the", "a"], ["cat", "##ffs"])
     assert result["top"][0]["token"] == "cat" and result["bottom"][0]["token"] == "a"
     assert result["common_word_ranks"] == {"the": 2, "a": 4}
     assert [(t["token"], t["rank"]) for t in result["post_tokens"]] == [("cat", 1), ("##ffs", None)]
@@ -386,7 +388,7 @@ def test_chance_axis_cosine_matches_random_directions():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(2, 4000, 384))
     observed = np.abs(geometry.pair_cosine(a, b)).mean()
-    assert observed == pytest.approx(an.chance_axis_cosine(384), rel=0.03)
+    assert observed == pytest.approx(ax.chance_axis_cosine(384), rel=0.03)
 
 
 # --------------------------------------------------------------------------- the exercises' answers
@@ -425,18 +427,18 @@ def test_listed_in_top_counts_the_post_tokens_in_the_vocabulary():
 # --------------------------------------------------------------------------- the chapter's sentences
 
 def test_chapter_corpus_takes_the_same_number_from_every_topic_and_nests():
-    whole = an.chapter_corpus("project")
+    whole = cone.chapter_corpus("project")
     assert len(whole) == len(whole.drop_duplicates()) and whole["topic"].nunique() == 16
-    small, large = an.chapter_corpus("project", 32, seed=3), an.chapter_corpus("project", 64, seed=3)
+    small, large = cone.chapter_corpus("project", 32, seed=3), cone.chapter_corpus("project", 64, seed=3)
     assert set(small["topic"].value_counts()) == {2} and set(large["topic"].value_counts()) == {4}
     assert set(small["sentence"]) < set(large["sentence"])  # the same shuffles, taken further
     order = {s: i for i, s in enumerate(whole["sentence"])}
     assert list(small["sentence"]) == sorted(small["sentence"], key=order.get)  # corpus order
-    assert small.equals(an.chapter_corpus("project", 32, seed=3))
-    assert not small.equals(an.chapter_corpus("project", 32, seed=4))
-    odd = an.chapter_corpus("project", 18, seed=0)
+    assert small.equals(cone.chapter_corpus("project", 32, seed=3))
+    assert not small.equals(cone.chapter_corpus("project", 32, seed=4))
+    odd = cone.chapter_corpus("project", 18, seed=0)
     assert len(odd) == 18 and sorted(odd["topic"].value_counts()) == [1] * 14 + [2] * 2
-    assert an.chapter_corpus("project", 10_000).equals(whole)
+    assert cone.chapter_corpus("project", 10_000).equals(whole)
 
 
 # --------------------------------------------------------------------------- pairwise kernels
@@ -561,12 +563,12 @@ def test_run_models_gives_each_trained_model_its_controls():
 
     models = [encoder("m"), encoder("n"), encoder("m [random-init control, seed 0]", "control"),
               encoder("m [random-init control, seed 1]", "control"), encoder("n [random-init control, seed 0]", "control")]
-    runs = an.run_models(models, extract, ["a", "b"])
+    runs = cone.run_models(models, extract, ["a", "b"])
     assert list(runs) == ["m", "n"] and all(source == "corpus" for _, source in calls)
     assert list(runs["m"].controls) == ["m [random-init control, seed 0]", "m [random-init control, seed 1]"]
     assert runs["m"].controls["m [random-init control, seed 1]"][0, 0, 0] == 4.0
     with pytest.raises(ValueError, match="not the control"):
-        an.control_of(SimpleNamespace(id="x [random-init control, seed 0]"), ["m"])
+        cone.control_of(SimpleNamespace(id="x [random-init control, seed 0]"), ["m"])
 
 
 CONTROL_CONE = np.array([[-2.0, 10.0], [-1.0, 10.0], [1.0, 10.0], [2.0, 10.0]])  # axis along x
@@ -574,34 +576,34 @@ POST = {"models": {"m": "trained", "n": "other", "base": "base"}, "fine_tuned": 
 
 
 def test_axis_comparison_of_every_model_and_the_post_family():
-    result = an.axis_comparison({"trained": CONE, "trained [control]": CONTROL_CONE}, POST)
+    result = ax.axis_comparison({"trained": CONE, "trained [control]": CONTROL_CONE}, POST)
     assert result["cone_axis_cosine"]["trained"]["trained [control]"] == pytest.approx(0.0, abs=1e-12)
     assert result["models_final_anisotropy"]["trained"] == pytest.approx(an.anisotropy(CONE))
     assert result["cone_axis_family"] == {"within_min": None, "to_outsider_max": None} and result["per_unit"] == {}
     assert result["chance_axis_cosine"] == pytest.approx(np.sqrt(1 / np.pi))
-    family = an.axis_comparison({"trained": CONE, "other": CONE * [1.0, 2.0], "base": CONTROL_CONE}, POST)
+    family = ax.axis_comparison({"trained": CONE, "other": CONE * [1.0, 2.0], "base": CONTROL_CONE}, POST)
     assert family["cone_axis_family"] == {"within_min": pytest.approx(1.0), "to_outsider_max": pytest.approx(0.0, abs=1e-12)}
     for key, value in family["cone_axis_family"].items():  # per dimension, averaging to the |cos|
         assert family["per_unit"][f"cone_axis_family.{key}"].mean() == pytest.approx(value, abs=1e-12)
 
 
 def test_rotation_compares_the_axes_with_each_control_and_tries_their_centering_vectors():
-    result = an.rotation(CONE, [CONTROL_CONE, CONE * [1.0, 3.0]])
+    result = ax.rotation(CONE, [CONTROL_CONE, CONE * [1.0, 3.0]])
     np.testing.assert_allclose(result["axis_cos"], [0.0, 1.0], atol=1e-12)
-    np.testing.assert_allclose(result["axis_cos_over_q99"], result["axis_cos"] / an.chance_axis_quantile(2))
+    np.testing.assert_allclose(result["axis_cos_over_q99"], result["axis_cos"] / ax.chance_axis_quantile(2))
     assert result["axis_cos_over_q99_mean"] == pytest.approx(np.mean(result["axis_cos_over_q99"]))
     assert result["controls_axis_cos"] == [pytest.approx(0.0, abs=1e-12)]
     shares = result["centering"]
     assert shares["model_by_control"][1] == pytest.approx(centering.removal_share(CONE, (CONE * [1.0, 3.0]).mean(0)))
     assert shares["control_by_model"][0] == pytest.approx(centering.removal_share(CONTROL_CONE, CONE.mean(0)))
-    assert an.rotation(CONE, []) == dict.fromkeys(an.ROTATION_KEYS)
+    assert ax.rotation(CONE, []) == dict.fromkeys(ax.ROTATION_KEYS)
 
 
 def test_chance_axis_quantile_matches_random_directions():
     rng = np.random.default_rng(2)
     a, b = rng.normal(size=(2, 20000, 64))
     observed = np.quantile(np.abs(geometry.pair_cosine(a, b)), 0.99)
-    assert an.chance_axis_quantile(64) == pytest.approx(observed, rel=0.05)
+    assert ax.chance_axis_quantile(64) == pytest.approx(observed, rel=0.05)
 
 
 def test_permuted_eta2_draws_are_seeded_and_centre_on_their_expectation():
@@ -609,7 +611,8 @@ def test_permuted_eta2_draws_are_seeded_and_centre_on_their_expectation():
     values, labels = rng.normal(size=30), np.repeat(["a", "b", "c"], [8, 10, 12])
     draws = an.permuted_eta2_draws(values, labels, 2000, seed=5)
     np.testing.assert_array_equal(draws, an.permuted_eta2_draws(values, labels, 2000, seed=5))
-    assert draws.mean() == pytest.approx(2 / 29, rel=0.08)  # (K − 1) / (N − 1)
+    assert draws.mean() == pytest.approx(an.permuted_eta2(labels), rel=0.08)
+    assert an.permuted_eta2(labels) == pytest.approx(2 / 29)  # (K − 1) / (N − 1)
 
 
 def test_rank_moments_rebuild_spearman_with_ties():
@@ -640,12 +643,12 @@ def test_measure_all_gives_every_model_every_ledger_metric(tiny_bert):
     from embedding_geometry.book import claims
     from embedding_geometry.core import activations, corpora, models
 
-    frame = an.chapter_corpus("project", 32, seed=0)
+    frame = cone.chapter_corpus("project", 32, seed=0)
     texts, topics = frame["sentence"].tolist(), frame["topic"].tolist()
     encoders = [tiny_bert, models.random_control(tiny_bert, 1), models.random_control(tiny_bert, 2)]
-    runs = an.run_models(encoders, lambda t, m, source: activations.extract(m, t, cache=False, progress=False), texts)
+    runs = cone.run_models(encoders, lambda t, m, source: activations.extract(m, t, cache=False, progress=False), texts)
     params = {"token_set": "word", "k_extremes": 3, "k_vocab": 4, "seed": 0}
-    found = an.measure_all(runs, topics, texts, params, corpora.published("03_inside_the_cone"))
+    found = cone.measure_all(runs, topics, texts, params, corpora.published("03_inside_the_cone"))
     metrics = found[tiny_bert.info.id]
     assert len(metrics["controls"]["anisotropy"]) == 2 and len(metrics["rotation"]["axis_cos"]) == 2
     assert set(metrics["cone_axis_cosine"]) == {e.info.id for e in encoders}

@@ -76,12 +76,12 @@ def test_second_rise_reducer_is_the_series_statistic():
 
 def test_results_record_a_large_per_unit_array_by_its_shape(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBEDDING_GEOMETRY_RESULTS", str(tmp_path))
-    big, small = np.zeros((60, 60, 30)), np.arange(4.0)
+    big, small = np.zeros((30, 30, 30)), np.arange(4.0)
     metrics = {"x": 1.0, "per_unit": {"big": big, "small": small}}
     compact = results.compact_units(metrics)
-    assert compact["per_unit"]["big"]["shape"] == [60, 60, 30] and "not recorded" in compact["per_unit"]["big"]["values"]
+    assert compact["per_unit"]["big"]["shape"] == [30, 30, 30] and "not recorded" in compact["per_unit"]["big"]["values"]
     assert compact["per_unit"]["small"] is small and metrics["per_unit"]["big"] is big  # the input is not changed
     assert results.compact_units({"x": 1.0}) == {"x": 1.0}
     path = results.write_results("c", model={}, params={}, inputs={}, metrics=metrics, claims=[], device="cpu", started=0.0)
     written = json.loads(path.read_text())["metrics"]["per_unit"]
-    assert written["small"] == [0.0, 1.0, 2.0, 3.0] and written["big"]["shape"] == [60, 60, 30]
+    assert written["small"] == [0.0, 1.0, 2.0, 3.0] and written["big"]["shape"] == [30, 30, 30]

@@ -17,7 +17,7 @@ from conftest import TINY_CHAPTER_PARAMS
 from embedding_geometry.book import claims, results
 from embedding_geometry.book.claims import words
 from embedding_geometry.core import activations, geometry
-from embedding_geometry.studies import anisotropy, cone_exercises
+from embedding_geometry.studies import anisotropy, cone, cone_exercises
 
 pytestmark = pytest.mark.slow
 SLUG = "03_inside_the_cone"
@@ -62,7 +62,7 @@ def test_per_depth_series_have_one_entry_per_depth_on_both_models(document):
 
 def test_inputs_are_the_balanced_sample_and_every_model_is_recorded(document):
     inputs, n = document["inputs"], TINY_CHAPTER_PARAMS[SLUG]["n_texts"]
-    sample = anisotropy.chapter_corpus("project", n, seed=0)
+    sample = cone.chapter_corpus("project", n, seed=0)
     assert inputs["sentences"] == sample["sentence"].tolist() and inputs["topics"] == sample["topic"].tolist()
     ids = [m["id"] for m in document["models"]]
     controls = [i for i in ids if "random-init control" in i]
@@ -132,7 +132,7 @@ def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
     exercises = metrics["exercises"]
     assert set(exercises) == {"n_texts_64", "k_extremes_20", "k_vocab_100"}
     sample = inputs["exercise_sample"]
-    assert sample == anisotropy.chapter_corpus("project", cone_exercises.N_TEXTS, seed=0)["sentence"].tolist()
+    assert sample == cone.chapter_corpus("project", cone_exercises.N_TEXTS, seed=0)["sentence"].tolist()
     assert set(sample) <= set(inputs["sentences"])  # a subset: no forward pass of its own
     record = activations.extract(tiny_bert, sample, batch_size=8, cache=False, progress=False)
     answer = exercises["n_texts_64"]

@@ -33,7 +33,7 @@ def environment(device: str, started: float) -> dict[str, Any]:
     }
 
 
-PER_UNIT_INLINE = 100_000
+PER_UNIT_INLINE = 20_000
 """The most values a per-unit array keeps in the results JSON. A larger one — a pairwise kernel
 [n, n, …], or one kernel per control seed — is recorded by its shape only: written out it would
 make the JSON tens of megabytes, and the chapter rebuilds it from its cached forward passes."""

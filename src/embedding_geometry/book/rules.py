@@ -20,7 +20,7 @@ from typing import Any
 
 from . import parameters as p
 from ..core import corpora, windows
-from ..studies.anisotropy import chapter_corpus
+from ..studies.cone import chapter_corpus
 
 MODEL = {
     "model": p.text,

@@ -1,12 +1,12 @@
 """The answers of chapter 3's exercises, each computed for its changed parameter value, reusing the
-chapter's activations wherever it can (the measurements are ``studies.anisotropy``'s).
+chapter's activations wherever it can (the measurements are ``studies.anisotropy``'s and ``studies.cone_axis``'s).
 
 The keys join the chapter's ``metrics["exercises"]``:
 
     n_texts_64: sample_size_check(pools, full)          Exercise 1 (n_texts 64), the main model
       {sample_anisotropy [L + 1], sample {n, peak, peak_depth, final, max_difference}}
     Exercise 2 (token_set all) reads ``token_set_effect`` of Experiment 2 (studies.anisotropy)
-    k_extremes_20: {model: anisotropy.end_topics at 20}   Exercise 3 (k_extremes 20)
+    k_extremes_20: {model: cone_axis.end_topics at 20}   Exercise 3 (k_extremes 20)
     k_vocab_100: {model: listed_in_top(vocab, 100)}       Exercise 4 (k_vocab 100)
       {k, in_top (how many of the post's L0 tokens rank in the top k), of (how many are in the
        vocabulary), best_rank}
@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .anisotropy import anisotropy_per_depth, end_topics
+from .anisotropy import anisotropy_per_depth
+from .cone_axis import end_topics
 
 
 def sample_pools(sample: Sequence[str], sentences: Sequence[str], pools: np.ndarray,
@@ -43,7 +44,7 @@ def sample_size_check(pools: np.ndarray, full: np.ndarray) -> dict:
 
 def listed_in_top(vocab: Mapping, k: int) -> dict:
     """Exercise 4: how many of the post's L0 tokens (``vocab["post_tokens"]``, from
-    ``anisotropy.vocabulary_on_axis``) rank among the top ``k`` of the vocabulary on the cone axis,
+    ``cone_axis.vocabulary_on_axis``) rank among the top ``k`` of the vocabulary on the cone axis,
     of those in the vocabulary, and the best rank of any."""
     ranks = [t["rank"] for t in vocab["post_tokens"] if t["in_vocabulary"]]
     return {"k": k, "in_top": sum(r <= k for r in ranks), "of": len(ranks), "best_rank": min(ranks) if ranks else None}
