@@ -66,7 +66,8 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
     "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]},
                                 "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
-    "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
+    # the embedded MiniLM as the second trained model (MPNet, the default, would be slow); 5 sentences a topic
+    "03_inside_the_cone": {"n_texts": 80, "models": ["sentence-transformers/all-MiniLM-L6-v2"]},
     "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
                                         "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth
     "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3},

@@ -34,7 +34,9 @@ a study never imports ``book``):
     ``sublayers``           chapter 1: a block split at its attention sublayer, and words by class (the dip)
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
     ``retrieval``           ranking a candidate pool by similarity, and recall@k
-    ``anisotropy``          chapter 3: anisotropy and the cone, how much a set of vectors shares one direction
+    ``anisotropy``          chapter 3: anisotropy, how much a set of vectors shares one direction, as pairs
+    ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
+    ``cone``                chapter 3's run: its sentences, every model's pass, every measurement per model
     ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
     ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
@@ -75,9 +77,9 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``heads`` (chapter 4),
-                        ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7), ``across`` (chapter 8),
-                        ``primer``
+                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
+                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
+                        ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``kernels``         chapter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -20,6 +20,7 @@ from typing import Any
 
 from . import parameters as p
 from ..core import corpora, windows
+from ..studies.cone import chapter_corpus
 
 MODEL = {
     "model": p.text,
@@ -65,8 +66,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
-        "token_set": p.one_of("word", "all"), "token_sample": p.integer(2),
-        "k_extremes": p.integer(1), "k_vocab": p.integer(1),
+        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
     },
     "04_attention_context_similarity": {
         **MODEL, "models": p.text_list(0),
@@ -173,7 +173,7 @@ def _extremes_within_corpus(values):
 @p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
         "with length needs lengths that vary)", model=True)
 def _lengths_vary(values, view):
-    sample = corpora.load_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
+    sample = chapter_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
     counts = view.word_counts(sample)
     if len(set(counts)) > 1:
         return None

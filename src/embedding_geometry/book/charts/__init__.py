@@ -15,7 +15,8 @@
 - ``layers``: chapter 1's charts, one measurement of every model run side by side on relative
   depth (series by colour, models by dash) over the published curves;
 - ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
-- ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables.
+- ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
+- ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
@@ -23,6 +24,7 @@ the x-axis as relative depth r = l / L whenever a published curve is overlaid.
 
 from .across import *  # noqa: F401,F403
 from .attractor import *  # noqa: F401,F403
+from .cone import *  # noqa: F401,F403
 from .depth import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .heads import *  # noqa: F401,F403

@@ -81,9 +81,8 @@ def _paired(claim: Claim, metrics, record, resamples: int, rng, m: int, reducer)
     if drawn.method is None:
         record["note"] = f"only {drawn.n_units} units: too few for the difference's interval"
         return record
-    if other.n_seeds:  # each seed alone, on every unit: a statistic per seed (a mean, a ratio, a U-statistic)
-        units = np.full((other.n_seeds, other.n_units), 1.0 / other.n_units)
-        seeds = reduce(other.values(units, np.eye(other.n_seeds)))
+    if other.n_seeds:
+        seeds = reduce(other.per_seed())
         spread = float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0
         record.update(seed_values=[float(x) for x in seeds], effect_size=drawn.point / spread if spread > 0 else None)
     return _difference(record, drawn.point, drawn.draws, m, drawn)
