@@ -1,8 +1,10 @@
 # Two commands do everything on a fresh machine:
-#   make book   set up .venv, run every chapter notebook (papermill), build the site (_build/html)
-#   make test   set up .venv, run the whole test suite
-#   make bench  performance figures (build/bench.json), then `make book` shows them
-#   make pdf    the built book as one PDF (_build/pdf/book.pdf), every chart a picture
+#   make book       set up .venv, run every chapter notebook (papermill), build the site (_build/html)
+#   make test       set up .venv, run the whole test suite (what CI runs)
+# While working on the book:
+#   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
+#   make bench      performance figures (build/bench.json), then `make book` shows them
+#   make pdf        the built book as one PDF (_build/pdf/book.pdf), every chart a picture
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -10,13 +12,16 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test bench pdf setup strip clean serve
+.PHONY: book test test-fast bench tolerances pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml
@@ -31,6 +36,14 @@ bench: $(STAMP)
 pdf: book
 	.ci/debian-packages chromium chromium-driver poppler-utils
 	$(PY) -m embedding_geometry pdf
+
+# The reproducibility contract's tolerances (not part of `make test`): the book built on its own
+# float path and on four perturbed ones (one thread, oneDNN off, unfused attention, batch size 7),
+# compared family by family; writes src/embedding_geometry/data/float_paths.json. About five cold
+# builds. TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
+TOLERANCE_ARGS ?=
+tolerances: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/float_paths.py $(TOLERANCE_ARGS)
 
 setup: $(STAMP)
 

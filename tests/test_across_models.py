@@ -11,6 +11,7 @@ from conftest import copy_book, run_build, tiny_profile
 from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained
 
 from embedding_geometry.book import charts, claims
+from embedding_geometry.book.claims import judge, words
 from embedding_geometry.book import model_verdicts as mv
 from embedding_geometry.core import activations
 from embedding_geometry.studies import across_models as across
@@ -25,17 +26,19 @@ ROSTER = mv.roster(SimpleNamespace(id=name, source=source, layers=layers, sha256
                                                 (CB, "control", 12)))
 
 
-def verdict(value: str, claim: str = "c", null: str | None = None, interval=(0.1, 0.2)) -> dict:
-    """A synthetic claim record with its verdict, interval and (optionally) a null of ``null`` kind."""
+OUTCOMES = {"shape transfers": "holds", "does not transfer": "does not hold", "inconclusive": "inconclusive"}
+
+
+def verdict(word: str, claim: str = "c", difference=None, interval=(0.1, 0.2)) -> dict:
+    """A synthetic claim record: its verdict word, the adjusted interval of its statistic and, for a
+    trained model judged against its controls, the adjusted interval of trained − control."""
+    null = None if difference is None else {"kind": "control", "label": "random-init control", "value": 0.0,
+                                            "difference_value": sum(difference) / 2,
+                                            "adjusted_difference": list(difference), "effect_size": 3.0}
     return {"id": claim, "statement": f"claim {claim}", "shape": {"test": "above", "statement": f"shape of {claim}"},
-            "verdict": value, "interval": list(interval), "statistic": None,
-            "null": {"kind": null, "label": null, "value": 0.0} if null else None}
-
-
-def row(a, b, ca=None, cb=None, null=None) -> dict:
-    found = {A: verdict(a, null=null), B: verdict(b, null=null)}
-    found.update({m: verdict(v) for m, v in ((CA, ca), (CB, cb)) if v is not None})
-    return found
+            "verdict": word, "outcome": OUTCOMES.get(word), "kind": "published",
+            "statistic": {"name": "value", "value": sum(interval) / 2, "interval": list(interval),
+                          "adjusted": list(interval)}, "null": null}
 
 
 # --------------------------------------------------------------------------- the roster and the readings
@@ -47,49 +50,45 @@ def test_roster_names_each_controls_trained_model_and_depth():
                           "label": "model-b · random-init control"}
 
 
-@pytest.mark.parametrize("verdicts, null, reading", [
-    (("holds", "holds", "does not hold", "does not hold"), None, "training"),
-    (("holds", "holds", "holds", "inconclusive"), "control", "training"),  # each cleared its own control
-    (("holds", "holds", "holds", "holds"), None, "architecture"),
-    (("holds", "does not hold", "holds", "does not hold"), None, "architecture"),  # each control agrees
-    (("holds", "holds", "holds", "does not hold"), None, "trained"),
-    (("holds", "does not hold", "holds", "holds"), None, "model"),
-    (("does not hold", "does not hold", "holds", "holds"), None, "none"),
-    (("holds", "inconclusive", "holds", "holds"), None, "undecided"),
-    (("holds (no interval)", "holds", "does not hold", "does not hold (no interval)"), None, "training"),
-])
-def test_each_reading_follows_its_rule(verdicts, null, reading):
-    kind, sentence = mv.reading(row(*verdicts, null=null), ROSTER)
-    assert kind == reading and sentence.startswith(mv.READINGS[reading][0])
+def test_training_when_every_trained_model_clears_its_controls_seeds():
+    found = {A: verdict("shape transfers", difference=(0.1, 0.3)), B: verdict("shape transfers", difference=(0.05, 0.2)),
+             CA: verdict("shape transfers"), CB: verdict("shape transfers")}
+    kind, sentence = mv.reading(found, ROSTER)
+    assert kind == "training" and "model-a (6 blocks): Δ 0.2 [0.1, 0.3], 3 seed SDs" in sentence
 
 
-def test_a_null_not_measured_is_no_control_to_clear():
-    found = row("holds", "holds", "holds", "inconclusive", null="control")
-    found[A]["null"]["value"] = None
-    assert mv.reading(found, ROSTER)[0] == "trained"
+def test_architecture_when_every_control_shows_the_shape_and_training_adds_nothing_clear():
+    found = {A: verdict("shape transfers", difference=(-0.1, 0.3)), B: verdict("shape transfers", difference=(0.05, 0.2)),
+             CA: verdict("shape transfers"), CB: verdict("shape transfers")}
+    assert mv.reading(found, ROSTER)[0] == "architecture"
 
 
-def test_the_readings_name_the_models_and_what_decided():
-    assert "it holds on model-a (6 blocks) and not on model-b (12 blocks)" in mv.reading(
-        row("holds", "does not hold", "holds", "holds"), ROSTER)[1]
-    assert mv.reading(row("inconclusive", "holds", "holds", "holds"), ROSTER)[1] == \
-        "undecided: inconclusive on model-a (6 blocks)"
-    assert "no controls were run" in mv.reading(row("holds", "holds"), ROSTER)[1]
+def test_model_when_the_trained_models_intervals_exclude_each_other():
+    found = {A: verdict("shape transfers", interval=(0.5, 0.6)), B: verdict("does not transfer", interval=(0.0, 0.1)),
+             CA: verdict("does not transfer"), CB: verdict("inconclusive")}
+    kind, sentence = mv.reading(found, ROSTER)
+    assert kind == "model" and "model-a (6 blocks) value [0.5, 0.6]" in sentence
 
 
-def test_one_trained_model_without_controls_is_never_read_as_training_architecture_or_model():
-    for values in (("holds",), ("does not hold",)):
-        kind, _ = mv.reading({A: verdict(values[0])}, ROSTER)
-        assert kind in ("trained", "none")
+def test_undecided_otherwise_and_says_why():
+    found = {A: verdict("inconclusive", interval=(0.1, 0.3)), B: verdict("shape transfers", interval=(0.2, 0.4))}
+    kind, sentence = mv.reading(found, ROSTER)
+    assert kind == "undecided" and "controls: none run" in sentence and "no control" in sentence
+
+
+def test_a_difference_in_the_wrong_direction_is_not_training():
+    below = {**verdict("shape transfers", difference=(-0.3, -0.1)), "shape": {"test": "below", "statement": "x"}}
+    assert mv.beyond_control(below) and not mv.beyond_control(verdict("shape transfers", difference=(-0.3, -0.1)))
 
 
 # --------------------------------------------------------------------------- the table
 
 SYNTHETIC = {
-    A: [verdict("holds", "x", interval=(0.25, 0.5)), verdict("does not hold", "y")],
-    B: [verdict("holds", "x"), verdict("holds", "y")],
-    CA: [verdict("does not hold", "x"), verdict("holds", "y")],
-    CB: [verdict("does not hold", "x"), verdict("holds", "y")],
+    A: [verdict("shape transfers", "x", difference=(0.1, 0.2), interval=(0.25, 0.5)),
+        verdict("does not transfer", "y", interval=(0.0, 0.05))],
+    B: [verdict("shape transfers", "x", difference=(0.1, 0.2)), verdict("shape transfers", "y", interval=(0.3, 0.4))],
+    CA: [verdict("does not transfer", "x"), verdict("shape transfers", "y")],
+    CB: [verdict("does not transfer", "x"), verdict("does not transfer", "y")],
 }
 
 
@@ -99,20 +98,11 @@ def test_table_has_one_row_per_claim_trained_columns_first_and_the_reading():
     assert list(frame.columns) == ["claim", "model-a (6 blocks)", "model-b (12 blocks)", "model-a · random-init control",
                                    "model-b · random-init control", "reading"]
     assert list(frame["claim"]) == ["shape of x", "shape of y"] and table.row_ids == ["across-x", "across-y"]
-    assert frame.loc[0, "model-a (6 blocks)"] == "holds\n[0.25, 0.5]"
+    assert frame.loc[0, "model-a (6 blocks)"] == "shape transfers\n[0.25, 0.5]"
     assert list(frame["reading"]) == ["follows training", "depends on the model"]
     html = table._repr_html_()
-    assert html.count("<tr id=") == 2 and 'data-verdict="holds">holds\n[0.25, 0.5]' in html
-    assert 'data-verdict="does not hold">does not hold' in html
+    assert 'data-verdict="shape transfers">shape transfers\n[0.25, 0.5]' in html
     assert '<td data-label="reading">follows training' in html  # a reading is not a verdict
-
-
-def test_a_series_test_cell_shows_the_statistic_it_was_judged_on():
-    record = {**verdict("holds"), "statistic": {"name": "peak margin", "value": 0.1, "interval": [0.01, 0.03]}}
-    assert mv.cell(record) == "holds (peak margin [0.01, 0.03])"
-    assert mv.table_cell({**record, "statistic": {**record["statistic"], "interval": [0.012345, 0.03]}}) == \
-        "holds\n[0.0123, 0.03]"
-    assert mv.cell({**verdict("not measured"), "interval": None}) == "not measured"
 
 
 def test_counts_summary_and_sentences_are_written_from_the_readings():
@@ -120,11 +110,9 @@ def test_counts_summary_and_sentences_are_written_from_the_readings():
     assert mv.counts(rows) == {**dict.fromkeys(mv.READINGS, 0), "training": 1, "model": 1}
     assert mv.claims_read(rows, "model") == ["y"]
     assert mv.count_sentence(rows) == "Of 2 claims, 1 follows training, 1 depends on the model."
-    box = mv.summary(rows)
-    assert box.startswith(":::{admonition} Across the models") and "(`x`)" in box and "(`y`)" in box
     values = mv.markdown_values(SYNTHETIC, ROSTER)
     assert set(values) == {"across_x", "across_y", "across_findings", "across_counts"}
-    assert "model-a (6 blocks): holds ([0.25, 0.5])" in values["across_x"].data
+    assert "model-a (6 blocks): shape transfers (value [0.25, 0.5])" in values["across_x"].data
 
 
 # --------------------------------------------------------------------------- the ledger, per model
@@ -133,21 +121,6 @@ def series_units(start: float, end: float, n: int = 8, depths: int = 4, noise: f
     """n per-unit curves from start to end over ``depths`` depths, with seeded noise."""
     rng = np.random.default_rng(0)
     return np.linspace(start, end, depths)[None] + noise * rng.standard_normal((n, depths))
-
-
-def test_each_model_is_judged_with_its_own_control_as_the_null():
-    """A trained model whose gap rises more than its control's holds; its control, judged on the
-    bound alone, holds for a smaller rise; a model that rises less than its control does not."""
-    def metrics(rise: float, control: float | None = None) -> dict:
-        units = series_units(0.0, rise)
-        found = {"collapse_gap": units.mean(axis=0), "per_unit": {"collapse_gap": units}}
-        if control is not None:
-            found["control"] = {"collapse_gap": np.linspace(0.0, control, 4)}
-        return found
-    ledger = claims.Ledger(SLUG, [c for c in claims.load(SLUG).claims if c.id == "gap-rises"])
-    found = mv.evaluate(ledger, {A: metrics(0.5, control=0.1), CA: metrics(0.1), B: metrics(0.05, control=0.3)})
-    assert [found[m][0]["verdict"] for m in (A, CA, B)] == ["holds", "holds", "does not hold"]
-    assert found[A][0]["null"]["value"] == pytest.approx(0.1) and found[CA][0]["null"]["value"] is None
 
 
 def synthetic_metrics() -> dict:
@@ -202,7 +175,7 @@ def test_a_model_without_the_head_pass_gets_not_measured_with_its_reason():
     metrics = {**synthetic_metrics(), **across.no_head_pass("no heads here")}
     found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), metrics, "m", resamples=200))}
     for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
-        assert found[claim]["verdict"] == claims.NOT_MEASURED and found[claim]["reason"] == "no heads here"
+        assert found[claim]["verdict"] == judge.NOT_MEASURED and found[claim]["reason"] == "no heads here"
 
 
 # --------------------------------------------------------------------------- the study's glue
@@ -315,15 +288,15 @@ def test_trained_models_clear_their_own_control_and_controls_have_no_head_pass(b
                 m["by_model"][control]["collapse_gap"])[[-1, 0]]))
             assert np.shape(m["by_model"][model]["head_grid"]["separator_attention"]) == (role["layers"], 4)
         else:
-            assert records["separators-in-final-layers"]["verdict"] == claims.NOT_MEASURED
+            assert records["separators-in-final-layers"]["verdict"] == judge.NOT_MEASURED
 
 
 @slow
 def test_the_page_glues_the_table_the_readings_and_the_exercise_answers(built):
     root, results = built
     notebook = root / "book" / "chapters" / f"{SLUG}.ipynb"
-    box = claims.glued_text(notebook, "across_findings")
+    box = words.glued_text(notebook, "across_findings")
     assert box and box.startswith(":::{admonition} Across the models")
-    assert claims.glued_text(notebook, "across_counts").startswith(f"Of {len(results['claims'])} claims")
+    assert words.glued_text(notebook, "across_counts").startswith(f"Of {len(results['claims'])} claims")
     for name in ("model_table", "ex1_moved", "ex2_model", "ex3_peaks"):
-        assert claims.glued_text(notebook, name) is not None, name
+        assert words.glued_text(notebook, name) is not None, name

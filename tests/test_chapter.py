@@ -11,8 +11,8 @@ from embedding_geometry.core.errors import ParameterError
 
 
 def cone_parameters(model: str, **overrides) -> dict:
-    values = dict(model=model, models=[], random_control=True, device="cpu", batch_size=4, seed=0,
-                  trust_remote_code=False, corpus="project", n_texts=None, token_set="word", token_sample=10,
+    values = dict(model=model, models=[], random_control=True, control_seeds=1, device="cpu", batch_size=4, seed=0,
+                  trust_remote_code=False, corpus="project", n_texts=None, token_set="word",
                   k_extremes=1, k_vocab=1)
     return {**values, **overrides}
 
@@ -33,7 +33,8 @@ def test_results_record_every_model_the_run_used(tiny_bert_dir, tmp_path, monkey
     compared = list(ch.compared())
     for model in compared:
         ch.extract(["a cat sat on the mat", "the dog ran"], model=model)
-    document = json.loads(ch.finish(verdicts=False).read_text())
+    ch.finish(verdicts=False)
+    document = json.loads((tmp_path / "03_inside_the_cone.json").read_text())
     ran = {m["id"]: m["sha256"] for m in document["models"]}
     assert list(ran) == [m.info.id for m in compared] and len(ran) == 2
     assert ran[compared[0].info.id] == document["model"]["sha256"]

@@ -10,7 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry.book import claims, intervals
+from embedding_geometry.book import claims
+from embedding_geometry.book.claims import samples
 from embedding_geometry.book.chapter import metric_values
 from embedding_geometry.core import corpora
 from test_layer_by_layer import assert_verdicts_explained
@@ -44,9 +45,9 @@ def assert_per_unit_values_give_the_metrics(slug: str, document: dict) -> None:
         value = claims.lookup(document["metrics"], claim.metric)
         if claim.unit is None or value is None:
             continue
-        samples = intervals.find_samples(document["metrics"], claim.samples if claim.samples is not None else claim.metric)
-        assert not isinstance(samples, str), f"{claim.id}: {samples}"
-        assert float(samples.full()) == pytest.approx(float(value), rel=1e-6, abs=1e-9), claim.id
+        found = samples.find(document["metrics"], claim.samples if claim.samples is not None else claim.metric)
+        assert not isinstance(found, samples.Missing), f"{claim.id}: {found}"
+        assert float(found.point()) == pytest.approx(float(value), rel=1e-6, abs=1e-9), claim.id
 
 
 def test_the_ledger_declares_units_nulls_and_reasons():

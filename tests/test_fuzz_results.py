@@ -3,7 +3,7 @@ cache, the build's state files.
 
 A results file that is truncated, empty, not UTF-8, of the wrong schema or from an older
 version must be refused in one line naming the file and, for a chapter's file, the exact
-command that rebuilds it (``pages.load_results``, ``pages.claims_dashboard``). A damaged cache
+command that rebuilds it (``pages.load_results``, ``dashboard.claims_frame``). A damaged cache
 entry is recomputed with one warning line; a damaged state file makes its chapter run again.
 In every case, no file other than the damaged one changes.
 """
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from embedding_geometry.book import build, pages, performance, readback
+from embedding_geometry.book import build, dashboard, pages, performance, readback
 from embedding_geometry.core import activations
 from fuzz_values import FUZZ, one_line, snapshot
 
@@ -31,7 +31,8 @@ SLUG = "02_similarity_attractor"
 REBUILD = f"rebuild it: .venv/bin/python -m embedding_geometry build --only {SLUG} --force"
 CLAIM = {"id": "hard-start", "statement": "The hard pair starts at cosine 0.899.", "metric": "pair_cosine.hard",
          "published": {"value": 0.899, "model": "big/model"}, "measured": 0.93, "model": "m",
-         "numeric_verdict": None, "shape": None, "shape_verdict": None}
+         "numeric_verdict": None, "shape": None, "kind": "published", "status": "descriptive",
+         "verdict": "descriptive", "counted": False}
 DOCUMENT = {"chapter": SLUG, "model": {"id": "m", "sha256": "ab", "layers": 3, "hidden": 40},
             "params": {"seed": 0}, "inputs": {"pairs": {"hard": ["a", "b"]}}, "metrics": {"pair_cosine": {"hard": [0.9]}},
             "claims": [CLAIM, {**CLAIM, "id": "gap", "published": None, "measured": None}],
@@ -89,7 +90,7 @@ def results(tmp_path, monkeypatch):
 def read_all(folder):
     """What the pages do: provenance of the chapter's file, then the dashboard over the folder."""
     pages.provenance(pages.load_results(SLUG))
-    return pages.claims_dashboard(folder)
+    return dashboard.claims_frame(folder)
 
 
 @settings(parent=FUZZ, max_examples=250)
@@ -115,7 +116,7 @@ def test_a_damaged_results_file_names_itself_and_its_rebuild_command(results, co
 def test_the_truncated_results_of_issue_20(results):
     (results / f"{SLUG}.json").write_bytes(GOOD[:300])
     with pytest.raises(readback.DamagedResultsError) as error:
-        pages.claims_dashboard(results)
+        dashboard.claims_frame(results)
     message = str(error.value)
     assert message.startswith(f"results file {results / SLUG}.json is damaged: not complete JSON (Expecting ")
     assert message.endswith(f"); {REBUILD}") and one_line(message)
@@ -124,10 +125,10 @@ def test_the_truncated_results_of_issue_20(results):
 
 def test_stray_and_unfinished_files(results):
     (results / f".{SLUG}-x1y2.json").write_bytes(GOOD[:10])  # an unfinished write: not read
-    assert len(pages.claims_dashboard(results)) == 2
+    assert len(dashboard.claims_frame(results)) == 2
     (results / "notes.json").write_bytes(b"[]")
     with pytest.raises(readback.DamagedResultsError, match=r"notes\.json is not usable: .*: remove it$"):
-        pages.claims_dashboard(results)
+        dashboard.claims_frame(results)
 
 
 @settings(parent=FUZZ, max_examples=50)

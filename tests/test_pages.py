@@ -10,6 +10,7 @@ import papermill
 import pytest
 
 from embedding_geometry.book import claims, pages, performance, readback, rules, tables
+from embedding_geometry.book.claims import words
 from embedding_geometry.book import parameters as p
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
@@ -59,68 +60,6 @@ def result(chapter, claims):
             "environment": {"python": "3.11", "torch": "2", "transformers": "5", "device": "cpu", "seconds": 1.5}}
 
 
-def claim(id, verdict, measured=0.5, published=None, **fields):
-    """A claim record as a results JSON stores it (claims.Verdict.record), with the given verdict."""
-    return {"id": id, "statement": f"claim {id}", "source": "seed 001", "published": published,
-            "measured": measured, "model": "org/run-model", "numeric_verdict": None, "verdict": verdict,
-            "reason": None, "depth": None, "interval": None, "interval_note": None, "null": None, "shape": None,
-            "test": None, "unit": None, "n_units": None, **fields}
-
-
-MXBAI = {"value": 0.9, "model": "org/mxbai"}
-CLAIMS = {  # one claim of each verdict, across two chapters
-    "01_a": [claim("peak", "holds", published=MXBAI, interval=[0.4, 0.6], n_units=24, unit="sentences",
-                   depth="depth 3 of 6 (l/L = 0.50)"),
-             claim("gap", "does not hold", published=MXBAI, interval=[-0.1, 0.0], n_units=12, unit="pairs"),
-             claim("rise", "inconclusive", published={"value": 3.66, "model": "org/other"}),
-             claim("start", "by construction", reason="the same token at the same position")],
-    "02_b": [claim("late", "holds (no interval)", published=MXBAI, interval_note="no sampling unit declared"),
-             claim("end", "does not hold (no interval)", published=MXBAI),
-             claim("heads", "not measured", measured=None, reason="no attention on this model"),
-             claim("size", "description", published={"value": 1.0, "model": "org/run-model"},
-                   numeric_verdict="not reproduced", reason="about the published model's own numbers")],
-}
-
-
-@pytest.fixture
-def results(tmp_path):
-    for chapter, found in CLAIMS.items():
-        (tmp_path / f"{chapter}.json").write_text(json.dumps(result(chapter, found)))
-    (tmp_path / ".03_c-unfinished.json").write_text("{")  # a write in progress is not read
-    return tmp_path
-
-
-def test_dashboard_has_one_row_per_claim_and_counts_that_add_up(results):
-    board = pages.claims_dashboard(results)
-    assert board["chapter"].tolist() == ["01_a"] * 4 + ["02_b"] * 4
-    assert board.loc[0, ["published", "published model", "this run", "depth"]].tolist() == \
-        ["0.9", "org/mxbai", "0.5", "depth 3 of 6 (l/L = 0.50)"]
-    assert board.loc[0, "95% interval"] == "[0.4, 0.6] over 24 sentences"
-    assert board.loc[6, "this run"] == "not measured" and board.loc[6, "reason"] == "no attention on this model"
-    counts = pages.verdict_counts(board)
-    assert counts["verdict"].tolist() == list(claims.VERDICTS)  # every verdict once, in the ledger's order
-    assert counts["claims"].tolist() == [1] * 8 and counts["claims"].sum() == len(board)
-    assert counts["meaning"].tolist() == [claims.VERDICT_MEANINGS[v] for v in claims.VERDICTS]
-    assert "<tfoot><tr><td>all claims</td><td>8</td>" in pages.counts_table(counts)._repr_html_()
-    assert pages.numeric_sentence(board).startswith("1 of 8 claims have a numeric verdict: 0 reproduced, 1 not reproduced.")
-    assert pages.claims_dashboard(results, chapters=["02_b"])["id"].tolist() == ["late", "end", "heads", "size"]
-
-
-def test_dashboard_links_each_claim_to_its_row_and_filters_by_chapter_and_verdict(results):
-    html = pages.ClaimsDashboard(pages.claims_dashboard(results))._repr_html_()
-    for chapter, found in CLAIMS.items():
-        for c in found:
-            assert f'<a href="{chapter}.html#claim-{c["id"]}">claim {c["id"]}</a>' in html
-    headers = re.findall(r"<th [^>]*>(.*?)</th>", html)
-    assert headers == ["chapter", "claim", "published <small>(mxbai)</small>", "this run <small>(run-model)</small>",
-                       "verdict"]  # each model named once, in its header
-    assert html.count("(mxbai)") == 1 and "(other)" in html  # a cell names its model only where it differs
-    assert '<select data-filter="chapter">' in html and '<select data-filter="verdict">' in html
-    assert '<option value="02_b">2 · b (4)</option>' in html and '<option value="inconclusive">inconclusive (1)</option>' in html
-    assert '<tr data-chapter="01_a" data-verdict="by construction">' in html
-    assert "[0.4, 0.6] over 24 sentences" in html and "numeric: not reproduced" in html
-
-
 def test_chapter_claims_table_rows_carry_their_anchor():
     ledger = claims.Ledger(chapter="01_a", claims=[claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap"),
                                                    claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
@@ -130,7 +69,7 @@ def test_chapter_claims_table_rows_carry_their_anchor():
     assert '<table class="eg-table eg-cards">' in html  # one card per claim (_static/book.css)
     assert html.count("<tr id=") == 2 and '<tr id="claim-gap-end">' in html and '<tr id="claim-peak">' in html
     assert '<td data-label="null" class="eg-empty">—</td>' in html  # a card leaves out what holds nothing
-    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == claims.table(found).columns.tolist()
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == list(words.row(found[0].record()))
 
 
 def test_provenance_and_html_tables(tmp_path):

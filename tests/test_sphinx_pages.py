@@ -14,7 +14,7 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
 from conftest import ROOT
-from embedding_geometry.book import pages, sphinx_pages
+from embedding_geometry.book import dashboard, pages, sphinx_pages
 
 
 def doctree(title: str) -> nodes.document:
@@ -96,17 +96,17 @@ def test_the_theme_keeps_only_the_icon_rules_its_subset_fonts_draw(tmp_path):
 
 
 def test_the_site_carries_each_chapters_results_and_every_claim_as_csv(tmp_path):
-    from test_pages import claim, result
+    from test_dashboard import claim, result
 
     results = tmp_path / "book" / "build" / "results"
     results.mkdir(parents=True)
-    (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "holds")])))
+    (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "shape transfers")])))
     app = SimpleNamespace(srcdir=str(tmp_path / "book"), outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"))
     sphinx_pages.copy_downloads(app, None)
     downloads = tmp_path / "html" / pages.DOWNLOADS
     assert json.loads((downloads / "results" / "01_a.json").read_text())["chapter"] == "01_a"
     header, row = (downloads / "claims.csv").read_text().splitlines()[:2]
-    assert header.split(",") == pages.DASHBOARD_COLUMNS and row.startswith("01_a,c,claim c,")
+    assert header.split(",") == dashboard.COLUMNS and row.startswith("01_a,c,published,,True,")
 
 
 def test_the_citation_file_and_the_cite_page_name_the_same_book():

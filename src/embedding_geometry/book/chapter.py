@@ -3,15 +3,21 @@
 A chapter notebook opens its run with one call and closes it with one call::
 
     ch = Chapter.open("01_layer_by_layer", globals())   # validate, seed, theme, start the clock
-    acts = ch.extract(sentences)                           # forward passes of ch.model, cached
-    ch.metrics.update(layer_by_layer.collapse(acts))       # a study module computes the numbers
+    acts = ch.extract(ch.params["sentences"])              # forward passes of ch.model, cached
+    ch.add_metrics(layer_by_layer.collapse(acts))          # a study module computes the numbers
+    ch.report("within-end", "gap-end")                     # the claims they decide, in words
     ...
-    ch.finish()                                            # verdicts, glued prose, results JSON
+    ch.finish()                                            # every verdict, the results JSON
 
-Between the two, ``ch.metrics`` collects the chapter's metrics dict (its schema is documented
-in the study module that computes it), ``ch.inputs`` every text the chapter used, and
-``ch.glue`` the values the prose quotes. :meth:`Chapter.compared` is the one loop over the main
-model, the comparison models of the ``models`` parameter and the random-init controls.
+Between the two, ``ch.params`` holds the validated parameters (the one way a chapter reads
+them), ``ch.add_metrics`` collects the chapter's metrics dict (the one way it records them; its
+schema is documented in the study module that computes it), ``ch.inputs`` every text the
+chapter used. Every number the page states is the output of the cell that computes it: a
+claim's verdict in words (:meth:`Chapter.report`), a labelled table, or a chart — so the
+notebook reads the same in plain Jupyter as in the built book. :meth:`Chapter.compared` is the
+one loop over the main model, the comparison models of the ``models`` parameter and their
+random-init controls (``control_seeds`` of each); :meth:`Chapter.judge_model` adds another
+model's metrics, judged with the same ledger.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, pages, parameters, rules
+from . import charts, claims, pages, parameters, results, rules
+from .claims import words
 from ..core import activations, models
 
 
@@ -38,22 +45,27 @@ class Chapter:
     inputs: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     ran: dict[str, dict[str, Any]] = field(default_factory=dict)  # every model run: id → ModelInfo dict
+    other_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # model id → its metrics, judged too
+    _verdicts: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (claim, model) → Verdict
 
     @classmethod
     def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
-        """Validate the parameters the chapter's rule table names (read from ``namespace``,
-        normally the notebook's ``globals()``), seed every generator with ``seed``, set the
-        chart theme, and start the clock. A bad value raises one-line
-        :class:`~embedding_geometry.core.errors.ParameterError`."""
+        """Check the parameters the chapter's rule table names (read from ``namespace``, normally
+        the notebook's ``globals()``) against their rules and the chapter's needs — those that
+        read the model's tokenizer or sizes load the model, and run nothing through it —, seed
+        every generator with ``seed``, set the chart theme, and start the clock. A bad value
+        raises one-line :class:`~embedding_geometry.core.errors.ParameterError`."""
         table = rules.rules_for(slug)
         missing = [name for name in table if name not in namespace]
         if missing:
             raise KeyError(f"chapter {slug!r} declares no value for {missing} (its parameters cell must)")
-        params = parameters.validate(table, **{name: namespace[name] for name in table})
-        if "seed" in params:
-            seed_everything(params["seed"])
+        chapter = cls(slug=slug, params=rules.check(slug, {name: namespace[name] for name in table}))
+        if "model" in chapter.params:
+            parameters.check_needs(rules.needs_for(slug), chapter.params, parameters.ModelView(lambda: chapter.model))
+        if "seed" in chapter.params:
+            seed_everything(chapter.params["seed"])
         charts.use_theme()
-        return cls(slug=slug, params=params)
+        return chapter
 
     # ------------------------------------------------------------------ models and activations
 
@@ -91,7 +103,15 @@ class Chapter:
             trained.append(loaded)
         if self.params.get("random_control"):
             for loaded in trained:
-                yield self._ran(models.random_control(loaded, self.params.get("seed", 0)))
+                yield from self.controls(loaded)
+
+    def controls(self, model: models.LoadedModel | None = None) -> Iterator[models.LoadedModel]:
+        """The random-init controls of ``model`` (default: the main model), one per seed ``seed``,
+        ``seed`` + 1, … (``control_seeds`` of them): their spread is the null distribution a
+        trained model's measurement is compared with."""
+        first = self.params.get("seed", 0)
+        for seed in range(first, first + self.params.get("control_seeds", 1)):
+            yield self._ran(models.random_control(model or self.model, seed))
 
     # ------------------------------------------------------------------ prose and results
 
@@ -117,28 +137,81 @@ class Chapter:
         """Glue every value of ``metrics`` under its key path (:func:`metric_values`), so that the
         prose quotes a metric by where the results JSON holds it:
         ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
-        self.glue(**metric_values(claims.to_jsonable(self.metrics)))
+        self.glue(**metric_values(results.to_jsonable(self.metrics)))
 
-    def finish(self, verdicts: bool = True, findings: list[str] | None = None) -> pages.ResultsFile:
-        """Close the run: evaluate the chapter's claims ledger against ``metrics`` (when the
-        chapter has one; bootstrap seeded by ``seed``), glue the claims table (each row with its anchor
-        ``claim-<id>``, the dashboard's link target) and the errata table, every
-        claim's prose values, and the Markdown written from the verdicts (``findings``: the "What
-        this run found" box, of the claims named in ``findings`` or the ledger's headline claims;
-        ``claims_summary``; ``verdict_legend``; ``sentence_<id>``), and write
-        ``build/results/<slug>.json`` atomically. Returns the results path, which a page shows
-        as a link to the site's copy of that file (:class:`pages.ResultsFile`), not as a path."""
-        found = []
-        if verdicts:
-            ledger = claims.load(self.slug)
-            found = claims.evaluate(ledger, self.metrics, self.model.info.id, seed=self.params.get("seed", 0))
-            self.glue(**claims.prose_values(found), **claims.markdown_values(found, findings),
-                      claims_table=pages.claims_table(found), errata_table=pages.errata_table(ledger),
-                      n_errata=len(ledger.errata))
+    def judge_model(self, model: str, metrics: Mapping[str, Any]) -> None:
+        """Judge the chapter's ledger on another model's ``metrics`` too (a second encoder measured
+        the same way): its verdicts join the claims table, the dashboard and the results JSON."""
+        self.other_models[model] = dict(metrics)
+
+    @cached_property
+    def ledger(self) -> claims.Ledger:
+        """The chapter's claims ledger (``data/claims/<slug>.yaml``)."""
+        return claims.load(self.slug)
+
+    def verdict(self, claim_id: str, model: str | None = None) -> claims.Verdict:
+        """The verdict of one claim of the ledger on ``model`` (default: the main model), judged
+        once on the metrics recorded so far (bootstrap seeded by ``seed`` and the claim's id, so
+        the verdict is the one :meth:`finish` records)."""
+        model = model or self.model.info.id
+        if (claim_id, model) not in self._verdicts:
+            found = [c for c in self.ledger.claims if c.id == claim_id]
+            if not found:
+                raise KeyError(f"claim {claim_id!r} is not in {self.slug}.yaml")
+            metrics = self.metrics if model == self.model.info.id else self.other_models[model]
+            single = claims.Ledger(self.slug, found)
+            self._verdicts[claim_id, model] = claims.evaluate(single, metrics, model, seed=self.params.get("seed", 0))[0]
+        return self._verdicts[claim_id, model]
+
+    def report(self, *claim_ids: str):
+        """The claims ``claim_ids`` in words, on every model judged so far (:func:`words.report`):
+        a cell's output, right under the measurement that decides them."""
+        from IPython.display import Markdown
+
+        found = [self.verdict(c, m) for c in claim_ids for m in [self.model.info.id, *self.other_models]]
+        return Markdown(words.report(found))
+
+    def verdicts(self) -> list[claims.Verdict]:
+        """Every claim of the ledger on every model judged (the main model first)."""
+        return [self.verdict(c.id, m) for m in [self.model.info.id, *self.other_models] for c in self.ledger.claims]
+
+    FINDINGS = "findings"
+    """The display id of the chapter's "What this run found" box (:meth:`findings`)."""
+
+    def findings(self):
+        """The "What this run found" box near the top of the chapter: a placeholder until
+        :meth:`finish` judges the ledger and updates it in place (a display with an id: Jupyter
+        and the executed notebook both show the box where this cell is)."""
+        from IPython.display import Markdown, display
+
+        display(Markdown("*The findings appear here once the chapter's last cell has run.*"), display_id=self.FINDINGS)
+
+    def finish(self, verdicts: bool = True):
+        """Close the run: judge the chapter's ledger against ``metrics`` (and every model of
+        :meth:`judge_model`), fill the findings box (:meth:`findings`), and write
+        ``build/results/<slug>.json`` atomically. Returns the claims table (each row with its
+        anchor ``claim-<id>``, the dashboard's link target), or None without verdicts."""
+        from IPython.display import Markdown, update_display
+
+        found = self.verdicts() if verdicts else []
         model = self.model.info.to_dict() if "model" in self.params else {}
-        return pages.ResultsFile(claims.write_results(
-            self.slug, model=model, params=self.params, inputs=self.inputs, metrics=self.metrics, claims=found,
-            models=list(self.ran.values()), device=str(self.model.device) if model else "none", started=self.started))
+        results.write_results(self.slug, model=model, params=self.params, inputs=self.inputs, metrics=self.metrics,
+                              claims=found, models=list(self.ran.values()),
+                              device=str(self.model.device) if model else "none", started=self.started)
+        if not verdicts:
+            return None
+        self.glue(**words.prose_values(found), **words.markdown_values(found),  # TRANSITION: chapters still on glue
+                  claims_table=pages.claims_table(found), errata_table=pages.errata_table(self.ledger),
+                  n_errata=len(self.ledger.errata))
+        update_display(Markdown(words.findings(found)), display_id=self.FINDINGS)
+        return pages.claims_table(found)
+
+    def summary(self):
+        """The chapter's summary in words (:func:`words.chapter_summary`): the tally, and every
+        claim that is not a judged pass."""
+        from IPython.display import Markdown
+
+        return Markdown(words.chapter_summary(self.verdicts()))
 
 
 def metric_values(tree: Any, path: str = "") -> dict[str, Any]:

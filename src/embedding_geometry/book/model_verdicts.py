@@ -1,30 +1,30 @@
 """One claims ledger judged on several models: each claim's verdict per model, the claim × model
-table, and what the pattern of verdicts across the models says about each finding.
+table, and what the pattern across the models says about each finding.
 
 A chapter that compares models (:meth:`~embedding_geometry.book.chapter.Chapter.compared`)
 measures every model into a metrics dict of its own and judges each with the same ledger
 (:func:`evaluate`), so that every cell has its interval and null exactly as the main model's
 claims table does. The *roster* (:func:`roster`) gives each model its role: ``trained``, or
 ``control``, a random-init control (``core.models.random_control``) of the trained model
-``control_of``; a control has no control of its own, so its claims are judged on their bound alone.
+``control_of``. A trained model's claim is judged against its controls' seeds as the null (the
+difference trained − control, resampled unit by unit and seed by seed); a control's claim on its
+own bound.
 
-**Reading a row** (:func:`reading`). With T the verdicts on the trained models and C those on
-their controls (the suffix "(no interval)" ignored), the first rule that applies:
+**Reading a row** (:func:`reading`): explicit rules on effect sizes, the first that applies:
 
 ================  ===========================================================================
-``training``      every T holds, and every C does not hold, or each T was judged against its
-                  control as the null (so each trained model exceeds its control)
-``architecture``  every T holds and every C holds too (an untrained copy shows it); or T split
-                  into holds and does not hold, and each control got its trained model's verdict
-``trained``       every T holds; the controls split, cannot tell, or there are none
-``model``         T split into holds and does not hold (none inconclusive): the finding depends
-                  on the model — its depth, width or architecture
-``none``          every T does not hold
-``undecided``     anything else: some T inconclusive or not measured
+``training``      on every trained model, trained − control lies beyond the controls' seed
+                  distribution: the adjusted interval of the difference excludes 0 in the
+                  claim's direction
+``architecture``  every random-init control shows the shape beyond its bound (its own
+                  verdict holds): an untrained copy has it
+``model``         the trained models' adjusted intervals of the statistic exclude each other:
+                  the finding's size depends on the model
+``undecided``     anything else
 ================  ===========================================================================
 
-With one trained model no row is read ``model``; without controls none is read ``training`` or
-``architecture``.
+Each reading reports its effect sizes: Δ = trained − control with its interval, and Δ in units
+of the controls' seed-to-seed standard deviation where there are at least two seeds.
 """
 
 from __future__ import annotations
@@ -37,27 +37,21 @@ import pandas as pd
 
 from ..core.models import ModelInfo
 from . import claims
-from .claim_text import NO_INTERVAL, _fmt, verdict_of
+from .claims import words
+from .claims.shape_tests import HOLDS
 from .pages import HtmlTable
 
 TRAINED, CONTROL = "trained", "control"
-HOLDS, FAILS = claims.HOLDS, claims.FAILS
 READINGS = {
-    "training": ("follows training", "it holds on every trained model and on none of their random-init controls"),
-    "architecture": ("follows the architecture", "each random-init control gets its trained model's verdict"),
-    "trained": ("holds on every trained model",
-                "the controls do not settle whether training or the architecture gives it ({controls})"),
-    "model": ("depends on the model", "it holds on {holds} and not on {fails}"),
-    "none": ("holds on no trained model", "it does not hold on any trained model"),
+    "training": ("follows training", "on every trained model, trained − control lies beyond the controls' seeds ({effects})"),
+    "architecture": ("follows the architecture", "every random-init control shows the shape ({controls})"),
+    "model": ("depends on the model", "the trained models' intervals exclude each other ({intervals})"),
     "undecided": ("undecided", "{why}"),
 }
 """Each reading's title and the sentence that explains it (module docstring)."""
-COUNTED = {"training": "follow training", "architecture": "follow the architecture",
-           "trained": "hold on every trained model", "model": "depend on the model",
-           "none": "hold on no trained model", "undecided": "are undecided"}
+COUNTED = {"training": "follow training", "architecture": "follow the architecture", "model": "depend on the model",
+           "undecided": "are undecided"}
 """Each reading's title for a count of claims ("5 follow training")."""
-BEYOND_CONTROL = "every trained model shows it more strongly than its own random-init control"
-"""The sentence of ``training`` when each trained model was judged against its control as the null."""
 
 
 def roster(infos: Iterable[ModelInfo]) -> dict[str, dict[str, Any]]:
@@ -84,34 +78,27 @@ def evaluate(ledger: claims.Ledger, by_model: Mapping[str, Mapping[str, Any]], s
             for model, metrics in by_model.items()}
 
 
-def _verdict(record: Mapping[str, Any]) -> str:
-    return verdict_of(record).removesuffix(NO_INTERVAL)
-
-
 def judged_interval(record: Mapping[str, Any], named: bool = True) -> str:
-    """The interval the verdict rests on: a series test's statistic ("peak margin [0.01, 0.03]";
-    without ``named``, three significant digits and no name), else the measured value's ("[0.51,
-    0.6]"); "" when there is none."""
+    """The adjusted interval the verdict rests on ("peak margin [0.01, 0.03]"; without ``named``,
+    three significant digits and no name); "" when there is none."""
     stat = record.get("statistic") or {}
-    interval = stat.get("interval") or record.get("interval")
+    interval = stat.get("adjusted")
     if not interval:
         return ""
     if not named:
         return f"[{interval[0]:.3g}, {interval[1]:.3g}]"
-    name = f"{stat['name']} " if stat.get("interval") else ""
-    return f"{name}[{_fmt(interval[0])}, {_fmt(interval[1])}]"
+    return f"{stat['name']} [{words.number(interval[0])}, {words.number(interval[1])}]"
 
 
 def cell(record: Mapping[str, Any]) -> str:
-    """The verdict and the interval it rests on, "holds (peak margin [0.01, 0.03])"."""
+    """The verdict and the interval it rests on, "shape transfers (peak margin [0.01, 0.03])"."""
     interval = judged_interval(record)
-    return f"{verdict_of(record)} ({interval})" if interval else verdict_of(record)
+    return f"{words.verdict_of(record)} ({interval})" if interval else words.verdict_of(record)
 
 
 def table_cell(record: Mapping[str, Any]) -> str:
-    """A model's cell of the table: the verdict, and on a line of its own the interval of the
-    quantity the test names."""
-    return f"{verdict_of(record)}\n{judged_interval(record, named=False)}".rstrip()
+    """A model's cell of the table: the verdict, and on a line of its own the adjusted interval."""
+    return f"{words.verdict_of(record)}\n{judged_interval(record, named=False)}".rstrip()
 
 
 def _by_claim(verdicts: Mapping[str, list[dict]]) -> dict[str, dict[str, dict]]:
@@ -123,30 +110,58 @@ def _by_claim(verdicts: Mapping[str, list[dict]]) -> dict[str, dict[str, dict]]:
     return found
 
 
+def _direction(record: Mapping[str, Any]) -> int:
+    """+1 when the claim is that its statistic is large (above, series tests), −1 for below."""
+    return -1 if (record.get("shape") or {}).get("test") == "below" else 1
+
+
+def beyond_control(record: Mapping[str, Any]) -> bool:
+    """Whether trained − control excludes 0 in the claim's direction at the adjusted level."""
+    difference = (record.get("null") or {}).get("adjusted_difference")
+    if (record.get("null") or {}).get("kind") != "control" or not difference:
+        return False
+    return difference[0] > 0 if _direction(record) > 0 else difference[1] < 0
+
+
+def effect(record: Mapping[str, Any]) -> str:
+    """"Δ 0.31 [0.25, 0.37], 4.2 seed SDs" for a trained model judged against its controls."""
+    null = record.get("null") or {}
+    if null.get("difference_value") is None:
+        return "no control"
+    lo, hi = null["adjusted_difference"]
+    text = f"Δ {words.number(null['difference_value'])} [{words.number(lo)}, {words.number(hi)}]"
+    return text + (f", {words.number(null['effect_size'])} seed SDs" if null.get("effect_size") is not None else "")
+
+
+def _disjoint(records: list[Mapping[str, Any]]) -> bool:
+    intervals = [(r.get("statistic") or {}).get("adjusted") for r in records]
+    if len(intervals) < 2 or not all(intervals):
+        return False
+    ordered = sorted(intervals)
+    return all(a[1] < b[0] for a, b in zip(ordered, ordered[1:]))
+
+
 def reading(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
     """(reading, its sentence) of one claim's records by model (module docstring); ``models`` is
     the roster."""
     labels = {m: models[m]["label"] for m in row}
-    verdicts = {m: _verdict(r) for m, r in row.items()}
-    trained = {m: v for m, v in verdicts.items() if models[m]["kind"] == TRAINED}
-    controls = {m: v for m, v in verdicts.items() if models[m]["kind"] == CONTROL}
-    values = set(trained.values())
-    agree = bool(controls) and all(v == trained.get(models[m]["control_of"]) for m, v in controls.items())
-    beyond = all((row[m].get("null") or {}).get("kind") == "control" and row[m]["null"].get("value") is not None
-                 for m in trained)
-    if values == {HOLDS}:
-        kind = "training" if beyond or set(controls.values()) == {FAILS} else "architecture" if agree else "trained"
-    elif values == {HOLDS, FAILS}:
-        kind = "architecture" if agree and len(controls) == len(trained) else "model"
+    trained = {m: r for m, r in row.items() if models[m]["kind"] == TRAINED}
+    controls = {m: r for m, r in row.items() if models[m]["kind"] == CONTROL}
+    effects = "; ".join(f"{labels[m]}: {effect(r)}" for m, r in trained.items())
+    if trained and all(beyond_control(r) for r in trained.values()):
+        kind = "training"
+    elif controls and all(r.get("outcome") == HOLDS for r in controls.values()):
+        kind = "architecture"
+    elif _disjoint(list(trained.values())):
+        kind = "model"
     else:
-        kind = "none" if values == {FAILS} else "undecided"
+        kind = "undecided"
     title, text = READINGS[kind]
-    if kind == "training" and beyond:
-        text = BEYOND_CONTROL
-    named = {v: ", ".join(labels[m] for m, verdict in trained.items() if verdict == v) for v in (HOLDS, FAILS)}
-    why = "; ".join(f"{v} on {labels[m]}" for m, v in trained.items() if v not in (HOLDS, FAILS))
-    on_controls = "; ".join(f"{v} on {labels[m]}" for m, v in controls.items()) or "no controls were run"
-    return kind, f"{title}: {text.format(holds=named[HOLDS], fails=named[FAILS], why=why, controls=on_controls)}"
+    why = (f"trained − control: {effects or 'no trained model'}; controls: "
+           + ("; ".join(f"{labels[m]} {words.verdict_of(r)}" for m, r in controls.items()) or "none run"))
+    intervals = "; ".join(f"{labels[m]} {judged_interval(r)}" for m, r in trained.items())
+    controls_text = "; ".join(f"{labels[m]} {cell(r)}" for m, r in controls.items())
+    return kind, f"{title}: {text.format(effects=effects, controls=controls_text, intervals=intervals, why=why)}"
 
 
 def readings(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -167,8 +182,9 @@ class VerdictTable(HtmlTable):
     classes = "eg-table eg-verdicts"
 
     def _repr_html_(self) -> str:
-        return re.sub(r'(<td data-label="(?!reading")[^"]*")>(holds|does not hold|inconclusive|not measured)',
-                      r'\1 data-verdict="\2">\2', super()._repr_html_())
+        pattern = "|".join(re.escape(w) for w in [*words.JUDGED_WORDS, *words.STATUS_WORDS.values()])
+        return re.sub(rf'(<td data-label="(?!reading")[^"]*")>({pattern})', r'\1 data-verdict="\2">\2',
+                      super()._repr_html_())
 
 
 def table(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> VerdictTable:

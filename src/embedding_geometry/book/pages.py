@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import claim_text, claims, readback, rules, tables
+from . import claims, readback, rules, tables
+from .claims import words
 from ..core import paths
 
 DOWNLOADS = "downloads"
@@ -68,18 +69,19 @@ class Folded:
     def _repr_html_(self) -> str:
         return tables.fold(self.content._repr_html_(), self.summary)
 
+
 def parameter_table(slug: str) -> pd.DataFrame:
     """A chapter's parameters — name, default, type, meaning, expects — read from the
     ``parameters`` cell of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line
-    comment) and from the chapter's rule table (``expects``: what the rule accepts, in words).
-    On the page (:mod:`.tables`) it is folded under one line, names and defaults as code."""
+    comment) and from the chapter's rules (``expects``: what the rule accepts and what the
+    chapter's computations need of the value, in words). On the page (:mod:`.tables`) it is
+    folded under one line, names and defaults as code."""
     import papermill
 
     notebook = (paths.project_root() or Path.cwd()) / "notebooks" / f"{slug}.ipynb"
     declared = papermill.inspect_notebook(str(notebook))
-    table = rules.rules_for(slug)
     rows = [{"parameter": name, "default": spec["default"], "type": _literal_type(spec),
-             "meaning": spec["help"], "expects": table[name].expects} for name, spec in declared.items()]
+             "meaning": spec["help"], "expects": rules.expects(slug, name)} for name, spec in declared.items()]
     frame = pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning", "expects"])
     frame.attrs.update(fold=f"The chapter's {len(frame)} parameters: default, type, what each expects and means",
                        code=["parameter", "default"])
@@ -160,14 +162,63 @@ def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
 
-def claims_table(verdicts: list[claims.Verdict]) -> Folded:
-    """A chapter's claims table (:func:`claims.table`) as HTML whose rows carry their claim's
-    anchor (:func:`claim_anchor`), so that the dashboard links to each row; folded under one
-    line (``_static/book.js`` unfolds it when a link names one of its rows)."""
-    cards = CardTable(claims.table(verdicts), row_ids=[claim_anchor(v.claim.id) for v in verdicts])
-    n = len(verdicts)
-    return Folded(cards, f"The {n} claim{'s' if n != 1 else ''} this chapter tests, one card each: published value, "
-                         "this run, interval, null, test and verdict")
+def claims_table(verdicts: list) -> Folded:
+    """A chapter's claims table (:func:`claims_cards`) folded under one line that counts its
+    claims (``_static/book.js`` unfolds it when a link names one of its rows)."""
+    cards = claims_cards(verdicts)
+    n = len(cards.frame)
+    models = "" if "verdict" in cards.frame.columns else ", one cell per model"
+    return Folded(cards, f"The {n} claim{'s' if n != 1 else ''} this chapter tests, one card each{models}: "
+                         "published value, this run, test, interval and verdict")
+
+
+def claims_cards(verdicts: list) -> "CardTable":
+    """A chapter's claims as HTML, one card per claim whose row carries its anchor
+    (:func:`claim_anchor`, the dashboard's link target): :func:`claims.words.row` for a chapter
+    judged on one model; on several, the claim, its published value and one cell per model
+    (the verdict, then the test with its result)."""
+    found = claims.records(verdicts)
+    models = list(dict.fromkeys(r["model"] for r in found))
+    if len(models) < 2:
+        return CardTable(pd.DataFrame([words.row(r) for r in found]), row_ids=[claim_anchor(r["id"]) for r in found])
+    by_claim: dict[str, dict[str, dict]] = {}
+    for r in found:
+        by_claim.setdefault(r["id"], {})[r["model"]] = r
+    rows = []
+    for records in by_claim.values():
+        first = next(iter(records.values()))
+        published = first.get("published")
+        rows.append({"claim": first["statement"],
+                     "published (model)": f"{words.number(published['value'])} ({published['model']})" if published else "—",
+                     **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
+                        if m in records else "—" for m in models}})
+    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
+
+
+def markdown(text: str):
+    """``text`` as a Markdown output (a generated sentence shown under the cell that writes it)."""
+    from IPython.display import Markdown
+
+    return Markdown(text)
+
+
+def check(name: str, by_hand: Any, package: Any, rtol: float = 1e-6) -> "HtmlTable":
+    """A quantity computed by hand in a chapter beside the package's own, and whether they agree
+    (within ``rtol`` of the larger, or 1e-9): a chapter's key measurement, checked where the
+    reader sees it. A disagreement raises, so the chapter cannot show a wrong check."""
+    a, b = float(by_hand), float(package)
+    agree = abs(a - b) <= max(rtol * max(abs(a), abs(b)), 1e-9)
+    if not agree:
+        raise AssertionError(f"{name}: by hand {a!r}, the package {b!r}")
+    return HtmlTable(pd.DataFrame({"": [name], "by hand": [words.number(a)], "the package": [words.number(b)],
+                                   "agree": ["yes"]}))
+
+
+def numbers(values: dict[str, Any], column: str = "this run") -> "HtmlTable":
+    """Named numbers as a two-column table, each written as the book writes a number (four
+    significant digits; None as "—"): how a chapter shows a number that no claim states."""
+    shown = {name: "—" if value is None else words.number(value) for name, value in values.items()}
+    return HtmlTable(pd.DataFrame({"": list(shown), column: list(shown.values())}))
 
 
 ERRATA_COLUMNS = {"statement": "where the text contradicts itself", "prose_value": "its prose says",
@@ -175,71 +226,12 @@ ERRATA_COLUMNS = {"statement": "where the text contradicts itself", "prose_value
 
 
 def errata_table(ledger: claims.Ledger) -> Folded:
-    """The ledger's errata (:func:`claims.errata_table`: where the text's prose and its own data
-    disagree) as a table with its columns named in words, folded under one line."""
-    frame = claims.errata_table(ledger).rename(columns=ERRATA_COLUMNS)
+    """The ledger's errata — where the text's prose and its own data disagree — as a table with
+    its columns named in words, folded under one line."""
+    frame = pd.DataFrame([{v: e.get(k) for k, v in ERRATA_COLUMNS.items()} for e in ledger.errata],
+                         columns=list(ERRATA_COLUMNS.values()))
     n = len(frame)
     return Folded(HtmlTable(frame), f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree")
-
-
-DASHBOARD_COLUMNS = ["chapter", "id", "claim", "source", "published", "published model", "this run", "depth",
-                     "run model", "95% interval", "verdict", "reason", "numeric", "null", "test"]
-
-
-def claims_dashboard(results: Path | None = None, chapters: list[str] | None = None) -> pd.DataFrame:
-    """Every claim of the chapters' results JSON (all chapters, or those named in ``chapters``),
-    one row each (DASHBOARD_COLUMNS): its verdict (one of claims.VERDICTS, without its reason),
-    the reason apart, the numeric verdict ("—": none), and the texts of :mod:`claim_text` for the
-    values, interval, null and test."""
-    rows = []
-    for path in sorted((results or paths.built_results_dir()).glob("[!.]*.json")):  # not unfinished writes
-        document = readback.read(path)
-        if chapters and document.get("chapter") not in chapters:
-            continue
-        rows += [{"chapter": document["chapter"], **_dashboard_row(claim)} for claim in document.get("claims", [])]
-    return pd.DataFrame(rows, columns=DASHBOARD_COLUMNS)
-
-
-def _dashboard_row(record: dict[str, Any]) -> dict[str, Any]:
-    published = record.get("published") or {}
-    value, _, depth = claim_text.run_text(record).partition(" at ")
-    return {"id": record.get("id", ""), "claim": record["statement"], "source": record.get("source") or "—",
-            "published": claim_text._fmt(published["value"]) if published else "—",
-            "published model": published.get("model", ""), "this run": value, "depth": depth or "—",
-            "run model": record["model"], "95% interval": claim_text.interval_text(record),
-            "verdict": claim_text.verdict_of(record), "reason": record.get("reason") or "",
-            "numeric": record.get("numeric_verdict") or "—", "null": claim_text.null_text(record),
-            "test": claim_text.test_text(record)}
-
-
-def verdict_counts(dashboard: pd.DataFrame) -> pd.DataFrame:
-    """How many claims got each verdict, with what the verdict means (claims.VERDICT_MEANINGS):
-    one verdict per claim, so the counts add up to the number of claims."""
-    counts = dashboard["verdict"].value_counts()
-    ordered = [v for v in claims.VERDICTS if v in counts] + [v for v in counts.index if v not in claims.VERDICTS]
-    return pd.DataFrame({"verdict": ordered, "claims": [int(counts[v]) for v in ordered],
-                         "meaning": [claims.VERDICT_MEANINGS.get(v, "") for v in ordered]})
-
-
-def counts_table(counts: pd.DataFrame) -> "HtmlTable":
-    """The counts of :func:`verdict_counts` with their meanings, closed by their sum ("all claims")."""
-    return HtmlTable(counts, foot=["all claims", int(counts["claims"].sum()), "the counts above add up to this"])
-
-
-def numeric_sentence(dashboard: pd.DataFrame) -> str:
-    """The numeric verdicts in one sentence: how many claims were compared with their published
-    value on the published model, and how many of those reproduced it."""
-    numeric = dashboard["numeric"]
-    judged = numeric[numeric != "—"]
-    return (f"{len(judged)} of {len(numeric)} claims have a numeric verdict: {(judged == 'reproduced').sum()} "
-            f"reproduced, {(judged == 'not reproduced').sum()} not reproduced. The others were published on a "
-            f"model this build did not run, or have no published value.")
-
-
-def _main(values: pd.Series) -> str:
-    """The most frequent non-empty value (the model a column names once, in its header)."""
-    values = values[values.astype(bool)]
-    return values.mode().iloc[0] if len(values) else ""
 
 
 def _short(model: str) -> str:
@@ -299,77 +291,5 @@ class CardTable(HtmlTable):
     scrolls = False
 
 
-class ClaimsDashboard:
-    """The dashboard of :func:`claims_dashboard` as HTML: a chapter and a verdict filter
-    (``_static/book.js`` hides the other rows), then a sortable table of five columns — chapter ·
-    claim · published · this run · verdict. The claim links to its row in its chapter's claims
-    table and folds its test, null, interval (or why there is none), depth, source and id under
-    it; this run's value carries its 95 % interval; the verdict its reason and the numeric
-    verdict. The published and the run model are named once, in the headers; a cell names its
-    model only where it differs."""
-
-    def __init__(self, dashboard: pd.DataFrame):
-        self.frame = dashboard
-        self.published_model, self.run_model = _main(dashboard["published model"]), _main(dashboard["run model"])
-
-    def __repr__(self) -> str:
-        return f"claims dashboard: {len(self.frame)} claims"
-
-    def _repr_html_(self) -> str:
-        headers = ["chapter", "claim", _headed("published", self.published_model), _headed("this run", self.run_model),
-                   "verdict"]
-        head = "".join(f'<th scope="col" title="click to sort">{h}</th>' for h in headers)
-        body = "".join(self._row(r) for r in self.frame.to_dict("records"))
-        return (f'<div class="eg-dashboard">{self._filters()}<table class="eg-table eg-sortable eg-claims">'
-                f'<colgroup><col class="eg-c-chapter"><col class="eg-c-claim"><col class="eg-c-published">'
-                f'<col class="eg-c-run"><col class="eg-c-verdict"></colgroup>'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
-
-    def _filters(self) -> str:
-        chapters = self.frame["chapter"].value_counts(sort=False)
-        verdicts = verdict_counts(self.frame)
-        return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
-                + _select("chapter", "all chapters", [(c, f"{chapter_label(c)} ({n})") for c, n in chapters.items()])
-                + _select("verdict", "all verdicts", [(v, f"{v} ({n})") for v, n in zip(verdicts["verdict"], verdicts["claims"])])
-                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} claims</span>'
-                + f'<a class="eg-download" href="../../{DOWNLOADS}/claims.csv" download>every claim as CSV</a></div>')
-
-    def _row(self, r: dict[str, Any]) -> str:
-        number = chapter_number(r["chapter"])
-        number = "" if number is None else str(number)
-        link = f'{_e(r["chapter"])}.html#{_e(claim_anchor(r["id"]))}'
-        details = "".join(f"<dt>{k}</dt><dd>{_e(r[k])}</dd>"
-                          for k in ("test", "null", "95% interval", "depth", "source", "id"))
-        claim = f'<a href="{link}">{_e(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl></details>'
-        published = _e(r["published"]) + _other(r["published model"], self.published_model)
-        run = _e(r["this run"]) + _other(r["run model"], self.run_model)
-        if r["95% interval"].startswith("["):  # the reason for a missing one is folded under the claim
-            run += f'<small class="eg-interval">{_e(r["95% interval"])}</small>'
-        verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
-        if r["reason"]:
-            verdict += f"<small>{_e(r['reason'])}</small>"
-        if r["numeric"] != "—":
-            verdict += f"<small>numeric: {_e(r['numeric'])}</small>"
-        cells = [("chapter", f'<span title="{_e(r["chapter"])}">{_e(number)}</span>'), ("claim", claim),
-                 ("published", published), ("this run", run), ("verdict", verdict)]
-        return (f'<tr data-chapter="{_e(r["chapter"])}" data-verdict="{_e(r["verdict"])}">'
-                + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")
-
-
 def _e(value: Any) -> str:
     return html.escape(str(value))
-
-
-def _headed(name: str, model: str) -> str:
-    return f"{name} <small>({_e(_short(model))})</small>" if model else name
-
-
-def _other(model: str, main: str) -> str:
-    """A compact note of a cell's model, where it is not the one its column's header names."""
-    return f' <small class="eg-model">({_e(_short(model))})</small>' if model and model != main else ""
-
-
-def _select(name: str, everything: str, options: list[tuple[str, str]]) -> str:
-    items = "".join(f'<option value="{_e(value)}">{_e(text)}</option>' for value, text in options)
-    return (f'<label>{name} <select data-filter="{name}"><option value="">{everything}</option>{items}'
-            f"</select></label>")

@@ -1,6 +1,7 @@
 """The Performance page: the figures ``make bench`` measured (``build/bench.json``), with their
 targets, date and commit, or, when the benchmarks were not run, the seconds each chapter's last
-run took as the build recorded them (``build/state/<chapter>.json``)."""
+run took as the build recorded them (``build/state/<chapter>.json``); and the float-path
+deviations and tolerances ``make tolerances`` measured (:class:`FloatPathReport`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pandas as pd
 
 from . import readback
 from ..core import paths
+from .claims import words
 from .pages import HtmlTable, chapter_label
 
 
@@ -129,11 +131,66 @@ class PerformanceReport:
                     "(the kernel's start, every cell and its results written; taken on the machine that built "
                     "this site, under whatever else it was running).</p>" + HtmlTable(self.times)._repr_html_())
         machine = self.bench.get("machine", {})
-        stamp = (f"<p>Measured by <code>make bench</code> on {html.escape(str(machine.get('measured_at', 'an unrecorded date')))} "
-                 f"at commit <code>{html.escape(str(machine.get('commit', 'unrecorded')))}</code>.</p>")
+        stamp = (f"<p>Measured by <code>make bench</code> on {_e(machine.get('measured_at', 'an unrecorded date'))} "
+                 f"at commit <code>{_e(machine.get('commit', 'unrecorded'))}</code>.</p>")
         machine = pd.DataFrame(list(machine.items()), columns=["machine", "value"])
         parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
                  ("The cold build on params/mpnet.yaml, chapter by chapter",
                   HtmlTable(build_table(self.bench, "mpnet_build"))),
                  ("Machine and command", HtmlTable(machine))]
         return stamp + "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts if not part.frame.empty)
+
+
+FAMILY_NAMES = {"float": "float (× scale)", "share": "share", "count": "count (× total)", "noise": "noise (decades)"}
+"""The columns of the float-path table: each family of the reproducibility contract, with its unit."""
+
+
+def float_path_table(found: dict[str, Any]) -> pd.DataFrame:
+    """Per perturbed float path (``make tolerances``), the largest deviation of each family of
+    metric from the build on the book's own path, and how many verdicts changed; the last row the
+    tolerance the contract derives from them."""
+    rows = [{"perturbed path": spec["spec"], **{label: words.number(spec["largest"].get(family, {}).get("max", 0.0))
+                                                for family, label in FAMILY_NAMES.items()},
+             "verdicts changed": len(found["verdict_changes"][name])}
+            for name, spec in found["perturbations"].items()]
+    rows.append({"perturbed path": f"tolerance ({words.number(found['margin'])} × the largest, a power of ten up)",
+                 **{label: words.number(found["tolerances"][family]) for family, label in FAMILY_NAMES.items()},
+                 "verdicts changed": "—"})
+    return pd.DataFrame(rows)
+
+
+class FloatPathReport:
+    """The measured float-path deviations and the contract's tolerances (:func:`float_path_table`),
+    the verdicts a perturbed path changed, and the command, commit and CPU they were measured
+    with; without figures, one sentence and the command."""
+
+    def __init__(self, found: dict[str, Any] | None):
+        self.found = found
+
+    def __repr__(self) -> str:
+        return f"float-path figures: {len((self.found or {}).get('perturbations', {}))} perturbed paths"
+
+    def _repr_html_(self) -> str:
+        if not self.found:
+            return "<p>The float-path figures were not measured. Run <code>make tolerances</code>.</p>"
+        run = self.found["run"]
+        flips = pd.DataFrame([{"path": self.found["perturbations"][name]["spec"], "chapter": f["chapter"],
+                               "claim": f["claim"], "own path": f["default"], "perturbed": f["perturbed"],
+                               "fragile by its margin": "yes" if f["fragile_by_margin"] else "no"}
+                              for name, flips in self.found["verdict_changes"].items() for f in flips])
+        where = pd.DataFrame([{"path": spec["spec"], "family": family, "largest at": worst["where"]}
+                              for spec in self.found["perturbations"].values()
+                              for family, worst in spec["largest"].items() if worst["max"] > 0])
+        measured = (f"<p>Measured with <code>{_e(run['command'])}</code> (profile {_e(run['profile'])}) at commit "
+                    f"{_e(run['commit'])} on {_e(run['date'])}, on a {_e(run['machine'])}.</p>")
+        parts = [HtmlTable(float_path_table(self.found))._repr_html_(), measured]
+        if not flips.empty:
+            parts.append("<h4>Verdicts a perturbed path changed (each is marked fragile)</h4>" + HtmlTable(flips)._repr_html_())
+        if not where.empty:
+            parts.append("<details><summary>Where each largest deviation is</summary>"
+                         + HtmlTable(where)._repr_html_() + "</details>")
+        return "".join(parts)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))

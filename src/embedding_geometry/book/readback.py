@@ -1,6 +1,6 @@
 """Reading build products back, checked: a chapter's results JSON, the benchmark figures.
 
-:func:`claims.write_results <embedding_geometry.book.claims.write_results>` writes one
+:func:`results.write_results <embedding_geometry.book.results.write_results>` writes one
 ``<slug>.json`` per chapter; the pages that summarise chapters (provenance, the claims dashboard)
 read them back with :func:`read`. A file that is empty, truncated, not UTF-8, not JSON, or not
 of the schema below (written by an older version, or not a results file at all) is a one-line
@@ -11,8 +11,9 @@ Schema (what the pages use)::
     chapter      str            the file's own slug
     model, params, inputs, metrics, environment      mappings
     environment  python, torch, transformers, device: str; seconds: number
-    claims       list of {statement: str, model: str, published: None | {value, model}, ...},
-                 each of which the dashboard can show (:func:`claims.row <embedding_geometry.book.claims.row>`)
+    claims       list of {statement, model, kind, verdict: str; counted: bool; published: None | {value,
+                 model}, ...}, each of which the dashboard can show (:func:`claims.words.row
+                 <embedding_geometry.book.claims.words.row>`)
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ from typing import Any
 from .. import __version__
 from ..core import paths
 from ..core.errors import BookError
-from . import claims, rules
+from . import rules
+from .claims import words
 
 SECTIONS = {"chapter": str, "model": dict, "params": dict, "inputs": dict, "metrics": dict,
             "claims": list, "environment": dict}
 ENVIRONMENT = {"python": str, "torch": str, "transformers": str, "device": str, "seconds": (int, float)}
-CLAIM = {"statement": str, "model": str, "published": (dict, type(None))}
+CLAIM = {"statement": str, "model": str, "kind": str, "verdict": str, "counted": bool,
+         "published": (dict, type(None))}
 REBUILD = ".venv/bin/python -m embedding_geometry build --only {slug} --force"
 
 
@@ -95,7 +98,7 @@ def schema_problem(document: Any, slug: str) -> str | None:
         if claim["published"] is not None and not {"value", "model"} <= set(claim["published"]):
             return f"claims[{i}].published lacks 'value' or 'model'"
         try:
-            claims.row(claim)
+            words.row(claim)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
             return f"claims[{i}] cannot be shown ({type(error).__name__}: {_first_line(error)})"
     return None

@@ -29,7 +29,7 @@ from typing import Any
 
 from docutils import nodes
 
-from . import pages
+from . import dashboard, pages
 
 CHART_SCRIPTS = ("vega-bundle.js", "charts.js")
 MATH_MARKS = ('class="math', "\\(", "\\[", "$$", "<mjx-")
@@ -175,7 +175,7 @@ def copy_downloads(app, exception) -> None:
     for path in sorted(results.glob("[!.]*.json")):
         shutil.copy2(path, target / path.name)
     if any(results.glob("[!.]*.json")):
-        pages.claims_dashboard(results).to_csv(target.parent / "claims.csv", index=False)
+        dashboard.claims_frame(results).to_csv(target.parent / "claims.csv", index=False)
 
 
 def setup(app) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from . import architectures, clock, registry
+from . import architectures, clock, float_path, registry
 from .errors import ModelUnavailableError, RemoteCodeError
 
 EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
@@ -137,11 +137,9 @@ def load(
     The tokenizer pads on the right (real tokens first, as extraction expects) and, when it has no
     padding token, pads with its end-of-text token: padding is masked, so its id never matters.
     A BERT model's attention computes queries, keys and values in one product (:mod:`.fused_qkv`:
-    bitwise the same numbers).
+    bitwise the same numbers), unless the float path (:mod:`.float_path`) asks for BERT's own.
     """
     from transformers import AutoModel, AutoTokenizer
-
-    from .fused_qkv import fuse_qkv
 
     directory, source = locate(model_id)
     if (entry := registry.resolve(model_id)) is not None:
@@ -176,7 +174,7 @@ def load(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     torch_device = resolve_device(device)
-    fuse_qkv(model).to(torch_device).eval()
+    _on_float_path(model).to(torch_device).eval()
     try:
         info = _describe(model_id, source, sha, model, tokenizer, directory)
     except (ValueError, TypeError, AttributeError, OSError) as error:  # damaged sentence-transformers files
@@ -191,11 +189,9 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     the architecture, not of training. Its ``sha256`` hashes the initialised weights."""
     from transformers import AutoModel
 
-    from .fused_qkv import fuse_qkv
-
     torch.manual_seed(seed)
     model = AutoModel.from_config(base.model.config, attn_implementation="eager", dtype=torch.float32)
-    fuse_qkv(model).to(base.device).eval()
+    _on_float_path(model).to(base.device).eval()
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
@@ -203,6 +199,14 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     info = replace(base.info, id=f"{base.info.id} [random-init control, seed {seed}]", source="control",
                    sha256=digest.hexdigest(), revision=None)
     return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
+
+
+def _on_float_path(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` set up for this process's float path (:mod:`.float_path`): torch's threads and
+    oneDNN switch, and BERT's fused attention unless the path asks for the unfused one."""
+    from .fused_qkv import fuse_qkv
+
+    return fuse_qkv(model) if float_path.apply().fused_attention else model
 
 
 def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import float_path
 from .activations import run_with_cache
 from .errors import ParameterError
 from .models import LoadedModel
@@ -56,11 +57,12 @@ def capture(loaded: LoadedModel, batch: Sequence[Window]) -> Captured:
 def stream(loaded: LoadedModel, texts: Iterable[Window], batch_size: int = 32,
            total: int | None = None, progress: bool = False) -> Iterator[Captured]:
     """:func:`capture` of ``texts`` in batches of ``batch_size``, one batch at a time (``total``
-    sizes the progress bar). A text longer than the model has positions for: ParameterError."""
+    sizes the progress bar; a perturbed float path may set another batch size, :mod:`.float_path`).
+    A text longer than the model has positions for: ParameterError."""
     from tqdm.auto import tqdm
 
     limit = max_text_length(loaded.model.config)
-    source = iter(texts)
+    source, batch_size = iter(texts), float_path.current().forward_batch(batch_size)
     with tqdm(total=total, desc="texts", disable=not progress, leave=False) as bar:
         while batch := list(_take(source, batch_size)):
             if len(batch[0].input_ids) > limit:

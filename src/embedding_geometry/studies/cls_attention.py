@@ -139,7 +139,7 @@ def position_study(acts: Activations, article_table: Sequence[float] = ARTICLE_T
              "article_table": list(article_table), "article_code_512": article_code_table().tolist(),
              "article_code_T": article_code_table(T).tolist(), "closest_length": closest,
              "closest_rms": closest_rms, "to_cls": float(profile[0]), "early_ratio": float(shares[0] / uniform[0]),
-             "power_law": fit_power_law(profile), "profile": np.round(profile, 6).tolist(),
+             "power_law": fit_power_law(profile), "profile": profile.tolist(),
              "entropy": float(attention_entropy(acts).mean()),
              "uniform_shares": dict(zip(SHARE_KEYS, uniform.tolist())), "uniform_early_ratio": 1.0,
              "power_law_by_text": {"mean_r2": float(text_r2.mean())}}

@@ -1,0 +1,232 @@
+"""The claims ledger: each chapter's claims as data, read and checked before anything is judged.
+
+Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
+
+    claims:
+      - id: short-kebab-id
+        kind: published           # published (default) | hypothesis (the book's own) | pipeline (a check)
+        statement: what the text says, in its words
+        source: seed file and section
+        headline: true            # the post makes it in its title, TL;DR or key takeaways (chosen
+                                  # here, before any run, never by outcome)
+        caveat: "…"               # what a reader must know to read the verdict (optional)
+        home: 01_layer_by_layer   # this entry re-judges a claim whose home is another chapter (same id):
+                                  # judged here, counted there
+        metric: key path into the chapter's metrics ("pair_cosine.hard")
+        reduce: how the metric becomes one number (claims.reduce; default "value")
+        series: depths            # or blocks: what the metric's last axis runs over
+        published: {value: 0.88, model: mixedbread-ai/mxbai-embed-large-v1}
+        tolerance: 0.01           # |this run − published| allowed for the numeric verdict
+        shape: {test: above, args: {bound: 0.5}, statement: the model-agnostic form of the claim}
+                                  # tests: claims.shape_tests (above, below, between, the series
+                                  # tests, location {window: [a, b], at: max|min})
+        measured_on: org/model    # the metric is another model's run (a per-model key)
+        unit: sentences           # the sampling unit (claims.resample.UNITS)
+        samples: <spec>           # how the statistic is built from per-unit values (claims.samples.find);
+                                  # default: the claim's metric key; {draws: <path>, n_units: <path>}
+                                  # for resamples a chapter drew itself (a hierarchical bootstrap)
+        null: {kind: control, samples: <spec>}   # a distribution, compared unit by unit: a statistic of
+                                  # the same units, with seeds (≥ 3 random-init controls), or
+                                  # {kind: …, draws: <path>} (a permutation distribution), or
+                                  # {kind: chance, value: 0.25} (an exact expectation)
+        fraction: 0.5             # the bound is this share of the published magnitude (above:
+        fraction_reason: "…"      # f · published; below: published / f)
+        by_construction: "<why it holds on every model>"   # shown, not counted
+        description: "<why there is no model-agnostic test>"   # with no shape test
+        not_measured: "<why, when the metric is None>"
+    errata:
+      - id, statement, prose_value, data_value, evidence
+
+**Multiplicity.** The book's published claims with a shape test form one family per model: their
+number m (:func:`family_size`, counted over every ledger of the package, before any run) sets the
+adjusted level 1 − α/m at which each verdict is finally read (claims.judge).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ...core.errors import BookError
+from . import reduce as reducers
+from . import resample, shape_tests
+
+KINDS = ("published", "hypothesis", "pipeline")
+"""A distinct published claim, the book's own hypothesis, or a check of the pipeline."""
+
+NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
+              "uniform_attention": "uniform attention", "random_positions": "random positions",
+              "seeds": "seeds of one loss"}
+EXACT_NULLS = {"chance", "uniform_attention"}
+"""Nulls whose value is an exact expectation (closed form): a number is their distribution's mean,
+and the claim's own interval carries the noise."""
+
+
+class LedgerError(BookError, ValueError):
+    """A claims ledger entry is malformed."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str
+    source: str
+    metric: str
+    kind: str = "published"
+    reduce: str = "value"
+    published: Mapping[str, Any] | None = None
+    tolerance: float | None = None
+    shape: Mapping[str, Any] | None = None
+    measured_on: str | None = None
+    series: str = "depths"
+    unit: str | None = None
+    samples: Any = None
+    null: Mapping[str, Any] | None = None
+    fraction: float | None = None
+    fraction_reason: str | None = None
+    by_construction: str | None = None
+    description: str | None = None
+    not_measured: str | None = None
+    headline: bool = False
+    caveat: str | None = None
+    home: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            reducers.parse(self.reduce)
+        except ValueError as error:
+            self._refuse(str(error))
+        self._check_kinds()
+        self._check_null()
+        self._check_shape()
+
+    def _refuse(self, message: str) -> None:
+        raise LedgerError(f"claim '{self.id}': {message}")
+
+    def _check_kinds(self) -> None:
+        if self.kind not in KINDS:
+            self._refuse(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if self.series not in reducers.SERIES_KINDS:
+            self._refuse(f"series must be one of {reducers.SERIES_KINDS}; got {self.series!r}")
+        if self.unit is not None and self.unit not in resample.UNITS:
+            self._refuse(f"unit must be one of {resample.UNITS}; got {self.unit!r}")
+        if self.samples is not None and self.unit is None:
+            self._refuse("samples needs a unit (what one row of the samples is)")
+        for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat"):
+            if getattr(self, name) is not None and not str(getattr(self, name)).strip():
+                self._refuse(f"{name} must say why")
+
+    def _check_null(self) -> None:
+        if self.null is None:
+            return
+        kind, given = self.null.get("kind"), {"metric", "value", "samples", "draws"} & set(self.null)
+        if kind not in NULL_KINDS or not given:
+            self._refuse(f"null needs kind (one of {sorted(NULL_KINDS)}) and a value, samples, draws or metric; "
+                         f"got {dict(self.null)}")
+        if "value" in self.null and kind not in EXACT_NULLS:
+            self._refuse(f"a '{kind}' null is a distribution, not a number: give samples or draws")
+
+    def _check_shape(self) -> None:
+        if self.shape is None:
+            if self.fraction is not None:
+                self._refuse("fraction needs a shape test")
+            return
+        test, args = self.shape.get("test"), self.shape.get("args", {})
+        if test not in shape_tests.SHAPES:
+            self._refuse(f"shape test must be one of {sorted(shape_tests.SHAPES)}; got {test!r}")
+        if self.description is not None:
+            self._refuse("a claim with a shape test is not a description")
+        if self.fraction is not None:
+            if not 0 < float(self.fraction) <= 1 or not self.fraction_reason:
+                self._refuse("fraction must be in (0, 1] and come with fraction_reason")
+            if test not in ("above", "below") or "bound" in args or not self.published:
+                self._refuse("fraction derives the bound of an above/below test from the published value; "
+                             "give no args.bound")
+        elif test in ("above", "below") and "bound" not in args:
+            self._refuse(f"shape test '{test}' needs args.bound (or a fraction of the published value)")
+        elif test == "between" and not {"low", "high"} <= set(args):
+            self._refuse("shape test 'between' needs args.low and args.high")
+        elif test == shape_tests.LOCATION:
+            window = args.get("window")
+            if not (isinstance(window, (list, tuple)) and len(window) == 2 and 0 <= window[0] < window[1] <= 1):
+                self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a < b ≤ 1 (relative depth)")
+            if args.get("at", "max") not in ("max", "min"):
+                self._refuse("shape test 'location' takes at: max or min")
+
+    @property
+    def test(self) -> tuple[str, dict[str, Any]] | None:
+        """(test, args) with the bound a ``fraction`` derives: above f · published, below
+        published / f."""
+        if not self.shape:
+            return None
+        test, args = self.shape["test"], dict(self.shape.get("args", {}))
+        if self.fraction is not None:
+            magnitude = float(self.published["value"])
+            args["bound"] = self.fraction * magnitude if test == "above" else magnitude / self.fraction
+        return test, args
+
+    @property
+    def bound_source(self) -> str | None:
+        """Where an above/below bound comes from: "fraction" (of the published value), "typed"
+        (a number written into the ledger), or "sign" (0: the claim is about a direction)."""
+        if not self.test or self.test[0] not in ("above", "below"):
+            return None
+        if self.fraction is not None:
+            return "fraction"
+        return "sign" if float(self.shape["args"]["bound"]) == 0 else "typed"
+
+    @property
+    def in_family(self) -> bool:
+        """Whether this claim counts in the multiplicity family: a published claim at its home,
+        with a shape test, not true by construction."""
+        return self.kind == "published" and self.home is None and self.test is not None and not self.by_construction
+
+
+@dataclass(frozen=True)
+class Ledger:
+    chapter: str
+    claims: list[Claim]
+    errata: list[Mapping[str, Any]] = field(default_factory=list)
+
+
+def _folder() -> Path:
+    return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
+
+
+def load(slug: str, folder: str | Path | None = None) -> Ledger:
+    """Read ``data/claims/<slug>.yaml`` (from the package, or from ``folder``)."""
+    path = Path(folder or _folder()) / f"{slug}.yaml"
+    data = yaml.safe_load(path.read_text())
+    items = [{"null" if key is None else key: value for key, value in item.items()}  # YAML reads `null:` as None
+             for item in data.get("claims", [])]
+    for item in items:
+        unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
+        if unknown:
+            raise LedgerError(f"claim '{item.get('id')}' in {slug}.yaml has unknown fields {unknown}")
+    ids = [item.get("id") for item in items]
+    if len(ids) != len(set(ids)):
+        raise LedgerError(f"{slug}.yaml repeats claim ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return Ledger(chapter=slug, claims=[Claim(**item) for item in items], errata=list(data.get("errata", [])))
+
+
+@functools.cache
+def family_size() -> int:
+    """m: the published claims with a shape test across every ledger of the package, each at its
+    home (:attr:`Claim.in_family`) — one family per model."""
+    return sum(claim.in_family for path in sorted(_folder().glob("*.yaml")) for claim in load(path.stem).claims)
+
+
+def lookup(metrics: Mapping[str, Any], path: str) -> Any:
+    """``metrics["a"]["b"]`` for the path ``"a.b"``."""
+    value: Any = metrics
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise KeyError(f"metric '{path}' is not in this chapter's metrics (missing '{part}')")
+        value = value[part]
+    return value

@@ -1,0 +1,320 @@
+"""A claim's statistic as a function of weighted per-unit values: what a resample recomputes.
+
+**The per-unit contract.** A chapter that wants an interval on a metric stores, next to it, what
+each sampling unit (sentence, pair, query, text, document, token, dimension, topic, key,
+compound or training seed) contributes::
+
+    metrics["per_unit"]["<key>"] = array [n_units, …]          # a mean: its mean over axis 0 is the metric
+    metrics["per_unit"]["<key>"] = array [n_units, n_units, …] # a pairwise kernel K_ij (i ≠ j)
+    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, …] # one row of units per seed
+    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, n_units, …] # one kernel per seed
+
+The ledger's ``samples`` names how the statistic is built from them (:func:`find`):
+
+=============================================  ====================================================
+``<key>`` or ``{path: a.b}``                    the mean over units of ``[n, …]`` (a key of
+                                                ``per_unit``, or a key path from the top of metrics)
+``[num, den]`` or ``{numerator, denominator}``  a ratio of two means (``B / W``; never a mean of ratios)
+``{minuend: …, subtrahend: …}``                 a difference of two statistics on the same units
+``{pairwise: <key>}``                           a U-statistic: the mean of K_ij over pairs of distinct
+                                                units, Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j
+``{seeds: <key>}``                              the mean over seeds and units of ``[S, n, …]``: seeds
+                                                and units are resampled together (crossed)
+``{seeds: {pairwise: <key>}}``                  the mean over seeds of the U-statistics of kernels
+                                                ``[S, n, n, …]`` (random-init controls of a pairwise
+                                                statistic), seeds and units resampled together
+``{correlation: {x, y, xx, yy, xy}}``           mean over the last axis (dimensions) of Pearson's r
+                                                from per-unit moments x, y, x², y², xy [n, D]
+                                                (given only x and y, the products are taken from them)
+=============================================  ====================================================
+
+**One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
+with replacement (and a weight per seed, when a statistic has seeds); every statistic here is a
+function of weighted means — w_b · X, or w_bᵀ K⁰ w_b / (1 − Σ w_bi²) for a kernel with its
+diagonal zeroed — so B resamples are a few matrix products (:mod:`.resample` draws them). The
+jackknife (leave-one-unit-out) uses the same code with weights (1 − e_i) / (n − 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# --------------------------------------------------------------------------- statistics of weighted means
+
+class Statistic:
+    """A statistic of weighted per-unit values: ``values(w, v)`` for unit weights w [B, n] (rows
+    sum to 1) and seed weights v [B, S] (None without seeds) gives [B, …]."""
+
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def n_seeds(self) -> int | None:
+        return None
+
+    def values(self, w: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def linear(self) -> np.ndarray | None:
+        """Per-unit values [n, …] whose plain mean is the statistic, when it is a mean (or a
+        difference of means on the same units); else None."""
+        return None
+
+    def per_seed(self) -> np.ndarray:
+        """[S, …]: the statistic of each seed alone, on every unit (a statistic with seeds)."""
+        return self.values(np.full((self.n_seeds, self.n_units), 1.0 / self.n_units), np.eye(self.n_seeds))
+
+    def point(self) -> np.ndarray:
+        """The statistic on every unit (and seed) once: what the metric must equal."""
+        v = None if self.n_seeds is None else np.full((1, self.n_seeds), 1.0 / self.n_seeds)
+        return self.values(np.full((1, self.n_units), 1.0 / self.n_units), v)[0]
+
+
+@dataclass(frozen=True)
+class Mean(Statistic):
+    """The mean over units of X [n, …]."""
+
+    data: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.data.shape[0])
+
+    def values(self, w, v=None):
+        return (w @ self.data.reshape(self.n_units, -1)).reshape((len(w), *self.data.shape[1:]))
+
+    def linear(self):
+        return self.data
+
+
+@dataclass(frozen=True)
+class Pairwise(Statistic):
+    """The U-statistic of a kernel K [n, n, …]: the mean of K_ij over ordered pairs of distinct
+    units, recomputed among each resample's units (a unit drawn twice is not paired with itself)."""
+
+    kernel: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.kernel.shape[0])
+
+    def values(self, w, v=None):
+        return pairwise_values(self.kernel, w)
+
+
+def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """[B, …]: Σ_{i≠j} w_i w_j K_ij / (1 − Σ_i w_i²) for each row of weights w [B, n] (rows sum
+    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out. One
+    matrix product per trailing entry of K (a BLAS product, far faster than one einsum)."""
+    n = kernel.shape[0]
+    flat = kernel.reshape(n, n, -1)
+    diagonal = np.einsum("iik->ik", flat)
+    pairs = np.stack([np.einsum("bj,bj->b", w @ flat[:, :, k], w) for k in range(flat.shape[2])], axis=1)
+    pairs -= (w ** 2) @ diagonal
+    weight = 1.0 - np.sum(w ** 2, axis=1, keepdims=True)
+    return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *kernel.shape[2:]))
+
+
+@dataclass(frozen=True)
+class Seeded(Statistic):
+    """The mean over seeds and units of X [S, n, …], seeds and units resampled together."""
+
+    data: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.data.shape[1])
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.data.shape[0])
+
+    def values(self, w, v=None):
+        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
+        flat = self.data.reshape(self.n_seeds, self.n_units, -1)
+        return np.einsum("bs,snk,bn->bk", v, flat, w, optimize=True).reshape((len(w), *self.data.shape[2:]))
+
+
+@dataclass(frozen=True)
+class SeededPairwise(Statistic):
+    """The mean over seeds of the U-statistics of kernels K [S, n, n, …] (one kernel per seed, on
+    the same units): a pairwise statistic of random-init controls, seeds and units resampled
+    together."""
+
+    kernels: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.kernels.shape[1])
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.kernels.shape[0])
+
+    def values(self, w, v=None):
+        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
+        each = np.stack([pairwise_values(kernel, w) for kernel in self.kernels])  # [S, B, …]
+        return np.einsum("bs,sb...->b...", v, each)
+
+
+@dataclass(frozen=True)
+class Ratio(Statistic):
+    """A ratio of two statistics on the same units (B / W: the resampled B over the resampled W)."""
+
+    numerator: Statistic
+    denominator: Statistic
+
+    @property
+    def n_units(self):
+        return self.numerator.n_units
+
+    @property
+    def n_seeds(self):
+        return self.numerator.n_seeds or self.denominator.n_seeds
+
+    @property
+    def source(self):
+        return f"{self.numerator.source} ÷ {self.denominator.source}"
+
+    def values(self, w, v=None):
+        return self.numerator.values(w, v) / self.denominator.values(w, v)
+
+
+@dataclass(frozen=True)
+class Difference(Statistic):
+    """A difference of two statistics on the same units, with the same draws for both (paired)."""
+
+    minuend: Statistic
+    subtrahend: Statistic
+
+    @property
+    def n_units(self):
+        return self.minuend.n_units
+
+    @property
+    def n_seeds(self):
+        return self.minuend.n_seeds or self.subtrahend.n_seeds
+
+    @property
+    def source(self):
+        return f"{self.minuend.source} − {self.subtrahend.source}"
+
+    def values(self, w, v=None):
+        return self.minuend.values(w, v) - self.subtrahend.values(w, v)
+
+    def linear(self):
+        a, b = self.minuend.linear(), self.subtrahend.linear()
+        return None if a is None or b is None else a - b
+
+
+@dataclass(frozen=True)
+class Correlation(Statistic):
+    """The mean over dimensions of Pearson's r between x and y across units, from the per-unit
+    moments x, y, x², y², xy [n, D]: r_d = cov / √(var_x var_y), each a function of weighted means."""
+
+    moments: Mapping[str, np.ndarray]
+    source: str = ""
+
+    @property
+    def n_units(self):
+        return int(self.moments["x"].shape[0])
+
+    def values(self, w, v=None):
+        m = {name: w @ array for name, array in self.moments.items()}
+        cov = m["xy"] - m["x"] * m["y"]
+        var = (m["xx"] - m["x"] ** 2) * (m["yy"] - m["y"] ** 2)
+        r = cov / np.sqrt(np.where(var > 0, var, np.nan))
+        return np.nanmean(r, axis=-1)
+
+
+# --------------------------------------------------------------------------- finding a claim's samples
+
+def _array(metrics: Mapping[str, Any], spec: Any) -> tuple[np.ndarray | None, str]:
+    """The array ``spec`` names: a key of ``metrics["per_unit"]`` (flat, or a dotted path in it),
+    or ``{path: "a.b"}``, a key path from the top of ``metrics``."""
+    if isinstance(spec, Mapping):
+        where, path, value = "metrics", str(spec["path"]), metrics
+    else:
+        where, path, value = "metrics['per_unit']", str(spec), metrics.get("per_unit")
+        if isinstance(value, Mapping) and path in value:
+            return _numeric(value[path]), f"{where}['{path}']"
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None, f"{where} has no '{path}'"
+        value = value[part]
+    return _numeric(value), f"{where} path '{path}'"
+
+
+def _numeric(value: Any) -> np.ndarray | None:
+    if value is None:
+        return None
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+class Missing(str):
+    """Why a claim has no samples (a str, so a caller can show it)."""
+
+
+def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
+    """The :class:`Statistic` that ``spec`` names (module docstring), or :class:`Missing`."""
+    if isinstance(spec, Mapping):
+        if "minuend" in spec:
+            return _pair(Difference, find(metrics, spec["minuend"]), find(metrics, spec["subtrahend"]))
+        if "numerator" in spec:
+            return _pair(Ratio, find(metrics, spec["numerator"]), find(metrics, spec["denominator"]))
+        if "pairwise" in spec:
+            return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
+        if "seeds" in spec:
+            if isinstance(spec["seeds"], Mapping) and "pairwise" in spec["seeds"]:
+                return _leaf(metrics, spec["seeds"]["pairwise"], SeededPairwise, square=True, seeds=True)
+            return _leaf(metrics, spec["seeds"], Seeded, seeds=True)
+        if "correlation" in spec:
+            found = {name: _array(metrics, key) for name, key in spec["correlation"].items()}
+            missing = [where for array, where in found.values() if array is None]
+            if missing:
+                return Missing(f"no per-unit samples: {missing[0]}")
+            moments = {name: array for name, (array, _) in found.items()}
+            if {"x", "y"} <= set(moments):
+                x, y = moments["x"], moments["y"]
+                moments = {"xx": x * x, "yy": y * y, "xy": x * y, **moments}
+            return Correlation(moments, "correlation moments")
+    if isinstance(spec, (list, tuple)):
+        return _pair(Ratio, find(metrics, spec[0]), find(metrics, spec[1]))
+    return _leaf(metrics, spec, Mean)
+
+
+def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Statistic | Missing:
+    array, where = _array(metrics, spec)
+    if array is None:
+        return Missing(f"no per-unit samples: {where}" if "has no" in where else f"per-unit samples at {where} are not numbers")
+    axis = 1 if seeds else 0
+    if array.ndim <= axis or array.shape[axis] < 2:
+        return Missing(f"per-unit samples at {where} hold fewer than 2 units")
+    if square and (array.ndim < axis + 2 or array.shape[axis] != array.shape[axis + 1]):
+        shape = "[S, n, n, …]" if seeds else "[n, n, …]"
+        return Missing(f"a pairwise kernel at {where} must be {shape}; got shape {array.shape}")
+    return kind(array, where)
+
+
+def _pair(kind, a: Statistic | Missing, b: Statistic | Missing) -> Statistic | Missing:
+    if isinstance(a, Missing) or isinstance(b, Missing):
+        return a if isinstance(a, Missing) else b
+    if a.n_units != b.n_units:
+        return Missing(f"{a.source} has {a.n_units} units, {b.source} {b.n_units}: not the same units")
+    if a.n_seeds and b.n_seeds and a.n_seeds != b.n_seeds:
+        return Missing(f"{a.source} has {a.n_seeds} seeds, {b.source} {b.n_seeds}")
+    return kind(a, b)

@@ -1,0 +1,193 @@
+"""The claims across the book: every verdict of every chapter's results JSON, counted honestly.
+
+Each row of :func:`claims_frame` is one claim judged on one model. The counts keep the book's
+two questions apart (:mod:`.claims.words`): whether a published claim's **shape transfers** to
+the models this build ran, and whether a published number was **reproduced** on the published
+model. Only a published claim at its home counts (``counted``): a claim another chapter
+re-judges (``home``), the book's own hypotheses and the checks of the pipeline are shown, never
+added to the published claims.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..core import paths
+from . import readback
+from .claims import words
+from .pages import DOWNLOADS, chapter_label, chapter_number
+
+COLUMNS = ["chapter", "id", "kind", "home", "counted", "headline", "claim", "source", "published", "published model",
+           "model", "this run", "depth", "result", "adjusted interval", "method", "null", "verdict", "raw", "fragile",
+           "numeric", "sensitivity", "reason", "caveat"]
+
+
+def records(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every verdict record of one results JSON: its claims, and the per-model verdicts of a
+    chapter that judges its ledger on several models (``metrics.verdicts_by_model``)."""
+    found = list(document.get("claims") or [])
+    for model, claims in (document.get("metrics", {}).get("verdicts_by_model") or {}).items():
+        found += [c for c in claims if isinstance(c, dict) and not any(
+            c.get("id") == f.get("id") and c.get("model") == f.get("model") for f in found)]
+    return found
+
+
+def claims_frame(results: Path | None = None, chapters: list[str] | None = None) -> pd.DataFrame:
+    """One row per claim and model over the chapters' results JSON (all, or those in ``chapters``)."""
+    rows = []
+    for path in sorted((results or paths.built_results_dir()).glob("[!.]*.json")):  # not unfinished writes
+        document = readback.read(path)
+        if chapters and document.get("chapter") not in chapters:
+            continue
+        rows += [{"chapter": document["chapter"], **_row(record)} for record in records(document)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _row(record: dict[str, Any]) -> dict[str, Any]:
+    published = record.get("published") or {}
+    value, _, depth = words.run_text(record).partition(" at ")
+    return {"id": record.get("id", ""), "kind": record.get("kind") or "published", "home": record.get("home") or "",
+            "counted": bool(record.get("counted")), "headline": bool(record.get("headline")),
+            "claim": record["statement"], "source": record.get("source") or "—",
+            "published": words.number(published["value"]) if published else "—",
+            "published model": published.get("model", ""), "model": record["model"], "this run": value,
+            "depth": depth or "—", "result": words.result_text(record),
+            "adjusted interval": words.interval_text(record, adjusted=True),
+            "method": record.get("interval_method") or "—", "null": words.null_text(record),
+            "verdict": words.verdict_of(record), "raw": record.get("raw") or "", "fragile": record.get("fragile") or "",
+            "numeric": record.get("numeric_verdict") or "—", "sensitivity": words.sensitivity_text(record),
+            "reason": record.get("reason") or "", "caveat": record.get("caveat") or ""}
+
+
+# --------------------------------------------------------------------------- counts
+
+def distinct_published(frame: pd.DataFrame) -> int:
+    """The number of distinct published claims: (home chapter, id) among published claims."""
+    published = frame[frame["kind"] == "published"]
+    homes = published["home"].where(published["home"] != "", published["chapter"])
+    return len(set(zip(homes, published["id"])))
+
+
+def model_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model, how many published claims at their home got each verdict word (the judged
+    words first); the column ``judged`` adds the three judged words."""
+    home = frame[(frame["kind"] == "published") & (frame["home"] == "")]
+    order = [w for w in [*words.COUNTED_ORDER, *words.STATUS_WORDS.values()] if w in set(home["verdict"])]
+    table = pd.crosstab(home["model"], home["verdict"]).reindex(columns=order, fill_value=0)
+    table.insert(0, "judged", table[[w for w in words.COUNTED_ORDER if w in table]].sum(axis=1))
+    table.index.name = "model"
+    return table.reset_index()
+
+
+def numeric_counts(frame: pd.DataFrame) -> tuple[int, int]:
+    """(reproduced, judged): numeric verdicts, given only where this build ran the published model."""
+    judged = frame[(frame["numeric"] != "—") & (frame["home"] == "")]
+    return int((judged["numeric"] == "reproduced").sum()), len(judged)
+
+
+def count_sentence(frame: pd.DataFrame) -> str:
+    """The book's claims in one paragraph (Markdown): the distinct published claims, per model
+    what their shapes did, the numeric reproductions, and what is shown but not counted."""
+    parts = []
+    for row in model_counts(frame).to_dict("records"):
+        judged = [f"{word} {row[word]}" for word in words.COUNTED_ORDER if word in row]
+        other = [f"{word} {row[word]}" for word in words.STATUS_WORDS.values() if word in row and row[word]]
+        parts.append(f"on **{_short(row['model'])}**: {', '.join(judged)}" + (f" (not judged: {', '.join(other)})"
+                                                                              if other else ""))
+    reproduced, numeric = numeric_counts(frame)
+    numeric_text = (f"numeric reproduction: {reproduced} of {numeric}, where this build ran the published model"
+                    if numeric else "numeric reproduction: none, since this build ran none of the published models")
+    others = frame[frame["kind"] != "published"]
+    again = frame[(frame["kind"] == "published") & (frame["home"] != "")]
+    shown = [f"{len(others[others['kind'] == k])} {label}" for k, label in
+             [("hypothesis", "of the book's own hypotheses"), ("pipeline", "checks of the pipeline")]
+             if len(others[others["kind"] == k])]
+    if len(again):
+        shown.append(f"{len(again)} re-judgements of claims on other models (each counted once, in its home chapter)")
+    return (f"{distinct_published(frame)} distinct published claims; " + "; ".join(parts) + f"; {numeric_text}."
+            + (f" Shown, not counted: {', '.join(shown)}." if shown else ""))
+
+
+def _short(model: str) -> str:
+    """A model's name without its organisation ("all-MiniLM-L6-v2")."""
+    return model.rsplit("/", 1)[-1]
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+# --------------------------------------------------------------------------- the page
+
+class ClaimsDashboard:
+    """The dashboard as HTML: filters (chapter, model, kind, verdict; ``_static/book.js`` hides
+    the other rows), then a sortable table — chapter · claim · this run · test and result ·
+    verdict. The claim links to its row in its chapter's claims table and folds its published
+    value, null, adjusted interval, method, sensitivity, source and id under it."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+
+    def __repr__(self) -> str:
+        return f"claims dashboard: {len(self.frame)} verdicts"
+
+    def _repr_html_(self) -> str:
+        headers = ["chapter", "claim", "model", "test: result [95 % interval]", "verdict"]
+        head = "".join(f'<th scope="col" title="click to sort">{h}</th>' for h in headers)
+        body = "".join(self._row(r) for r in self.frame.to_dict("records"))
+        return (f'<div class="eg-dashboard">{self._filters()}<table class="eg-table eg-sortable eg-claims">'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+    def _filters(self) -> str:
+        def options(column: str) -> list[tuple[str, str]]:
+            counts = self.frame[column].value_counts(sort=False)
+            label = chapter_label if column == "chapter" else (lambda v: _short(str(v)).replace("_", " "))
+            return [(value, f"{label(value)} ({n})") for value, n in counts.items()]
+
+        return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
+                + "".join(_select(column, f"all {plural}", options(column))
+                          for column, plural in [("chapter", "chapters"), ("model", "models"), ("kind", "kinds"),
+                                                 ("verdict", "verdicts")])
+                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} verdicts</span>'
+                + f'<a class="eg-download" href="../../{DOWNLOADS}/claims.csv" download>every verdict as CSV</a></div>')
+
+    def _row(self, r: dict[str, Any]) -> str:
+        home = r["home"] or r["chapter"]
+        link = f'{_e(home)}.html#{_e("claim-" + r["id"])}'
+        details = "".join(f"<dt>{k}</dt><dd>{_e(r[k])}</dd>" for k in
+                          ("published", "published model", "null", "adjusted interval", "method", "sensitivity",
+                           "numeric", "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
+        claim = f'<a href="{link}">{_e(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl></details>'
+        verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
+        if r["raw"] and r["verdict"] in words.JUDGED_WORDS and words.WORDS[r["kind"]][r["raw"]] != r["verdict"]:
+            verdict += f"<small>unadjusted: {_e(words.WORDS[r['kind']][r['raw']])}</small>"
+        if r["fragile"]:
+            verdict += f"<small>fragile: {_e(r['fragile'])}</small>"
+        if r["reason"]:
+            verdict += f"<small>{_e(r['reason'])}</small>"
+        if not r["counted"]:
+            verdict += f"<small>not counted ({_e(_why_not_counted(r))})</small>"
+        number = chapter_number(r["chapter"])
+        cells = [("chapter", f'<span title="{_e(r["chapter"])}">{"" if number is None else number}</span>'),
+                 ("claim", claim), ("model", _e(_short(r["model"]))), ("result", _e(r["result"])), ("verdict", verdict)]
+        return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
+                f'data-verdict="{_e(r["verdict"])}">'
+                + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")
+
+
+def _why_not_counted(r: dict[str, Any]) -> str:
+    if r["home"]:
+        return f"its home is {r['home'].replace('_', ' ')}"
+    if r["kind"] != "published":
+        return {"hypothesis": "the book's own hypothesis", "pipeline": "a check of the pipeline"}[r["kind"]]
+    return "not judged"
+
+
+def _select(name: str, everything: str, options: list[tuple[str, str]]) -> str:
+    items = "".join(f'<option value="{_e(value)}">{_e(text)}</option>' for value, text in options)
+    return (f'<label>{name} <select data-filter="{name}"><option value="">{everything}</option>{items}'
+            f"</select></label>")

@@ -1,0 +1,309 @@
+"""Same results on any machine: the reproducibility contract, its families of numbers, and the
+tolerances measured over perturbed float paths.
+
+A rerun of the book on another machine (another CPU, another number of cores) takes another
+float path (:mod:`embedding_geometry.core.float_path`) and so computes slightly different
+numbers. The **contract** says how different, one rule per family of number; every metric
+leaf of a results JSON belongs to one family (:data:`FAMILIES`, first match wins, else by type):
+
+=========  ===============================================================================
+family     a rerun's value b against the reference value a
+=========  ===============================================================================
+float      results of float32 forward passes and what is computed from them:
+           |a − b| ≤ ε_float · s, with s the scale of the array the number belongs to
+           (max |x| over its innermost list of numbers; |a| for a lone number)
+share      shares and positions past a threshold (recall@k, the share of dimensions or heads
+           past a bound, a peak's relative depth): |a − b| ≤ ε_share, an absolute fraction of
+           the population counted (one sentence of 24 is 0.042)
+count      whole counts past a threshold (histogram bins): |a − b| ≤ ε_count · N, with N the
+           total of the count's list (the population binned), and N = max(|a|, 1) for a lone count
+noise      numbers that measure float noise itself (the largest difference between two batch
+           sizes): the same order of magnitude, |log₁₀ |a| − log₁₀ |b|| ≤ ε_noise
+exact      text, truth values, token counts and other integers from the tokenizer: equal
+=========  ===============================================================================
+
+No metric is stored rounded, so no family needs a rule for rounding: a value is compared before
+any rounding the page applies to it.
+
+**Measured, not guessed.** ``make tolerances`` (``benchmarks/float_paths.py``) builds the book
+on its own path and on each perturbed one and records, per family, the largest deviation each
+perturbation caused and the claims whose verdict changed (:func:`measure`). Each ε is
+:data:`MARGIN` times the largest deviation measured, rounded up to a power of ten, and never
+below the family's floor (:data:`FLOORS`). The figures live in ``data/float_paths.json``
+(:data:`FIGURES`); the golden test and the claims engine read them (:func:`tolerances`).
+
+**Fragile verdicts.** A verdict rests on an interval and a threshold; its *margin* is how far
+the interval would have to move to change the verdict (:func:`embedding_geometry.book.shapes.margin`).
+A claim is *fragile* when its margin is smaller than the float deviation its statistic may
+take on another machine (:func:`claim_deviation`), or when a perturbed build gave it another
+verdict (recorded in the figures). A fragile claim's verdict is shown as such: float noise
+could flip it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import platform
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FIGURES = Path(str(resources.files("embedding_geometry") / "data" / "float_paths.json"))
+"""The measured figures (written by ``make tolerances``, read by the golden test and the build)."""
+
+MARGIN = 10.0
+"""How many times the largest measured deviation a tolerance allows, before rounding up."""
+
+FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0}
+"""The least each tolerance may be: float32 keeps about 7 significant digits (ε_float ≥ 10⁻⁶);
+a number that measures noise may move by one order of magnitude (ε_noise ≥ 1)."""
+
+FAMILIES: list[tuple[str, str, str]] = [
+    # (chapter glob, key-path glob, family); the first match wins, then the type decides
+    ("00_the_model", "exercises.batch_size_1_max_abs_diff", "noise"),
+    ("00_the_model", "meanpool_vs_model.*max_abs_diff", "noise"),
+    ("*", "per_unit.*", "float"),
+    ("*", "recall_at_k.*", "share"),
+]
+"""Metrics whose family their type does not tell (see the module docstring)."""
+
+
+# --------------------------------------------------------------------------- leaves and families
+
+def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any, float | None, float | None]]:
+    """Every leaf of a metrics tree as (key path, value, scale, total): for a number in a list of
+    numbers, ``scale`` is the largest |x| of that list and ``total`` the sum of its |x|; for a
+    lone number both are |x|; None for text, truth values and None."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            yield from leaves(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(tree, list):
+        numbers = [x for x in tree if _number(x)]
+        scale = max((abs(x) for x in numbers), default=None)
+        total = sum(abs(x) for x in numbers) if numbers else None
+        for i, value in enumerate(tree):
+            if _number(value):
+                yield f"{path}[{i}]", value, scale, total
+            else:
+                yield from leaves(value, f"{path}[{i}]")
+    else:
+        yield path, tree, (abs(tree) if _number(tree) else None), (abs(tree) if _number(tree) else None)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def family(chapter: str, path: str, value: Any) -> str:
+    """The family of one metric leaf (see the module docstring)."""
+    bare = path.split("[", 1)[0]
+    for chapter_glob, path_glob, name in FAMILIES:
+        if fnmatch.fnmatchcase(chapter, chapter_glob) and (fnmatch.fnmatchcase(bare, path_glob)
+                                                           or fnmatch.fnmatchcase(path, path_glob)):
+            return name
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return "count"
+    return "exact"
+
+
+def deviation(name: str, a: Any, b: Any, scale: float | None, total: float | None) -> float:
+    """How far ``b`` is from the reference ``a`` in family ``name``'s measure (0 when equal;
+    inf when the two are not comparable: another type, or a number that became None)."""
+    if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+        return 0.0
+    if not (_number(a) and _number(b)) or math.isnan(a) or math.isnan(b):
+        return math.inf
+    if name == "exact":
+        return math.inf
+    if name == "noise":
+        return abs(math.log10(max(abs(a), 1e-300)) - math.log10(max(abs(b), 1e-300)))
+    if name == "share":
+        return abs(a - b)
+    if name == "count":
+        return abs(a - b) / max(total or 0.0, abs(a), 1.0)
+    return abs(a - b) / max(scale or 0.0, abs(a), 1e-300)
+
+
+# --------------------------------------------------------------------------- comparing two builds
+
+def differences(chapter: str, reference: Any, value: Any, tolerance: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Every leaf of ``value`` that deviates from ``reference`` beyond its family's tolerance
+    (or is missing, or changed shape): dicts with path, family, reference, value, deviation,
+    tolerance. New leaves in ``value`` are allowed."""
+    found = []
+    mine = {path: v for path, v, _, _ in leaves(value)}
+    for path, a, scale, total in leaves(reference):
+        name = family(chapter, path, a)
+        if path not in mine:
+            found.append({"path": path, "family": name, "reference": a, "value": "missing", "deviation": math.inf,
+                          "tolerance": tolerance.get(name, 0.0)})
+            continue
+        d = deviation(name, a, mine[path], scale, total)
+        if d > tolerance.get(name, 0.0):
+            found.append({"path": path, "family": name, "reference": a, "value": mine[path], "deviation": d,
+                          "tolerance": tolerance.get(name, 0.0)})
+    return found
+
+
+def largest(chapter: str, reference: Any, value: Any) -> dict[str, dict[str, Any]]:
+    """Per family, the largest deviation of ``value`` from ``reference`` and where it is."""
+    mine = {path: v for path, v, _, _ in leaves(value)}
+    out: dict[str, dict[str, Any]] = {}
+    for path, a, scale, total in leaves(reference):
+        if path not in mine:
+            continue
+        name = family(chapter, path, a)
+        d = deviation(name, a, mine[path], scale, total)
+        if d > out.get(name, {}).get("max", -1.0):
+            out[name] = {"max": d, "where": f"{chapter}:{path}", "reference": a, "value": mine[path]}
+    return out
+
+
+def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"<claim id>@<model>": {verdict, fragile}}`` of one results JSON: its claims, and the
+    per-model verdicts of a chapter that judges its ledger on several models."""
+    found = {}
+    for model, claims in (results.get("metrics", {}).get("verdicts_by_model") or {}).items():
+        for c in claims if isinstance(claims, list) else []:
+            found[f"{c['id']}@{model}"] = {"verdict": c.get("verdict"), "fragile": c.get("fragile")}
+    for c in results.get("claims") or []:
+        found[f"{c['id']}@{c.get('model')}"] = {"verdict": c.get("verdict"), "fragile": c.get("fragile")}
+    return found
+
+
+def golden_record(results: Mapping[str, Any]) -> dict[str, Any]:
+    """What the golden test keeps of one results JSON: its metrics without the per-unit samples
+    (the metrics summarise them; the verdicts rest on them) and every claim's verdict."""
+    metrics = {key: value for key, value in results["metrics"].items() if key != "per_unit"}
+    return {"metrics": metrics, "verdicts": claim_records(results)}
+
+
+def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "default") -> dict[str, Any]:
+    """Compare every perturbed build's results JSON with the ``base`` build's: per perturbation
+    and family, the largest deviation (and where); the claims whose verdict changed (and whether
+    either build marked them fragile by their margin); the tolerances they give (:func:`derive`);
+    and, per perturbation, what the golden test would report against the base build with those
+    tolerances and the changed verdicts recorded (``golden``: empty when it passes)."""
+    reference = {p.stem: json.loads(p.read_text()) for p in sorted(Path(folders[base]).glob("*.json"))}
+    perturbations, changed, builds = {}, {}, {}
+    for name, folder in folders.items():
+        if name == base:
+            continue
+        worst: dict[str, dict[str, Any]] = {}
+        flips = []
+        builds[name] = {}
+        for chapter, ref in reference.items():
+            path = Path(folder) / f"{chapter}.json"
+            if not path.is_file():
+                raise FileNotFoundError(f"the '{name}' build has no results for {chapter} ({path})")
+            other = builds[name][chapter] = json.loads(path.read_text())
+            for fam, found in largest(chapter, golden_record(ref)["metrics"], golden_record(other)["metrics"]).items():
+                if found["max"] > worst.get(fam, {}).get("max", -1.0):
+                    worst[fam] = found
+            mine = claim_records(other)
+            flips += [{"chapter": chapter, "claim": key, "default": v["verdict"], "perturbed": mine.get(key, {}).get("verdict"),
+                       "fragile_by_margin": bool(v["fragile"] or mine.get(key, {}).get("fragile"))}
+                      for key, v in claim_records(ref).items() if mine.get(key, {}).get("verdict") != v["verdict"]]
+        perturbations[name] = {"spec": specs[name], "largest": worst}
+        changed[name] = flips
+    tolerance = derive(perturbations)
+    recorded = {(f["chapter"], f["claim"]) for flips in changed.values() for f in flips}
+    for name, found in perturbations.items():
+        found["golden"] = [f"{chapter}.{d['path']}" for chapter, ref in reference.items()
+                           for d in differences(chapter, golden_record(ref)["metrics"],
+                                                golden_record(builds[name][chapter])["metrics"], tolerance)]
+        found["golden"] += [f"{f['chapter']}: {f['claim']}" for f in changed[name]
+                            if not f["fragile_by_margin"] and (f["chapter"], f["claim"]) not in recorded]
+    return {"perturbations": perturbations, "verdict_changes": changed, "tolerances": tolerance,
+            "margin": MARGIN, "floors": dict(FLOORS)}
+
+
+def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
+    """Each family's tolerance: :data:`MARGIN` × the largest deviation any perturbation caused,
+    rounded up to a power of ten, and at least the family's floor (share and count: a
+    deviation of 0 gives 0, and a rule still allows what the floor allows)."""
+    out = {}
+    for name, floor in FLOORS.items():
+        worst = max((p["largest"].get(name, {}).get("max", 0.0) for p in perturbations.values()), default=0.0)
+        if math.isinf(worst):
+            raise ValueError(f"a perturbed build changed a '{name}' metric beyond comparison: see its 'where'")
+        scaled = MARGIN * worst
+        out[name] = max(floor, 10.0 ** math.ceil(math.log10(scaled)) if scaled > 0 else 0.0)
+    return out
+
+
+# --------------------------------------------------------------------------- reading the figures
+
+def figures(path: Path | None = None) -> dict[str, Any] | None:
+    """The measured figures (:data:`FIGURES`), or None when none were measured."""
+    path = path or FIGURES
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def tolerances(path: Path | None = None) -> dict[str, float]:
+    """The contract's tolerances: the measured ones, else the floors."""
+    found = figures(path)
+    return {**FLOORS, **(found or {}).get("tolerances", {})}
+
+
+def flipped(chapter: str, claim: str, model: str, path: Path | None = None) -> list[str]:
+    """The perturbations (by name) under which this claim's verdict changed in the measured builds."""
+    found = figures(path) or {}
+    key = f"{claim}@{model}"
+    return [name for name, flips in found.get("verdict_changes", {}).items()
+            if any(f["chapter"] == chapter and f["claim"] == key for f in flips)]
+
+
+def claim_deviation(chapter: str, metric: str, raw: Any, record: Mapping[str, Any], path: Path | None = None) -> float:
+    """δ, the float deviation a claim's statistic may take on another machine: for the float
+    family 2 · ε_float · S, with S the largest |x| among the claim's metric, its value and its
+    interval's ends (a statistic is at most a difference of two such numbers, each off by
+    ε_float · S); for shares ε_share; for counts ε_count · N (N the metric's total)."""
+    tol = tolerances(path)
+    try:
+        numbers = [float(x) for x in np.ravel(np.asarray(raw, dtype=float))]
+    except (TypeError, ValueError):
+        return 0.0
+    integral = all(float(x).is_integer() for x in numbers) and np.asarray(raw).dtype.kind in "iu"
+    name = family(chapter, metric, 0 if integral else 0.0)
+    if name == "share":
+        return tol["share"]
+    if name == "count":
+        return tol["count"] * max(sum(abs(x) for x in numbers), 1.0)
+    if name != "float":
+        return 0.0
+    ends = [x for x in [record.get("measured"), *(record.get("interval") or []),
+                        *((record.get("statistic") or {}).get("interval") or [])] if _number(x)]
+    return 2 * tol["float"] * max([abs(x) for x in numbers + ends], default=0.0)
+
+
+def machine() -> str:
+    """The CPU's model name (Linux), else the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def report(measured: Mapping[str, Any]) -> str:
+    """The figures as a text table: per perturbation and family, the largest deviation."""
+    names = list(FLOORS)
+    lines = [f"{'perturbation':<20}" + "".join(f"{n:>12}" for n in names) + f"{'verdicts changed':>18}"]
+    for name, found in measured["perturbations"].items():
+        cells = "".join(f"{found['largest'].get(n, {}).get('max', 0.0):>12.3g}" for n in names)
+        lines.append(f"{name:<20}{cells}{len(measured['verdict_changes'][name]):>18}")
+    lines.append(f"{'tolerance':<20}" + "".join(f"{measured['tolerances'][n]:>12.3g}" for n in names))
+    return "\n".join(lines)

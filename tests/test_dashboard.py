@@ -1,0 +1,83 @@
+"""The claims dashboard: one row per claim and model, counts that keep the book's two questions
+apart and count each published claim once."""
+
+import json
+import re
+
+import pytest
+
+from embedding_geometry.book import dashboard
+
+
+def result(chapter, claims, by_model=None):
+    return {"chapter": chapter, "model": {"id": "m", "sha256": "abc", "layers": 3, "hidden": 40},
+            "params": {"seed": 0}, "inputs": {}, "metrics": {"verdicts_by_model": by_model or {}}, "claims": claims,
+            "environment": {"python": "3.11", "torch": "2", "transformers": "5", "device": "cpu", "seconds": 1.5}}
+
+
+def claim(id, verdict, model="org/minilm", kind="published", home=None, published=None, **fields):
+    """A claim record as a results JSON stores it (claims.Verdict.record)."""
+    outcome = {"shape transfers": "holds", "does not transfer": "does not hold", "inconclusive": "inconclusive",
+               "supported": "holds", "passes": "holds"}.get(verdict)
+    status = None if outcome else verdict
+    return {"id": id, "kind": kind, "home": home, "statement": f"claim {id}", "source": "seed 001",
+            "published": published, "measured": 0.5, "model": model, "numeric_verdict": None, "verdict": verdict,
+            "status": status, "outcome": outcome, "raw": outcome, "reason": None, "depth": None,
+            "interval": [0.4, 0.6] if outcome else None, "adjusted_interval": [0.3, 0.7] if outcome else None,
+            "interval_method": "percentile" if outcome else None, "n_units": 24, "unit": "sentences",
+            "null": None, "shape": None, "test": "> 0" if outcome else None, "fragile": None, "sensitivity": None,
+            "statistic": {"value": 0.5, "interval": [0.4, 0.6]} if outcome else None,
+            "counted": bool(outcome) and kind == "published" and home is None, **fields}
+
+
+MXBAI = {"value": 0.9, "model": "org/mxbai"}
+
+
+@pytest.fixture
+def results(tmp_path):
+    one = [claim("peak", "shape transfers", published=MXBAI), claim("gap", "does not transfer"),
+           claim("rise", "inconclusive"), claim("start", "by construction"),
+           claim("own", "supported", kind="hypothesis"), claim("check", "passes", kind="pipeline"),
+           claim("size", "descriptive", published={"value": 1.0, "model": "org/minilm"}, numeric_verdict="not reproduced")]
+    mpnet = [claim("peak", "does not transfer", model="org/mpnet"), claim("gap", "census", model="org/mpnet")]
+    eight = [claim("peak", "shape transfers", model="org/mpnet", home="01_a")]
+    (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", one + mpnet)))
+    (tmp_path / "08_b.json").write_text(json.dumps(result("08_b", eight, {"org/minilm": [
+        claim("peak", "shape transfers", home="01_a")]})))
+    (tmp_path / ".03_c-unfinished.json").write_text("{")  # a write in progress is not read
+    return tmp_path
+
+
+def test_one_row_per_claim_and_model_with_its_test_and_result(results):
+    frame = dashboard.claims_frame(results)
+    assert len(frame) == 11 and frame["chapter"].tolist().count("08_b") == 2
+    assert frame.loc[0, "result"] == "> 0: 0.5 [0.4, 0.6]" and frame.loc[0, "adjusted interval"] == "[0.3, 0.7]"
+    assert dashboard.claims_frame(results, chapters=["08_b"])["model"].tolist() == ["org/mpnet", "org/minilm"]
+
+
+def test_distinct_published_claims_count_each_claim_once_at_its_home(results):
+    frame = dashboard.claims_frame(results)
+    assert dashboard.distinct_published(frame) == 5  # peak, gap, rise, start, size: re-judgements and own ideas left out
+    counts = dashboard.model_counts(frame).set_index("model")
+    assert counts.loc["org/minilm", ["judged", "shape transfers", "does not transfer", "inconclusive"]].tolist() == [3, 1, 1, 1]
+    assert counts.loc["org/mpnet", ["judged", "does not transfer", "census"]].tolist() == [1, 1, 1]
+    assert dashboard.numeric_counts(frame) == (0, 1)
+
+
+def test_the_count_sentence_separates_shape_from_reproduction_and_says_what_is_not_counted(results):
+    text = dashboard.count_sentence(dashboard.claims_frame(results))
+    assert text.startswith("5 distinct published claims; on **minilm**: shape transfers 1, does not transfer 1, inconclusive 1")
+    assert "numeric reproduction: 0 of 1, where this build ran the published model" in text
+    assert "1 of the book's own hypotheses, 1 checks of the pipeline, 2 re-judgements" in text
+
+
+def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind_and_verdict(results):
+    html = dashboard.ClaimsDashboard(dashboard.claims_frame(results))._repr_html_()
+    assert '<a href="01_a.html#claim-peak">claim peak</a>' in html and html.count('href="01_a.html#claim-peak"') == 4
+    for name in ("chapter", "model", "kind", "verdict"):
+        assert f'<select data-filter="{name}">' in html
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "model", "test: result [95 % interval]",
+                                                         "verdict"]
+    assert "not counted (its home is 01 a)" in html and "not counted (the book&#x27;s own hypothesis)" in html
+    assert '<option value="08_b">8 · b (2)</option>' in html  # chapters by their number and name
+    assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html

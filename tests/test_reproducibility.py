@@ -1,0 +1,188 @@
+"""The float path, its perturbations, and the reproducibility contract's families, deviations,
+tolerances and fragile verdicts."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from embedding_geometry.book import claims, reproducibility
+from embedding_geometry.book.claims import shape_tests as shapes
+from embedding_geometry.core import activations, float_path, models
+from embedding_geometry.core.errors import ParameterError
+
+
+# --------------------------------------------------------------------------- the float path
+
+def test_a_float_path_spec_reads_back_as_written():
+    path = float_path.parse("threads=1, onednn=off,attention=unfused,batch_size=7")
+    assert path == float_path.FloatPath(threads=1, onednn=False, fused_attention=False, batch_size=7)
+    assert float_path.parse(path.spec) == path and float_path.parse("") == float_path.FloatPath()
+    assert float_path.FloatPath().spec == "" and path.forward_batch(32) == 7 and float_path.FloatPath().forward_batch(32) == 32
+
+
+@pytest.mark.parametrize("bad", ["threads=0", "threads=x", "onednn=on", "attention=fused", "speed=fast"])
+def test_a_bad_float_path_item_is_one_line_naming_the_variable(bad):
+    with pytest.raises(ParameterError, match="EMBEDDING_GEOMETRY_FLOAT_PATH") as caught:
+        float_path.parse(bad)
+    assert "\n" not in str(caught.value) and repr(bad) in str(caught.value)
+
+
+def test_a_perturbed_path_unfuses_attention_and_keys_the_cache_apart(tiny_bert_dir, monkeypatch):
+    plain = models.load(str(tiny_bert_dir), device="cpu")
+    key = activations.cache_key(plain, ["a b"], 16, False)
+    monkeypatch.setenv(float_path.VARIABLE, "attention=unfused,batch_size=1")
+    threads = torch.get_num_threads()
+    perturbed = models.load(str(tiny_bert_dir), device="cpu")
+    attention = type(perturbed.model.encoder.layer[0].attention.self).__name__
+    assert attention == "BertSelfAttention" and torch.get_num_threads() == threads
+    assert activations.cache_key(perturbed, ["a b"], 16, False) != key
+
+
+def test_a_perturbed_path_gives_the_same_states_to_float_noise(tiny_bert_dir, monkeypatch, tmp_path):
+    texts = ["the cat sat on the mat", "a dog", "birds sing at dawn in the tall old trees"]
+    plain = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), texts, cache=False, progress=False)
+    monkeypatch.setenv(float_path.VARIABLE, "attention=unfused,batch_size=1,onednn=off")
+    try:
+        other = activations.extract(models.load(str(tiny_bert_dir), device="cpu"), texts, cache=False, progress=False)
+    finally:
+        torch.backends.mkldnn.enabled = True
+    scale = np.abs(plain.hidden).max()
+    assert np.abs(other.hidden - plain.hidden).max() <= 1e-5 * scale  # another batch: other padding, other shapes
+
+
+# --------------------------------------------------------------------------- margins
+
+@pytest.mark.parametrize("test, args, interval, expected", [
+    ("above", {"bound": 0.0}, (0.3, 0.5), 0.3),       # holds: lo − t
+    ("above", {"bound": 0.0}, (-0.5, -0.2), 0.2),     # does not hold: t − hi
+    ("above", {"bound": 0.0}, (-0.1, 0.4), 0.1),      # inconclusive: the nearer end
+    ("below", {"bound": 0.9}, (0.2, 0.7), 0.2),
+    ("between", {"low": -0.1, "high": 0.1}, (-0.02, 0.05), 0.05),
+])
+def test_a_margin_is_the_distance_from_the_interval_to_the_nearest_threshold(test, args, interval, expected):
+    assert shapes.margin(test, args, interval) == pytest.approx(expected)
+
+
+def test_moving_an_interval_by_less_than_its_margin_keeps_the_verdict():
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        lo = rng.uniform(-1, 1)
+        interval, bound = (lo, lo + rng.uniform(0, 1)), rng.uniform(-1, 1)
+        verdict, margin = shapes.judge("above", {"bound": bound}, interval), shapes.margin("above", {"bound": bound}, interval)
+        shift = rng.uniform(-0.99, 0.99) * margin
+        assert shapes.judge("above", {"bound": bound}, (interval[0] + shift, interval[1] + shift)) == verdict
+
+
+# --------------------------------------------------------------------------- families and deviations
+
+def test_each_number_gets_the_scale_and_total_of_its_list():
+    found = {path: (value, scale, total) for path, value, scale, total in reproducibility.leaves(
+        {"curve": [0.5, -2.0], "n": 3, "name": "x", "grid": [[1, 3], [2]]})}
+    assert found["curve[0]"] == (0.5, 2.0, 2.5) and found["n"] == (3, 3, 3) and found["name"] == ("x", None, None)
+    assert found["grid[0][1]"] == (3, 3, 4) and found["grid[1][0]"] == (2, 2, 2)
+
+
+def test_a_family_comes_from_the_table_first_then_from_the_type():
+    assert reproducibility.family("00_the_model", "exercises.batch_size_1_max_abs_diff", 1e-6) == "noise"
+    assert reproducibility.family("01_layer_by_layer", "collapse_gap[3]", 0.3) == "float"
+    assert reproducibility.family("04_attention_context_similarity", "distance_histogram[1][11]", 1398) == "count"
+    assert reproducibility.family("00_the_model", "exercises.long_word_pieces", "[CLS] · p") == "exact"
+    assert reproducibility.family("01_layer_by_layer", "recall_at_k.hard[2]", 0.5) == "share"
+
+
+def test_each_family_measures_a_deviation_its_own_way():
+    assert reproducibility.deviation("float", 0.5, 0.5001, 2.0, 2.5) == pytest.approx(5e-5)  # of the list's scale
+    assert reproducibility.deviation("count", 1398, 1397, 1398, 4096) == pytest.approx(1 / 4096)  # of the total
+    assert reproducibility.deviation("share", 0.5, 0.5833, 1.0, 1.0) == pytest.approx(0.0833)
+    assert reproducibility.deviation("noise", 1.65e-6, 3.87e-6, None, None) == pytest.approx(math.log10(3.87 / 1.65))
+    assert reproducibility.deviation("exact", "a", "b", None, None) == math.inf
+    assert reproducibility.deviation("float", 0.5, None, 0.5, 0.5) == math.inf
+
+
+def test_tolerances_are_the_margin_times_the_worst_deviation_rounded_up_to_a_power_of_ten():
+    measured = {"a": {"largest": {"float": {"max": 3e-7}, "count": {"max": 2.4e-4}}},
+                "b": {"largest": {"float": {"max": 2e-6}, "noise": {"max": 0.3}}}}
+    tolerance = reproducibility.derive(measured)
+    assert tolerance["float"] == pytest.approx(1e-4) and tolerance["count"] == pytest.approx(1e-2)
+    assert tolerance["noise"] == 10.0 and tolerance["share"] == 0.0 and tolerance["exact"] == 0.0
+    assert reproducibility.derive({})["float"] == reproducibility.FLOORS["float"]
+
+
+def test_measure_finds_every_deviation_and_every_changed_verdict(tmp_path):
+    def write(folder, curve, verdict, fragile=None):
+        folder.mkdir(parents=True)
+        (folder / "c.json").write_text(json.dumps({"metrics": {"curve": curve, "per_unit": {"curve": [[9.0]]}},
+                                                   "claims": [{"id": "k", "model": "m", "verdict": verdict,
+                                                               "fragile": fragile}]}))
+        return folder
+
+    folders = {"default": write(tmp_path / "d", [1.0, 2.0], "holds"),
+               "p": write(tmp_path / "p", [1.0, 2.0 + 2e-6], "inconclusive", fragile="margin 0")}
+    measured = reproducibility.measure(folders, {"default": "", "p": "threads=1"})
+    assert measured["perturbations"]["p"]["largest"]["float"]["max"] == pytest.approx(1e-6)
+    assert measured["perturbations"]["p"]["largest"]["float"]["where"] == "c:curve[1]"
+    assert measured["verdict_changes"]["p"] == [{"chapter": "c", "claim": "k@m", "default": "holds",
+                                                 "perturbed": "inconclusive", "fragile_by_margin": True}]
+    assert measured["tolerances"]["float"] == pytest.approx(1e-5) and measured["perturbations"]["p"]["golden"] == []
+
+
+# --------------------------------------------------------------------------- fragile verdicts
+
+def _ledger(bound: float) -> claims.Ledger:
+    claim = claims.Claim(id="c", statement="s", source="x", metric="curve", reduce="last", unit="sentences",
+                         shape={"test": "above", "args": {"bound": bound}})
+    return claims.Ledger(chapter="t", claims=[claim])
+
+
+def _metrics(rng) -> dict:
+    per_unit = 0.5 + 0.01 * rng.standard_normal((20, 3))
+    return {"curve": per_unit.mean(axis=0), "per_unit": {"curve": per_unit}}
+
+
+def test_a_verdict_whose_margin_is_within_float_noise_is_marked_fragile(monkeypatch):
+    rng = np.random.default_rng(0)
+    metrics = _metrics(rng)
+    robust = claims.evaluate(_ledger(0.0), metrics, "m")[0]
+    assert robust.fragile is None and robust.margin == pytest.approx(robust.statistic["adjusted"][0])
+    monkeypatch.setattr(reproducibility, "tolerances", lambda path=None: {**reproducibility.FLOORS, "float": 1e-2})
+    lo = robust.statistic["adjusted"][0]
+    fragile = claims.evaluate(_ledger(lo - 1e-4), metrics, "m")[0]
+    assert fragile.outcome == "holds" and fragile.fragile and "float noise" in fragile.fragile
+    assert fragile.record()["fragile"] == fragile.fragile and fragile.record()["margin"] == pytest.approx(1e-4)
+
+
+def test_a_claim_whose_verdict_changed_on_a_perturbed_path_is_marked_fragile(tmp_path, monkeypatch):
+    figures = {"tolerances": {}, "verdict_changes": {"threads_1": [{"chapter": "t", "claim": "c@m"}]}}
+    path = tmp_path / "figures.json"
+    path.write_text(json.dumps(figures))
+    monkeypatch.setattr(reproducibility, "FIGURES", path)
+    verdict = claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m")[0]
+    assert verdict.fragile == "its verdict changed on a perturbed float path (threads_1)"
+
+
+# --------------------------------------------------------------------------- the tiny book on a perturbed path
+
+@pytest.mark.slow
+def test_a_perturbed_float_path_keeps_every_verdict_of_the_tiny_book_or_marks_it_fragile(built_book, tiny_bert_dir,
+                                                                                        tmp_path, monkeypatch):
+    from conftest import copy_book, run_build, tiny_profile
+    from test_unchanged_metrics import PERTURBED, verdict_changes
+
+    root, built = built_book
+    assert built.returncode == 0, built.stdout[-2000:]
+    monkeypatch.setenv(float_path.VARIABLE, PERTURBED)
+    other = copy_book(tmp_path / "perturbed")
+    result = run_build(other, "--profile", str(tiny_profile(other, tiny_bert_dir)), "--no-site")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    changed, compared = [], 0
+    for path in sorted((root / "build" / "results").glob("0*.json")):
+        reference = reproducibility.claim_records(json.loads(path.read_text()))
+        perturbed = reproducibility.claim_records(json.loads((other / "build" / "results" / path.name).read_text()))
+        compared += len(reference)
+        changed += [f"{path.stem}: {change}" for change in verdict_changes(reference, perturbed)]
+    assert compared > 100 and not changed, changed
