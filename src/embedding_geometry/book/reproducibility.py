@@ -42,6 +42,7 @@ could flip it.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 import math
@@ -181,7 +182,7 @@ def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def golden_record(results: Mapping[str, Any]) -> dict[str, Any]:
     """What the golden test keeps of one results JSON: its metrics without the per-unit samples
     (the metrics summarise them; the verdicts rest on them) and every claim's verdict."""
-    metrics = {key: value for key, value in results["metrics"].items() if key != "per_unit"}
+    metrics = {key: copy.deepcopy(value) for key, value in results["metrics"].items() if key != "per_unit"}
     return {"metrics": metrics, "verdicts": claim_records(results)}
 
 
