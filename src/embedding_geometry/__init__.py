@@ -84,7 +84,7 @@ a study never imports ``book``):
                         ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
-    ``kernels``         chapter kernels forked from a warm parent: a fresh process per chapter, imports paid once
+    ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
     ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
