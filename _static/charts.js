@@ -172,6 +172,7 @@
   // chart, so Vega-Lite's autosize "fit-x" can size it exactly.
   function fitView(spec, view, room, data, top) {
     data = view.data || data;
+    if (view.width === "container") view.width = Math.max(80, room - pad);  // the room, laid out here
     var width = natural(spec, view, data), declared = width;
     var x = discreteX(view);
     var n = x ? Math.max(distinct(rowsOf(spec, x.layer.data || data), x.field), 1) : 0;
@@ -343,7 +344,10 @@
     spec.config.legend = Object.assign({}, spec.config.legend, legend);
     capLimits(spec, limit + 20);
     var expression = wrapExpression(labels, limit, size);
-    if (expression) legendEncodings(spec).forEach(function (def) { def.legend = Object.assign({}, def.legend, {labelExpr: expression}); });
+    // every legend gets the room's limit, a chart's own narrower one too (its labels wrap instead)
+    legendEncodings(spec).forEach(function (def) {
+      def.legend = Object.assign({}, def.legend, {labelLimit: limit + 20}, expression ? {labelExpr: expression} : {});
+    });
   }
 
   // Every encoding that draws a legend (a nominal or ordinal colour, dash, shape, size or opacity).
