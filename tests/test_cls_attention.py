@@ -97,7 +97,19 @@ def test_per_text_values_and_the_uniform_attention_null():
     assert per_unit[f"{key}.shares.b0_10"] == pytest.approx([law[:11].sum(), 1.0])
     assert per_unit[f"{key}.early_ratio"] == pytest.approx([law[:11].sum() * T / 11, T / 11])
     assert per_unit[f"{key}.early_ratio"].mean() == pytest.approx(study["early_ratio"])
+    assert per_unit[f"{key}.early_excess"] == pytest.approx([law[:11].sum() - 11 / T, 1 - 11 / T])
+    assert study["early_excess"] == pytest.approx(study["shares"]["b0_10"] - 11 / T)  # uniform attention gives 0
     for name in cls_attention.SHARE_KEYS:
         assert per_unit[f"{key}.shares.{name}"].mean() == pytest.approx(study["shares"][name])
     r2 = per_unit[f"{key}.power_law_by_text.mean_r2"]
     assert len(r2) == 2 and r2[0] == pytest.approx(1.0) and r2[1] < 1 and r2.mean() == pytest.approx(study["power_law_by_text"]["mean_r2"])
+
+
+def test_the_exercise_keeps_a_short_summary_under_its_own_key():
+    T = 110
+    acts = record([np.zeros((T, 2))], attentions=[cls_maps(cls_attention.power_law(T, 0.1))])
+    found = cls_attention.exercise(acts)
+    assert set(found) == {"exercise_n_positions"}
+    summary = found["exercise_n_positions"]
+    assert summary["n_positions"] == T and sum(summary["shares"]) == pytest.approx(1.0)
+    assert summary["uniform"] == pytest.approx(cls_attention.uniform_shares(T).tolist())

@@ -115,6 +115,21 @@ def test_long_text_study_with_hand_made_vectors(embedded):
     assert study["words_in_budget"] == pytest.approx(254 / study["tokens_per_word"])
     short = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12)["long_text"]
     assert short["coverage"]["truncation"] < 1 and short["windows_over_limit_fraction"] == 1.0
+    exercise = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12,
+                                          key="exercise", samples=False)
+    assert set(exercise) == {"exercise"} and exercise["exercise"]["coverage"] == short["coverage"]
+
+
+def test_what_a_model_reads_needs_only_its_tokenizer(embedded):
+    docs = long_texts.long_documents(SENTENCES, min_words=12, n_docs=2, window=50, stride=25, seed=0)
+    found = long_texts.coverage_study(docs, embedded.tokenizer, 12)
+    read, per_unit = found["long_text"], found["per_unit"]
+    studied = long_texts.long_text_study(docs, np.tile(np.eye(2), (2, 1)), SENTENCES, np.ones((len(SENTENCES), 2)),
+                                         embedded.tokenizer, 12)["long_text"]
+    assert {k: studied[k] for k in read} == read  # the same what-is-read as the full study
+    assert per_unit["long_text.coverage.windows"].mean() == pytest.approx(read["coverage"]["windows"])
+    assert read["token_budget"] == 10 and read["windows_over_limit_fraction"] == 1.0
+    assert set(long_texts.coverage_study(docs, embedded.tokenizer, 12, key="other", samples=False)) == {"other"}
 
 
 def test_per_document_hits_count_each_document_once(embedded):

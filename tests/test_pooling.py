@@ -1,6 +1,7 @@
 """Pooling operators, the last layer's attention, length bias and dilution, and the library checks."""
 
 import numpy as np
+from scipy import stats
 import pytest
 import torch
 
@@ -125,8 +126,9 @@ def test_pooling_retrieval_ranks_each_pooling_by_hand():
                   attentions=[uniform_maps(3), uniform_maps(3)])
     result = pooling.pooling_retrieval(docs, docs, [0, 1])
     found = result["pooling_retrieval"]
-    assert set(found) == {*pooling.POOLINGS, "cls_minus_mean", "subword_minus_mean"}
-    assert all(found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0) for m in pooling.POOLINGS)
+    assert set(found) == {*pooling.RETRIEVAL_POOLINGS, "cls_minus_mean", "subword_minus_mean"}
+    assert all(found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0)
+               for m in pooling.RETRIEVAL_POOLINGS)
     assert found["cls_minus_mean"] == 0.0 and found["subword_minus_mean"] == 0.0
     assert result["per_unit"]["pooling_retrieval.cls_minus_mean"].tolist() == [0.0, 0.0]
     swapped = record([[[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]],
@@ -156,20 +158,28 @@ def test_length_norm_relation_of_an_exact_averaging_law():
     assert relation["averaging_law_r2"] == pytest.approx(1.0) and relation["averaging_law_r"] == pytest.approx(1.0)
     assert relation["averaging_law_slope"] == pytest.approx(4.0)
     assert relation["spearman"] == pytest.approx(-1.0) and relation["abs_spearman"] == pytest.approx(1.0)
-    assert per_unit["length_bias.abs_spearman"].mean() == pytest.approx(1.0)
-    assert per_unit["length_bias.averaging_law_r"].mean() == pytest.approx(1.0)
+    assert set(per_unit) == {f"length_bias.{name}.{m}" for name in ("abs_spearman", "averaging_law_r")
+                             for m in ("x", "y", "xx", "yy", "xy")}
 
 
-def test_per_sentence_products_average_to_the_correlations():
+def test_per_sentence_moments_rebuild_the_correlations_and_are_resampled_as_correlations():
+    from embedding_geometry.book.claims import samples
+
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 40, size=30)
     vectors = rng.standard_normal((30, 4)) + 1.0
     found = pooling.length_norm_relation(vectors, lengths)
-    products = found["per_unit"]["length_bias.abs_spearman"]
-    assert products.mean() == pytest.approx(found["length_bias"]["abs_spearman"])
-    r = found["per_unit"]["length_bias.averaging_law_r"].mean()
-    assert r ** 2 == pytest.approx(found["length_bias"]["averaging_law_r2"])
-    assert pooling.standard_products([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]).tolist() == pytest.approx([-1.5, 0.0, -1.5])
+    for name in ("abs_spearman", "averaging_law_r"):
+        spec = {"correlation": {m: f"length_bias.{name}.{m}" for m in ("x", "y", "xx", "yy", "xy")}}
+        statistic = samples.find(found, spec)
+        assert float(statistic.point()) == pytest.approx(found["length_bias"][name]), name
+        w = np.zeros((1, 30))
+        w[0, :15] = 1 / 15  # the first half alone: r recomputed on it, not a mean of fixed products
+        first_half = stats.pearsonr(found["per_unit"][f"length_bias.{name}.x"][:15, 0],
+                                    found["per_unit"][f"length_bias.{name}.y"][:15, 0]).statistic
+        assert float(statistic.values(w)[0]) == pytest.approx(first_half)
+    moments = pooling.correlation_moments("k", [1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    assert moments["k.xy"].mean() == pytest.approx(-1.0) and moments["k.x"].shape == (3, 1)
     with pytest.raises(ValueError, match="not all equal"):
         pooling.length_norm_relation(vectors, np.full(6, 4))
 

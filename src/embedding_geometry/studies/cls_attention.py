@@ -20,11 +20,12 @@ Metrics: ``position_study`` → cls_attention_by_position {n_positions T, n_text
 (labels), shares {b0_10, b11_50, b51_100, b101_plus}, uniform [4], article_table [4] (the
 published shares), article_code_512 and article_code_T [4] (the article's power law over 512 and
 T positions), closest_length and closest_rms (the length whose power law comes nearest the
-table), to_cls = profile[0], early_ratio = shares[0] / uniform[0], power_law {alpha, r2,
+table), to_cls = profile[0], early_ratio = shares[0] / uniform[0], early_excess = shares[0] −
+uniform[0] (what positions 0–10 get beyond uniform attention), power_law {alpha, r2,
 spearman}, profile [T] (rounded to 6 decimals), entropy (``pooling.attention_entropy``, mean),
 uniform_shares {b0_10, …} and uniform_early_ratio (the uniform-attention null), power_law_by_text
 {mean_r2: the mean over texts of each text's own fit's R²}}; per_unit {"cls_attention_by_position.
-shares.<bucket>", ".early_ratio", ".power_law_by_text.mean_r2": [N]}.
+shares.<bucket>", ".early_ratio", ".early_excess", ".power_law_by_text.mean_r2": [N]}.
 ``short_summary`` keeps {n_positions, shares [4], uniform, power_law}.
 """
 
@@ -139,14 +140,22 @@ def position_study(acts: Activations, article_table: Sequence[float] = ARTICLE_T
              "article_table": list(article_table), "article_code_512": article_code_table().tolist(),
              "article_code_T": article_code_table(T).tolist(), "closest_length": closest,
              "closest_rms": closest_rms, "to_cls": float(profile[0]), "early_ratio": float(shares[0] / uniform[0]),
+             "early_excess": float(shares[0] - uniform[0]),
              "power_law": fit_power_law(profile), "profile": profile.tolist(),
              "entropy": float(attention_entropy(acts).mean()),
              "uniform_shares": dict(zip(SHARE_KEYS, uniform.tolist())), "uniform_early_ratio": 1.0,
              "power_law_by_text": {"mean_r2": float(text_r2.mean())}}
     key = "cls_attention_by_position"
     per_unit = {**{f"{key}.shares.{name}": by_text[:, b] for b, name in enumerate(SHARE_KEYS)},
-                f"{key}.early_ratio": by_text[:, 0] / uniform[0], f"{key}.power_law_by_text.mean_r2": text_r2}
+                f"{key}.early_ratio": by_text[:, 0] / uniform[0], f"{key}.early_excess": by_text[:, 0] - uniform[0],
+                f"{key}.power_law_by_text.mean_r2": text_r2}
     return {key: found, "per_unit": per_unit}
+
+
+def exercise(acts: Activations, key: str = "exercise_n_positions") -> dict[str, object]:
+    """{key: ``short_summary``} of ``position_study`` on another set of texts (an exercise's
+    length T)."""
+    return {key: short_summary(position_study(acts)["cls_attention_by_position"])}
 
 
 def short_summary(study: dict[str, object]) -> dict[str, object]:

@@ -27,9 +27,10 @@ The long-document test: each document's sentences are queries (their own sentenc
 a query is answered when the nearest document (cosine) is its own, recall@1, split by whether
 truncation reads the whole sentence.
 
-Metrics: ``long_text_study`` → long_text {n_docs, words_per_doc, windows_per_doc, token_budget B,
-coverage {truncation, windows}, windows_over_limit_fraction (windows of more than B tokens),
-sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
+Metrics: ``coverage_study`` → long_text {n_docs, words_per_doc, windows_per_doc, token_budget B,
+coverage {truncation, windows}, windows_over_limit_fraction (windows of more than B tokens)} and
+per_unit "long_text.coverage.windows": what the tokenizer alone decides. ``long_text_study`` →
+long_text {those and sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
 read_by_truncation, beyond_truncation (None when no sentence is)}}, tokens_per_word (of the
 corpus), words_in_budget = B / tokens_per_word, windows_minus_truncation and max_minus_mean
 (recall@1 over all sentences)}; per_unit, per document (the sampling unit: a document's
@@ -237,45 +238,61 @@ def long_documents(sentences: Sequence[str], min_words: int, n_docs: int, window
     return LongDocuments(docs, texts, [word_windows(t, window, stride) for t in texts], window, stride)
 
 
-def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequence[str], sentence_vectors: np.ndarray,
-                    tokenizer, max_length: int) -> dict[str, object]:
-    """{long_text, per_unit} (see the module docstring) of ``docs``, whose ``encoded`` texts have the
-    (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
-    its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
-    reads ``max_length`` tokens, special tokens included."""
+def coverage_study(docs: LongDocuments, tokenizer, max_length: int, key: str = "long_text",
+                   samples: bool = True) -> dict[str, object]:
+    """{long_text, per_unit} of what a model that reads ``max_length`` tokens (special tokens
+    included) reads of ``docs`` — the tokenizer alone decides it, no forward pass: n_docs,
+    words_per_doc, windows_per_doc, token_budget, coverage {truncation, windows},
+    windows_over_limit_fraction; per_unit "long_text.coverage.windows" (per document). ``key``
+    renames long_text (an exercise's run), ``samples`` False leaves per_unit out."""
     n_budget = budget(tokenizer, max_length)
-    bounds = np.cumsum([len(docs.texts)] + [len(ws) for ws in docs.windows])
-    windows = [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    pooled = {"truncation": np.asarray(vectors[:len(docs.texts)]),
-              **{f"windows_{m}": np.stack([pool_windows(w, m) for w in windows]) for m in WINDOW_POOLINGS}}
-    coverage = {"truncation": [], "windows": []}
-    over_limit, read_by_truncation, queries, relevant = [], [], [], []
-    for d, (doc, text) in enumerate(zip(docs.documents, docs.texts)):
+    coverage, over_limit = {"truncation": [], "windows": []}, []
+    for text in docs.texts:
         offsets = word_token_offsets(tokenizer, text)
         starts = window_starts(len(text.split()), docs.window, docs.stride)
         coverage["truncation"].append(read_mask(offsets, n_budget).mean())
         coverage["windows"].append(read_mask(offsets, n_budget, starts, docs.window).mean())
         over_limit += [int(offsets[min(s + docs.window, len(offsets) - 1)] - offsets[s]) > n_budget for s in starts]
+    found = {"n_docs": len(docs.texts), "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
+             "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])), "token_budget": n_budget,
+             "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
+             "windows_over_limit_fraction": float(np.mean(over_limit))}
+    if not samples:
+        return {key: found}
+    return {key: found, "per_unit": {f"{key}.coverage.windows": np.asarray(coverage["windows"])}}
+
+
+def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequence[str], sentence_vectors: np.ndarray,
+                    tokenizer, max_length: int, key: str = "long_text", samples: bool = True) -> dict[str, object]:
+    """{long_text, per_unit} (see the module docstring) of ``docs``, whose ``encoded`` texts have the
+    (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
+    its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
+    reads ``max_length`` tokens, special tokens included. ``key`` renames long_text (an exercise's
+    run), ``samples`` False leaves per_unit out."""
+    n_budget = budget(tokenizer, max_length)
+    bounds = np.cumsum([len(docs.texts)] + [len(ws) for ws in docs.windows])
+    windows = [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    pooled = {"truncation": np.asarray(vectors[:len(docs.texts)]),
+              **{f"windows_{m}": np.stack([pool_windows(w, m) for w in windows]) for m in WINDOW_POOLINGS}}
+    read = coverage_study(docs, tokenizer, max_length)
+    read_by_truncation, queries, relevant = [], [], []
+    for d, (doc, text) in enumerate(zip(docs.documents, docs.texts)):
+        offsets = word_token_offsets(tokenizer, text)
         read_by_truncation += [end <= n_budget for _, end in sentence_spans(offsets, [len(sentences[i].split()) for i in doc])]
         queries += doc
         relevant += [d] * len(doc)
     recall, hits = _recall_by_reach(pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation))
-    found = {"n_docs": len(docs.texts), "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
-             "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])), "token_budget": n_budget,
-             "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
-             "windows_over_limit_fraction": float(np.mean(over_limit)),
-             "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))), "recall_at_1": recall,
-             "tokens_per_word": tokens_per_word(tokenizer, sentences)}
+    found = {**read["long_text"], "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))),
+             "recall_at_1": recall, "tokens_per_word": tokens_per_word(tokenizer, sentences)}
     found["words_in_budget"] = n_budget / found["tokens_per_word"]
-    per_doc = lambda values: np.bincount(relevant, weights=values, minlength=len(docs.texts))
-    per_unit = {"long_text.coverage.windows": np.asarray(coverage["windows"])}
-    for key, (a, b) in {"windows_minus_truncation": ("windows_max", "truncation"),
-                        "max_minus_mean": ("windows_max", "windows_mean")}.items():
-        per_unit[f"long_text.{key}.hits"] = per_doc(hits[a] - hits[b])
-        per_unit[f"long_text.{key}.sentences"] = per_doc(np.ones(len(relevant)))
-    return {"long_text": {**found, "windows_minus_truncation": recall["windows_max"]["all"] - recall["truncation"]["all"],
-                          "max_minus_mean": recall["windows_max"]["all"] - recall["windows_mean"]["all"]},
-            "per_unit": per_unit}
+    per_unit = dict(read["per_unit"])
+    for name, (a, b) in {"windows_minus_truncation": ("windows_max", "truncation"),
+                         "max_minus_mean": ("windows_max", "windows_mean")}.items():
+        per_unit[f"long_text.{name}.hits"] = np.bincount(relevant, weights=hits[a] - hits[b], minlength=len(docs.texts))
+        per_unit[f"long_text.{name}.sentences"] = np.bincount(relevant, minlength=len(docs.texts)).astype(np.float64)
+    found.update(windows_minus_truncation=recall["windows_max"]["all"] - recall["truncation"]["all"],
+                 max_minus_mean=recall["windows_max"]["all"] - recall["windows_mean"]["all"])
+    return {key: found, "per_unit": per_unit} if samples else {key: found}
 
 
 def _recall_by_reach(pooled: dict[str, np.ndarray], queries: np.ndarray, relevant: list[int],

@@ -21,10 +21,10 @@ Length bias: Spearman's ρ between ‖m‖ (unnormalised sentence vector) and it
 and the R² = r² of the averaging law ‖m‖² = a + b / n (r: Pearson's, of ‖m‖² and 1/n);
 dilution: cos(pool(key), pool(key + k others)).
 
-Per-unit values (``per_unit``, each averaging over its first axis to the metric it names): a
-correlation is the mean of per-sentence products z(x)_i z(y)_i (population standard scores; of
-ranks for Spearman's ρ, times sign ρ for |ρ|); dilution values are per key, the mean over the key
-positions (and, for the entropy, over k); retrieval differences are per query (paired).
+Per-unit values (``per_unit``): a correlation is resampled from its per-sentence moments x, y,
+x², y², xy (``correlation_moments``: r is recomputed from the weighted means of each resample;
+ranks for Spearman's ρ, with x times sign ρ for |ρ|); dilution values are per key, the mean over
+the key positions (and, for the entropy, over k); retrieval differences are per query (paired).
 
 Metrics (the chapter's results JSON, one function per key):
 
@@ -35,8 +35,9 @@ Metrics (the chapter's results JSON, one function per key):
                           min_cosine}, special_token_cosine = mean_s cos(m(s), w(s)) with w the
                           mean of the word tokens only}
     length_norm_relation → length_bias {spearman, p_value, abs_spearman, averaging_law_r2,
-                          averaging_law_r, averaging_law_slope}; per_unit
-                          {length_bias.abs_spearman, length_bias.averaging_law_r: [N]}
+                          averaging_law_r, averaging_law_slope}; per_unit the moments
+                          "length_bias.abs_spearman.<x|y|xx|yy|xy>" and
+                          "length_bias.averaging_law_r.<…>" [N, 1] (``correlation_moments``)
     dilution_study      → length_dilution {k: [0..K], key_first / key_last: {mean, cls,
                           attention: curve [K + 1]}, attention_gain = mean over key positions of
                           (attention − mean) at k = K, mean_drop {key_first / key_last: the mean
@@ -45,7 +46,7 @@ Metrics (the chapter's results JSON, one function per key):
                           k_max = K, final {key_first / key_last: {mean, cls, attention}} at k = K};
                           per_unit {length_dilution.mean_drop.<position>: [keys],
                           length_dilution.attention_gain, length_dilution.attention_entropy: [keys]}
-    pooling_retrieval   → pooling_retrieval {mean, cls, attention, subword: retrieval.summary,
+    pooling_retrieval   → pooling_retrieval {mean, cls, subword: retrieval.summary,
                           cls_minus_mean, subword_minus_mean (nDCG@10 differences)}; per_unit
                           {pooling_retrieval.cls_minus_mean, .subword_minus_mean: [Q]}
 """
@@ -147,10 +148,15 @@ def model_pooling(acts: Activations, mode: str) -> np.ndarray:
     return pool(acts, "cls" if mode == "cls" else "mean")
 
 
+RETRIEVAL_POOLINGS = ("mean", "cls", "subword")
+"""The poolings the retrieval comparison ranks with: those that need no attention maps, so that the
+corpus is read by the same forward pass as chapter 3's (the activation cache)."""
+
+
 def pooling_retrieval(docs: Activations, queries: Activations, relevant: retrieval.Relevant) -> dict[str, object]:
-    """Rank ``docs`` for ``queries`` (both extracted with attentions) by cosine under every
-    pooling → {pooling_retrieval, per_unit} (see the module docstring)."""
-    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in POOLINGS}
+    """Rank ``docs`` for ``queries`` by cosine under every pooling of RETRIEVAL_POOLINGS →
+    {pooling_retrieval, per_unit} (see the module docstring)."""
+    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in RETRIEVAL_POOLINGS}
     found = {m: retrieval.summary(s, relevant) for m, s in scores.items()}
     ndcg = {m: r["ndcg_at_10"] for m, r in found.items()}
     per_unit = {f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
@@ -175,16 +181,21 @@ def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str,
     found = {"spearman": float(rho.statistic), "p_value": float(rho.pvalue), "abs_spearman": abs(float(rho.statistic)),
              "averaging_law_r2": float(fit.rvalue ** 2), "averaging_law_r": float(fit.rvalue),
              "averaging_law_slope": float(fit.slope)}
-    ranks = (stats.rankdata(norms), stats.rankdata(n_tokens))
-    per_unit = {"length_bias.abs_spearman": np.sign(rho.statistic) * standard_products(*ranks),
-                "length_bias.averaging_law_r": standard_products(1.0 / n_tokens, norms ** 2)}
+    ranks = (np.sign(rho.statistic) * stats.rankdata(norms), stats.rankdata(n_tokens))
+    per_unit = {**correlation_moments("length_bias.abs_spearman", *ranks),
+                **correlation_moments("length_bias.averaging_law_r", 1.0 / n_tokens, norms ** 2)}
     return {"length_bias": found, "per_unit": per_unit}
 
 
-def standard_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """z(x)_i · z(y)_i with population standard scores → [n]: their mean is Pearson's r."""
-    z = [(v - v.mean()) / v.std() for v in (np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))]
-    return z[0] * z[1]
+def correlation_moments(key: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-unit moments of one correlation, ``<key>.x``, ``.y``, ``.xx``, ``.yy``, ``.xy``
+    ([n, 1] each, centred and scaled for numerical safety: r is unchanged): Pearson's
+    r = (E[xy] − E[x]E[y]) / √((E[x²] − E[x]²)(E[y²] − E[y]²)) of any weighting of the units is a
+    function of their weighted means, which is how a resample recomputes it."""
+    x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
+    x, y = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+    return {f"{key}.{name}": value[:, None] for name, value in
+            (("x", x), ("y", y), ("xx", x * x), ("yy", y * y), ("xy", x * y))}
 
 
 def dilution_curves(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
@@ -244,6 +255,27 @@ def library_checks(pipeline, texts: Sequence[str]) -> dict[str, object] | None:
     return {"modules": [type(module).__name__ for module in pipeline],
             "max_norm_deviation": float(np.max(np.abs(np.linalg.norm(together, axis=1) - 1.0))),
             "padding_max_abs_diff": float(np.max(np.abs(together - alone)))}
+
+
+def encoding_speed(pipeline, texts: Sequence[str], batch_size: int = 32) -> float | None:
+    """Texts per second of the sentence-transformers ``pipeline``'s own ``encode`` over ``texts``
+    (after one warm-up batch), timed in this run on this machine: the "speed" of the article's
+    benchmark. None when the model has no sentence-transformers configuration (``pipeline`` None)."""
+    import time
+
+    from ..core import clock
+
+    if pipeline is None:
+        return None
+    texts = list(texts)
+    if not texts:
+        raise ValueError("encoding speed needs at least one text")
+    with clock.model_call():
+        pipeline.encode(texts[:batch_size], batch_size=batch_size, show_progress_bar=False)
+        start = time.perf_counter()
+        pipeline.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        seconds = time.perf_counter() - start
+    return len(texts) / seconds
 
 
 def library_metrics(info: ModelInfo, checks: dict | None, against_model: dict | None,

@@ -19,8 +19,12 @@ The ledger's ``samples`` names how the statistic is built from them (:func:`find
                                                 units, Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j
 ``{seeds: <key>}``                              the mean over seeds and units of ``[S, n, …]``: seeds
                                                 and units are resampled together (crossed)
+``{seeds: {pairwise: <key>}}``                  the mean over seeds of each seed's U-statistic of a
+                                                kernel ``[S, n, n, …]`` (a control's pairwise statistic)
 ``{correlation: {x, y, xx, yy, xy}}``           mean over the last axis (dimensions) of Pearson's r
-                                                from per-unit moments x, y, x², y², xy [n, D]
+                                                from per-unit moments x, y, x², y², xy [n, D]; with
+                                                ``share_above: t`` (``share_below: t``) the share of
+                                                dimensions whose r is above (below) t
 =============================================  ====================================================
 
 **One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
@@ -129,6 +133,30 @@ class Seeded(Statistic):
 
 
 @dataclass(frozen=True)
+class SeededPairwise(Statistic):
+    """The mean over seeds of the U-statistic of each seed's kernel K [S, n, n, …] (a random-init
+    control's pairwise statistic): seeds and units resampled together, and within every seed a
+    unit drawn twice is not paired with itself (:class:`Pairwise`)."""
+
+    kernel: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.kernel.shape[1])
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.kernel.shape[0])
+
+    def values(self, w, v=None):
+        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
+        per_seed = np.stack([Pairwise(k).values(w) for k in self.kernel], axis=1)  # [B, S, …]
+        flat = per_seed.reshape(len(w), self.n_seeds, -1)
+        return np.einsum("bs,bsk->bk", v, flat).reshape((len(w), *self.kernel.shape[3:]))
+
+
+@dataclass(frozen=True)
 class Ratio(Statistic):
     """A ratio of two statistics on the same units (B / W: the resampled B over the resampled W)."""
 
@@ -181,10 +209,14 @@ class Difference(Statistic):
 @dataclass(frozen=True)
 class Correlation(Statistic):
     """The mean over dimensions of Pearson's r between x and y across units, from the per-unit
-    moments x, y, x², y², xy [n, D]: r_d = cov / √(var_x var_y), each a function of weighted means."""
+    moments x, y, x², y², xy [n, D]: r_d = cov / √(var_x var_y), each a function of weighted means.
+    With ``above`` (``below``) set, the share of the dimensions whose r_d > above (< below)
+    instead; a dimension without variance on a resample has no r and is left out of either."""
 
     moments: Mapping[str, np.ndarray]
     source: str = ""
+    above: float | None = None
+    below: float | None = None
 
     @property
     def n_units(self):
@@ -195,6 +227,9 @@ class Correlation(Statistic):
         cov = m["xy"] - m["x"] * m["y"]
         var = (m["xx"] - m["x"] ** 2) * (m["yy"] - m["y"] ** 2)
         r = cov / np.sqrt(np.where(var > 0, var, np.nan))
+        if self.above is not None or self.below is not None:
+            beyond = r > self.above if self.above is not None else r < self.below
+            r = np.where(np.isnan(r), np.nan, beyond.astype(float))
         return np.nanmean(r, axis=-1)
 
 
@@ -239,13 +274,17 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
         if "pairwise" in spec:
             return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
         if "seeds" in spec:
-            return _leaf(metrics, spec["seeds"], Seeded, seeds=True)
+            inner = spec["seeds"]
+            if isinstance(inner, Mapping) and "pairwise" in inner:
+                return _leaf(metrics, inner["pairwise"], SeededPairwise, square=True, seeds=True)
+            return _leaf(metrics, inner, Seeded, seeds=True)
         if "correlation" in spec:
             found = {name: _array(metrics, key) for name, key in spec["correlation"].items()}
             missing = [where for array, where in found.values() if array is None]
             if missing:
                 return Missing(f"no per-unit samples: {missing[0]}")
-            return Correlation({name: array for name, (array, _) in found.items()}, "correlation moments")
+            return Correlation({name: array for name, (array, _) in found.items()}, "correlation moments",
+                               above=spec.get("share_above"), below=spec.get("share_below"))
     if isinstance(spec, (list, tuple)):
         return _pair(Ratio, find(metrics, spec[0]), find(metrics, spec[1]))
     return _leaf(metrics, spec, Mean)
@@ -258,8 +297,9 @@ def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Sta
     axis = 1 if seeds else 0
     if array.ndim <= axis or array.shape[axis] < 2:
         return Missing(f"per-unit samples at {where} hold fewer than 2 units")
-    if square and (array.ndim < 2 or array.shape[0] != array.shape[1]):
-        return Missing(f"a pairwise kernel at {where} must be [n, n, …]; got shape {array.shape}")
+    if square and (array.ndim < axis + 2 or array.shape[axis] != array.shape[axis + 1]):
+        shape = "[S, n, n, …]" if seeds else "[n, n, …]"
+        return Missing(f"a pairwise kernel at {where} must be {shape}; got shape {array.shape}")
     return kind(array, where)
 
 
