@@ -213,7 +213,10 @@ def recall_table(long_text: Mapping[str, object]) -> HtmlTable:
     """recall@1 of a document from its sentences, by method and by what truncation reads."""
     return shown(pd.DataFrame(long_text["recall_at_1"]).T.rename(columns={
         "all": "all sentences", "read_by_truncation": "inside the first B tokens",
-        "beyond_truncation": "beyond them"}), "document vector")
+        "beyond_truncation": "beyond them"}, index=WINDOW_NAMES), "document vector")
+
+
+WINDOW_NAMES = {"truncation": "truncation", "windows_max": "max-pooled windows", "windows_mean": "mean-pooled windows"}
 
 
 def long_text_facts(long_text: Mapping[str, object]) -> HtmlTable:
