@@ -1,7 +1,9 @@
 # Two commands do everything on a fresh machine:
-#   make book   set up .venv, run every chapter notebook (papermill), build the site (_build/html)
-#   make test   set up .venv, run the whole test suite
-#   make bench  performance figures (build/bench.json), then `make book` shows them
+#   make book       set up .venv, run every chapter notebook (papermill), build the site (_build/html)
+#   make test       set up .venv, run the whole test suite (what CI runs)
+# While working on the book:
+#   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
+#   make bench      performance figures (build/bench.json), then `make book` shows them
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,13 +11,16 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test bench tolerances setup strip clean serve
+.PHONY: book test test-fast bench tolerances setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml

@@ -173,3 +173,31 @@ def test_executed_parameter_cells_are_collapsed(tmp_path):
     collapse_parameters(path)  # idempotent
     tags = [cell.metadata.get("tags", []) for cell in nbformat.read(path, as_version=4).cells]
     assert tags == [["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], []]
+
+
+def test_a_bug_inside_a_cell_is_reported_with_the_chapter_its_values_and_where_to_report_it(tmp_path):
+    """Issue 32, item 3: an error that is not a bad input (here a cell that divides by zero, in a
+    copy of the performance page) names the chapter and the values that led there, says how to
+    report it, and keeps the earlier outputs; the chapter's log holds the traceback."""
+    from conftest import copy_book
+
+    root = copy_book(tmp_path / "book")
+    path = root / "notebooks" / "98_performance.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell("1 / 0"))
+    nbformat.write(notebook, path)
+    earlier = root / "build" / "results" / "98_performance.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text('{"chapter": "98_performance"}')
+    profile = tmp_path / "p.yaml"
+    profile.write_text("chapters:\n  98_performance:\n    bench_file: no/bench/here.json\n")
+    result = run_build(root, "--profile", str(profile), "--only", "98_performance", "--force", "--no-site")
+    assert result.returncode == 1
+    line = next(l for l in result.stdout.splitlines() if "98_performance" in l)
+    assert re.search(r"failed\s+98_performance\s+[\d.]+ s  cell \d+: ZeroDivisionError: division by zero — a bug in "
+                     r"the book, not a bad value: chapter 98_performance failed inside its code with "
+                     r"bench_file='no/bench/here.json'; please report it with build/logs/98_performance.log \(it holds "
+                     r"the traceback and every value\)$", line), line
+    assert earlier.read_text() == '{"chapter": "98_performance"}'
+    log = (root / "build" / "logs" / "98_performance.log").read_text()
+    assert "a bug in the book, not a bad value" in log and "ZeroDivisionError" in log and "no/bench/here.json" in log

@@ -162,3 +162,10 @@ def test_long_text_study_on_the_tiny_model(tiny_bert):
     assert 0 < study["coverage"]["truncation"] < study["coverage"]["windows"] <= 1
     assert set(study["recall_at_1"]) == {"truncation", "windows_max", "windows_mean"}
     assert all(0 <= r["all"] <= 1 for r in study["recall_at_1"].values())
+
+
+def test_document_count_is_how_many_documents_the_shuffle_gives():
+    n = long_texts.document_count(SENTENCES, min_words=12, seed=0)
+    assert len(long_texts.documents(SENTENCES, 12, n, seed=0)) == n
+    with pytest.raises(ValueError, match=f"holds only {n} documents"):
+        long_texts.documents(SENTENCES, 12, n + 1, seed=0)

@@ -1,6 +1,6 @@
 """Every chapter teaches: learning objectives at the top, a prerequisites line into the primer,
-and at least three exercises at the end, each naming a parameter to change and answering with a
-number computed in the build (a glued value inside a collapsed dropdown).
+and at least three exercises at the end, each naming a parameter to change and answering with
+numbers computed in the build (CONTRIBUTING.md, "How a chapter notebook reads").
 
 The pattern a chapter follows (see ``notebooks/00_the_model.ipynb``):
 
@@ -8,8 +8,9 @@ The pattern a chapter follows (see ``notebooks/00_the_model.ipynb``):
   and a line starting ``**Prerequisites:**`` (links to primer sections use ``{ref}`primer-…```);
 - a ``## Exercises`` section of ``### Exercise N: …`` subsections, each with the papermill command
   (``papermill notebooks/<slug>.ipynb … -p name value`` or ``-y 'name: …'``) or a profile snippet
-  naming a declared parameter, a question, and a ```` ```{dropdown} Answer ```` whose numbers are
-  ``{glue:text}`` values glued by a (hidden) code cell of the same notebook.
+  naming a declared parameter, a question, a code cell tagged ``hide-output`` whose output holds
+  the answer's numbers (folded in the book, visible in Jupyter), and a
+  ``<details><summary>Answer</summary> … </details>`` block of reasoning that types no number.
 
 Every notebook in ``notebooks/`` is a chapter except the pages of the table of contents'
 "Reference" part (and the claims dashboard, 99_*). Chapters in ``PENDING`` have not got their exercises yet: their tests are expected to fail
@@ -58,23 +59,15 @@ def markdown(slug: str) -> str:
     return "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
 
 
-def glued_patterns(slug: str) -> list[re.Pattern]:
-    """The keys a notebook's code cells glue, as patterns: ``glue("key", …)`` (an f-string key
-    like ``f"ex_{key}"`` matches any key with that prefix and suffix), the keyword names of
-    ``ch.glue(key=…)``, and, when the notebook calls ``ch.glue_metrics()``, any metric key path
-    ("whitening.n_fit"; whether it exists shows on the built page)."""
+COMPUTED = "[[computed answer]]"
+"""Where a code cell tagged ``hide-output`` stands in :func:`stream` (the cell that computes an answer)."""
+
+
+def stream(slug: str) -> str:
+    """The notebook's markdown, with :data:`COMPUTED` where a ``hide-output`` code cell stands."""
     notebook = nbformat.read(NOTEBOOKS / f"{slug}.ipynb", as_version=4)
-    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    keys = re.findall(r"""glue\(\s*f?["']([^"']+)["']""", code)
-    calls = [node for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)]
-    named = lambda node: getattr(node.func, "attr", getattr(node.func, "id", None))
-    keys += [keyword.arg for node in calls if named(node) == "glue" for keyword in node.keywords if keyword.arg]
-    patterns = [re.compile("^" + ".+".join(map(re.escape, re.split(r"\{[^}]*\}", key))) + "$") for key in keys]
-    if any(named(node) == "glue_metrics" for node in calls):  # ch.glue_metrics(): every metric by its key path
-        patterns.append(re.compile(r"^[\w-]+(\.[\w-]+)+$"))
-    if any(named(node) == "finish" for node in calls):  # ch.finish() glues the ledger's prose values
-        patterns.append(re.compile(r"^(run|pub|shape)_\w+$"))
-    return patterns
+    return "\n\n".join(c.source if c.cell_type == "markdown" else COMPUTED for c in notebook.cells
+                        if c.cell_type == "markdown" or "hide-output" in c.metadata.get("tags", []))
 
 
 def declared_parameters(slug: str) -> set[str]:
@@ -99,10 +92,9 @@ def exercises(text: str) -> list[tuple[str, str]]:
 
 
 def answer(body: str) -> str | None:
-    """The text of the exercise's ``{dropdown} Answer`` block (or ``:class: dropdown`` admonition)."""
-    match = (re.search(r"(`{3,}|:{3,})\{dropdown\} Answer[^\n]*\n(.*?)\n\1", body, re.S)
-             or re.search(r"(`{3,}|:{3,})\{admonition\} Answer[^\n]*\n:class: [^\n]*dropdown[^\n]*\n(.*?)\n\1", body, re.S))
-    return match.group(2) if match else None
+    """The text of the exercise's ``<details><summary>Answer</summary> … </details>`` block."""
+    match = re.search(r"<details><summary>Answer</summary>(.*?)</details>", body, re.S)
+    return match.group(1) if match else None
 
 
 def changed_parameters(slug: str, body: str) -> list[str]:
@@ -122,7 +114,7 @@ HAND_TYPED = re.compile(r"\d+\.\d+|\d{2,}")
 
 def teaching_problems(slug: str) -> list[str]:
     """What the notebook's teaching pattern lacks (empty when complete)."""
-    text, problems = markdown(slug), []
+    text, problems = stream(slug), []
     objectives = re.search(r"(`{3,}|:{3,})\{admonition\} Learning objectives\n(.*?)\n\1", text, re.S)
     bullets = re.findall(r"^- ", objectives.group(2), re.M) if objectives else []
     if not 3 <= len(bullets) <= 5:
@@ -136,21 +128,20 @@ def teaching_problems(slug: str) -> list[str]:
     found = exercises(text)
     if len(found) < MIN_EXERCISES:
         problems.append(f"at least {MIN_EXERCISES} '### Exercise' subsections under '## Exercises' (found {len(found)})")
-    declared, glued = declared_parameters(slug), glued_patterns(slug)
+    declared = declared_parameters(slug)
     for title, body in found:
         names = changed_parameters(slug, body)
         if not names or set(names) - declared:
             problems.append(f"{title}: names no declared parameter to change (found {names})")
+        if COMPUTED not in body:
+            problems.append(f"{title}: no code cell tagged hide-output computes its answer")
         text_of_answer = answer(body)
         if text_of_answer is None:
-            problems.append(f"{title}: no '{{dropdown}} Answer' block")
+            problems.append(f"{title}: no '<details><summary>Answer</summary>' block")
             continue
-        keys = re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text_of_answer)
-        if not keys:
-            problems.append(f"{title}: its answer shows no glued (computed) value")
-        problems += [f"{title}: glued key {key!r} is never glued" for key in keys
-                     if not any(p.match(key.split(":")[0]) for p in glued)]
-        prose = re.sub(r"\{[\w:]+\}`[^`]*`|`[^`]*`|\$[^$]*\$", "", text_of_answer)
+        if "{glue" in text_of_answer:
+            problems.append(f"{title}: its answer uses a glue role (a placeholder in plain Jupyter)")
+        prose = re.sub(r"`[^`]*`|\$[^$]*\$", "", text_of_answer)
         if typed := HAND_TYPED.findall(prose):
             problems.append(f"{title}: its answer types numbers by hand: {typed}")
     return problems
@@ -174,7 +165,7 @@ def test_the_checker_rejects_a_chapter_without_the_pattern(tmp_path, monkeypatch
     bad.cells = [nbformat.v4.new_code_cell("x = 1  # a parameter", metadata={"tags": ["parameters"]}),
                  nbformat.v4.new_markdown_cell("# Bad\n\n## Exercises\n\n### Exercise 1: typed\n\n"
                                                "`papermill notebooks/bad.ipynb out.ipynb -p y 2`\n\n"
-                                               "```{dropdown} Answer\nIt is 0.42.\n```\n")]
+                                               "<details><summary>Answer</summary>\nIt is 0.42.\n</details>\n")]
     folder = tmp_path / "notebooks"
     folder.mkdir()
     nbformat.write(bad, folder / "bad.ipynb")
@@ -182,15 +173,15 @@ def test_the_checker_rejects_a_chapter_without_the_pattern(tmp_path, monkeypatch
     monkeypatch.setattr(sys.modules[__name__], "NOTEBOOKS", folder)
     problems = " | ".join(teaching_problems("bad"))
     for expected in ("Learning objectives", "Prerequisites", "at least 3", "names no declared parameter",
-                     "no glued (computed) value", "types numbers by hand"):
+                     "no code cell tagged hide-output", "types numbers by hand"):
         assert expected in problems, problems
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", chapters())
 def test_built_page_shows_objectives_and_computed_answers(built_book, slug):
-    """On the built page: the objectives admonition, and ≥ 3 answer dropdowns in the Exercises
-    section, each showing at least one non-empty glued value."""
+    """On the built page: the objectives admonition, and in the Exercises section at least three
+    answers, each a folded output (the computed numbers) and an answer block."""
     root, result = built_book
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     page = (root / "_build" / "html" / "book" / "chapters" / f"{slug}.html").read_text()
@@ -199,8 +190,6 @@ def test_built_page_shows_objectives_and_computed_answers(built_book, slug):
     assert start >= 0, "no Exercises section"
     end = re.search(r'<section id="(?!exercise)', page[start + 1:])
     section = page[start: start + 1 + end.start()] if end else page[start:]
-    dropdowns = re.findall(r'<details class="[^"]*sd-dropdown[^"]*".*?</details>', section, re.S)
-    assert len(dropdowns) >= MIN_EXERCISES
-    for dropdown in dropdowns:
-        values = re.findall(r'<span class="pasted-text">([^<]*)</span>', dropdown)
-        assert values and all(v.strip() for v in values), dropdown[:500]
+    folded = re.findall(r'<div class="[^"]*tag_hide-output[^"]*".*?</details>', section, re.S)
+    assert len(folded) >= MIN_EXERCISES and all("<td" in block or "<img" in block for block in folded), section[:800]
+    assert section.count("<summary>Answer</summary>") >= MIN_EXERCISES

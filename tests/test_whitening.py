@@ -323,3 +323,19 @@ def test_sensitivity_table_shows_each_variant_and_its_change_from_raw():
     table = charts.sensitivity_table(held_out).frame
     assert table["nDCG@10"].tolist() == ["0.9", "0.6"] and table["minus raw"].tolist() == ["0", "-0.3"]
     assert table["variant"].tolist() == [charts.VARIANT_NAMES["raw"], charts.VARIANT_NAMES["whitened"]]
+
+
+def test_split_shortfall_names_what_a_split_leaves_too_small():
+    """Chapter 5's need on fit_fraction (book/rules.py): each side, a judged query with a relevant
+    held-out row, and 2 rows to fit in each domain and to hold out in domain B."""
+    labels = ["a"] * 10 + ["b"] * 10
+    relevant = [[0, 1, 2, 10, 11, 12]]
+    assert whitening.split_shortfall(relevant, labels, 0.5, seed=0) is None
+    one_side = whitening.split_shortfall(relevant, labels, 0.05, seed=0)
+    assert one_side == "it leaves 1 of 20 sentences on one side (needs 2)"
+    fit_rows, held_rows = whitening.split(20, 0.5, seed=0)
+    assert whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0) == \
+        "no judged query has a relevant sentence in the held-out split"
+    lopsided = ["a"] * 18 + ["b"] * 2  # domain B is one of the two labels; it holds 2 sentences, split over both sides
+    found = {whitening.split_shortfall([list(range(20))], lopsided, 0.5, seed) for seed in range(20)}
+    assert any(f and f.startswith("the domain transfer has ") and f.endswith("(needs 2)") for f in found), found

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import activations, models, paths
-from ..core.errors import ParameterError
+from ..core.errors import BookError, ParameterError
+from ..core.errors import _short  # a bounded one-line repr
 from . import charts, kernels, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -105,8 +106,9 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
     kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
+    log = _mkdir(root / "build" / "logs") / f"{slug}.log"
     try:
-        with _stderr_to(_mkdir(root / "build" / "logs") / f"{slug}.log"):
+        with _stderr_to(log):
             papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
                                        cwd=str(root), kernel_name="python3", progress_bar=False,
                                        kernel_manager_class=kernels.kernel_manager())
@@ -120,13 +122,52 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         state.write_text(json.dumps({"fingerprint": fingerprint, "params": params, "seconds": round(time.time() - start, 2)}, indent=1, default=str))
         return Outcome(slug, "ran", time.time() - start)
     except papermill.PapermillExecutionError as error:
-        where = f"cell {error.exec_count}" if error.exec_count else f"cell index {error.cell_index}"
-        last = (str(error.evalue).strip().splitlines() or [""])[-1]
-        return Outcome(slug, "failed", time.time() - start, f"{where}: {error.ename}: {last}")
+        return Outcome(slug, "failed", time.time() - start, failure_message(error, slug, params, log, root))
     finally:  # also on SIGTERM (see install_sigterm_handler): papermill has stopped the kernel by now
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
         activations.remove_partial_entries(paths.cache_dir(root))
+
+
+def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: Path) -> str:
+    """The one line a failed cell gets: the cell and its error; and, unless the error is one the
+    book raises on purpose for a bad input (a :class:`~embedding_geometry.core.errors.BookError`,
+    which names the culprit itself), that this is a bug, which chapter and parameter values led
+    there, and how to report it — with the traceback, the cell and every value written to the
+    chapter's ``log``."""
+    where = f"cell {error.exec_count}" if error.exec_count else f"cell index {error.cell_index}"
+    last = (str(error.evalue).strip().splitlines() or [""])[-1]
+    if error.ename in _input_errors():
+        return f"{where}: {error.ename}: {last}"
+    shown = log.relative_to(root) if log.is_relative_to(root) else log
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"\n=== chapter {slug} failed in {where}: a bug in the book, not a bad value ===\n"
+                     f"parameters (the profile's; the notebook's defaults for the rest):\n"
+                     f"{json.dumps(params, indent=1, ensure_ascii=False, default=str)}\n"
+                     f"cell source:\n{error.source}\ntraceback:\n{_plain(chr(10).join(error.traceback))}\n")
+    values = ", ".join(f"{name}={_short(value, 40)}" for name, value in params.items()) or "the notebook's defaults"
+    return (f"{where}: {error.ename}: {last} — a bug in the book, not a bad value: chapter {slug} failed inside its "
+            f"code with {values}; please report it with {shown} (it holds the traceback and every value)")
+
+
+def _input_errors() -> set[str]:
+    """The names of the errors the book raises on purpose for a bad input: every BookError but
+    the claims ledger's (a ledger that does not fit the chapter's metrics is the book's bug)."""
+    from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
+
+    found, todo = set(), [BookError]
+    while todo:
+        kind = todo.pop()
+        found.add(kind.__name__)
+        todo += kind.__subclasses__()
+    return found - {claims.LedgerError.__name__}
+
+
+def _plain(text: str) -> str:
+    """``text`` without ANSI colour codes (IPython colours its tracebacks)."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 MACHINERY = ("parameters", "injected-parameters")
@@ -181,7 +222,7 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     """Run the chapters, then the site, with ``profile`` (a name or path, or one already loaded).
     Returns a process exit code (0 = success)."""
     chosen = profile if isinstance(profile, profiles.Profile) else profiles.load(profile, root, profiles.chapters(root))
-    planned = {notebook: _checked_parameters(notebook.stem, chosen) for notebook in notebooks(root, only)}
+    planned = {notebook: _checked_parameters(notebook, chosen) for notebook in notebooks(root, only)}
     if None in planned.values():
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)
         return 1
@@ -203,11 +244,13 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     return code
 
 
-def _checked_parameters(slug: str, profile: profiles.Profile) -> dict[str, Any] | None:
-    """The chapter's parameters from ``profile``, or None after reporting a bad value (the
-    chapter is then not run, and its previous outputs stay as they are)."""
+def _checked_parameters(notebook: Path, profile: profiles.Profile) -> dict[str, Any] | None:
+    """The chapter's parameters from ``profile`` (checked with the notebook's defaults for the
+    rest), or None after reporting a bad value (the chapter is then not run, and its previous
+    outputs stay as they are)."""
+    slug = notebook.stem
     try:
-        return profiles.chapter_parameters(slug, profile)
+        return profiles.chapter_parameters(slug, profile, profiles.notebook_defaults(notebook))
     except ParameterError as error:
         _report(Outcome(slug, "failed", 0.0, f"parameters cell: ParameterError: {error} (from {profile.where})"))
         return None

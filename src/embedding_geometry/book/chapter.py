@@ -53,19 +53,22 @@ class Chapter:
 
     @classmethod
     def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
-        """Validate the parameters the chapter's rule table names (read from ``namespace``,
-        normally the notebook's ``globals()``), seed every generator with ``seed``, set the
-        chart theme, and start the clock. A bad value raises one-line
-        :class:`~embedding_geometry.core.errors.ParameterError`."""
+        """Check the parameters the chapter's rule table names (read from ``namespace``, normally
+        the notebook's ``globals()``) against their rules and the chapter's needs — those that
+        read the model's tokenizer or sizes load the model, and run nothing through it —, seed
+        every generator with ``seed``, set the chart theme, and start the clock. A bad value
+        raises one-line :class:`~embedding_geometry.core.errors.ParameterError`."""
         table = rules.rules_for(slug)
         missing = [name for name in table if name not in namespace]
         if missing:
             raise KeyError(f"chapter {slug!r} declares no value for {missing} (its parameters cell must)")
-        params = parameters.validate(table, **{name: namespace[name] for name in table})
-        if "seed" in params:
-            seed_everything(params["seed"])
+        chapter = cls(slug=slug, params=rules.check(slug, {name: namespace[name] for name in table}))
+        if "model" in chapter.params:
+            parameters.check_needs(rules.needs_for(slug), chapter.params, parameters.ModelView(lambda: chapter.model))
+        if "seed" in chapter.params:
+            seed_everything(chapter.params["seed"])
         charts.use_theme()
-        return cls(slug=slug, params=params)
+        return chapter
 
     # ------------------------------------------------------------------ models and activations
 

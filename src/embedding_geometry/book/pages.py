@@ -25,14 +25,14 @@ from ..core import paths
 def parameter_table(slug: str) -> pd.DataFrame:
     """A chapter's parameters — name, default, type, meaning, expects — read from the
     ``parameters`` cell of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line
-    comment) and from the chapter's rule table (``expects``: what the rule accepts, in words)."""
+    comment) and from the chapter's rules (``expects``: what the rule accepts and what the
+    chapter's computations need of the value, in words)."""
     import papermill
 
     notebook = (paths.project_root() or Path.cwd()) / "notebooks" / f"{slug}.ipynb"
     declared = papermill.inspect_notebook(str(notebook))
-    table = rules.rules_for(slug)
     rows = [{"parameter": name, "default": spec["default"], "type": _literal_type(spec),
-             "meaning": spec["help"], "expects": table[name].expects} for name, spec in declared.items()]
+             "meaning": spec["help"], "expects": rules.expects(slug, name)} for name, spec in declared.items()]
     return pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning", "expects"])
 
 

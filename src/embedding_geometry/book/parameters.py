@@ -1,20 +1,28 @@
-"""Validation of a chapter's parameters: one call at the top of each notebook.
+"""The kinds of rule a chapter's parameters obey; the chapters' tables are :mod:`.rules`.
 
-A chapter's ``parameters`` cell is its whole public interface. ``validate`` checks every value
-against a rule named after the parameter and raises :class:`~embedding_geometry.errors.ParameterError`
-(one line: the parameter, what it expects, what it got) on the first bad one. Rules shared by all
-chapters live in ``RULES``; a chapter passes extra ones for parameters only it has.
+A chapter's ``parameters`` cell is its whole public interface. Two kinds of check guard it, each
+raising :class:`~embedding_geometry.core.errors.ParameterError` (one line: the parameter, what it
+expects, what it got) on the first bad value:
+
+* a **rule** checks one value alone (``integer(1, 4096)``, ``text_list(3)``): :func:`validate`;
+* a **need** states what the chapter's computations need of its values together, or of what the
+  model's tokenizer makes of them (a pair of tokens within a text needs 2 word tokens; a PCA more
+  texts than components): :func:`need` and :func:`check_needs`. A need reads the model only
+  through :class:`ModelView` — its tokenizer and its sizes — so every need is checked before
+  any forward pass.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.errors import ParameterError
 
 Rule = Callable[[str, Any], Any]
+Need = Callable[[Mapping[str, Any], "ModelView | None"], None]
 
 
 def _bounds(low: float | None, high: float | None) -> str:
@@ -93,7 +101,21 @@ def one_of(*choices: str) -> Rule:
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ParameterError(name, "a non-empty string", value)
+    if not _is_text(value):
+        raise ParameterError(name, "a non-empty string of valid Unicode (no lone surrogates)", value)
     return value
+
+
+def _is_text(value: Any) -> bool:
+    """A string with a character other than white space, and a UTF-8 form (no lone surrogate:
+    no tokenizer can read one)."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def optional(rule: Rule) -> Rule:
@@ -101,7 +123,12 @@ def optional(rule: Rule) -> Rule:
 
     @expects(f"None or {getattr(rule, 'expects', 'a value')}")
     def wrapped(name: str, value: Any) -> Any:
-        return None if value is None else rule(name, value)
+        if value is None:
+            return None
+        try:
+            return rule(name, value)
+        except ParameterError as error:
+            raise ParameterError(name, f"None or {error.expected}", error.got, error.detail) from None
 
     return wrapped
 
@@ -115,7 +142,7 @@ def text_list(min_items: int = 1) -> Rule:
         if not isinstance(value, (list, tuple)) or len(value) < min_items:
             raise ParameterError(name, expected, value)
         for item in value:
-            if not isinstance(item, str) or not item.strip():
+            if not _is_text(item):
                 raise ParameterError(name, expected, item)
         if len(set(value)) != len(value):
             raise ParameterError(name, expected + " (found a duplicate)", value)
@@ -159,26 +186,10 @@ def model_list(name: str, value: Any) -> list[str]:
     return [text(name, item) for item in value]
 
 
-RULES: dict[str, Rule] = {
-    "model": text,
-    "models": model_list,
-    "device": one_of("auto", "cpu", "cuda"),
-    "batch_size": integer(1, 4096),
-    "max_length": integer(2, 8192),
-    "seed": integer(0, 2**32 - 1),
-    "trust_remote_code": boolean,
-    "n_texts": integer(1),
-    "threshold": number(0.0, 1.0),
-    "sentences": text_list(1),
-}
-
-
-def validate(rules: Mapping[str, Rule] | None = None, **values: Any) -> dict[str, Any]:
-    """Check each ``name=value`` against ``rules[name]`` (else ``RULES[name]``); return the
-    checked values. A parameter with no rule is a programming error (``KeyError``)."""
-    table = {**RULES, **(rules or {})}
-    return {name: table[name](name, value) for name, value in values.items()}
-
+def validate(rules: Mapping[str, Rule], **values: Any) -> dict[str, Any]:
+    """Check each ``name=value`` against ``rules[name]``; return the checked values. A parameter
+    with no rule is a programming error (``KeyError``)."""
+    return {name: rules[name](name, value) for name, value in values.items()}
 
 
 @expects("None or a list of two different non-empty sentences")
@@ -187,7 +198,7 @@ def sentence_pair(name: str, value: Any) -> list[str] | None:
     if value is None:
         return None
     ok = (isinstance(value, (list, tuple)) and len(value) == 2
-          and all(isinstance(s, str) and s.strip() for s in value) and len(set(value)) == 2)
+          and all(_is_text(s) for s in value) and len(set(value)) == 2)
     if not ok:
         raise ParameterError(name, "None or a list of two different non-empty sentences", value)
     return list(value)
@@ -203,3 +214,101 @@ def number_list(low: float, high: float) -> Rule:
         return [number(low, high)(name, item) for item in value]
 
     return rule
+
+
+# --------------------------------------------------------------------------- needs
+
+Fault = tuple[Any, str] | None
+"""What a need found wrong: the item at fault and, when it is not plain to see, why; None: nothing."""
+
+
+def need(name: str, expects: str, model: bool = False) -> Callable[[Callable[..., Fault]], Need]:
+    """Make ``check(values) → Fault`` (``check(values, view)`` when ``model``: it reads the model
+    through a :class:`ModelView`) a need of a chapter's values, all of them: ``name`` is the
+    parameter its error names, ``expects`` what the computation needs, in words (the error and
+    the chapter's parameter table say it). The need raises one-line ParameterError on the fault
+    its check finds."""
+
+    def mark(check: Callable[..., Fault]) -> Need:
+        def checked(values: Mapping[str, Any], view: "ModelView | None" = None) -> None:
+            fault = check(values, view) if model else check(values)
+            if fault is not None:
+                raise ParameterError(name, expects, *fault)
+
+        checked.name, checked.expects, checked.model = name, expects, model
+        checked.__name__, checked.__doc__ = check.__name__, check.__doc__
+        return checked
+
+    return mark
+
+
+def check_needs(needs: Sequence[Need], values: Mapping[str, Any], view: "ModelView | None" = None) -> None:
+    """Check ``values`` (each already accepted by its rule) against every need, in order; the
+    needs that read the model only when ``view`` is given."""
+    for check in needs:
+        if view is not None or not check.model:
+            check(values, view)
+
+
+class ModelView:
+    """What a need may read of a chapter's model without running it: its tokenizer and its
+    sizes. ``load`` returns the :class:`~embedding_geometry.core.models.LoadedModel`; it is
+    called on first use, so needs that read nothing of the model load nothing."""
+
+    def __init__(self, load: Callable[[], Any]):
+        self._load = load
+
+    @functools.cached_property
+    def loaded(self) -> Any:
+        return self._load()
+
+    @property
+    def max_length(self) -> int:
+        """The longest input the chapter's extraction reads (``max_seq_length``); longer texts are cut."""
+        return self.loaded.info.max_seq_length
+
+    @property
+    def positions(self) -> int:
+        """The longest input the model has positions for."""
+        from ..core.streaming import max_text_length
+
+        return max_text_length(self.loaded.model.config)
+
+    @property
+    def vocabulary(self) -> int:
+        """V: the rows of the model's input word-embedding matrix."""
+        return int(self.loaded.model.get_input_embeddings().weight.shape[0])
+
+    def word_counts(self, texts: Sequence[str], max_length: int | None = None) -> list[int]:
+        """Each text's word tokens once tokenized and cut to ``max_length`` (default: ``max_length``)."""
+        from ..core.activations import word_token_counts
+
+        return word_token_counts(self.loaded.tokenizer, texts, max_length or self.max_length) if texts else []
+
+    def token_ids(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """Each text as the model reads it: its token ids, cut to ``max_length``."""
+        from ..core.activations import tokenize
+
+        if not texts:
+            return []
+        return [tuple(ids.tolist()) for ids in tokenize(self.loaded.tokenizer, texts, self.max_length)[1]]
+
+
+def fewer_words(texts: Mapping[str, str], view: ModelView, at_least: int) -> Fault:
+    """The first of ``texts`` (by where it stands: "text 3", "query 1") with fewer than
+    ``at_least`` word tokens once tokenized, and how many it has."""
+    for (where, text), n in zip(texts.items(), view.word_counts(list(texts.values()))):
+        if n < at_least:
+            return text, f"{where} has {n} word token{'' if n == 1 else 's'} once tokenized"
+    return None
+
+
+def read_alike(texts: Mapping[str, str], view: ModelView) -> Fault:
+    """The first of ``texts`` (by where it stands) that the model reads exactly as an earlier one
+    (the same token ids: an uncased tokenizer reads "Cat" as "cat"), and which one."""
+    seen: dict[tuple[int, ...], str] = {}
+    for (where, text), ids in zip(texts.items(), view.token_ids(list(texts.values()))):
+        if ids in seen:
+            return text, f"{where} reads as {seen[ids]} once tokenized"
+        seen[ids] = where
+    return None

@@ -80,9 +80,11 @@ def chapters(root: Path) -> list[str]:
     return [path.stem for path in sorted((root / "notebooks").glob("[0-9]*.ipynb"))]
 
 
-def chapter_parameters(slug: str, profile: Profile) -> dict[str, Any]:
+def chapter_parameters(slug: str, profile: Profile, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """The profile's values for the parameters chapter ``slug`` declares (``common`` first, then
-    ``chapters.<slug>``), as written; each is checked by the chapter's rule (ParameterError)."""
+    ``chapters.<slug>``), as written; each is checked by the chapter's rule, and, with the
+    chapter's ``defaults`` (:func:`notebook_defaults`) for the values the profile leaves out,
+    the chapter's needs that do not read the model (ParameterError)."""
     table = rules.rules_for(slug)
     params = {name: value for name, value in profile.common.items() if name in table}
     params.update(profile.chapters.get(slug, {}))
@@ -91,7 +93,18 @@ def chapter_parameters(slug: str, profile: Profile) -> dict[str, Any]:
         if _too_large(value):
             raise ParameterError(name, f"{getattr(table[name], 'expects', 'a value')}, its integers within ±2**63",
                                  value)
+    if defaults is not None:
+        rules.check(slug, {**defaults, **params})
     return params
+
+
+def notebook_defaults(notebook: Path) -> dict[str, Any]:
+    """The values a chapter notebook's ``parameters`` cell sets (literals, read without running it)."""
+    import ast
+
+    import papermill
+
+    return {name: ast.literal_eval(spec["default"]) for name, spec in papermill.inspect_notebook(str(notebook)).items()}
 
 
 # --------------------------------------------------------------------------- reading

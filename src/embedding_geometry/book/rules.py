@@ -1,17 +1,26 @@
-"""Every chapter's parameters and the rule each must satisfy: the one home of these rules.
+"""Every chapter's parameters, the rule each must satisfy, and what each chapter's computations
+need of them: the one home of these rules.
 
 A chapter notebook's ``parameters`` cell declares the names and defaults (what papermill
-overrides); this table says what each value must be. :meth:`Chapter.open
-<embedding_geometry.book.chapter.Chapter.open>` validates the cell against it, and the page's
-parameter table (:func:`embedding_geometry.book.pages.parameter_table`) shows its ``expects``
-text beside the cell's comment. A name in the cell with no rule here, or a rule with no name in
-the cell, is a programming error that the tests catch.
+overrides); ``CHAPTERS`` says what each value must be alone, and ``NEEDS`` what the chapter's
+computations need of its values together and of what the model's tokenizer makes of its texts
+(a pair of tokens within a text needs two word tokens; a rank correlation three texts).
+:meth:`Chapter.open <embedding_geometry.book.chapter.Chapter.open>` checks both before any
+forward pass (:func:`check`); the build checks the rules and the needs that do not read the model
+before any chapter runs. The page's parameter table (:func:`embedding_geometry.book.pages.parameter_table`)
+shows the rule's ``expects`` text, and each need's, beside the cell's comment. A name in the
+cell with no rule here, or a rule with no name in the cell, is a programming error that the
+tests catch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import parameters as p
 from ..core import corpora, windows
+from ..studies.cone import chapter_corpus
 
 MODEL = {
     "model": p.text,
@@ -36,6 +45,9 @@ COMPARED = {
 """Chapters that compare models: more models, and random-init controls of each trained one."""
 
 unit = p.number(0.0, 1.0)
+CLS_POSITIONS = 102
+"""The shortest text whose [CLS] attention reaches every position bucket of chapter 5
+(``studies.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
 CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
@@ -50,15 +62,14 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **CONTROLS},
+    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
-        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(2)),
-        "token_set": p.one_of("word", "all"), "token_sample": p.integer(2),
-        "k_extremes": p.integer(1), "k_vocab": p.integer(1),
+        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
+        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
     },
     "04_attention_context_similarity": {
-        **MODEL,
+        **MODEL, "models": p.text_list(0),
         "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
         "text_length": p.integer(4, 8192), "q": unit, "attention_threshold": unit,
         "sensitivity_thresholds": p.number_list(0.0, 1.0), "common_min_count": p.integer(2),
@@ -69,7 +80,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         **MODEL, **COMPARED,
         "pair_sample": p.optional(p.integer(2)),
         "fit_fraction": p.number(0.05, 0.95), "n_keys": p.integer(1), "k_max": p.integer(1),
-        "n_positions": p.optional(p.integer(102)),
+        "n_positions": p.optional(p.integer(CLS_POSITIONS)),
     },
     "06_search_in_practice": {
         **MODEL, "models": p.text_list(0), "pair_sample": p.optional(p.integer(2)),
@@ -79,10 +90,17 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "finetune_epochs": p.integer(1, 10_000),
     },
     "07_training_objective": {
-        **MODEL, "n_seeds": p.integer(2, 64), "steps": p.integer(2, 1_000_000),
-        "pairs_per_batch": p.integer(2, 512), "learning_rate": p.number(1e-8, 1.0),
-        "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
-        "sentences": p.optional(p.text_list(3)), "hard_twin": p.one_of("negation", "role_reversal"),
+        **MODEL, "workers": p.integer(1, 64),
+        "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
+        "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(2, 1_000_000),
+        "scratch_pairs_per_batch": p.integer(2, 512), "finetune_pairs_per_batch": p.integer(2, 512),
+        "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(1, 24),
+        "scratch_width": p.integer(8, 1024), "concepts": p.integer(8, 256), "task_pairs": p.integer(16, 1_000_000),
+        "task_held_out": p.integer(4, 10_000),
+        "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(2, 1_000_000),
+        "finetune_learning_rate": p.number(1e-8, 1.0), "held_out_pairs": p.integer(4, 300),
+        "recall_k": p.integer(1, 100), "sentences": p.optional(p.text_list(3)),
+        "hard_twin": p.one_of("negation", "role_reversal"),
     },
     "08_across_models": {
         **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
@@ -93,8 +111,187 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
 }
 
 
+# --------------------------------------------------------------------------- needs
+# What each chapter's computations need of its values together and of its texts as the model's
+# tokenizer reads them (parameters.need: the parameter an error names, what is needed, whether
+# the check reads the model). Each is checked before any forward pass.
+
+def _texts(value: Any) -> dict[str, str]:
+    """The texts of a parameter's value, by where each stands: a list ("text 2"), a retrieval set
+    ("query 1", "pool text 3"), a mapping of pairs ("pair 'mine', sentence 2"); None: none."""
+    if isinstance(value, Mapping) and "pool" in value:
+        return {**{f"query {i + 1}": t for i, t in enumerate(value["queries"])},
+                **{f"pool text {i + 1}": t for i, t in enumerate(value["pool"])}}
+    if isinstance(value, Mapping):
+        return {f"pair {name!r}, sentence {i + 1}": t for name, pair in value.items() for i, t in enumerate(pair)}
+    return {f"text {i + 1} of {len(value)}": t for i, t in enumerate(value or [])}
+
+
+def _words(name: str, at_least: int, why: str) -> p.Need:
+    """Each text of parameter ``name`` has at least ``at_least`` word tokens once tokenized."""
+    plural = "" if at_least == 1 else "s"
+
+    @p.need(name, f"texts of at least {at_least} word token{plural} each once tokenized ({why})", model=True)
+    def words(values, view):
+        return p.fewer_words(_texts(values[name]), view, at_least)
+
+    return words
+
+
+def _distinct(name: str, why: str) -> p.Need:
+    """No two texts of parameter ``name`` read alike once tokenized."""
+
+    @p.need(name, f"texts that differ once tokenized ({why})", model=True)
+    def distinct(values, view):
+        return p.read_alike(_texts(values[name]), view)
+
+    return distinct
+
+
+def _positions(name: str) -> p.Need:
+    """Parameter ``name`` (a length in tokens) within the model's positions."""
+
+    @p.need(name, "at most as many tokens as the model has positions", model=True)
+    def positions(values, view):
+        limit = view.positions
+        return None if values[name] <= limit else (values[name], f"this model has {limit} positions")
+
+    return positions
+
+
+def _corpus_size(values: Mapping[str, Any]) -> int | None:
+    """How many texts chapter 3 reads: ``n_texts``, or the whole corpus (None when it is SNLI, whose size
+    is known only once loaded)."""
+    whole, asked = corpora.CORPUS_SIZE if values["corpus"] == "project" else None, values["n_texts"]
+    return asked if asked is not None and (whole is None or asked < whole) else whole
+
+
+@p.need("k_extremes", "at most as many sentences as the chapter reads (n_texts)")
+def _extremes_within_corpus(values):
+    n, k = _corpus_size(values), values["k_extremes"]
+    return None if n is None or k <= n else (k, f"the chapter reads {n} sentences")
+
+
+@p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
+        "with length needs lengths that vary)", model=True)
+def _lengths_vary(values, view):
+    sample = chapter_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
+    counts = view.word_counts(sample)
+    if len(set(counts)) > 1:
+        return None
+    return values["n_texts"], f"its {len(counts)} sentences all have {counts[0]} word tokens"
+
+
+@p.need("k_vocab", "at most as many tokens as the model's vocabulary has", model=True)
+def _vocab_within_model(values, view):
+    k, size = values["k_vocab"], view.vocabulary
+    return None if k <= size else (k, f"the vocabulary has {size}")
+
+
+@p.need("n_positions", "a length the model reads whole: at most its max_seq_length (None: that length, "
+        f"itself at least {CLS_POSITIONS})", model=True)
+def _positions_within_model(values, view):
+    chosen = view.max_length if values["n_positions"] is None else values["n_positions"]
+    fits = CLS_POSITIONS <= chosen <= view.max_length
+    return None if fits else (values["n_positions"], f"this model reads {view.max_length} tokens")
+
+
+@p.need("n_keys", "at most as many key sentences as the corpus has")
+def _keys_within_corpus(values):
+    n = len(corpora.corpus())
+    return None if values["n_keys"] <= n else (values["n_keys"], f"the corpus has {n} sentences")
+
+
+@p.need("k_max", "at most as many fillers as the corpus has sentences outside its largest topic (a key's "
+        "fillers come from other topics)")
+def _fillers_within_corpus(values):
+    topics = corpora.corpus()["topic"]
+    n = len(topics) - int(topics.value_counts().max())
+    return None if values["k_max"] <= n else (values["k_max"], f"{n} sentences lie outside the largest topic")
+
+
+EXERCISE_SEED = 1
+"""Chapter 5's exercise splits the corpus with ``fit_fraction`` and seed 1 too (its split with fit fraction 0.2
+leaves every part large enough for any seed)."""
+
+
+def _split_shortfall(fraction: float, seed: int) -> str | None:
+    """What chapter 5's split of its judged corpus by ``fraction`` and ``seed`` leaves too small, or None."""
+    from ..studies import retrieval, whitening
+
+    _, topics, queries = retrieval.judged_corpus()
+    return whitening.split_shortfall(queries["relevant"], topics, fraction, seed)
+
+
+@p.need("fit_fraction", "a split of the corpus (with seed, and with seed 1 for the exercise) that leaves a "
+        "judged query a relevant held-out sentence, and each topic domain of the transfer test 2 sentences to fit "
+        "and to hold out")
+def _fit_split_leaves_enough(values):
+    for seed in (values["seed"], EXERCISE_SEED):
+        short = _split_shortfall(values["fit_fraction"], seed)
+        if short:
+            return values["fit_fraction"], f"with seed {seed}, {short}"
+    return None
+
+
+EXERCISE_LONG_WORDS = 300
+"""Chapter 6's exercise cuts documents of this many words too (``long_words_300``)."""
+
+
+@p.need("n_long_docs", f"at most as many documents as the shuffled corpus gives of long_words words, and of "
+        f"{EXERCISE_LONG_WORDS} (the exercise's)")
+def _documents_within_corpus(values):
+    from ..studies.long_texts import document_count
+
+    sentences = corpora.corpus()["sentence"].tolist()
+    for words in (values["long_words"], EXERCISE_LONG_WORDS):
+        n = document_count(sentences, words, values["seed"])
+        if values["n_long_docs"] > n:
+            return values["n_long_docs"], f"the corpus gives {n} documents of ≥ {words} words"
+    return None
+
+
+NEEDS: dict[str, tuple[p.Need, ...]] = {
+    "00_the_model": (_words("extra_sentences", 1, "a word token to measure"),),
+    "00b_primer": (_words("pair", 1, "MaxSim matches word tokens"),),
+    "01_layer_by_layer": (
+        _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
+        _distinct("sentences", "a correlation over texts needs texts that differ"),
+        _words("easy_set", 1, "a word token to measure"), _words("hard_set", 1, "a word token to measure"),
+    ),
+    "02_similarity_attractor": (_words("pairs", 1, "MaxSim matches word tokens"),),
+    "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
+    "04_attention_context_similarity": (_positions("text_length"),),
+    "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
+                                    _positions_within_model),
+    "06_search_in_practice": (_documents_within_corpus,),
+    "08_across_models": (_positions("head_length"),),
+}
+
+
 def rules_for(slug: str) -> dict[str, p.Rule]:
     """The rule table of chapter ``slug`` (KeyError names the known chapters)."""
     if slug not in CHAPTERS:
         raise KeyError(f"no parameter rules for chapter {slug!r}; known: {sorted(CHAPTERS)}")
     return CHAPTERS[slug]
+
+
+def needs_for(slug: str) -> tuple[p.Need, ...]:
+    """The needs of chapter ``slug`` (none for a chapter that computes nothing on its values)."""
+    rules_for(slug)
+    return NEEDS.get(slug, ())
+
+
+def check(slug: str, values: Mapping[str, Any], view: p.ModelView | None = None) -> dict[str, Any]:
+    """Every value of ``values`` (all of chapter ``slug``'s parameters) checked by its rule, then
+    the chapter's needs — those that read the model only with ``view``; returns the checked
+    values. The first fault is a one-line ParameterError."""
+    checked = p.validate(rules_for(slug), **values)
+    p.check_needs(needs_for(slug), checked, view)
+    return checked
+
+
+def expects(slug: str, name: str) -> str:
+    """What parameter ``name`` of chapter ``slug`` expects, in words: its rule's text, then the
+    text of every need that names it."""
+    return "; ".join([rules_for(slug)[name].expects] + [n.expects for n in needs_for(slug) if n.name == name])

@@ -1,9 +1,6 @@
 """Batched forward passes, the activations they produce, and a content-keyed disk cache.
 
-What one forward pass can capture, and under which names, is :mod:`.capture`
-(``run_with_cache`` is re-exported here).
-
-``extract`` turns a list of texts into an :class:`Activations` record: hidden states of every
+What one forward pass can capture, and under which names, is :mod:`.capture`. ``extract`` turns a list of texts into an :class:`Activations` record: hidden states of every
 depth for every real token (padding dropped), with the token metadata the measurements need.
 """
 
@@ -40,7 +37,7 @@ class Activations(SpecialTokens):
     input_ids     int64   [n_tokens]
     tokens        list[str], n_tokens           tokenizer pieces ("##ing", "[CLS]")
     special_mask  bool    [n_tokens]            tokens the tokenizer adds: [CLS], [SEP], <s>, </s>, BOS, EOS
-    word_mask     bool    [n_tokens]            real tokens that are not special (METHODS.md §0); every
+    word_mask     bool    [n_tokens]            real tokens that are not special (book/methods.md, Conventions); every
                                                 token, for a tokenizer that adds none
     word_ids      int64   [n_tokens]            index of the word a piece belongs to, -1 if special
     attentions    list of N float32 [L, H, T_i, T_i], or None when not requested; [len(attention_layers),
@@ -115,7 +112,7 @@ class Activations(SpecialTokens):
         return self.hidden[:, self.offsets[1:] - 1]
 
     def word_states(self) -> list[np.ndarray]:
-        """N stacks [L + 1, W_i, D]: each text's word-token states at every depth (METHODS.md §0)."""
+        """N stacks [L + 1, W_i, D]: each text's word-token states at every depth (book/methods.md, Conventions)."""
         from .geometry import per_text
 
         return per_text(self.hidden, self.offsets, self.word_mask)
@@ -197,11 +194,25 @@ def _attention_layers(requested: Sequence[int] | None, attentions: bool, n_layer
     return tuple(sorted({int(l) % n_layers for l in chosen}))
 
 
-def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
-    encoding = loaded.tokenizer(texts, truncation=True, max_length=max_length, return_special_tokens_mask=True)
+def tokenize(tokenizer, texts: Sequence[str], max_length: int):
+    """What ``extract`` reads of ``texts`` before any forward pass: the tokenizer's encoding
+    (truncated to ``max_length``), each text's token ids int64 [T_i], and its special-token mask
+    bool [T_i] (book/methods.md, Conventions: the tokens the tokenizer adds, and [CLS], [SEP],
+    <s>, </s> or padding wherever a text spells one out)."""
+    encoding = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
     ids = [np.asarray(x, np.int64) for x in encoding["input_ids"]]
-    structural = _structural_ids(loaded.tokenizer)  # also where a text spells one out ("[SEP]")
+    structural = _structural_ids(tokenizer)
     special = [np.asarray(m, bool) | np.isin(x, structural) for m, x in zip(encoding["special_tokens_mask"], ids)]
+    return encoding, ids, special
+
+
+def word_token_counts(tokenizer, texts: Sequence[str], max_length: int) -> list[int]:
+    """W_i: the word tokens each text keeps once tokenized and truncated, as :func:`extract` reads it."""
+    return [int((~mask).sum()) for mask in tokenize(tokenizer, texts, max_length)[2]]
+
+
+def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
+    encoding, ids, special = tokenize(loaded.tokenizer, texts, max_length)
     for text, mask in zip(texts, special):
         if mask.all():
             raise ParameterError(source, "texts that each contain at least one word token", text)
@@ -249,7 +260,7 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
 
 
 def _structural_ids(tokenizer) -> list[int]:
-    """Ids of the tokens METHODS.md §0 calls special: [CLS], [SEP], <s>, </s> and padding."""
+    """Ids of the tokens the Methods page (Conventions) calls special: [CLS], [SEP], <s>, </s> and padding."""
     names = ("cls_token_id", "sep_token_id", "bos_token_id", "eos_token_id", "pad_token_id")
     return [i for i in (getattr(tokenizer, name, None) for name in names) if isinstance(i, int)]
 

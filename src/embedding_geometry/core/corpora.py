@@ -1,4 +1,4 @@
-"""Sentence sets: the reference sentences of METHODS.md §0 and the project's own data files.
+"""Sentence sets: the reference sentences of book/methods.md, Conventions and the project's own data files.
 
 Data files live in ``embedding_geometry/data/`` and are read with ``load_lines`` (one sentence
 per line, ``#`` comments and blank lines ignored) or ``load_yaml``.
@@ -29,7 +29,7 @@ REFERENCE_SENTENCES: dict[str, str] = {
     "acquirer": "The tech giant acquired its rival",
     "acquired": "Its rival acquired the tech giant",
 }
-"""The posts' reference sentences (METHODS.md §0). The role-reversal pair is the posts'
+"""The posts' reference sentences (book/methods.md, Conventions). The role-reversal pair is the posts'
 fragments completed by us."""
 
 

@@ -13,11 +13,14 @@ class BookError(Exception):
 
 
 class ParameterError(BookError, ValueError):
-    """A chapter parameter has the wrong type or value."""
+    """A chapter parameter has the wrong type or value: ``got`` is the value, or the item of it
+    at fault; ``detail`` says what is wrong with it when that is not plain to see (a text's
+    token count under the model's tokenizer)."""
 
-    def __init__(self, name: str, expected: str, got: object):
-        self.name, self.expected, self.got = name, expected, got
-        super().__init__(f"parameter '{name}' expects {expected}; got {_short(got)}")
+    def __init__(self, name: str, expected: str, got: object, detail: str = ""):
+        self.name, self.expected, self.got, self.detail = name, expected, got, detail
+        note = f" ({' '.join(detail.split())})" if detail else ""
+        super().__init__(f"parameter '{name}' expects {expected}; got {_short(got)}{note}")
 
 
 class ModelUnavailableError(BookError, OSError):

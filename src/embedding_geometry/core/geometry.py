@@ -1,4 +1,4 @@
-"""Measurements on arrays: the geometry every chapter shares (METHODS.md §0).
+"""Measurements on arrays: the geometry every chapter shares (book/methods.md, Conventions).
 
     cos(u, v)          = u·v / (‖u‖ ‖v‖)                         u, v: [D]
     cosine_matrix(X,Y) = X̂ Ŷᵀ, rows normalised                   X: [n, D], Y: [m, D] → [n, m]
@@ -13,7 +13,7 @@
     label_rows(g)      = for each label k (in order of first appearance): the rows i with g_i = k
     centred(X, μ)      = X − μ                                   (μ defaults to the mean row x̄)
 
-Token collapse and pair similarity (METHODS.md §1, §2). A *stack* is one text's states at every
+Token collapse and pair similarity (book/methods.md, chapters 1 and 2). A *stack* is one text's states at every
 depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text and depth):
 
     pair_cosine(a, b)[l]         = cos(a_l, b_l)                               a, b: [..., D] → [...]
@@ -297,7 +297,7 @@ def pc1_mean_alignment(stacks: Sequence[np.ndarray]) -> np.ndarray:
                      for l in range(n_depths)])
 
 
-# --------------------------------------------------------------------------- token matching (§2)
+# --------------------------------------------------------------------------- token matching (chapter 2)
 
 def maxsim(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each token i of a, its best cosine with any token of b, per depth (one direction,

@@ -118,6 +118,19 @@ def topic_runs(sentences: Sequence[str], topics: Sequence[str], tokenizer, n_tok
 def documents(sentences: Sequence[str], min_words: int, n_docs: int, seed: int = 0) -> list[list[int]]:
     """``n_docs`` documents as lists of sentence indices: a seeded shuffle of the sentences cut
     into consecutive runs of at least ``min_words`` words each."""
+    docs = _cut(sentences, min_words, seed)
+    if len(docs) < n_docs:
+        raise ValueError(f"the corpus holds only {len(docs)} documents of ≥ {min_words} words; asked for {n_docs}")
+    return docs[:n_docs]
+
+
+def document_count(sentences: Sequence[str], min_words: int, seed: int = 0) -> int:
+    """How many documents of ≥ ``min_words`` words :func:`documents` can cut from ``sentences`` with ``seed``."""
+    return len(_cut(sentences, min_words, seed))
+
+
+def _cut(sentences: Sequence[str], min_words: int, seed: int) -> list[list[int]]:
+    """Every complete run of ≥ ``min_words`` words of a seeded shuffle of the sentences, in order."""
     order = np.random.default_rng(seed).permutation(len(sentences))
     docs, current, words = [], [], 0
     for i in order:
@@ -126,9 +139,7 @@ def documents(sentences: Sequence[str], min_words: int, n_docs: int, seed: int =
         if words >= min_words:
             docs.append(current)
             current, words = [], 0
-            if len(docs) == n_docs:
-                return docs
-    raise ValueError(f"the corpus holds only {len(docs)} documents of ≥ {min_words} words; asked for {n_docs}")
+    return docs
 
 
 # --------------------------------------------------------------------------- the article's windows

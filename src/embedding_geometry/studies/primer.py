@@ -12,7 +12,7 @@ Each toy mirrors a measurement the chapters make on real hidden states (``geomet
     pair_cosines(P, names)[a · b][l]   cos(P_l[a], P_l[b]) for every unordered pair of texts   P: [L + 1, N, D]
     toy_similarities(pair)             the same three for two toy sentences of 2-D tokens (first token = CLS)
     pair_similarities(record)          the three similarities of a two-text ``activations.Activations``: mean
-                                       and CLS over all tokens (METHODS.md §0), MaxSim over word tokens (§2)
+                                       and CLS over all tokens (book/methods.md, Conventions), MaxSim over word tokens (chapter 2)
     angle_frame(θs, lengths)           u = (1, 0), v = ‖v‖ (cos θ, sin θ) with u · v and cos(u, v)
     elongated_cloud(n, e, seed)        n centred points in 2-D whose covariance is exactly diag(1 + e, 1)
     stretch(X, φ, ε)                   X (I + ε u uᵀ), u = (cos φ, sin φ): each point moves by at most ε‖x‖
@@ -121,8 +121,8 @@ def pair_cosines(pools: np.ndarray, names: Sequence[str]) -> dict[str, np.ndarra
 
 def pair_similarities(record: Activations) -> dict[str, np.ndarray]:
     """The similarity of the two texts of ``record`` at every depth, three ways: cosine of the
-    mean pools and of the CLS states (all tokens, METHODS.md §0) and MaxSim of the first text's
-    word tokens against the second's (§2). → {mode: [L + 1]}"""
+    mean pools and of the CLS states (all tokens, book/methods.md, Conventions) and MaxSim of the first text's
+    word tokens against the second's (chapter 2). → {mode: [L + 1]}"""
     if record.n_texts != 2:
         raise ValueError(f"pair_similarities needs exactly 2 texts; got {record.n_texts}")
     every = np.ones(len(record.tokens), bool)

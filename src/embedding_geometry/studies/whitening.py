@@ -142,10 +142,7 @@ def _transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray
     the borrowed centering minus after the own (its U-statistic: borrowed − own)."""
     labels = np.asarray(labels)
     names = list(dict.fromkeys(labels.tolist()))
-    if len(names) < 2:
-        raise ValueError("a transfer between domains needs at least two labels")
-    order = np.random.default_rng(seed).permutation(len(names))
-    domain_a = {names[i] for i in order[: len(names) // 2]}
+    domain_a = _domain_a(names, seed)
     in_a = np.isin(labels, list(domain_a))
     fit_a, fit_b = fit_rows[in_a[fit_rows]], fit_rows[~in_a[fit_rows]]
     held_b = held_rows[~in_a[held_rows]]
@@ -159,6 +156,33 @@ def _transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray
         if method == "center":
             gap = cosine_matrix(borrowed) - cosine_matrix(own)
     return result, gap
+
+
+def _domain_a(names: list[str], seed: int) -> set[str]:
+    """Domain A of ``domain_transfer``: a seeded half of the label ``names`` (B is the rest)."""
+    if len(names) < 2:
+        raise ValueError("a transfer between domains needs at least two labels")
+    order = np.random.default_rng(seed).permutation(len(names))
+    return {names[i] for i in order[: len(names) // 2]}
+
+
+def split_shortfall(relevant: retrieval.Relevant, labels, fit_fraction: float, seed: int = 0) -> str | None:
+    """What the split ``split(len(labels), fit_fraction, seed)`` leaves too small for
+    :func:`held_out_study` with draw ``seed``, in words; None when nothing: each side at least
+    2 rows, a query of ``relevant`` with a relevant held-out row, and in ``domain_transfer`` at least 2 fit rows in each domain and 2 held-out rows in B."""
+    labels = np.asarray(labels)
+    n, n_fit = len(labels), int(round(fit_fraction * len(labels)))
+    if not 2 <= n_fit <= n - 2:
+        return f"it leaves {min(n_fit, n - n_fit)} of {n} sentences on one side (needs 2)"
+    fit_rows, held_rows = split(n, fit_fraction, seed)
+    held = set(held_rows.tolist())
+    if not any(r in held for r in relevant for r in ([r] if np.isscalar(r) else r)):
+        return "no judged query has a relevant sentence in the held-out split"
+    in_a = np.isin(labels, list(_domain_a(list(dict.fromkeys(labels.tolist())), seed)))
+    sizes = {"fit sentences in domain A": in_a[fit_rows].sum(), "fit sentences in domain B": (~in_a[fit_rows]).sum(),
+             "held-out sentences in domain B": (~in_a[held_rows]).sum()}
+    small = next((name for name, size in sizes.items() if size < 2), None)
+    return None if small is None else f"the domain transfer has {sizes[small]} {small} (needs 2)"
 
 
 def null_space_share(fit_split: np.ndarray, whitened: np.ndarray) -> float:

@@ -12,6 +12,7 @@ modules named for them:
 ``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
 ``resample``     bootstrap resamples over the sampling unit, and the interval that fits the statistic and n
 ``shape_tests``  the model-agnostic tests, how an interval is judged by one, and margins
+``nulls``        a null as a distribution: the difference statistic − null and its intervals
 ``judge``        ``evaluate``: every stage, in order, for each claim
 ``words``        every word a verdict is shown with, defined once
 """

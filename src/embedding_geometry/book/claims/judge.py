@@ -34,8 +34,8 @@ import numpy as np
 
 from .. import reproducibility
 from . import reduce as reducers
-from . import resample, samples, shape_tests
-from .ledger import EXACT_NULLS, NULL_KINDS, Claim, Ledger, LedgerError, family_size, lookup
+from . import nulls, resample, samples, shape_tests
+from .ledger import Claim, Ledger, LedgerError, family_size, lookup
 from .shape_tests import FAILS, HOLDS, INCONCLUSIVE
 
 ALPHA = 1 - resample.LEVEL
@@ -156,7 +156,7 @@ def _judge(claim: Claim, metrics: Mapping[str, Any], model: str, seed: int, resa
         args = {**args, "L": _depths(claim, raw)}
     if judged.interval is None:
         return Verdict(**found, status=DESCRIPTIVE, reason="the statistic is undefined on every resample", family=m)
-    null = _null(claim, metrics, judged, resamples, rng, m)
+    null = nulls.judge_null(claim, metrics, judged, resamples, rng, m, _reducer(claim), lambda x: _point(claim, x))
     statistic = _statistic_record(claim, judged)
     if judged.interval.width <= 1e-12 * max(1.0, abs(judged.point)) and test != shape_tests.LOCATION:
         return Verdict(**found, status=CENSUS, statistic=statistic, null=null, family=m,
@@ -251,78 +251,6 @@ def _statistic_record(claim: Claim, judged: Judged) -> dict[str, Any]:
     return {"name": name, "value": judged.point, "n_units": judged.n_units, "method": judged.interval.method,
             "interval": [judged.interval.low, judged.interval.high],
             "adjusted": [judged.adjusted.low, judged.adjusted.high], "adjusted_level": judged.adjusted.level}
-
-
-# --------------------------------------------------------------------------- the null
-
-def _null(claim: Claim, metrics, judged: Judged, resamples: int, rng, m: int) -> dict[str, Any] | None:
-    """The claim's null: its value (an exact expectation, or the mean of its distribution) and,
-    for a distribution, the interval of the difference statistic − null over the same draws."""
-    if not claim.null:
-        return None
-    spec, kind = claim.null, claim.null["kind"]
-    record = {"kind": kind, "label": NULL_KINDS[kind], "value": None, "distribution": None, "difference": None,
-              "adjusted_difference": None, "note": None, "side": spec.get("side")}
-    if "value" in spec:
-        record.update(value=float(spec["value"]), distribution="exact")
-        return _difference(record, judged.point - record["value"], judged.draws - record["value"], m)
-    if "draws" in spec:
-        try:
-            null_draws = np.asarray(lookup(metrics, spec["draws"]), dtype=float).ravel()
-        except KeyError:
-            record["note"] = f"not measured on this run ('{spec['draws']}')"
-            return record
-        picked = null_draws[rng.integers(0, len(null_draws), size=len(judged.draws))]
-        record.update(value=float(np.mean(null_draws)), distribution=f"{len(null_draws)} draws")
-        return _difference(record, judged.point - float(np.mean(null_draws)), judged.draws - picked, m)
-    if "samples" in spec:
-        return _paired_null(claim, metrics, record, resamples, rng, m)
-    try:
-        raw = lookup(metrics, spec["metric"])
-    except KeyError:
-        raw = None
-    if raw is None:
-        record["note"] = f"not measured on this run ('{spec['metric']}')"
-        return record
-    value = float(raw) if np.ndim(raw) == 0 else _point(claim, raw)
-    exact = kind in EXACT_NULLS
-    record.update(value=value, distribution="exact" if exact else "a single value (no distribution)")
-    return _difference(record, judged.point - value, judged.draws - value, m)
-
-
-def _paired_null(claim: Claim, metrics, record, resamples: int, rng, m: int) -> dict[str, Any]:
-    """A null measured on the same units (a random-init control's sentences, with its seeds): the
-    claim's statistic minus the null's, each reduced as the claim reduces, on the same unit draws."""
-    own = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
-    other = samples.find(metrics, claim.null["samples"])
-    for found in (own, other):
-        if isinstance(found, samples.Missing):
-            record["note"] = str(found)
-            return record
-    if own.n_units != other.n_units:
-        record["note"] = f"the null has {other.n_units} units, the claim {own.n_units}: not the same units"
-        return record
-    reduce = _reducer(claim)
-    record.update(value=float(reduce(other.point()[None])[0]),
-                  distribution=f"{other.n_seeds} seeds, unit by unit" if other.n_seeds else "one run, unit by unit")
-    drawn = resample.resample_difference(own, other, reduce, resamples, rng)
-    if drawn.method is None:
-        record["note"] = f"only {drawn.n_units} units: too few for the difference's interval"
-        return record
-    if isinstance(other, samples.Seeded):
-        seeds = reduce(other.data.mean(axis=1))
-        spread = float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0
-        record.update(seed_values=[float(x) for x in seeds], effect_size=drawn.point / spread if spread > 0 else None)
-    return _difference(record, drawn.point, drawn.draws, m, drawn)
-
-
-def _difference(record, point: float, draws: np.ndarray, m: int, found: resample.Resampled | None = None):
-    found = found or resample.Resampled(point, draws, len(draws), "percentile")
-    if found.method is None:
-        found = resample.Resampled(point, draws, len(draws), "percentile")
-    a, b = found.interval(resample.LEVEL), found.interval(1 - ALPHA / m)
-    record.update(difference=[a.low, a.high], adjusted_difference=[b.low, b.high], difference_value=point)
-    return record
 
 
 # --------------------------------------------------------------------------- outcomes, margins, sensitivity
