@@ -74,6 +74,38 @@ def test_the_ledger_declares_units_nulls_kinds_and_reasons():
     assert ledger["cls-early-tokens"].bound_source == "sign" and ledger["cls-early-tokens"].fraction is None
 
 
+def assert_coverage_lists_the_seed(slug: str) -> None:
+    """The chapter's coverage file (data/coverage/<slug>.yaml): every item has a status, a reason
+    when it is not reproduced, and a place that is a heading of the notebook; the claims and errata it
+    names are the ledger's, and it names every published claim and every erratum of the ledger."""
+    from importlib import resources
+
+    import yaml
+
+    from conftest import ROOT
+
+    coverage = yaml.safe_load((resources.files("embedding_geometry") / "data" / "coverage" / f"{slug}.yaml")
+                              .read_text(encoding="utf-8"))
+    assert coverage["seed"].startswith("004") and coverage["chapter"] == slug
+    ledger = claims.load(slug)
+    ids, errata = {c.id for c in ledger.claims}, {e["id"] for e in ledger.errata}
+    cells = nbformat.read(ROOT / "notebooks" / f"{slug}.ipynb", as_version=4).cells
+    headings = set(re.findall(r"^#{2,3} .+$", "\n".join(c.source for c in cells if c.cell_type == "markdown"), re.M))
+    for item in coverage["items"]:
+        assert item["status"] in ("reproduced", "partly", "not possible offline"), item["id"]
+        assert item["status"] == "reproduced" or item.get("why"), item["id"]
+        places = [p.strip() for p in re.findall(r"#{2,3} [^;(]+", item["where"])]
+        assert places and set(places) <= headings, (item["id"], places)
+        assert set(item.get("claims", [])) <= ids and set(item.get("errata", [])) <= errata, item["id"]
+    named = {i for item in coverage["items"] for i in item.get("claims", []) + item.get("errata", [])}
+    assert [c.id for c in ledger.claims if c.kind == "published" and c.id not in named] == []
+    assert errata - named == set()
+
+
+def test_the_coverage_file_lists_the_seeds_items_with_a_status_and_a_place():
+    assert_coverage_lists_the_seed(SLUG)
+
+
 @pytest.mark.slow
 def test_chapter_results_on_the_tiny_model(built_book):
     root, result = built_book

@@ -8,11 +8,16 @@ import pytest
 from embedding_geometry.book import claims
 from embedding_geometry.core import corpora
 from embedding_geometry.studies import quantization
-from test_embeddings_without_tears import assert_chapter_reads_as_outputs, assert_per_unit_values_give_the_metrics
+from test_embeddings_without_tears import (assert_chapter_reads_as_outputs, assert_coverage_lists_the_seed,
+                                          assert_per_unit_values_give_the_metrics)
 
 SLUG = "06_search_in_practice"
 HEADLINES = {"int8-error", "quantization-nonuniform", "hybrid-domain-terms", "rerank-precision"}
 """The article's TL;DR ("quantization errors"), its closing truth ("non-uniform") and its two search steps to do today."""
+
+
+def test_the_coverage_file_lists_the_seeds_items_with_a_status_and_a_place():
+    assert_coverage_lists_the_seed(SLUG)
 
 
 def test_the_ledger_matches_the_transcribed_numbers():
