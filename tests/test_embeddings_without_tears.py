@@ -102,6 +102,16 @@ def assert_coverage_lists_the_seed(slug: str) -> None:
     assert errata - named == set()
 
 
+def test_the_errata_table_shows_every_erratum_whole():
+    from embedding_geometry.book import charts
+
+    ledger = claims.load(SLUG)
+    frame = charts.errata_shown(ledger).frame
+    assert list(frame.columns) == list(charts.ERRATA_COLUMNS.values()) and len(frame) == len(ledger.errata)
+    longest = max((e["evidence"] for e in ledger.errata), key=len)
+    assert len(longest) > 50 and html.escape(longest) in charts.errata_shown(ledger)._repr_html_()  # not cut at 50
+
+
 def test_the_coverage_file_lists_the_seeds_items_with_a_status_and_a_place():
     assert_coverage_lists_the_seed(SLUG)
 

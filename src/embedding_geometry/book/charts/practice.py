@@ -277,3 +277,15 @@ def untested_table(slug: str) -> HtmlTable:
 
     items = load_yaml(f"claims/{slug}.yaml").get("untested", [])
     return HtmlTable(pd.DataFrame(items, columns=["statement", "source", "reason"]).rename(columns={"reason": "why not"}))
+
+
+ERRATA_COLUMNS = {"statement": "the article says", "prose_value": "its value", "data_value": "its own code or tables give",
+                  "evidence": "evidence"}
+
+
+def errata_shown(ledger) -> HtmlTable:
+    """The ledger's errata (``pages.errata_table``) as a table on the page: every cell whole (a
+    DataFrame's own display cuts long text), human column titles, no row numbers."""
+    from ..pages import errata_table
+
+    return shown(errata_table(ledger).rename(columns=ERRATA_COLUMNS))
