@@ -176,7 +176,8 @@ def word_token_offsets(tokenizer, text: str) -> np.ndarray:
     """Token offsets of the words of ``text.split()``: word w owns tokens offsets[w]:offsets[w+1]
     (no special tokens) → [W + 1]."""
     words = text.split()
-    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    # a whole long text, past the model's limit on purpose: no warning that it is longer
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=False, verbose=False)
     counts = np.bincount([w for w in encoding.word_ids() if w is not None], minlength=len(words))
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
