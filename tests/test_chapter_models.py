@@ -57,8 +57,14 @@ def test_metrics_recorded_for_another_model_join_its_own_metrics(tmp_path):
 def test_a_claim_not_measured_on_the_second_model_says_why(tmp_path):
     ch = chapter(tmp_path)
     values, entropy = scores(0.8), scores(0.95, 8)
-    ch.add_metrics({"score": float(values.mean()), "attention": {"entropy": float(entropy.mean())}, "rows": {"b": 0.7},
-                    "per_unit": {"score": values, "attention.entropy": entropy}})
+    ch.add_metrics(
+        {
+            "score": float(values.mean()),
+            "attention": {"entropy": float(entropy.mean())},
+            "rows": {"b": 0.7},
+            "per_unit": {"score": values, "attention.entropy": entropy},
+        }
+    )
     ch.judge_model("org/b", not_measured="measured on the chapter's model only")
     other = scores(0.3)
     ch.add_metrics({"score": float(other.mean()), "per_unit": {"score": other}}, model="org/b")  # after: still judged
@@ -67,7 +73,10 @@ def test_a_claim_not_measured_on_the_second_model_says_why(tmp_path):
     missing = found["attention", "org/b"]
     assert missing.status == "not measured" and missing.reason == "measured on the chapter's model only"
     assert [key for key in found if key[0] == "table-row"] == [("table-row", "org/b")]  # judged once, as measured_on
-    assert "On b, it is not so that" in ch.report("score").data and ch.report("attention").data.count(">not measured</span>") == 1
+    assert (
+        "On b, it is not so that" in ch.report("score").data
+        and ch.report("attention").data.count(">not measured</span>") == 1
+    )
 
 
 def test_with_none_fills_a_missing_path_without_touching_the_original():

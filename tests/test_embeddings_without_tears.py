@@ -18,13 +18,32 @@ from embedding_geometry.book.claims import samples, words
 from embedding_geometry.core import corpora
 
 SLUG = "05_embeddings_without_tears"
-HEADLINES = {"library-mean-pooling", "narrow-cone", "softmax-makes-cone", "avg-sim-rule", "length-magnitude",
-             "length-not-clt", "cls-early-tokens", "compound-not-mean-of-parts", "domain-vocabulary-collapse",
-             "whitening-own-distribution"}
+HEADLINES = {
+    "library-mean-pooling",
+    "narrow-cone",
+    "softmax-makes-cone",
+    "avg-sim-rule",
+    "length-magnitude",
+    "length-not-clt",
+    "cls-early-tokens",
+    "compound-not-mean-of-parts",
+    "domain-vocabulary-collapse",
+    "whitening-own-distribution",
+}
 """The article's TL;DR and "Scientifically Accurate Truth" claims that chapter 5 tests (see the ledger's header)."""
-PAIRWISE = {"narrow-cone", "avg-sim-rule", "avg-sim-rule-control", "softmax-makes-cone", "isotropy-minilm",
-            "isotropy-mpnet", "isotropy-bert", "isotropy-simcse", "whitening-removes-anisotropy",
-            "whitening-own-distribution", "cone-expected-cosine"}
+PAIRWISE = {
+    "narrow-cone",
+    "avg-sim-rule",
+    "avg-sim-rule-control",
+    "softmax-makes-cone",
+    "isotropy-minilm",
+    "isotropy-mpnet",
+    "isotropy-bert",
+    "isotropy-simcse",
+    "whitening-removes-anisotropy",
+    "whitening-own-distribution",
+    "cone-expected-cosine",
+}
 """Claims about means over pairs of sentences: their samples are kernels, not row means."""
 
 
@@ -33,8 +52,12 @@ def test_the_ledger_matches_the_transcribed_numbers():
     published = corpora.published(SLUG)
     by_id = {c.id: c for c in ledger.claims}
     assert len(ledger.claims) >= 35 and len(by_id) == len(ledger.claims)
-    names = {"isotropy-bert": "BERT", "isotropy-minilm": "all-MiniLM-L6-v2",
-             "isotropy-mpnet": "all-mpnet-base-v2", "isotropy-simcse": "SimCSE"}
+    names = {
+        "isotropy-bert": "BERT",
+        "isotropy-minilm": "all-MiniLM-L6-v2",
+        "isotropy-mpnet": "all-mpnet-base-v2",
+        "isotropy-simcse": "SimCSE",
+    }
     rows = {row["name"]: row for row in published["isotropy_table"]["rows"]}
     for claim_id, name in names.items():
         claim = by_id[claim_id]
@@ -60,14 +83,23 @@ def test_the_ledger_declares_units_nulls_kinds_and_reasons():
     assert all(c.unit or c.by_construction or c.description for c in ledger.values())
     assert {c.null["kind"] for c in ledger.values() if c.null} == {"uniform_attention", "chance", "control"}
     sides = {b: ledger[f"cls-table-{b}"].null.get("side") for b in ("0-10", "11-50", "51-100", "100-plus")}
-    assert sides == {"0-10": "above", "11-50": "above", "51-100": "above", "100-plus": "below"}  # as the table puts them
+    assert sides == {
+        "0-10": "above",
+        "11-50": "above",
+        "51-100": "above",
+        "100-plus": "below",
+    }  # as the table puts them
     control = ledger["softmax-makes-cone"].null
     assert control["kind"] == "control" and control["samples"] == {"seeds": {"pairwise": "isotropy_control.mean_cos"}}
     assert ledger["avg-sim-rule-control"].samples == {"seeds": {"pairwise": "isotropy_control.avg_sim"}}
     for claim_id in PAIRWISE - {"cone-expected-cosine", "avg-sim-rule-control"}:
         assert set(ledger[claim_id].samples) == {"pairwise"}, claim_id
-    retrieval = ["cls-fails-similarity", "subword-pooling-retrieval", "whitening-helps-retrieval",
-                 "centering-helps-retrieval"]
+    retrieval = [
+        "cls-fails-similarity",
+        "subword-pooling-retrieval",
+        "whitening-helps-retrieval",
+        "centering-helps-retrieval",
+    ]
     assert all(ledger[i].unit == "queries" and ledger[i].test[1].get("bound") == 0 for i in retrieval)  # one rule
     assert ledger["centering-helps-retrieval"].kind == "hypothesis"  # the book's own check, not the article's
     assert "mean pool" in ledger["cls-fails-similarity"].caveat
@@ -84,8 +116,9 @@ def assert_coverage_lists_the_seed(slug: str) -> None:
 
     from conftest import ROOT
 
-    coverage = yaml.safe_load((resources.files("embedding_geometry") / "data" / "coverage" / f"{slug}.yaml")
-                              .read_text(encoding="utf-8"))
+    coverage = yaml.safe_load(
+        (resources.files("embedding_geometry") / "data" / "coverage" / f"{slug}.yaml").read_text(encoding="utf-8")
+    )
     assert coverage["seed"].startswith("004") and coverage["chapter"] == slug
     ledger = claims.load(slug)
     ids, errata = {c.id for c in ledger.claims}, {e["id"] for e in ledger.errata}
@@ -131,21 +164,27 @@ def test_chapter_results_on_the_tiny_model(built_book):
     controls = [m for m in metrics["isotropy_by_model"] if "random-init control" in m]
     assert len(controls) == document["params"]["control_seeds"] == metrics["isotropy_control"]["seeds"]
     assert metrics["isotropy_control"]["avg_sim"] == pytest.approx(
-        np.mean([metrics["isotropy_by_model"][c]["avg_sim"] for c in controls]))
+        np.mean([metrics["isotropy_by_model"][c]["avg_sim"] for c in controls])
+    )
     main = metrics["isotropy_by_model"][document["model"]["id"]]
-    assert main["texts_per_second"] > 0 and all(metrics["isotropy_by_model"][c]["texts_per_second"] is None
-                                                for c in controls)
+    assert main["texts_per_second"] > 0 and all(
+        metrics["isotropy_by_model"][c]["texts_per_second"] is None for c in controls
+    )
     cone = metrics["cone"]
     assert cone["mean_pairwise_cosine"] == pytest.approx(cone["identity"], abs=1e-9)
     fair = metrics["whitening_fair"]
     assert abs(fair["held_out"]["whiten"]["anisotropy"]) < abs(fair["held_out"]["none"]["anisotropy"])
     assert fair["n_held_out"] == len(inputs["held_out_rows"]) and fair["n_fit"] == len(inputs["fit_rows"])
-    assert fair["fit_per_dim"] == pytest.approx(fair["n_fit"] / 40) and fair["n_queries"] <= len(inputs["queries"]["queries"])
+    assert fair["fit_per_dim"] == pytest.approx(fair["n_fit"] / 40) and fair["n_queries"] <= len(
+        inputs["queries"]["queries"]
+    )
     assert fair["sensitivity"]["whitened"] == pytest.approx(fair["ndcg_at_10"]["whiten"])
     assert len(metrics["per_unit"]["whitening_fair.retrieval_change"]) == fair["n_queries"]
     dilution = metrics["length_dilution"]
     assert len(dilution["key_first"]["mean"]) == document["params"]["k_max"] + 1 == len(dilution["k"])
-    assert dilution["key_first"]["mean"][0] == pytest.approx(1.0) and dilution["key_last"]["cls"][0] == pytest.approx(1.0)
+    assert dilution["key_first"]["mean"][0] == pytest.approx(1.0) and dilution["key_last"]["cls"][0] == pytest.approx(
+        1.0
+    )
     shares = metrics["cls_attention_by_position"]["shares"]
     assert metrics["cls_attention_by_position"]["n_positions"] > 100 and sum(shares.values()) == pytest.approx(1.0)
     assert metrics["subword"]["split_fraction"] == 1.0

@@ -47,9 +47,11 @@ def test_finetune_study_its_seeds_and_its_table(tiny_bert_dir):
     assert working["seeds"] == [0, 1] and working["epochs"] == 2 and len(working["learning_rates"]) == 2
     first = working["first"]
     assert per_unit["finetune.working.negative_pair_change"][0] == pytest.approx(
-        first["pair_cosine_after"][1] - first["pair_cosine_before"][1])
+        first["pair_cosine_after"][1] - first["pair_cosine_before"][1]
+    )
     assert per_unit["finetune.working.consistency_change"][0] == pytest.approx(
-        first["consistency_after"] - first["consistency_before"])
+        first["consistency_after"] - first["consistency_before"]
+    )
     for key in ("max_weight_change", "negative_pair_change", "positive_pair_change", "consistency_change"):
         values = per_unit[f"finetune.working.{key}"]
         assert len(values) == 2 and np.mean(values) == pytest.approx(working[key])

@@ -106,7 +106,9 @@ def test_group_nonuniformity():
     null = result["topic_eta2_null"]
     assert len(null) == 2000 and result["topic_eta2_permuted"] == pytest.approx(np.mean(null))
     assert result["topic_eta2_permuted"] == pytest.approx(1 / 7, abs=0.02)  # its expectation: (K − 1) / (N − 1)
-    assert max(null) == pytest.approx(result["topic_eta2"])  # a shuffle that keeps the groups reaches it, none exceeds it
+    assert max(null) == pytest.approx(
+        result["topic_eta2"]
+    )  # a shuffle that keeps the groups reaches it, none exceeds it
     with pytest.raises(ValueError, match="two groups"):
         quantization.group_nonuniformity(errors, ["a"] * 8)
 
@@ -128,9 +130,12 @@ def test_quantization_study_keys_and_known_values():
     assert {"kruskal_p", "max_over_min"} <= set(study["int8"])
     for name in quantization.CLAIMED:  # kernels over the pairs of the pair sample: their U-statistic is the metric
         kernel = per_unit[f"quantization.{name}.mean_cosine_error"]
-        assert kernel.shape == (100, 100) and kernel.sum() / (100 * 99) == pytest.approx(study[name]["mean_cosine_error"])
+        assert kernel.shape == (100, 100) and kernel.sum() / (100 * 99) == pytest.approx(
+            study[name]["mean_cosine_error"]
+        )
     assert study["int8"]["mean_cosine_error"] == pytest.approx(
-        quantization.mean_cosine_error(x[pairs], quantization.int8_article(x)["reconstruction"][pairs]))
+        quantization.mean_cosine_error(x[pairs], quantization.int8_article(x)["reconstruction"][pairs])
+    )
     parts = per_unit["quantization.int8.topic_eta2.between"], per_unit["quantization.int8.topic_eta2.total"]
     assert parts[0].mean() / parts[1].mean() == pytest.approx(study["int8"]["topic_eta2"])
     again = quantization.quantization_study(x, labels, article_m=2, pairs=pairs, seed=0, key="again", samples=False)

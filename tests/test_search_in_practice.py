@@ -8,12 +8,16 @@ import pytest
 from embedding_geometry.book import claims
 from embedding_geometry.core import corpora
 from embedding_geometry.studies import quantization
-from test_embeddings_without_tears import (assert_chapter_reads_as_outputs, assert_coverage_lists_the_seed,
-                                          assert_per_unit_values_give_the_metrics)
+from test_embeddings_without_tears import (
+    assert_chapter_reads_as_outputs,
+    assert_coverage_lists_the_seed,
+    assert_per_unit_values_give_the_metrics,
+)
 
 SLUG = "06_search_in_practice"
 HEADLINES = {"int8-error", "quantization-nonuniform", "hybrid-domain-terms", "rerank-precision"}
-"""The article's TL;DR ("quantization errors"), its closing truth ("non-uniform") and its two search steps to do today."""
+"""The article's TL;DR ("quantization errors"), its closing truth ("non-uniform") and its two search steps to do
+today."""
 
 
 def test_the_coverage_file_lists_the_seeds_items_with_a_status_and_a_place():
@@ -25,9 +29,13 @@ def test_the_ledger_matches_the_transcribed_numbers():
     published = corpora.published(SLUG)
     assert len({c.id for c in ledger.claims}) == len(ledger.claims) >= 14
     defaults = published["quantization"]["pq_code_defaults"]
-    ratio = quantization.compression_ratio(quantization.bits_per_vector("pq", 384, defaults["num_subvectors"],
-                                                                         defaults["bits_per_subvector"]), 384)
-    assert f"{ratio:.0f}× for 384" in next(e for e in ledger.errata if e["id"] == "pq-compression-vs-own-code")["data_value"]
+    ratio = quantization.compression_ratio(
+        quantization.bits_per_vector("pq", 384, defaults["num_subvectors"], defaults["bits_per_subvector"]), 384
+    )
+    assert (
+        f"{ratio:.0f}× for 384"
+        in next(e for e in ledger.errata if e["id"] == "pq-compression-vs-own-code")["data_value"]
+    )
     by_id = {c.id: c for c in ledger.claims}
     assert by_id["int8-error"].published["value"] == published["quantization"]["int8"]["cosine_error"]
     for claim_id in ("pq-error-8x", "pq-error-16x"):  # the top of the article's 3–6 % range
@@ -46,7 +54,10 @@ def test_the_ledger_declares_units_nulls_and_reasons():
     for claim_id in ("int8-error", "pq-error-8x", "pq-error-16x"):  # a mean over pairs of sentences
         assert ledger[claim_id].samples == {"pairwise": ledger[claim_id].metric}
     assert ledger["pq-compression"].description and "defaults" not in ledger["pq-compression"].statement
-    assert ledger["int8-error"].test == ("below", {"bound": pytest.approx(0.025)})  # ~2 %, loosened by a stated fraction
+    assert ledger["int8-error"].test == (
+        "below",
+        {"bound": pytest.approx(0.025)},
+    )  # ~2 %, loosened by a stated fraction
     for claim_id in ("contrastive-fix", "negative-pair-apart"):  # judged on the working variant, and say so
         assert ledger[claim_id].unit == "seeds" and "warmup_steps=0" in ledger[claim_id].caveat
         assert ledger[claim_id].metric.startswith("finetune.working.")

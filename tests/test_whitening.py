@@ -35,7 +35,7 @@ def test_score_by_hand_on_three_vectors():
     x = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
     a = 1 / np.sqrt(2)  # cosines: 0 (twice), a (four times) over ordered pairs
     mean = 4 * a / 6
-    var = 4 * a ** 2 / 6 - mean ** 2
+    var = 4 * a**2 / 6 - mean**2
     expected = ((1 - mean) + min(var * 2, 1)) / 2
     assert isotropy.isotropy_score(x) == pytest.approx(expected)
     assert sorted(isotropy.offdiagonal_cosines(x)) == pytest.approx([0, 0, a, a, a, a])
@@ -45,7 +45,7 @@ def test_avg_sim_includes_the_diagonal():
     x = np.random.default_rng(0).standard_normal((7, 4))
     mean = isotropy.offdiagonal_cosines(x).mean()
     n = len(x)
-    assert isotropy.avg_sim(x) == pytest.approx((n + n * (n - 1) * mean) / n ** 2)
+    assert isotropy.avg_sim(x) == pytest.approx((n + n * (n - 1) * mean) / n**2)
     check = isotropy.anisotropy_warning(x, threshold=0.6)
     assert check["mean_offdiagonal"] == pytest.approx(mean)
     assert check["warns"] is bool(check["avg_sim"] > 0.6)
@@ -145,6 +145,7 @@ def test_a_borrowed_mean_removes_less_than_the_domains_own():
 
 # --------------------------------------------------------------------------- the chapter's metrics
 
+
 def u_statistic(kernel):
     """The mean of K_ij over pairs i ≠ j: what a claim's samples rebuild from a pairwise kernel."""
     kernel = np.asarray(kernel, dtype=float)
@@ -213,10 +214,12 @@ def test_isotropy_study_picks_the_model_its_controls_and_the_articles_rows():
     docs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]])
     article = [{"name": "Main", "model": "main", "score": 0.67}, {"name": "Absent", "model": "absent", "score": 0.3}]
     refs = {"identical": 0.0, "orthonormal": 0.5, "isotropic": 1.0}
-    measured = {"main": isotropy.model_row(docs, docs, docs[:2], [0, 1]),
-                "main [random-init control, seed 0]": isotropy.model_row(docs + 5),
-                "main [random-init control, seed 1]": isotropy.model_row(docs + 3),
-                "other": isotropy.model_row(docs * [1, 2], docs, docs[:2], [0, 1])}
+    measured = {
+        "main": isotropy.model_row(docs, docs, docs[:2], [0, 1]),
+        "main [random-init control, seed 0]": isotropy.model_row(docs + 5),
+        "main [random-init control, seed 1]": isotropy.model_row(docs + 3),
+        "other": isotropy.model_row(docs * [1, 2], docs, docs[:2], [0, 1]),
+    }
     found = isotropy.isotropy_study(measured, "main", article, refs)
     assert found["isotropy_score"] == measured["main"]["score"] and "kernels" not in found["isotropy"]
     assert found["isotropy_article_models"] == {"Main": measured["main"]["score"], "Absent": None}
@@ -224,8 +227,13 @@ def test_isotropy_study_picks_the_model_its_controls_and_the_articles_rows():
     assert found["isotropy_control"]["avg_sim"] == pytest.approx(np.mean([c["avg_sim"] for c in controls]))
     assert found["isotropy_control"]["seeds"] == 2 and found["isotropy_reference"] == refs
     units = found["per_unit"]
-    assert set(units) == {"isotropy.mean_cos", "isotropy.avg_sim", "isotropy_control.mean_cos",
-                          "isotropy_control.avg_sim", "isotropy_article_models.Main"}
+    assert set(units) == {
+        "isotropy.mean_cos",
+        "isotropy.avg_sim",
+        "isotropy_control.mean_cos",
+        "isotropy_control.avg_sim",
+        "isotropy_article_models.Main",
+    }
     assert np.shape(units["isotropy_control.mean_cos"]) == (2, 4, 4)
     assert u_statistic(units["isotropy.avg_sim"]) == pytest.approx(found["isotropy"]["avg_sim"])
     assert u_statistic(units["isotropy_article_models.Main"]) == pytest.approx(found["isotropy_article_models"]["Main"])
@@ -267,7 +275,7 @@ def test_null_space_share_of_a_fit_split_with_a_dead_dimension():
     fit_split = np.c_[rng.standard_normal((50, 3)), np.zeros(50)]  # the 4th dimension never varies
     held = np.c_[rng.standard_normal((10, 3)), np.full(10, 0.01)]
     white = whitening.fit(fit_split, "whiten").apply(held)  # 0.01 · 1000 = 10 along the dead dimension
-    expected = np.sum(white[:, 3] ** 2) / np.sum(white ** 2)
+    expected = np.sum(white[:, 3] ** 2) / np.sum(white**2)
     assert whitening.null_space_share(fit_split, white) == pytest.approx(expected) and expected > 0.5
     assert whitening.null_space_share(fit_split, white[:, [0, 1, 2]] @ np.eye(3, 4)) == pytest.approx(0.0, abs=1e-12)
 
@@ -304,15 +312,18 @@ def test_held_out_study_judges_only_held_out_documents():
         assert u_statistic(per_unit[f"whitening_fair.{key}"]) == pytest.approx(study[key], abs=1e-7), key
     assert np.shape(per_unit["whitening_fair.anisotropy_reduction"]) == (36, 36)
     assert len(per_unit["whitening_fair.retrieval_change"]) == 4
-    exercise = whitening.held_out_study(x, queries, relevant, topics.astype(str), fit_rows, held_rows, seed=0,
-                                        key="exercise", samples=False)
+    exercise = whitening.held_out_study(
+        x, queries, relevant, topics.astype(str), fit_rows, held_rows, seed=0, key="exercise", samples=False
+    )
     assert set(exercise) == {"exercise"} and exercise["exercise"]["retrieval_change"] == study["retrieval_change"]
     # the held-out study ranks the held-out split only: the same transforms, fitted on unit rows
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     kept, pool = whitening.held_out_queries(relevant, held_rows)
     white = whitening.fit(unit[fit_rows], "whiten")
     q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    expected = whitening.retrieval.ndcg_at_k(whitening.retrieval.cosine_scores(white.apply(q[kept]), white.apply(unit[held_rows])), pool)
+    expected = whitening.retrieval.ndcg_at_k(
+        whitening.retrieval.cosine_scores(white.apply(q[kept]), white.apply(unit[held_rows])), pool
+    )
     assert study["ndcg_at_10"]["whiten"] == pytest.approx(expected)
 
 
@@ -334,8 +345,10 @@ def test_split_shortfall_names_what_a_split_leaves_too_small():
     one_side = whitening.split_shortfall(relevant, labels, 0.05, seed=0)
     assert one_side == "it leaves 1 of 20 sentences on one side (needs 2)"
     fit_rows, held_rows = whitening.split(20, 0.5, seed=0)
-    assert whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0) == \
-        "no judged query has a relevant sentence in the held-out split"
+    assert (
+        whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0)
+        == "no judged query has a relevant sentence in the held-out split"
+    )
     lopsided = ["a"] * 18 + ["b"] * 2  # domain B is one of the two labels; it holds 2 sentences, split over both sides
     found = {whitening.split_shortfall([list(range(20))], lopsided, 0.5, seed) for seed in range(20)}
     assert any(f and f.startswith("the domain transfer has ") and f.endswith("(needs 2)") for f in found), found

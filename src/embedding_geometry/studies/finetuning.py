@@ -48,10 +48,14 @@ negative_pair_change | positive_pair_change | consistency_change>" [seeds], one 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import clock
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ARTICLE_PAIRS = (
     ("DataForce quarterly report", "DataForce Q3 earnings", 0.9),
@@ -85,8 +89,10 @@ def _examples(pairs: Sequence[tuple[str, str, float]]):
 
 def learning_rates(steps: int, warmup_steps: int, lr: float = LEARNING_RATE) -> list[float]:
     """lr_t of each of ``steps`` optimizer steps under WarmupLinear (module docstring)."""
-    return [lr * t / warmup_steps if t < warmup_steps else lr * (steps - t) / max(steps - warmup_steps, 1)
-            for t in range(steps)]
+    return [
+        lr * t / warmup_steps if t < warmup_steps else lr * (steps - t) / max(steps - warmup_steps, 1)
+        for t in range(steps)
+    ]
 
 
 def _probe(encoder) -> dict[str, object]:
@@ -94,12 +100,15 @@ def _probe(encoder) -> dict[str, object]:
     from ..core.geometry import cosine_matrix
 
     sims = cosine_matrix(encoder.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False))
-    return {"pairs": [float(sims[0, 1]), float(sims[2, 3])],
-            "consistency": float(np.mean([sims[0, 1], sims[0, 2], sims[1, 2]]))}
+    return {
+        "pairs": [float(sims[0, 1]), float(sims[2, 3])],
+        "consistency": float(np.mean([sims[0, 1], sims[0, 2], sims[1, 2]])),
+    }
 
 
-def train_once(encoder, initial: dict, pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS, seed: int = 0,
-               **settings) -> dict[str, object]:
+def train_once(
+    encoder, initial: dict, pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS, seed: int = 0, **settings
+) -> dict[str, object]:
     """Restore ``encoder``'s weights to ``initial``, run the article's training code on it
     (``settings`` override batch_size, epochs and warmup_steps) and measure the change: max |Δw|
     over every weight, the learning rate of each step, and the probes before and after.
@@ -117,19 +126,30 @@ def train_once(encoder, initial: dict, pairs: Sequence[tuple[str, str, float]] =
     before = _probe(encoder)
     loader = DataLoader(_examples(pairs), shuffle=True, batch_size=options["batch_size"])
     with clock.model_call():  # training steps: the model's forward and backward passes
-        encoder.old_fit(train_objectives=[(loader, losses.MultipleNegativesRankingLoss(encoder))],
-                        epochs=options["epochs"], warmup_steps=options["warmup_steps"], show_progress_bar=False)
+        encoder.old_fit(
+            train_objectives=[(loader, losses.MultipleNegativesRankingLoss(encoder))],
+            epochs=options["epochs"],
+            warmup_steps=options["warmup_steps"],
+            show_progress_bar=False,
+        )
     after = _probe(encoder)
     change = max(float((tensor - initial[name]).abs().max()) for name, tensor in encoder.state_dict().items())
     steps = int(np.ceil(len(pairs) / options["batch_size"])) * options["epochs"]
-    return {"max_weight_change": change, "learning_rates": learning_rates(steps, options["warmup_steps"]),
-            "pair_cosine_before": before["pairs"], "pair_cosine_after": after["pairs"],
-            "consistency_before": before["consistency"], "consistency_after": after["consistency"],
-            "optimizer_steps": steps, "warmup_steps": options["warmup_steps"]}
+    return {
+        "max_weight_change": change,
+        "learning_rates": learning_rates(steps, options["warmup_steps"]),
+        "pair_cosine_before": before["pairs"],
+        "pair_cosine_after": after["pairs"],
+        "consistency_before": before["consistency"],
+        "consistency_after": after["consistency"],
+        "optimizer_steps": steps,
+        "warmup_steps": options["warmup_steps"],
+    }
 
 
-def article_finetune(model: str, device: str = "cpu", pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS,
-                     seed: int = 0, **settings) -> dict[str, object]:
+def article_finetune(
+    model: str, device: str = "cpu", pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS, seed: int = 0, **settings
+) -> dict[str, object]:
     """:func:`train_once` on a fresh copy of ``model``."""
     encoder = _sentence_model(model, device)
     return train_once(encoder, _snapshot(encoder), pairs, seed, **settings)
@@ -139,8 +159,9 @@ def _snapshot(encoder) -> dict:
     return {name: tensor.detach().clone() for name, tensor in encoder.state_dict().items()}
 
 
-def mnrl_label_effect(model: str, device: str = "cpu", pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS,
-                      encoder=None) -> dict[str, float]:
+def mnrl_label_effect(
+    model: str, device: str = "cpu", pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS, encoder=None
+) -> dict[str, float]:
     """MNRL on one batch of ``pairs`` with their labels as written and with the labels swapped
     end to end; the difference is 0 when the loss ignores the labels. ``encoder``: an already
     loaded copy of ``model`` (else one is loaded)."""
@@ -150,29 +171,30 @@ def mnrl_label_effect(model: str, device: str = "cpu", pairs: Sequence[tuple[str
     encoder = encoder or _sentence_model(model, device)
     loss = losses.MultipleNegativesRankingLoss(encoder)
     columns = [encoder.preprocess([a for a, _, _ in pairs]), encoder.preprocess([b for _, b, _ in pairs])]
-    features = [{k: v.to(encoder.device) if isinstance(v, torch.Tensor) else v for k, v in f.items()}
-                for f in columns]
+    features = [{k: v.to(encoder.device) if isinstance(v, torch.Tensor) else v for k, v in f.items()} for f in columns]
     labels = torch.tensor([label for _, _, label in pairs], dtype=torch.float32)
     encoder.eval()
     with torch.inference_mode():
         written = float(loss(features, labels))
         swapped = float(loss(features, labels.flip(0)))
-    return {"loss_labels_as_written": written, "loss_labels_swapped": swapped,
-            "difference": abs(written - swapped)}
+    return {"loss_labels_as_written": written, "loss_labels_swapped": swapped, "difference": abs(written - swapped)}
 
 
 def changes(run: dict[str, object]) -> dict[str, float]:
     """What the working variant's claims read of one run: max |Δw| and, after − before, the cosine
     of the pair labelled 0.1 (``negative_pair_change``), of the pair labelled 0.9 and the
     consistency of DataForce."""
-    return {"max_weight_change": run["max_weight_change"],
-            "negative_pair_change": run["pair_cosine_after"][1] - run["pair_cosine_before"][1],
-            "positive_pair_change": run["pair_cosine_after"][0] - run["pair_cosine_before"][0],
-            "consistency_change": run["consistency_after"] - run["consistency_before"]}
+    return {
+        "max_weight_change": run["max_weight_change"],
+        "negative_pair_change": run["pair_cosine_after"][1] - run["pair_cosine_before"][1],
+        "positive_pair_change": run["pair_cosine_after"][0] - run["pair_cosine_before"][0],
+        "consistency_change": run["consistency_after"] - run["consistency_before"],
+    }
 
 
-def finetune_study(model: str, device: str = "cpu", seed: int = 0, n_seeds: int = SEEDS,
-                   epochs: int = 1) -> dict[str, dict]:
+def finetune_study(
+    model: str, device: str = "cpu", seed: int = 0, n_seeds: int = SEEDS, epochs: int = 1
+) -> dict[str, dict]:
     """{finetune, per_unit} (see the module docstring): the article's code as written, once, and
     the working variant (warm-up 0, ``epochs`` epochs) with ``n_seeds`` seeds from ``seed``, on
     one loaded copy of ``model`` whose weights each run restores; and MNRL with the labels as
@@ -184,17 +206,41 @@ def finetune_study(model: str, device: str = "cpu", seed: int = 0, n_seeds: int 
     encoder.load_state_dict(initial)
     each = [changes(run) for run in runs]
     values = {key: np.array([c[key] for c in each]) for key in each[0]}
-    working = {"seeds": list(range(seed, seed + n_seeds)), "epochs": epochs, "learning_rates": runs[0]["learning_rates"],
-               **{key: float(v.mean()) for key, v in values.items()}, "first": runs[0]}
-    return {"finetune": {"model": model, "article": as_written, "working": working,
-                         "mnrl": mnrl_label_effect(model, device, encoder=encoder)},
-            "per_unit": {f"finetune.working.{key}": v for key, v in values.items()}}
+    working = {
+        "seeds": list(range(seed, seed + n_seeds)),
+        "epochs": epochs,
+        "learning_rates": runs[0]["learning_rates"],
+        **{key: float(v.mean()) for key, v in values.items()},
+        "first": runs[0],
+    }
+    return {
+        "finetune": {
+            "model": model,
+            "article": as_written,
+            "working": working,
+            "mnrl": mnrl_label_effect(model, device, encoder=encoder),
+        },
+        "per_unit": {f"finetune.working.{key}": v for key, v in values.items()},
+    }
 
 
-NOT_RUN = {"finetune": {"model": None, "article": None, "mnrl": None,
-                        "working": {"seeds": None, "epochs": None, "learning_rates": None, "first": None,
-                                    **{key: None for key in ("max_weight_change", "negative_pair_change",
-                                                             "positive_pair_change", "consistency_change")}}}}
+NOT_RUN = {
+    "finetune": {
+        "model": None,
+        "article": None,
+        "mnrl": None,
+        "working": {
+            "seeds": None,
+            "epochs": None,
+            "learning_rates": None,
+            "first": None,
+            **{
+                key: None
+                for key in ("max_weight_change", "negative_pair_change", "positive_pair_change", "consistency_change")
+            },
+        },
+    }
+}
 """What ``finetune_study`` gives for a model the chapter does not fine-tune (its claims: not measured)."""
 
 
@@ -202,15 +248,17 @@ def facts(finetune: dict[str, object]) -> dict[str, object]:
     """The labelled numbers a chapter shows of a ``finetune_study``: the model, MNRL's loss with the
     labels as written and swapped, and the working variant's seeds and learning rates."""
     mnrl, working = finetune["mnrl"] or {}, finetune["working"]
-    return {"fine-tuned model": finetune["model"] or "not run (finetune = False)",
-            "loss, labels as written": mnrl.get("loss_labels_as_written"),
-            "loss, labels swapped": mnrl.get("loss_labels_swapped"),
-            "training seeds of the working variant": len(working["seeds"] or []),
-            "its optimizer steps": len(working["learning_rates"] or []),
-            "learning rate of its first step": (working["learning_rates"] or [None])[0]}
+    return {
+        "fine-tuned model": finetune["model"] or "not run (finetune = False)",
+        "loss, labels as written": mnrl.get("loss_labels_as_written"),
+        "loss, labels swapped": mnrl.get("loss_labels_swapped"),
+        "training seeds of the working variant": len(working["seeds"] or []),
+        "its optimizer steps": len(working["learning_rates"] or []),
+        "learning rate of its first step": (working["learning_rates"] or [None])[0],
+    }
 
 
-def summary_table(finetune: dict[str, dict]) -> "pd.DataFrame":
+def summary_table(finetune: dict[str, dict]) -> pd.DataFrame:
     """The run as written and the working variant's first seed, side by side: the learning rate of
     the first step, max |Δ weight|, and each probe before and after (one "not run" row when the
     chapter did not fine-tune)."""
@@ -219,9 +267,12 @@ def summary_table(finetune: dict[str, dict]) -> "pd.DataFrame":
     if finetune["article"] is None:
         return pd.DataFrame({"fine-tuning": ["not run (finetune = False)"]})
 
-    runs = {"as written (warm-up 100)": finetune["article"],
-            f"warm-up 0, {finetune['working']['epochs']} epoch(s), seed {finetune['working']['seeds'][0]}":
-                finetune["working"]["first"]}
+    runs = {
+        "as written (warm-up 100)": finetune["article"],
+        f"warm-up 0, {finetune['working']['epochs']} epoch(s), seed {finetune['working']['seeds'][0]}": finetune[
+            "working"
+        ]["first"],
+    }
     rows = {}
     for name, run in runs.items():
         row = {"learning rate of step 1": run["learning_rates"][0], "max |Δ weight|": run["max_weight_change"]}

@@ -69,6 +69,7 @@ WARNING_THRESHOLD = 0.6
 
 # --------------------------------------------------------------------------- the article's score
 
+
 def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
     """``x`` as float64, checked to be an [n, d] array of n ≥ 2 vectors (a one-line ValueError)."""
     x = np.asarray(x, dtype=np.float64)
@@ -92,8 +93,15 @@ def isotropy_components(x: np.ndarray) -> dict[str, float]:
     d = np.asarray(x).shape[1]
     mean, var = mean_pairwise_cosine(x), float(np.var(cosines))
     mean_iso, var_iso = 1.0 - abs(mean), min(var * d, 1.0)
-    return {"mean_cos": mean, "var_cos": var, "expected_var": 1.0 / d, "var_ratio": var * d,
-            "mean_iso": mean_iso, "var_iso": var_iso, "score": (mean_iso + var_iso) / 2}
+    return {
+        "mean_cos": mean,
+        "var_cos": var,
+        "expected_var": 1.0 / d,
+        "var_ratio": var * d,
+        "mean_iso": mean_iso,
+        "var_iso": var_iso,
+        "score": (mean_iso + var_iso) / 2,
+    }
 
 
 def isotropy_score(x: np.ndarray) -> float:
@@ -113,8 +121,12 @@ def anisotropy_warning(x: np.ndarray, threshold: float = WARNING_THRESHOLD) -> d
     """``avg_sim`` of the rows of ``x``, the mean over distinct pairs only, and whether the
     article's rule (avg_sim > threshold) fires."""
     value = avg_sim(x)
-    return {"avg_sim": value, "mean_offdiagonal": mean_pairwise_cosine(x),
-            "threshold": threshold, "warns": bool(value > threshold)}
+    return {
+        "avg_sim": value,
+        "mean_offdiagonal": mean_pairwise_cosine(x),
+        "threshold": threshold,
+        "warns": bool(value > threshold),
+    }
 
 
 def pair_kernels(x: np.ndarray) -> dict[str, np.ndarray]:
@@ -124,8 +136,11 @@ def pair_kernels(x: np.ndarray) -> dict[str, np.ndarray]:
     unit = unit_rows(vector_set(x))
     n, parts = len(unit), isotropy_components(x)
     k = unit @ unit.T
-    return {"mean_cos": k, "avg_sim": (n - 1) / n * k + 1 / n,
-            "score": (1.0 - np.sign(parts["mean_cos"]) * k + parts["var_iso"]) / 2}
+    return {
+        "mean_cos": k,
+        "avg_sim": (n - 1) / n * k + 1 / n,
+        "score": (1.0 - np.sign(parts["mean_cos"]) * k + parts["var_iso"]) / 2,
+    }
 
 
 KERNEL_DIGITS = 7
@@ -161,18 +176,24 @@ def reference_scores(d: int, n: int, seed: int = 0) -> dict[str, float]:
     an ``orthonormal`` set of min(n, d) vectors (0.5: no variance), n ``isotropic`` random
     directions (≈ 1)."""
     identical = np.tile(np.eye(d)[:1], (n, 1))
-    return {"identical": isotropy_score(identical), "orthonormal": isotropy_score(np.eye(d)[:min(n, d)]),
-            "isotropic": isotropy_score(isotropic_sample(n, d, seed))}
+    return {
+        "identical": isotropy_score(identical),
+        "orthonormal": isotropy_score(np.eye(d)[: min(n, d)]),
+        "isotropic": isotropy_score(isotropic_sample(n, d, seed)),
+    }
 
 
 def reference_study(d: int, n: int, seed: int = 0) -> dict[str, object]:
     """isotropy_reference (``reference_scores``) and isotropic_mean_cos, the mean pairwise
     cosine of n isotropic directions in R^d (see the module docstring)."""
-    return {"isotropy_reference": reference_scores(d, n, seed),
-            "isotropic_mean_cos": mean_pairwise_cosine(isotropic_sample(n, d, seed))}
+    return {
+        "isotropy_reference": reference_scores(d, n, seed),
+        "isotropic_mean_cos": mean_pairwise_cosine(isotropic_sample(n, d, seed)),
+    }
 
 
 # --------------------------------------------------------------------------- cone arithmetic
+
 
 def cone_concentration(x: np.ndarray) -> dict[str, float]:
     """κ, the mean cosine of the rows of ``x`` with the direction of their summed unit vectors;
@@ -180,8 +201,13 @@ def cone_concentration(x: np.ndarray) -> dict[str, float]:
     unit = unit_rows(vector_set(x))
     n = len(unit)
     kappa = float(np.linalg.norm(unit.sum(axis=0)) / n)
-    return {"kappa": kappa, "mean_pairwise_cosine": mean_pairwise_cosine(unit),
-            "identity": (n * kappa ** 2 - 1) / (n - 1), "kappa_squared": kappa ** 2, "article": kappa}
+    return {
+        "kappa": kappa,
+        "mean_pairwise_cosine": mean_pairwise_cosine(unit),
+        "identity": (n * kappa**2 - 1) / (n - 1),
+        "kappa_squared": kappa**2,
+        "article": kappa,
+    }
 
 
 def cap_boundary_sample(n: int, d: int, alpha: float, seed: int = 0) -> np.ndarray:
@@ -196,8 +222,14 @@ def cap_boundary_sample(n: int, d: int, alpha: float, seed: int = 0) -> np.ndarr
 
 # --------------------------------------------------------------------------- the chapter's metrics
 
-def model_row(pairs: np.ndarray, docs: np.ndarray | None = None, queries: np.ndarray | None = None,
-              relevant: retrieval.Relevant | None = None, texts_per_second: float | None = None) -> dict[str, object]:
+
+def model_row(
+    pairs: np.ndarray,
+    docs: np.ndarray | None = None,
+    queries: np.ndarray | None = None,
+    relevant: retrieval.Relevant | None = None,
+    texts_per_second: float | None = None,
+) -> dict[str, object]:
     """One model's row of the isotropy table: the score's terms and the article's warning on the
     embeddings of the pair sample ``pairs`` ([n, d]) with their ``kernels`` (``pair_kernels``);
     with its corpus embeddings ``docs`` ([N, d]) and ``queries``, recall@10 and nDCG@10 of ranking
@@ -206,8 +238,13 @@ def model_row(pairs: np.ndarray, docs: np.ndarray | None = None, queries: np.nda
     ranking = {"recall_at_10": None, "ndcg_at_10": None}
     if docs is not None:
         ranking = retrieval.summary(retrieval.cosine_scores(queries, docs), relevant, ks=(10,))
-    return {**isotropy_components(pairs), **anisotropy_warning(pairs), **ranking,
-            "texts_per_second": texts_per_second, "kernels": pair_kernels(pairs)}
+    return {
+        **isotropy_components(pairs),
+        **anisotropy_warning(pairs),
+        **ranking,
+        "texts_per_second": texts_per_second,
+        "kernels": pair_kernels(pairs),
+    }
 
 
 def controls_of(model: str, by_model: Mapping[str, object]) -> list[str]:
@@ -216,8 +253,9 @@ def controls_of(model: str, by_model: Mapping[str, object]) -> list[str]:
     return [m for m in by_model if m.startswith(f"{model} [random-init control")]
 
 
-def isotropy_study(by_model: Mapping[str, Mapping], main: str, article_rows: list[dict],
-                   references: dict[str, float]) -> dict[str, object]:
+def isotropy_study(
+    by_model: Mapping[str, Mapping], main: str, article_rows: list[dict], references: dict[str, float]
+) -> dict[str, object]:
     """isotropy_score, isotropy, isotropy_by_model, isotropy_article_models, isotropy_reference,
     isotropy_control and per_unit (see the module docstring) from ``model_row`` per model id (the
     random-init controls of ``main`` among them), the id of the model whose claims these are, the
@@ -225,19 +263,39 @@ def isotropy_study(by_model: Mapping[str, Mapping], main: str, article_rows: lis
     rows = {m: {k: v for k, v in row.items() if k != "kernels"} for m, row in by_model.items()}
     kernels = {m: row["kernels"] for m, row in by_model.items()}
     controls = controls_of(main, by_model)
-    per_unit = {"isotropy.mean_cos": stored(kernels[main]["mean_cos"]), "isotropy.avg_sim": stored(kernels[main]["avg_sim"])}
+    per_unit = {
+        "isotropy.mean_cos": stored(kernels[main]["mean_cos"]),
+        "isotropy.avg_sim": stored(kernels[main]["avg_sim"]),
+    }
     if controls:
-        per_unit.update({f"isotropy_control.{k}": np.stack([stored(kernels[c][k]) for c in controls])
-                         for k in ("mean_cos", "avg_sim")})
-    per_unit.update({f"isotropy_article_models.{r['name']}": stored(kernels[r["model"]]["score"])
-                     for r in article_rows if r["model"] in kernels})
-    control = {k: float(np.mean([rows[c][k] for c in controls])) if controls else None
-               for k in ("mean_cos", "avg_sim", "score")}
-    return {"isotropy_score": rows[main]["score"], "isotropy": dict(rows[main]), "isotropy_by_model": rows,
-            "isotropy_article_models": {r["name"]: rows[r["model"]]["score"] if r["model"] in rows else None
-                                        for r in article_rows},
-            "isotropy_reference": dict(references), "isotropy_control": {**control, "seeds": len(controls)},
-            "per_unit": per_unit}
+        per_unit.update(
+            {
+                f"isotropy_control.{k}": np.stack([stored(kernels[c][k]) for c in controls])
+                for k in ("mean_cos", "avg_sim")
+            }
+        )
+    per_unit.update(
+        {
+            f"isotropy_article_models.{r['name']}": stored(kernels[r["model"]]["score"])
+            for r in article_rows
+            if r["model"] in kernels
+        }
+    )
+    control = {
+        k: float(np.mean([rows[c][k] for c in controls])) if controls else None
+        for k in ("mean_cos", "avg_sim", "score")
+    }
+    return {
+        "isotropy_score": rows[main]["score"],
+        "isotropy": dict(rows[main]),
+        "isotropy_by_model": rows,
+        "isotropy_article_models": {
+            r["name"]: rows[r["model"]]["score"] if r["model"] in rows else None for r in article_rows
+        },
+        "isotropy_reference": dict(references),
+        "isotropy_control": {**control, "seeds": len(controls)},
+        "per_unit": per_unit,
+    }
 
 
 def cone_study(x: np.ndarray, by_model: Mapping[str, Mapping], model: str, seed: int = 0) -> dict[str, object]:
@@ -253,9 +311,15 @@ def cone_study(x: np.ndarray, by_model: Mapping[str, Mapping], model: str, seed:
     simulated = mean_pairwise_cosine(cap_boundary_sample(n, d, alpha, seed))
     unit = unit_rows(vector_set(x))
     to_axis = unit @ (unit.sum(axis=0) / np.linalg.norm(unit.sum(axis=0)))
-    return {"cone": {**cone, "article_abs_error": abs(cone["mean_pairwise_cosine"] - cone["kappa"]),
-                     "article_error": cone["mean_pairwise_cosine"] - cone["kappa"],
-                     "simulated": {"alpha_degrees": float(np.degrees(alpha)), "mean_pairwise_cosine": simulated},
-                     "trained_minus_control": None if control_mean_cos is None
-                     else cone["mean_pairwise_cosine"] - control_mean_cos},
-            "per_unit": {"cone.to_axis": to_axis}}
+    return {
+        "cone": {
+            **cone,
+            "article_abs_error": abs(cone["mean_pairwise_cosine"] - cone["kappa"]),
+            "article_error": cone["mean_pairwise_cosine"] - cone["kappa"],
+            "simulated": {"alpha_degrees": float(np.degrees(alpha)), "mean_pairwise_cosine": simulated},
+            "trained_minus_control": None
+            if control_mean_cos is None
+            else cone["mean_pairwise_cosine"] - control_mean_cos,
+        },
+        "per_unit": {"cone.to_axis": to_axis},
+    }

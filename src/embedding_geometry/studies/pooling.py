@@ -70,6 +70,7 @@ POOLINGS = ("mean", "cls", "attention", "subword")
 
 # --------------------------------------------------------------------------- pooling one text
 
+
 def attention_weighted_pool(states: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Σ_t a_t h_t / Σ_t a_t for states [T, D] and non-negative weights [T] → [D]."""
     states, weights = np.asarray(states, dtype=np.float64), np.asarray(weights, dtype=np.float64)
@@ -99,6 +100,7 @@ def subword_aware_pool(states: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the last layer's attention
 
+
 def _last_layer_maps(acts: Activations, i: int) -> np.ndarray:
     """A of text i: the last layer's attention maps [H, T_i, T_i] in float64."""
     if acts.attentions is None:
@@ -126,6 +128,7 @@ def attention_entropy(acts: Activations) -> np.ndarray:
 
 # --------------------------------------------------------------------------- pooling a record
 
+
 def pool(acts: Activations, method: Pooling, depth: int = -1) -> np.ndarray:
     """One vector per text of ``acts`` at ``depth`` (default: the final one) → [N, D].
     ``attention`` needs a record extracted with ``attentions=True`` (it weighs the final depth)."""
@@ -136,10 +139,18 @@ def pool(acts: Activations, method: Pooling, depth: int = -1) -> np.ndarray:
     if method == "cls":
         return acts.cls()[depth].astype(np.float64)
     if method == "attention":
-        return np.stack([attention_weighted_pool(acts.token_states(depth, i, "all"), weights)
-                         for i, weights in enumerate(cls_attention(acts))])
-    return np.stack([subword_aware_pool(acts.token_states(depth, i, "all"), acts.word_ids[acts.rows(i)])
-                     for i in range(acts.n_texts)])
+        return np.stack(
+            [
+                attention_weighted_pool(acts.token_states(depth, i, "all"), weights)
+                for i, weights in enumerate(cls_attention(acts))
+            ]
+        )
+    return np.stack(
+        [
+            subword_aware_pool(acts.token_states(depth, i, "all"), acts.word_ids[acts.rows(i)])
+            for i in range(acts.n_texts)
+        ]
+    )
 
 
 def model_pooling(acts: Activations, mode: str) -> np.ndarray:
@@ -159,13 +170,22 @@ def pooling_retrieval(docs: Activations, queries: Activations, relevant: retriev
     scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in RETRIEVAL_POOLINGS}
     found = {m: retrieval.summary(s, relevant) for m, s in scores.items()}
     ndcg = {m: r["ndcg_at_10"] for m, r in found.items()}
-    per_unit = {f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
-                for m in ("cls", "subword")}
-    return {"pooling_retrieval": {**found, "cls_minus_mean": ndcg["cls"] - ndcg["mean"],
-                                  "subword_minus_mean": ndcg["subword"] - ndcg["mean"]}, "per_unit": per_unit}
+    per_unit = {
+        f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
+        for m in ("cls", "subword")
+    }
+    return {
+        "pooling_retrieval": {
+            **found,
+            "cls_minus_mean": ndcg["cls"] - ndcg["mean"],
+            "subword_minus_mean": ndcg["subword"] - ndcg["mean"],
+        },
+        "per_unit": per_unit,
+    }
 
 
 # --------------------------------------------------------------------------- length bias and dilution
+
 
 def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str, dict]:
     """How the norm of unnormalised sentence vectors ([N, D]) depends on their token counts
@@ -177,13 +197,20 @@ def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str,
     if len(norms) != len(n_tokens) or len(norms) < 3 or np.ptp(n_tokens) == 0:
         raise ValueError("the length relation needs ≥ 3 vectors with token counts that are not all equal")
     rho = stats.spearmanr(norms, n_tokens)
-    fit = stats.linregress(1.0 / n_tokens, norms ** 2)
-    found = {"spearman": float(rho.statistic), "p_value": float(rho.pvalue), "abs_spearman": abs(float(rho.statistic)),
-             "averaging_law_r2": float(fit.rvalue ** 2), "averaging_law_r": float(fit.rvalue),
-             "averaging_law_slope": float(fit.slope)}
+    fit = stats.linregress(1.0 / n_tokens, norms**2)
+    found = {
+        "spearman": float(rho.statistic),
+        "p_value": float(rho.pvalue),
+        "abs_spearman": abs(float(rho.statistic)),
+        "averaging_law_r2": float(fit.rvalue**2),
+        "averaging_law_r": float(fit.rvalue),
+        "averaging_law_slope": float(fit.slope),
+    }
     ranks = (np.sign(rho.statistic) * stats.rankdata(norms), stats.rankdata(n_tokens))
-    per_unit = {**correlation_moments("length_bias.abs_spearman", *ranks),
-                **correlation_moments("length_bias.averaging_law_r", 1.0 / n_tokens, norms ** 2)}
+    per_unit = {
+        **correlation_moments("length_bias.abs_spearman", *ranks),
+        **correlation_moments("length_bias.averaging_law_r", 1.0 / n_tokens, norms**2),
+    }
     return {"length_bias": found, "per_unit": per_unit}
 
 
@@ -194,8 +221,10 @@ def correlation_moments(key: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.
     function of their weighted means, which is how a resample recomputes it."""
     x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
     x, y = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
-    return {f"{key}.{name}": value[:, None] for name, value in
-            (("x", x), ("y", y), ("xx", x * x), ("yy", y * y), ("xy", x * y))}
+    return {
+        f"{key}.{name}": value[:, None]
+        for name, value in (("x", x), ("y", y), ("xx", x * x), ("yy", y * y), ("xy", x * y))
+    }
 
 
 def dilution_curves(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
@@ -219,23 +248,36 @@ def dilution_study(acts: Activations, positions: Sequence[str], k_max: int) -> d
         raise ValueError(f"{acts.n_texts} texts are not {len(positions)} positions × keys × {k_max + 1} lengths")
     grid = (len(positions), per_position // (k_max + 1), k_max + 1, -1)
     vectors = {m: pool(acts, m).reshape(grid) for m in ("mean", "cls", "attention")}
-    per_key = {pos.replace(" ", "_"): {m: dilution_curves(v[p][:, 0], v[p]) for m, v in vectors.items()}
-               for p, pos in enumerate(positions)}
+    per_key = {
+        pos.replace(" ", "_"): {m: dilution_curves(v[p][:, 0], v[p]) for m, v in vectors.items()}
+        for p, pos in enumerate(positions)
+    }
     curves = {pos: {m: c.mean(axis=0) for m, c in by.items()} for pos, by in per_key.items()}
     gain = float(np.mean([c["attention"][-1] - c["mean"][-1] for c in curves.values()]))
     entropy = attention_entropy(acts)
-    per_unit = {**{f"length_dilution.mean_drop.{pos}": by["mean"][:, 0] - by["mean"][:, -1] for pos, by in per_key.items()},
-                "length_dilution.attention_gain": np.mean([c["attention"][:, -1] - c["mean"][:, -1]
-                                                           for c in per_key.values()], axis=0),
-                "length_dilution.attention_entropy": entropy.reshape(grid[:3]).mean(axis=(0, 2))}
-    return {"length_dilution": {"k": list(range(k_max + 1)), **curves, "attention_gain": gain,
-                                "attention_entropy": float(entropy.mean()), "k_max": k_max,
-                                "mean_drop": {pos: float(c["mean"][0] - c["mean"][-1]) for pos, c in curves.items()},
-                                "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()}},
-            "per_unit": per_unit}
+    per_unit = {
+        **{f"length_dilution.mean_drop.{pos}": by["mean"][:, 0] - by["mean"][:, -1] for pos, by in per_key.items()},
+        "length_dilution.attention_gain": np.mean(
+            [c["attention"][:, -1] - c["mean"][:, -1] for c in per_key.values()], axis=0
+        ),
+        "length_dilution.attention_entropy": entropy.reshape(grid[:3]).mean(axis=(0, 2)),
+    }
+    return {
+        "length_dilution": {
+            "k": list(range(k_max + 1)),
+            **curves,
+            "attention_gain": gain,
+            "attention_entropy": float(entropy.mean()),
+            "k_max": k_max,
+            "mean_drop": {pos: float(c["mean"][0] - c["mean"][-1]) for pos, c in curves.items()},
+            "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()},
+        },
+        "per_unit": per_unit,
+    }
 
 
 # --------------------------------------------------------------------------- what the library does
+
 
 def library_checks(pipeline, texts: Sequence[str]) -> dict[str, object] | None:
     """What a sentence-transformers ``pipeline`` (``models.sentence_transformer``; None when the
@@ -248,13 +290,18 @@ def library_checks(pipeline, texts: Sequence[str]) -> dict[str, object] | None:
     texts = list(texts)
     if len(texts) < 2 or len({len(t) for t in texts}) < 2:
         raise ValueError("the padding check needs at least two texts of different lengths")
-    encode = lambda batch: np.asarray(pipeline.encode(batch, batch_size=len(texts), convert_to_numpy=True,
-                                                      show_progress_bar=False), dtype=np.float64)
+
+    def encode(batch: list[str]) -> np.ndarray:
+        found = pipeline.encode(batch, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(found, dtype=np.float64)
+
     together = encode(texts)
     alone = np.vstack([encode([text]) for text in texts])
-    return {"modules": [type(module).__name__ for module in pipeline],
-            "max_norm_deviation": float(np.max(np.abs(np.linalg.norm(together, axis=1) - 1.0))),
-            "padding_max_abs_diff": float(np.max(np.abs(together - alone)))}
+    return {
+        "modules": [type(module).__name__ for module in pipeline],
+        "max_norm_deviation": float(np.max(np.abs(np.linalg.norm(together, axis=1) - 1.0))),
+        "padding_max_abs_diff": float(np.max(np.abs(together - alone))),
+    }
 
 
 def encoding_speed(pipeline, texts: Sequence[str], batch_size: int = 32) -> float | None:
@@ -278,17 +325,23 @@ def encoding_speed(pipeline, texts: Sequence[str], batch_size: int = 32) -> floa
     return len(texts) / seconds
 
 
-def library_metrics(info: ModelInfo, checks: dict | None, against_model: dict | None,
-                    acts: Activations) -> dict[str, dict]:
+def library_metrics(
+    info: ModelInfo, checks: dict | None, against_model: dict | None, acts: Activations
+) -> dict[str, dict]:
     """model_facts and library (see the module docstring) from the model's description, its
     ``library_checks``, ``activations.check_against_model`` (None without a configuration) and
     the record of the texts the chapter pools."""
     checks = checks or {}
     special = float(pair_cosine(acts.mean_pool("all")[-1], acts.mean_pool("word")[-1]).mean())
-    return {"model_facts": {"hidden": info.hidden, "layers": info.layers, "max_seq_length": info.max_seq_length},
-            "library": {"modules": checks.get("modules"), "pooling_mode": info.pooling,
-                        "pooling_is_mean": float(info.pooling == "mean"),
-                        "max_norm_deviation": checks.get("max_norm_deviation"),
-                        "padding_max_abs_diff": checks.get("padding_max_abs_diff"),
-                        "meanpool_vs_model": against_model or {"max_abs_diff": None},
-                        "special_token_cosine": special}}
+    return {
+        "model_facts": {"hidden": info.hidden, "layers": info.layers, "max_seq_length": info.max_seq_length},
+        "library": {
+            "modules": checks.get("modules"),
+            "pooling_mode": info.pooling,
+            "pooling_is_mean": float(info.pooling == "mean"),
+            "max_norm_deviation": checks.get("max_norm_deviation"),
+            "padding_max_abs_diff": checks.get("padding_max_abs_diff"),
+            "meanpool_vs_model": against_model or {"max_abs_diff": None},
+            "special_token_cosine": special,
+        },
+    }

@@ -57,6 +57,7 @@ METHODS = ("int8", "binary", "pq")
 
 # --------------------------------------------------------------------------- quantizers
 
+
 def int8_article(x: np.ndarray, percentile: float = 95.0) -> dict[str, object]:
     """The article's ``scalar_quantize``: codes [N, d] int8, the scale, the reconstruction and
     its mean squared error, as the article's code computes them."""
@@ -66,8 +67,13 @@ def int8_article(x: np.ndarray, percentile: float = 95.0) -> dict[str, object]:
         raise ValueError("int8 quantization: the 95th percentile of |x| is 0, so the scale is undefined")
     codes = np.clip(x / scale * 127, -128, 127).astype(np.int8)
     restored = codes.astype(np.float32) * scale / 127
-    return {"codes": codes, "scale": scale, "reconstruction": restored,
-            "mse": float(np.mean((x - restored) ** 2)), "clipped_fraction": float(np.mean(np.abs(x) > scale))}
+    return {
+        "codes": codes,
+        "scale": scale,
+        "reconstruction": restored,
+        "mse": float(np.mean((x - restored) ** 2)),
+        "clipped_fraction": float(np.mean(np.abs(x) > scale)),
+    }
 
 
 def binary(x: np.ndarray) -> dict[str, object]:
@@ -86,8 +92,10 @@ def product_quantization(x: np.ndarray, m: int, nbits: int = 8, seed: int = 0) -
     n, d = x.shape
     if m < 1 or d % m:
         raise ValueError(f"PQ needs a number of sub-vectors m that divides d = {d}; got m = {m}")
-    if n < 2 ** nbits:
-        raise ValueError(f"PQ with {nbits} bits trains {2 ** nbits} centroids and needs at least as many vectors; got {n}")
+    if n < 2**nbits:
+        raise ValueError(
+            f"PQ with {nbits} bits trains {2**nbits} centroids and needs at least as many vectors; got {n}"
+        )
     quantizer = faiss.ProductQuantizer(d, m, nbits)
     quantizer.cp.seed = seed
     quantizer.cp.min_points_per_centroid = 1  # silence faiss's "provide at least 39 points a centroid"
@@ -118,6 +126,7 @@ def pq_subvectors(d: int, ratio: float, nbits: int = 8) -> int:
 
 
 # --------------------------------------------------------------------------- errors
+
 
 def reconstruction_errors(x: np.ndarray, restored: np.ndarray) -> np.ndarray:
     """1 − cos(x_i, x̂_i) for every row → [N]."""
@@ -172,7 +181,7 @@ def permuted_eta2_draws(errors: np.ndarray, labels, n_permutations: int = 2000, 
     for p in range(n_permutations):
         shuffled = rng.permutation(codes)
         sums, counts = np.bincount(shuffled, centred, k), np.bincount(shuffled, minlength=k)
-        draws[p] = float(np.sum(sums ** 2 / np.maximum(counts, 1)) / total)
+        draws[p] = float(np.sum(sums**2 / np.maximum(counts, 1)) / total)
     return draws
 
 
@@ -191,23 +200,37 @@ def group_nonuniformity(errors: np.ndarray, labels, seed: int = 0) -> dict[str, 
         raise ValueError("a group has zero mean error; the max/min ratio is undefined")
     between, total = correlation_ratio_parts(errors, labels.tolist())
     null = permuted_eta2_draws(errors, labels, seed=seed)
-    return {"kruskal_p": float(stats.kruskal(*groups).pvalue), "max_over_min": float(max(means) / min(means)),
-            "topic_eta2": float(between.sum() / total.sum()), "topic_eta2_permuted": float(null.mean()),
-            "topic_eta2_null": null}
+    return {
+        "kruskal_p": float(stats.kruskal(*groups).pvalue),
+        "max_over_min": float(max(means) / min(means)),
+        "topic_eta2": float(between.sum() / total.sum()),
+        "topic_eta2_permuted": float(null.mean()),
+        "topic_eta2_null": null,
+    }
 
 
 def evaluate(x: np.ndarray, restored: np.ndarray, bits: int, pairs: np.ndarray, k: int = 10) -> dict[str, float]:
     """compression_ratio, mean_cosine_error (over the pairs of the rows ``pairs``),
     reconstruction_error and recall_at_k (over every row) of one quantizer."""
     x = np.asarray(x, dtype=np.float64)
-    return {"bits_per_vector": bits, "compression_ratio": compression_ratio(bits, x.shape[1]),
-            "mean_cosine_error": mean_cosine_error(x[pairs], np.asarray(restored)[pairs]),
-            "reconstruction_error": float(np.mean(reconstruction_errors(x, restored))),
-            f"recall_at_{k}": recall_against_float(x, restored, k)}
+    return {
+        "bits_per_vector": bits,
+        "compression_ratio": compression_ratio(bits, x.shape[1]),
+        "mean_cosine_error": mean_cosine_error(x[pairs], np.asarray(restored)[pairs]),
+        "reconstruction_error": float(np.mean(reconstruction_errors(x, restored))),
+        f"recall_at_{k}": recall_against_float(x, restored, k),
+    }
 
 
-def quantization_study(x: np.ndarray, labels, article_m: int, pairs: np.ndarray, seed: int = 0,
-                       key: str = "quantization", samples: bool = True) -> dict[str, dict]:
+def quantization_study(
+    x: np.ndarray,
+    labels,
+    article_m: int,
+    pairs: np.ndarray,
+    seed: int = 0,
+    key: str = "quantization",
+    samples: bool = True,
+) -> dict[str, dict]:
     """{quantization, per_unit} (see the module docstring) of the unit rows ``x`` ([N, d]);
     ``labels`` (topics) group the int8 errors, ``article_m`` is the article's PQ sub-vector
     count, ``pairs`` the rows of the pair sample (``isotropy.pair_sample``), ``seed`` seeds PQ's
@@ -217,21 +240,33 @@ def quantization_study(x: np.ndarray, labels, article_m: int, pairs: np.ndarray,
     d = x.shape[1]
     int8 = int8_article(x)
     pq_m = {"pq_article": article_m, "pq_8x": pq_subvectors(d, 8), "pq_16x": pq_subvectors(d, 16)}
-    restored = {"int8": (int8["reconstruction"], bits_per_vector("int8", d)),
-                "binary": (binary(x)["reconstruction"], bits_per_vector("binary", d)),
-                **{name: (product_quantization(x, m, seed=seed)["reconstruction"], bits_per_vector("pq", d, m))
-                   for name, m in pq_m.items()}}
+    restored = {
+        "int8": (int8["reconstruction"], bits_per_vector("int8", d)),
+        "binary": (binary(x)["reconstruction"], bits_per_vector("binary", d)),
+        **{
+            name: (product_quantization(x, m, seed=seed)["reconstruction"], bits_per_vector("pq", d, m))
+            for name, m in pq_m.items()
+        },
+    }
     found = {name: evaluate(x, r, bits, pairs) for name, (r, bits) in restored.items()}
     errors = reconstruction_errors(x, int8["reconstruction"])
-    found["int8"].update(mse=int8["mse"], clipped_fraction=int8["clipped_fraction"],
-                         **group_nonuniformity(errors, labels, seed))
+    found["int8"].update(
+        mse=int8["mse"], clipped_fraction=int8["clipped_fraction"], **group_nonuniformity(errors, labels, seed)
+    )
     for name, m in pq_m.items():
         found[name]["m"] = m
     found["n_pairs"] = len(pairs)
     if not samples:
         return {key: found}
-    per_unit = {f"quantization.{name}.mean_cosine_error": stored(cosine_error_kernel(x[pairs], np.asarray(r)[pairs]))
-                for name, (r, _) in restored.items() if name in CLAIMED}
-    per_unit.update(zip(("quantization.int8.topic_eta2.between", "quantization.int8.topic_eta2.total"),
-                        correlation_ratio_parts(errors, list(labels))))
+    per_unit = {
+        f"quantization.{name}.mean_cosine_error": stored(cosine_error_kernel(x[pairs], np.asarray(r)[pairs]))
+        for name, (r, _) in restored.items()
+        if name in CLAIMED
+    }
+    per_unit.update(
+        zip(
+            ("quantization.int8.topic_eta2.between", "quantization.int8.topic_eta2.total"),
+            correlation_ratio_parts(errors, list(labels)),
+        )
+    )
     return {key: found, "per_unit": per_unit}
