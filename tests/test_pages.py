@@ -9,7 +9,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from embedding_geometry.book import claims, pages, performance, readback, rules, tables
+from embedding_geometry.book import claims, pages, performance, readback, rules
 from embedding_geometry.book.claims import words
 from embedding_geometry.book import parameters as p
 

@@ -152,7 +152,8 @@ class ClaimsDashboard:
                 + "".join(_select(column, f"all {plural}", options(column))
                           for column, plural in [("chapter", "chapters"), ("model", "models"), ("kind", "kinds"),
                                                  ("verdict", "verdicts")])
-                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} verdicts</span>'
+                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} '
+                + "verdicts</span>"
                 + f'<a class="eg-download" href="../../{DOWNLOADS}/claims.csv" download>every verdict as CSV</a></div>')
 
     def _row(self, r: dict[str, Any]) -> str:

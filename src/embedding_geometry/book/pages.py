@@ -141,7 +141,8 @@ class Provenance:
             body += ResultsFile(f"{self.chapter}.json")._repr_html_()
         if len(self.parameters):
             shown = self.parameters.copy()
-            shown.attrs.update(fold=f"The {len(shown)} parameters this page was computed with", code=["parameter", "value"])
+            shown.attrs.update(fold=f"The {len(shown)} parameters this page was computed with",
+                               code=["parameter", "value"])
             body += tables.frame_html(shown)
         return body
 
@@ -188,8 +189,8 @@ def claims_cards(verdicts: list) -> "CardTable":
     for records in by_claim.values():
         first = next(iter(records.values()))
         published = first.get("published")
-        rows.append({"claim": first["statement"],
-                     "published (model)": f"{words.number(published['value'])} ({published['model']})" if published else "—",
+        shown = f"{words.number(published['value'])} ({published['model']})" if published else "—"
+        rows.append({"claim": first["statement"], "published (model)": shown,
                      **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
                         if m in records else "—" for m in models}})
     return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
@@ -231,7 +232,8 @@ def errata_table(ledger: claims.Ledger) -> Folded:
     frame = pd.DataFrame([{v: e.get(k) for k, v in ERRATA_COLUMNS.items()} for e in ledger.errata],
                          columns=list(ERRATA_COLUMNS.values()))
     n = len(frame)
-    return Folded(HtmlTable(frame), f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree")
+    summary = f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree"
+    return Folded(HtmlTable(frame), summary)
 
 
 def _short(model: str) -> str:

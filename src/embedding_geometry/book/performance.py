@@ -134,7 +134,8 @@ class PerformanceReport:
         stamp = (f"<p>Measured by <code>make bench</code> on {_e(machine.get('measured_at', 'an unrecorded date'))} "
                  f"at commit <code>{_e(machine.get('commit', 'unrecorded'))}</code>.</p>")
         machine = pd.DataFrame(list(machine.items()), columns=["machine", "value"])
-        parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
+        parts = [("Figures", HtmlTable(table)),
+                 ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
                  ("The cold build on params/mpnet.yaml, chapter by chapter",
                   HtmlTable(build_table(self.bench, "mpnet_build"))),
                  ("Machine and command", HtmlTable(machine))]
@@ -185,7 +186,8 @@ class FloatPathReport:
                     f"{_e(run['commit'])} on {_e(run['date'])}, on a {_e(run['machine'])}.</p>")
         parts = [HtmlTable(float_path_table(self.found))._repr_html_(), measured]
         if not flips.empty:
-            parts.append("<h4>Verdicts a perturbed path changed (each is marked fragile)</h4>" + HtmlTable(flips)._repr_html_())
+            parts.append("<h4>Verdicts a perturbed path changed (each is marked fragile)</h4>"
+                         + HtmlTable(flips)._repr_html_())
         if not where.empty:
             parts.append("<details><summary>Where each largest deviation is</summary>"
                          + HtmlTable(where)._repr_html_() + "</details>")

@@ -94,7 +94,8 @@ def build_stamp() -> tuple[str, str]:
 
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=20).stdout.strip()
+            found = subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=20)
+            return found.stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -156,7 +157,8 @@ def trim_icon_rules(outdir: Path) -> None:
     path = outdir / THEME_CSS
     if path.is_file():
         text = path.read_text(encoding="utf-8")
-        path.write_text(ICON_RULE.sub(lambda m: m.group(0) if m.group(1) in ICON_GLYPHS else "", text), encoding="utf-8")
+        kept = ICON_RULE.sub(lambda m: m.group(0) if m.group(1) in ICON_GLYPHS else "", text)
+        path.write_text(kept, encoding="utf-8")
 
 
 def trim_theme(app, exception) -> None:

@@ -119,7 +119,8 @@ def frame_html(frame: pd.DataFrame | pd.Series, index: bool | None = None, class
     for key, values in zip(frame.index, frame.itertuples(index=False, name=None)):
         keys = (key if isinstance(key, tuple) else (key,)) if index else ()
         cells = "".join(_cell("th", cell_text(k), scope="row") for k in keys)
-        cells += "".join(_cell("td", str(v), code=True) if c in code else _cell("td", cell_text(v, decimals[c]), numeric[c])
+        cells += "".join(_cell("td", str(v), code=True) if c in code
+                         else _cell("td", cell_text(v, decimals[c]), numeric[c])
                          for c, v in zip(frame.columns, values))
         rows.append(f"<tr>{cells}</tr>")
     table = (f'<div class="eg-table-wrap"><table class="{classes}"><thead><tr>{head}</tr></thead>'
@@ -129,7 +130,9 @@ def frame_html(frame: pd.DataFrame | pd.Series, index: bool | None = None, class
 
 def fold(content: str, summary: str | None) -> str:
     """``content`` folded under ``summary`` (a ``<details>`` a reader opens), or as it is."""
-    return f'<details class="eg-fold"><summary>{html.escape(summary)}</summary>{content}</details>' if summary else content
+    if not summary:
+        return content
+    return f'<details class="eg-fold"><summary>{html.escape(summary)}</summary>{content}</details>'
 
 
 def styler_html(styler) -> str:

@@ -89,7 +89,8 @@ def chart_html(spec: Mapping) -> str:
   var spec = {text};
   function show() {{
     if (window.egChart && window.vegaEmbed) {{ window.egChart("{div}", spec); }}
-    else {{ document.getElementById("{div}").textContent = "This chart needs the book's {BUNDLE_NAME} and charts.js."; }}
+    else {{ document.getElementById("{div}").textContent =
+      "This chart needs the book's {BUNDLE_NAME} and charts.js."; }}
   }}
   if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", show); }} else {{ show(); }}
 }})();
