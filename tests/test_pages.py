@@ -9,7 +9,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from embedding_geometry.book import claims, pages, performance, readback, rules
+from embedding_geometry.book import claims, pages, performance, readback, rules, tables
 from embedding_geometry.book.claims import words
 from embedding_geometry.book import parameters as p
 
@@ -143,3 +143,13 @@ def test_without_bench_figures_the_performance_page_shows_the_chapter_times_the_
     assert "12 s in all" in html and "<td data-label=\"chapter\">1 · a</td>" in html
     stamped = performance.PerformanceReport({**BENCH, "machine": {"measured_at": "2026-11-20 10:00", "commit": "abc1234"}})
     assert "on 2026-11-20 10:00 at commit <code>abc1234</code>" in stamped._repr_html_()
+
+
+def test_the_errata_table_keeps_its_columns_and_folds_on_the_page():
+    ledger = claims.Ledger(chapter="01_a", claims=[], errata=[
+        {"statement": "the prose says 0.9", "prose_value": 0.9, "data_value": 0.85, "evidence": "its table 2"}])
+    frame = pages.errata_table(ledger)
+    assert list(frame.columns) == ["statement", "prose_value", "data_value", "evidence"]  # what callers rename
+    shown = tables.frame_html(frame)
+    assert shown.startswith('<details class="eg-fold"><summary>1 erratum: where the text')
+    assert "<th" in shown and ">prose value</th>" in shown and "0.85" in shown

@@ -222,18 +222,14 @@ def numbers(values: dict[str, Any], column: str = "this run") -> "HtmlTable":
     return HtmlTable(pd.DataFrame({"": list(shown), column: list(shown.values())}))
 
 
-ERRATA_COLUMNS = {"statement": "where the text contradicts itself", "prose_value": "its prose says",
-                  "data_value": "its own data say", "evidence": "evidence"}
-
-
-def errata_table(ledger: claims.Ledger) -> Folded:
-    """The ledger's errata — where the text's prose and its own data disagree — as a table with
-    its columns named in words, folded under one line."""
-    frame = pd.DataFrame([{v: e.get(k) for k, v in ERRATA_COLUMNS.items()} for e in ledger.errata],
-                         columns=list(ERRATA_COLUMNS.values()))
+def errata_table(ledger: claims.Ledger) -> pd.DataFrame:
+    """The text's internal inconsistencies: what the prose says, what its own data says. On the
+    page (:mod:`.tables`) it is folded under one line that counts them, its columns as words."""
+    columns = ["statement", "prose_value", "data_value", "evidence"]
+    frame = pd.DataFrame([{k: e.get(k) for k in columns} for e in ledger.errata], columns=columns)
     n = len(frame)
-    summary = f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree"
-    return Folded(HtmlTable(frame), summary)
+    frame.attrs["fold"] = f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree"
+    return frame
 
 
 def _short(model: str) -> str:
