@@ -1,4 +1,6 @@
-"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``.
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``, and
+``python -m embedding_geometry atlas [--profile P] [--executor inprocess|ray] [--out DIR]``
+(chapter 8's measurements on the profile's models, streamed and sharded: ``book.atlas``).
 
 A bad input (a profile that is not YAML, a chapter that does not exist, a value a chapter
 refuses) prints one line that names it and what is expected, and exits with status 1.
@@ -25,6 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--force", action="store_true", help="rerun chapters even when unchanged")
     run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
     run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    atlas = commands.add_parser("atlas", help="measure chapters 1-4's per-depth statistics on many models (chapter 8)")
+    atlas.add_argument("--profile", default="default", help="params/<name>.yaml or a path: its 08_across_models values")
+    atlas.add_argument("--executor", default="inprocess", choices=("inprocess", "ray"),
+                       help="measure the shards here, or as Ray tasks (RAY_ADDRESS, else a local instance)")
+    atlas.add_argument("--workers", type=int, default=None, help="CPUs of a local Ray instance (default: all)")
+    atlas.add_argument("--out", type=Path, default=None, help="results folder (default: build/atlas/<profile>)")
+    atlas.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if not (root / "_config.yml").is_file():
@@ -32,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
               "pass --root", file=sys.stderr)
         return 1
     start = time.time()
+    if args.command == "atlas":
+        return _atlas(args, root, start)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
         chosen = profiles.load(args.profile, root, profiles.chapters(root))
         from .book import build
@@ -43,6 +54,27 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
+    return code
+
+
+def _atlas(args, root: Path, start: float) -> int:
+    """The atlas command: a bad input is one line; an interrupted run keeps its finished shards."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args.root = root
+    try:
+        from .book import atlas, build
+
+        build.install_sigterm_handler()
+
+        code = atlas.main(args)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("atlas interrupted: the shards written so far are kept; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    print(f"done in {time.time() - start:.1f} s")
     return code
 
 
