@@ -63,13 +63,20 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
     "00_the_model": {},
     "00b_primer": {"n_texts": 40},
-    "01_layer_by_layer": {},  # models keeps its default (the embedded MiniLM): a second model of other depth
-    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]}},
-    "03_inside_the_cone": {"n_texts": 240, "token_sample": 500},
-    "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32},
+    "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
+    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]},
+                                "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
+    # the embedded MiniLM as the second trained model (MPNet, the default, would be slow); 5 sentences a topic
+    "03_inside_the_cone": {"n_texts": 80, "models": ["sentence-transformers/all-MiniLM-L6-v2"]},
+    "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
+                                        "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth
     "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3},
     "06_search_in_practice": {"n_long_docs": 2, "long_words": 150, "window_words": 64, "stride_words": 32},
-    "07_training_objective": {"steps": 4, "pairs_per_batch": 8, "max_length": 16},
+    "07_training_objective": {"scratch_seeds": 2, "scratch_steps": 100, "scratch_pairs_per_batch": 16,
+                              "scratch_learning_rate": 3e-3, "scratch_layers": 2, "scratch_width": 32, "concepts": 16,
+                              "task_pairs": 256, "task_held_out": 32, "finetune_seeds": 2, "finetune_steps": 100,
+                              "finetune_learning_rate": 3e-3, "finetune_pairs_per_batch": 8, "held_out_pairs": 40,
+                              "recall_k": 5, "max_length": 16, "workers": 1},
     "08_across_models": {"models": [], "corpus_texts": 240, "head_texts": 4, "head_length": 32},
 }
 

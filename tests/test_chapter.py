@@ -12,7 +12,7 @@ from embedding_geometry.core.errors import ParameterError
 
 def cone_parameters(model: str, **overrides) -> dict:
     values = dict(model=model, models=[], random_control=True, control_seeds=1, device="cpu", batch_size=4, seed=0,
-                  trust_remote_code=False, corpus="project", n_texts=None, token_set="word", token_sample=10,
+                  trust_remote_code=False, corpus="project", n_texts=None, token_set="word",
                   k_extremes=1, k_vocab=1)
     return {**values, **overrides}
 

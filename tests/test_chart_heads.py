@@ -77,3 +77,49 @@ def test_frames_from_a_hand_made_metrics_dict():
     assert len(sensitivity) == 11 and set(sensitivity["threshold"]) == {"0.1", "0.5"}  # one None dropped
     pd.testing.assert_frame_equal(charts.layer_frame({"a": [1, 2]}),
                                   pd.DataFrame({"layer": [1, 2], "value": [1.0, 2.0], "series": "a"}))
+
+
+def test_the_charts_of_models_side_by_side_are_valid_and_light(tiny_bert):
+    """Two "models" (the tiny model's pass, and the same metrics under another name): frames on
+    relative depth, the summed matrices encoded in levels, per-head histograms, the null's
+    draws, the tables; every chart valid against Vega-Lite and no wider than a 640 px column."""
+    settings = cs.Settings()
+    texts = windows.windows(tiny_bert.tokenizer, windows.cycled(SENTENCES), 4, length=32)
+    run = cs.measure(streaming.stream(tiny_bert, texts, batch_size=2), settings)
+    m = cs.metrics(run.stats, settings)
+    by_model = {"org/tiny": m, "org/other": m}
+    L, H = tiny_bert.info.layers, tiny_bert.info.heads
+    frame = charts.depth_frame(by_model, "mean_pair_distance", chance="mean_pair_distance_chance")
+    assert set(frame["model"]) == {"tiny", "other"} and frame["relative_depth"].max() == 1.0
+    np.testing.assert_allclose(frame[frame["model"] == "tiny"]["relative_depth"], np.arange(1, L + 1) / L)
+    summed = charts.summed_frame(by_model)
+    assert len(summed) == 2 * len({1, (L + 1) // 2, L}) and all(len(c) == cs.SUMMED_SIDE ** 2 for c in summed["cells"])
+    distances = charts.head_distance_frame(by_model)
+    shares = distances.groupby(["panel", "head"])["share"].sum()
+    assert ((shares - 1).abs() < 1e-9).all() and distances["head"].max() == H
+    draws, observed = charts.null_draws_frame(by_model, "unique_focus_fraction")
+    assert len(draws) == 2 * cs.NULL_DRAWS and observed["value"].tolist() == [m["unique_focus_fraction"].mean()] * 2
+    tables = (charts.class_table(by_model), charts.stability_table(by_model), charts.ratio_table(by_model))
+    assert all(t.notna().all().all() for t in tables)  # missing values are "—"
+    heads = cs.head_tables({"org/tiny": run, "org/other": run}, settings)
+    built = [charts.depth_lines(frame, "d"), charts.kinds_by_model_chart(charts.kinds_by_model(by_model)),
+             charts.summed_matrices(summed, charts.LEVELS), charts.head_distance_chart(distances),
+             charts.head_class_grids(heads), charts.null_histogram(draws, observed, "share"),
+             charts.distance_lines_by_model(charts.distances_by_model(by_model)),
+             charts.sensitivity_by_model(by_model, {"mean_pair_distance": "d"})]
+    for chart in built:
+        spec = chart.to_dict()  # validates against the Vega-Lite schema
+        widths = [v for k, v in _walk(spec) if k == "width" and isinstance(v, (int, float))]
+        assert all(w <= 640 for w in widths), widths
+    assert len(json.dumps(charts.summed_matrices(summed, charts.LEVELS).to_dict())) < 20_000
+
+
+def _walk(tree, key=None):
+    """Every (key, value) of a nested spec."""
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            yield k, v
+            yield from _walk(v, k)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _walk(v, key)

@@ -84,6 +84,32 @@ def test_a_correlation_is_rebuilt_from_its_moments_on_each_resample():
     moments = {"x": x, "y": y, "xx": x ** 2, "yy": y ** 2, "xy": x * y}
     expected = np.mean([np.corrcoef(x[:, d], y[:, d])[0, 1] for d in range(3)])
     assert s.Correlation(moments).point() == pytest.approx(expected)
+    found = s.find({"per_unit": {"a": x, "b": y}}, {"correlation": {"x": "a", "y": "b"}})  # products taken from x, y
+    assert found.point() == pytest.approx(expected)
+
+
+def test_a_seeded_kernel_averages_each_seeds_u_statistic_over_the_same_unit_draws():
+    rng = np.random.default_rng(3)
+    kernels = rng.normal(size=(3, 6, 6, 2))
+    kernels = (kernels + kernels.transpose(0, 2, 1, 3)) / 2  # symmetric, as a pairwise kernel is
+    statistic = s.SeededPairwise(kernels)
+    assert statistic.n_seeds == 3 and statistic.n_units == 6
+    np.testing.assert_allclose(statistic.point(), np.mean([s.Pairwise(k).point() for k in kernels], axis=0))
+    w, v = np.array([[0.5, 0.5, 0, 0, 0, 0]]), np.array([[0.0, 1.0, 0.0]])  # units 0 and 1 of seed 1 only
+    np.testing.assert_allclose(statistic.values(w, v)[0], kernels[1, 0, 1])
+    found = s.find({"per_unit": {"k": kernels}}, {"seeds": {"pairwise": "k"}})
+    assert isinstance(found, s.SeededPairwise)
+    assert isinstance(s.find({"per_unit": {"k": kernels[:, :5]}}, {"seeds": {"pairwise": "k"}}), s.Missing)
+
+
+def test_each_seed_alone_is_a_one_hot_seed_weight():
+    """What a null's seed values are: the statistic on every unit with one seed's weight 1 (for a
+    seeded kernel, that seed's own U-statistic)."""
+    rng = np.random.default_rng(6)
+    kernels = rng.normal(size=(3, 5, 5))
+    statistic = s.SeededPairwise(kernels)
+    per_seed = statistic.values(np.full((3, 5), 0.2), np.eye(3))
+    np.testing.assert_allclose(per_seed, [s.Pairwise(k).point() for k in kernels])
 
 
 def test_a_unit_left_out_is_the_jackknife():
@@ -142,6 +168,17 @@ def test_bca_corrects_a_biased_statistic_towards_its_truth():
     lo, hi = r.bca(draws, 0.0, np.zeros(10), 0.95)
     plo, phi = r.percentile(draws, 0.95)
     assert lo < plo and hi < phi  # z₀ > 0 shifts the interval down
+
+
+def test_a_share_of_hits_whose_resamples_often_have_no_spread_takes_bca_not_studentized():
+    """Eleven hits of twelve: a third of the resamples draw only hits (ŝe* = 0, t* undefined), where
+    the studentized interval breaks down (float noise in ŝe* once gave [−2·10⁶, 1.02])."""
+    hits = np.array([1.0] * 11 + [0.0])
+    found = r.resample(s.Mean(hits), lambda x: np.asarray(x, dtype=float).reshape(len(x)), 4000,
+                       np.random.default_rng(0), linear_reduce=True)
+    interval = found.interval()
+    assert found.method == interval.method == "BCa"
+    assert 0.0 <= interval.low <= 11 / 12 <= interval.high <= 1.0
 
 
 def test_fewer_than_five_units_get_no_interval():

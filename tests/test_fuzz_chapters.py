@@ -109,7 +109,7 @@ STRATEGIES = {
     "02_similarity_attractor": {"pairs": st.dictionaries(names, pair, max_size=3),
                                 "random_control": st.booleans()},
     "03_inside_the_cone": {"seed": seed, "n_texts": st.sampled_from([2, 3, 4]) | st.integers(2, 120),
-                           "token_set": st.sampled_from(["word", "all"]), "token_sample": st.integers(2, 600),
+                           "token_set": st.sampled_from(["word", "all"]),
                            "k_extremes": st.integers(1, 8), "k_vocab": st.integers(1, 40),
                            "random_control": st.booleans()},
     "04_attention_context_similarity": {

@@ -1,5 +1,7 @@
-"""Chapter 7: the two losses on closed-form cases, the training's determinism on a tiny model,
-the training pairs file, and the comparison functions on hand-made values."""
+"""Chapter 7: the two losses on closed-form cases, the schedule, the training's determinism and
+pairing on tiny models, the held-out split and the training pairs file, the comparison over
+paired seeds on hand-made values, the exclusion of copies that do not learn, and the chapter end
+to end on the tiny model."""
 
 import math
 from itertools import pairwise
@@ -9,24 +11,24 @@ import pytest
 import torch
 from test_layer_by_layer import E1, E2, record
 
-from embedding_geometry.book import claims
-from embedding_geometry.core import corpora, geometry
+from embedding_geometry.book import charts, claims, objective_text
+from embedding_geometry.core import corpora, geometry, hierarchical
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import layer_by_layer, objectives
+from embedding_geometry.studies import layer_by_layer, objective_runs, objectives
 from embedding_geometry.studies import objective_geometry as study
+from embedding_geometry.studies import synthetic_retrieval as sr
 
 SLUG = "07_training_objective"
 
 
-# --------------------------------------------------------------------------- the scores and the loss
+# --------------------------------------------------------------------------- the scores, the loss, the schedule
 
 def test_info_nce_of_identical_orthonormal_pairs_and_of_uniform_scores():
     # s_ii = 1, s_ij = 0: each row's loss is −log(e^{1/τ} / (e^{1/τ} + B − 1)) = log(1 + (B − 1) e^{−1/τ})
     tau, b = 0.5, 8
-    assert objectives.info_nce(torch.eye(b, dtype=torch.float64), tau).item() == pytest.approx(math.log1p((b - 1) * math.exp(-1 / tau)))
-    # every score equal: the positive is one of B equally likely columns
+    expected = math.log1p((b - 1) * math.exp(-1 / tau))
+    assert objectives.info_nce(torch.eye(b, dtype=torch.float64), tau).item() == pytest.approx(expected)
     assert objectives.info_nce(torch.full((b, b), 0.3), tau).item() == pytest.approx(math.log(b))
-    # a row whose positive scores lowest pays more than log B
     assert objectives.info_nce(1 - torch.eye(b), tau).item() > math.log(b)
 
 
@@ -47,7 +49,6 @@ def test_maxsim_score_on_hand_computed_tokens_ignores_padding():
     d, d_mask = _batch([E1, [1.0, 1.0]])
     expected = (1 + 1 / math.sqrt(2)) / 2
     assert objectives.maxsim_scores(q, q_mask, d, d_mask).item() == pytest.approx(expected)
-    # padding: a masked document token equal to e2 and a masked query token change nothing
     d_pad, d_pad_mask = _batch([E1, [1.0, 1.0], E2])
     d_pad_mask[0, 2] = 0
     q_pad, q_pad_mask = _batch([E1, E2, [-1.0, 0.0]])
@@ -58,28 +59,27 @@ def test_maxsim_score_on_hand_computed_tokens_ignores_padding():
 def test_mean_pool_score_is_the_cosine_of_the_masked_means():
     q, q_mask = _batch([E1, E2], [E1])
     d, d_mask = _batch([E1], [[0.0, -1.0], [1.0, 0.0]])
-    # means: q0 = (½, ½), q1 = e1; d0 = e1, d1 = (½, −½)
     expected = [[1 / math.sqrt(2), 0.0], [1.0, 1 / math.sqrt(2)]]
     np.testing.assert_allclose(objectives.mean_pool_scores(q, q_mask, d, d_mask).numpy(), expected, atol=1e-6)
 
 
-# --------------------------------------------------------------------------- batches and determinism
+def test_schedule_warms_up_linearly_then_decays_to_zero():
+    # 10 steps, warm-up 0.2: W = 2 steps at 1/2, 2/2, then (10 − k) / 8 for k = 2 … 9
+    factors = [objectives.schedule(k, 10, 0.2) for k in range(10)]
+    assert factors == pytest.approx([0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8])
+    assert objectives.schedule(0, 5, 0.0) == 1.0  # no warm-up: one step at the peak
+
 
 PAIRS = [("a", "b"), ("b", "c"), ("c", "d"), ("e", "f"), ("g", "h"), ("i", "j")]
 
 
 def test_batches_are_seeded_full_and_never_repeat_a_text():
     first = objectives.batches(PAIRS, 3, 10, seed=4)
-    assert first == objectives.batches(PAIRS, 3, 10, seed=4)
-    assert first != objectives.batches(PAIRS, 3, 10, seed=5)
+    assert first == objectives.batches(PAIRS, 3, 10, seed=4) != objectives.batches(PAIRS, 3, 10, seed=5)
     assert len(first) == 10 and all(len(batch) == 3 for batch in first)
     for batch in first:
         texts = [t for i in batch for t in PAIRS[i]]
         assert len(texts) == len(set(texts))
-    assert objectives.batches(PAIRS, 3, 4, seed=4) == first[:4]  # a shorter run is a prefix
-
-
-def test_batches_refuse_a_batch_larger_than_the_pairs():
     with pytest.raises(ParameterError, match="pairs_per_batch"):
         objectives.batches(PAIRS, 7, 1, seed=0)
 
@@ -90,59 +90,37 @@ TINY_PAIRS = [("The cat sat on the mat", "A cat is sitting on a mat"), ("Dogs ba
               ("She won the race", "The runner came first"), ("The soup is cold", "The soup has cooled")]
 
 
-def test_fine_tune_is_deterministic_for_a_seed_and_leaves_the_backbone_alone(tiny_bert):
+def test_training_is_deterministic_for_a_seed_and_leaves_its_start_alone(tiny_bert):
     before = objectives.weights_digest(tiny_bert.model)
-    one, losses_one = objectives.fine_tune(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
-    two, losses_two = objectives.fine_tune(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
+    one, losses_one = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
+    two, losses_two = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
     assert losses_one == losses_two and len(losses_one) == SETTINGS.steps
     for (name, a), (_, b) in zip(one.model.state_dict().items(), two.model.state_dict().items()):
         assert torch.equal(a, b), name
     assert one.info.sha256 == two.info.sha256 == objectives.weights_digest(one.model) != before
     assert objectives.weights_digest(tiny_bert.model) == before
     assert not one.model.training and "maxsim loss, seed 3" in one.info.id
-    other, _ = objectives.fine_tune(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)
-    assert other.info.sha256 != one.info.sha256
-
-
-def test_the_two_objectives_differ_and_midway_is_a_run_of_half_the_steps(tiny_bert):
-    halfway = []
-    full, _ = objectives.fine_tune(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=0,
-                                   midway=lambda model: halfway.append(model.info.sha256))
-    half, _ = objectives.fine_tune(tiny_bert, TINY_PAIRS, "mean_pool",
-                                   objectives.Settings(**{**vars(SETTINGS), "steps": SETTINGS.steps // 2}), seed=0)
-    assert halfway == [half.info.sha256]
-    other, _ = objectives.fine_tune(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=0)
-    assert other.info.sha256 != full.info.sha256
+    assert objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)[0].info.sha256 != one.info.sha256
     with pytest.raises(ParameterError, match="objective"):
-        objectives.fine_tune(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
+        objectives.train(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
 
 
-def test_a_start_given_as_a_function_is_made_when_its_turn_comes(tiny_bert):
-    from embedding_geometry.core import activations
+def test_the_two_losses_of_a_seed_are_paired_and_differ_only_in_the_score(tiny_bert, monkeypatch):
+    seen = []
+    original = objectives._encode
+    def encode(base, model, texts, n):
+        seen.append(tuple(texts))
+        return original(base, model, texts, n)
 
-    made = []
-
-    def make():
-        made.append(len(measured))  # how many texts sets were measured before this start was made
-        return tiny_bert
-
-    measured = []
-
-    def extract(model, texts):
-        measured.append(len(texts))
-        return activations.extract(model, texts, cache=False, progress=False)
-
-    inputs = study.texts(["The cat sat on the mat.", "A dog ran in the park.", "Rain fell all day long."])
-    settings = objectives.Settings(**{**vars(SETTINGS), "steps": 2})
-    block = study.experiment({0: tiny_bert, 1: make}, TINY_PAIRS, settings, extract, inputs, "objectives.p")
-    assert len(made) == 1 and made[0] > 0  # built once, after seed 0's models were measured
-    assert set(block["runs"]["before"]) == {"seed_0", "seed_1"}
-    half = block["midway"]
-    np.testing.assert_allclose(half["difference"]["intra_sentence_cosine"],
-                               half["mean_pool"]["intra_sentence_cosine"] - half["maxsim"]["intra_sentence_cosine"])
+    monkeypatch.setattr(objectives, "_encode", encode)
+    mean_pool, losses_mean = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
+    batches_mean, seen[:] = list(seen), []
+    maxsim, losses_max = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=2)
+    assert seen == batches_mean  # the same texts, batch by batch
+    assert mean_pool.info.sha256 != maxsim.info.sha256 and losses_mean != losses_max
 
 
-# --------------------------------------------------------------------------- the training pairs
+# --------------------------------------------------------------------------- the pairs
 
 def test_training_pairs_follow_the_two_rules_of_the_file_and_hold_out_every_measured_text():
     data = corpora.load_yaml(objectives.PAIRS_FILE)
@@ -152,144 +130,228 @@ def test_training_pairs_follow_the_two_rules_of_the_file_and_hold_out_every_meas
     neighbours = [(a.sentence, b.sentence) for a, b in pairwise(rows) if a.topic == b.topic]
     assert [tuple(p) for p in data["neighbours"]] == neighbours
     pairs = objectives.training_pairs()
-    assert len(pairs) == len(judged) + len(neighbours) == 783
-    assert all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
+    assert len(pairs) == 783 and all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
     measured = study.texts()
     held_out = set(measured["sentences"]) | set(measured["one_topic"]) | set(corpora.REFERENCE_SENTENCES.values())
     held_out |= {t for name in study.PAIR_SETS for pair in measured[name] for t in pair}
     assert not held_out & {t for pair in pairs for t in pair}
 
 
-# --------------------------------------------------------------------------- measuring and comparing
+def test_the_held_out_split_shares_no_text_with_training_or_within_itself():
+    pairs = objectives.training_pairs()
+    train, held = objectives.split_pairs(pairs, 64)
+    assert len(held) == 64 and (train, held) == objectives.split_pairs(pairs, 64)
+    texts = [t for pair in held for t in pair]
+    assert len(set(texts)) == len(texts) and not set(texts) & {t for pair in train for t in pair}
+    assert set(train) | set(held) <= set(pairs)
+    with pytest.raises(ParameterError, match="held_out_pairs"):
+        objectives.split_pairs(pairs, 1)
+
+
+# --------------------------------------------------------------------------- measuring one model
 
 def test_pair_scores_on_hand_made_pairs():
-    # pair 0: a = (e1, e2), b = (e1): mean pools (½, ½) and e1 → cos 1/√2; MaxSim a → b = (1 + 0) / 2
-    # pair 1: a = (e2), b = (e2, e1): mean pools e2 and (½, ½) → 1/√2; MaxSim = 1
     acts = record([[E1, E2]], [[E1]], [[E2]], [[E2, E1]])
     mean_pool, maxsim = study.pair_scores(acts)
     np.testing.assert_allclose(mean_pool, [[1 / math.sqrt(2)], [1 / math.sqrt(2)]])
     np.testing.assert_allclose(maxsim, [[0.5], [1.0]])
 
 
-def test_separability_units_average_to_the_ratio():
-    acts = record([[E1, E2], [E1, E1]], [[E1, [2.0, 0.0]], [E2, E2]], [[E2, [0.0, 3.0]], [E1, [1.0, 1.0]]])
-    units = layer_by_layer.separability_units(acts)
-    np.testing.assert_allclose(units["between"].mean(axis=0) / units["within"].mean(axis=0),
-                               geometry.separability_ratio(acts.word_states()))
-    # depth 0, text 0: centroid (½, ½); within = mean(‖(½, −½)‖², ‖(−½, ½)‖²) = ½
-    assert units["within"][0, 0] == pytest.approx(0.5)
+def test_sentence_measures_average_their_units_to_the_curves():
+    acts = record([[E1, E2], [E1, [1.0, 0.5]]], [[E1, [2.0, 0.5]], [E2, [0.5, 1.0]]],
+                  [[E2, [0.5, 3.0]], [E1, [1.0, 1.0]]], cls=[[E1, E2, E1], [E1, E1, E2]])
+    curves, units = study.sentence_measures(acts)
+    for key in ("intra_sentence_cosine", "cross_sentence_baseline", "cls_mean_alignment", "anisotropy"):
+        np.testing.assert_allclose(units[key].mean(axis=0), curves[key])
+    np.testing.assert_allclose(curves[study.RATIO], geometry.separability_ratio(acts.word_states()))
+    np.testing.assert_allclose(curves[study.RATIO], layer_by_layer.separability(acts)["separability_ratio"])
 
 
-def _measured(intra, ratio_terms, n=2):
-    curves = {"intra_sentence_cosine": np.mean(intra, axis=0), "separability_ratio": None}
-    units = {"intra_sentence_cosine": np.asarray(intra, float),
-             "separability_ratio.between": np.asarray(ratio_terms[0], float),
-             "separability_ratio.within": np.asarray(ratio_terms[1], float)}
-    curves["separability_ratio"] = units["separability_ratio.between"].mean(0) / units["separability_ratio.within"].mean(0)
-    return curves, units
+# --------------------------------------------------------------------------- comparing over paired seeds
+
+def fake_measured(rng, seeds, n_units=6, depths=4, shift=0.0):
+    """(curves, units) per seed with every sentence measure, units [n_units, depths]."""
+    out = {}
+    for s in seeds:
+        units = {key: rng.normal(0.3 + shift, 0.05, size=(n_units, depths)) for key in study.SENTENCE_MEASURES
+                 if key != study.RATIO}
+        units[f"{study.RATIO}.between"] = rng.uniform(1, 2, size=(n_units, depths)) + shift
+        units[f"{study.RATIO}.within"] = rng.uniform(1, 2, size=(n_units, depths))
+        curves = {key: value.mean(axis=0) for key, value in units.items() if "." not in key}
+        curves[study.RATIO] = units[f"{study.RATIO}.between"].mean(0) / units[f"{study.RATIO}.within"].mean(0)
+        out[s] = (curves, units)
+    return out
 
 
-def test_seed_mean_difference_and_seed_null_by_hand():
-    a = _measured([[0.0, 0.2], [0.2, 0.4]], ([[1.0, 1.0], [1.0, 1.0]], [[1.0, 2.0], [1.0, 2.0]]))
-    b = _measured([[0.2, 0.6], [0.4, 0.8]], ([[3.0, 1.0], [3.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]))
-    curves, units = study.seed_mean([a, b])
-    np.testing.assert_allclose(curves["intra_sentence_cosine"], [0.2, 0.5])
-    np.testing.assert_allclose(units["intra_sentence_cosine"], [[0.1, 0.4], [0.3, 0.6]])
-    np.testing.assert_allclose(curves["separability_ratio"], [2.0, 2 / 3])  # (1 + 3)/2 over 1; 1 over (2 + 1)/2
-    diff_curves, diff_units = study.difference(b, a)
-    np.testing.assert_allclose(diff_curves["intra_sentence_cosine"], [0.2, 0.4])
-    assert set(diff_units) == {"intra_sentence_cosine"}
-    null = study.seed_null({"mean_pool": {0: a, 1: b}, "maxsim": {0: a, 1: a}})
-    np.testing.assert_allclose(null["intra_sentence_cosine"], [0.2, 0.4])
+def comparison(seeds=(0, 1, 2, 3), shift=0.2):
+    rng = np.random.default_rng(0)
+    measured = {"before": fake_measured(rng, seeds), "mean_pool": fake_measured(rng, seeds, shift=shift),
+                "maxsim": fake_measured(rng, seeds)}
+    return measured, study.compare(measured, list(seeds), study.SENTENCE_MEASURES, seed=0, resamples=300)
 
 
-def test_reach_counts_back_from_the_last_depth():
-    null = np.array([0.1, 0.1, 0.1, 0.1, 0.1])
-    diff = np.array([0.2, 0.05, 0.2, -0.3, 0.4])  # |d| clears the null at 0, 2, 3, 4: back to depth 2
-    found = study.reach(diff, null)
+def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences():
+    measured, block = comparison()
+    seeds = block["seeds"]
+    within = lambda variant, s: measured[variant][s][0]["intra_sentence_cosine"]  # noqa: E731
+    per_seed = np.stack([within("mean_pool", s) - within("maxsim", s) for s in seeds])
+    np.testing.assert_allclose(block["per_seed_difference"]["intra_sentence_cosine"], per_seed)
+    np.testing.assert_allclose(block["difference"]["intra_sentence_cosine"], per_seed.mean(axis=0))
+    final = block["final"]["difference"]["intra_sentence_cosine"]
+    assert final["value"] == pytest.approx(per_seed[:, -1].mean())
+    assert final["per_seed"] == pytest.approx(per_seed[:, -1])
+    assert final["interval"][0] > 0 and final["n_seeds"] == 4 and final["n_units"] == 6  # a shift of 0.2 ≫ the noise
+    assert final["p_value"] == hierarchical.sign_flip_test(per_seed[:, -1]) == pytest.approx(2 / 16)
+    terms = lambda v, s, name: measured[v][s][1][f"{study.RATIO}.{name}"].mean(0)  # noqa: E731
+    ratio = lambda v, s: terms(v, s, "between") / terms(v, s, "within")  # noqa: E731
+    expected = [ratio("mean_pool", s) - ratio("maxsim", s) for s in seeds]
+    np.testing.assert_allclose(block["per_seed_difference"][study.RATIO], expected)
+    change = block["change"]["maxsim"]["anisotropy"]
+    np.testing.assert_allclose(change, block["mean"]["maxsim"]["anisotropy"] - block["mean"]["before"]["anisotropy"])
+    assert np.asarray(block["band"]["before"]["anisotropy"]).shape == (2, 4)
+
+
+def test_reach_counts_back_the_depths_where_the_difference_leaves_its_noise():
+    value = np.array([0.2, 0.05, 0.2, -0.3, 0.4])  # |d| > 0.1 at depths 0, 2, 3, 4: back to depth 2
+    band = np.stack([value - 0.1, value + 0.1])
+    draws = np.stack([value] * 40 + [value * np.array([1, 1, 1, 1, 0])] * 10)  # 10 draws absent at the last depth
+    found = study.reach(hierarchical.Hierarchical(value, band, draws, n_seeds=5, n_units=7))
     assert found["depth"] == 2 and found["relative_depth"] == 0.5 and found["share"] == pytest.approx(3 / 5)
-    assert "share_interval" not in found
-    assert study.reach(np.full(3, 0.2), np.zeros(3))["share"] == 1.0
-    absent = study.reach(np.array([0.2, 0.05]), np.array([0.1, 0.1]))
-    assert absent["depth"] is None and absent["share"] == 0.0
+    np.testing.assert_allclose(found["noise"], 0.1)
+    assert found["share_interval"] == [0.0, 0.6] and found["depth_interval"] == [2, None]
+    assert (found["n_seeds"], found["n_units"]) == (5, 7)
+    nothing = hierarchical.Hierarchical(np.zeros(3), np.stack([-np.ones(3), np.ones(3)]), np.zeros((5, 3)), 2, 2)
+    absent = study.reach(nothing)
+    assert absent["depth"] is None and absent["share"] == 0.0 and absent["depth_interval"] == [None, None]
 
 
-def test_reach_interval_is_the_percentile_interval_of_the_resampled_counts():
-    null = np.full(4, 0.1)
-    # 40 draws reach back 4 depths (all), 40 reach 2, 20 reach 0 (absent at the last depth)
-    draws = np.array([[0.2, 0.2, 0.2, 0.2]] * 40 + [[0.2, 0.0, 0.2, 0.2]] * 40 + [[0.2, 0.2, 0.2, 0.0]] * 20)
-    found = study.reach(np.array([0.0, 0.2, 0.2, 0.2]), null, draws, n_units=7)
-    assert found["share"] == 0.75 and found["n_units"] == 7
-    assert found["share_interval"] == [0.0, 1.0] and found["depth_interval"] == [0, None]
-    tight = study.reach(np.full(4, 0.2), null, draws[:40])
-    assert tight["share_interval"] == [1.0, 1.0] and tight["depth_interval"] == [0, 0]
-    # 3 of 100 draws absent: a linear percentile would give 1.9 depths; the interval stays whole depths
-    mixed = study.reach(np.full(4, 0.2), null, np.concatenate([draws[80:83], draws[:40], draws[:40], draws[:17]]))
-    assert mixed["share_interval"] == [0.0, 1.0] and mixed["depth_interval"] == [0, None]
+def test_the_peak_margin_holds_its_peak_depth_in_every_draw():
+    values = np.tile(np.array([0.1, 0.5, 0.3]), (3, 4, 1)) + np.random.default_rng(0).normal(0, 0.01, (3, 4, 3))
+    found = study.peak_margin(values, seed=0, name="x", resamples=100)
+    assert found["peak_depth"] == 1 and found["value"] == pytest.approx(0.2, abs=0.02) and found["interval"][0] > 0.1
 
 
-def test_sample_specs_and_kept_units():
-    per_unit = {"objectives.p.mean.before.separability_ratio.between": 1, "objectives.p.mean.before.separability_ratio.within": 2,
-                "objectives.p.runs.maxsim.seed_0.anisotropy": 3, "objectives.p.mean.maxsim.cross_sentence_baseline": 4,
-                "other": 5}
-    specs = study.sample_specs(per_unit)
-    assert specs == {"objectives.p.mean.before.separability_ratio": ["objectives.p.mean.before.separability_ratio.between",
-                                                                      "objectives.p.mean.before.separability_ratio.within"],
-                     "objectives.p.runs.maxsim.seed_0.anisotropy": "objectives.p.runs.maxsim.seed_0.anisotropy",
-                     "objectives.p.mean.maxsim.cross_sentence_baseline": "objectives.p.mean.maxsim.cross_sentence_baseline"}
-    assert set(study.kept_units(per_unit)) == {"objectives.p.mean.before.separability_ratio.between",
-                                               "objectives.p.mean.before.separability_ratio.within", "other"}
+# --------------------------------------------------------------------------- copies, exclusion, an arm's results
+
+def test_a_seed_is_kept_only_when_both_of_its_copies_beat_chance():
+    ok, no = {"beats_chance": True}, {"beats_chance": False}
+    assert study.kept_seeds({"mean_pool": {0: ok, 1: ok, 2: no}, "maxsim": {0: ok, 1: no, 2: ok}}) == [0]
 
 
-def test_ledger_loads_with_a_seed_null_on_every_difference():
+def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True):
+    """Records as :func:`objective_runs.run_copy` returns them, with made-up measurements: a copy
+    that ``learned`` finds every held-out document, else none."""
+    rng = np.random.default_rng(1)
+    n = len(arm.held_out)
+    out = {}
+    for variant in study.VARIANTS:
+        geometry_of = fake_measured(rng, seeds, shift=0.2 if variant == "mean_pool" else 0.0)
+        out[variant] = {s: {"arm": arm.name, "variant": variant, "seed": s, "info": {"id": f"{variant} {s}"},
+                            "losses": None if variant == "before" else [2.0, 1.0, 0.5], "geometry": geometry_of[s],
+                            "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
+                            "pools": rng.normal(size=(8, 5))} for s in seeds}
+    return out
+
+
+SCRATCH = objective_runs.Arm("scratch", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
+                             task=sr.Task(concepts=16), shape=sr.Shape(layers=2, width=16))
+
+
+def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
+    records = fake_records(SCRATCH, learned=lambda variant, seed: not (variant == "maxsim" and seed == 1))
+    block = objective_runs.block(records, SCRATCH, resamples=200)
+    assert block["kept"] == [0, 2] and block["comparison"]["seeds"] == [0, 2]
+    assert [(e["variant"], e["seed"]) for e in block["excluded"]] == [("maxsim", 1)]
+    assert block["judged"]["collapse_difference"]["n_seeds"] == 2
+    assert block["loss"]["maxsim"]["seed_1"]["last"] == 0.5  # reported, but its geometry is not
+    assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
+    assert set(objective_runs.models_run({"scratch": records})) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
+    nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
+    assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {"value": None, "interval": None,
+                                                                                           "n_seeds": None}
+    reasons = objective_runs.not_measured({"scratch": nobody})
+    assert reasons["objectives.scratch.judged.collapse_difference.value"].startswith("1 of 3 seeds kept")
+
+
+def test_copies_are_deterministic_and_paired_on_the_small_encoder():
+    task = sr.Task(concepts=16, train_pairs=64, held_out=12)
+    arm = objective_runs.scratch_arm(task, sr.Shape(layers=1, width=16),
+                                     objectives.Settings(steps=3, pairs_per_batch=8, learning_rate=1e-3, max_length=16))
+    one, again = objective_runs.run_copy(arm, "maxsim", 5), objective_runs.run_copy(arm, "maxsim", 5)
+    assert one["info"]["sha256"] == again["info"]["sha256"] and one["losses"] == again["losses"]
+    for key, curve in one["geometry"][0].items():
+        np.testing.assert_array_equal(curve, again["geometry"][0][key])
+    start = objective_runs.run_copy(arm, None, 5)
+    assert start["variant"] == "before" and start["losses"] is None
+    assert start["info"]["sha256"] == sr.encoder(sr.vocabulary(task), arm.shape, 5).info.sha256  # both copies' start
+    assert objective_runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
+    assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1
+
+
+def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
+    fine = objective_runs.Arm("finetune", SETTINGS, (), tuple(TINY_PAIRS), {}, model="m")
+    todo = objective_runs.jobs([SCRATCH, fine], {"scratch": [0, 1], "finetune": [0, 1, 2]})
+    expected = [("finetune", o, s) for s in (0, 1, 2) for o in objectives.OBJECTIVES] + [("finetune", None, 0)]
+    assert [(a.name, o, s) for a, o, s in todo][:7] == expected
+    assert len(todo) == 7 + 6
+
+
+def test_ledger_judges_every_claim_on_an_interval_over_seeds():
     ledger = claims.load(SLUG)
     for claim in ledger.claims:
-        if ".difference." in claim.metric:
-            assert claim.null["kind"] == "seeds" and claim.null["metric"].startswith(claim.metric.split(".difference.")[0])
-    assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse", "maxsim-keeps-spread"}
+        arm = claim.metric.split(".")[1]
+        assert claim.unit == "seeds" and claim.samples["interval"] == claim.metric.replace(".value", ".interval")
+        assert claim.metric.startswith(f"objectives.{arm}.judged.") and claim.null is None
+        assert (claim.measured_on is not None) == (arm == "scratch")
+    names = {c.metric.split(".")[3] for c in ledger.claims}
+    assert names <= set(objective_runs.judged(None, True))
+    assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse-scratch", "maxsim-keeps-spread"}
+
+
+def test_charts_and_sentences_of_an_arm():
+    block = objective_runs.block(fake_records(SCRATCH), SCRATCH, resamples=100)
+    blocks = {"scratch": block}
+    assert charts.objective_loss_chart(blocks).to_dict()["hconcat"]
+    assert len(charts.objective_retrieval_table(blocks)) == 3 * 2 + 2
+    table = charts.objective_per_seed_table(blocks, "intra_sentence_cosine")
+    assert list(table.columns)[:3] == ["seed 0", "seed 1", "seed 2"]
+    for chart in (charts.objective_chart(blocks, "anisotropy", "a"), charts.objective_answers_chart(blocks),
+                  charts.objective_difference_chart(blocks, "anisotropy", "d")):
+        assert chart.to_dict()
+    text = objective_text.convergence(blocks)
+    assert "all 6 copies beat chance" in text and "from 2.00 to 0.50" in text
+    assert objective_text.reaches(blocks).startswith("- Trained from scratch: visible from relative depth")
+    assert charts.reach_text({"depth": 2, "present": [0] * 5, "depth_interval": [1, None]}) == "0.50 [0.25, none]"
+    assert set(charts.dense_colbert_endpoints()) == {"mxbai_end", "jina_end", "jina_peak", "jina_peak_layer"}
+    few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
+    assert few.startswith("With the first 2 seeds (2 of them kept) the final-depth difference is ") and "width" in few
+    assert objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0).count("not measured") == 1
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
 
 @pytest.mark.slow
-def test_results_hold_every_curve_of_every_variant_and_seed_with_bands(built_book):
+def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(built_book):
     from test_layer_by_layer import chapter_results
 
     results = chapter_results(built_book, SLUG)
-    L, m = results["model"]["layers"], results["metrics"]
-    seeds = m["objectives"]["seeds"]
-    assert len(seeds) >= 2 and m["objectives"]["n_pairs"] == len(results["inputs"]["training_pairs"])
-    for start in ("pretrained", "random_init"):
-        block = m["objectives"][start]
-        for variant in study.VARIANTS:
-            for seed in seeds:
-                curves = block["runs"][variant][f"seed_{seed}"]
-                assert set(curves) == set(study.MEASURES)
-                assert all(len(curves[key]) == L + 1 for key in study.MEASURES)
-                band = np.asarray(m["objectives"]["intervals"][f"{start}.runs.{variant}.seed_{seed}.intra_sentence_cosine"])
-                assert band.shape == (2, L + 1) and np.all(band[0] <= band[1])
-        assert set(block["reach"]) == set(study.BANDED)
-        assert len(block["loss"]["maxsim"][f"seed_{seeds[0]}"]["losses"]) == results["params"]["steps"]
+    params, m = results["params"], results["metrics"]["objectives"]
+    for arm, n_seeds, steps in (("scratch", params["scratch_seeds"], params["scratch_steps"]),
+                                ("finetune", params["finetune_seeds"], params["finetune_steps"])):
+        block = m[arm]
+        assert len(block["seeds"]) == n_seeds and set(block["kept"]) <= set(block["seeds"])
+        for objective in objectives.OBJECTIVES:
+            for seed in block["seeds"]:
+                assert len(block["loss"][objective][f"seed_{seed}"]["losses"]) == steps
+                found = block["retrieval"][objective][str(seed)]
+                assert found["beats_chance"] == (found["p_value"] < 0.05) and found["chance"] == block["chance"]
+        if block["comparison"]:
+            seeds = block["comparison"]["seeds"]
+            assert seeds == block["kept"]  # no statistic rests on an excluded copy
+            depths = len(block["comparison"]["difference"]["intra_sentence_cosine"])
+            band = np.asarray(block["comparison"]["band"]["maxsim"]["intra_sentence_cosine"])
+            assert band.shape == (2, depths) and np.all(band[0] <= band[1])
+            assert len(block["comparison"]["per_seed_difference"]["intra_sentence_cosine"]) == len(seeds)
     verdicts = {c["id"]: c for c in results["claims"]}
-    assert verdicts["loss-decides-collapse"]["interval"] is not None
-    assert verdicts["loss-decides-collapse"]["null"]["value"] is not None
-
-
-def test_chart_helpers_state_values_intervals_and_reach():
-    from embedding_geometry.book import charts
-
-    block = {"mean": {v: {"m": np.array([0.1, 0.2, 0.3])} for v in study.VARIANTS},
-             "loss": {"maxsim": {"seed_4": {"losses": [2.0, 1.5]}}}}
-    ci = {"pretrained.mean.maxsim.m": [[0.0, 0.1, 0.25], [0.2, 0.3, 0.35]]}
-    values = charts.objective_final_values({"pretrained": block}, ci, "m")
-    assert values["final_pretrained_maxsim"] == "0.300 [0.250, 0.350]" and values["final_pretrained_before"] == "0.300"
-    assert charts.fingerprint_reach_text({"depth": 2, "present": [False, False, True, True, True]}) == "depth 2 of 4 (l/L = 0.50)"
-    assert charts.fingerprint_reach_text({"depth": None, "present": [True, False]}).startswith("none")
-    spanned = {"depth": 2, "present": [False] * 2 + [True] * 3, "depth_interval": [1, None]}
-    assert charts.fingerprint_reach_text(spanned) == "depth 2 of 4 (l/L = 0.50); 95 % interval: depth 1 of 4 to none"
-    assert charts.fingerprint_reach_text(spanned, short=True) == "0.50 [0.25, none]"
-    nowhere = {"depth": None, "present": [False, False], "depth_interval": [None, None]}
-    assert charts.fingerprint_reach_text(nowhere).endswith("at the final depth); 95 % interval: none")
-    frame = charts.training_loss_frame({"pretrained": block})
-    assert list(frame["step"]) == [1, 2] and set(frame["run"]) == {"MaxSim loss, seed 4"}
-    assert set(charts.dense_colbert_endpoints()) == {"pub_mxbai_end", "pub_jina_end", "pub_jina_peak"}
+    assert verdicts["loss-decides-collapse-scratch"]["unit"] == "seeds"
+    assert all(c["interval"] is not None or c["verdict"] == "not measured" for c in verdicts.values())

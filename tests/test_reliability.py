@@ -41,7 +41,7 @@ BAD_PARAMETERS = [
     ("02_similarity_attractor", {"batch_size": 0}, "parameter 'batch_size' expects an integer in [1, 4096]; got 0"),
     ("02_similarity_attractor", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
     ("03_inside_the_cone", {"n_texts": -5}, "parameter 'n_texts' expects"),
-    ("03_inside_the_cone", {"token_sample": 0}, "parameter 'token_sample' expects"),
+    ("03_inside_the_cone", {"token_set": "special"}, "parameter 'token_set' expects"),
     ("03_inside_the_cone", {"k_extremes": "5"}, "parameter 'k_extremes' expects"),
     ("03_inside_the_cone", {"corpus": "wiki"}, "parameter 'corpus' expects"),
     ("03_inside_the_cone", {"models": [NOT_A_MODEL]}, "is a local path but not a model directory"),

@@ -72,14 +72,14 @@ CASES = {
         "parameter 'k_extremes' expects at most as many sentences as the chapter reads (n_texts); got 4 (the "
         "chapter reads 3 sentences)"),
     "more extremes than the whole corpus": (
-        "03_inside_the_cone", {"k_extremes": 675}, {"k_extremes": 676},
+        "03_inside_the_cone", {"n_texts": None, "k_extremes": 675}, {"n_texts": None, "k_extremes": 676},
         "parameter 'k_extremes' expects at most as many sentences as the chapter reads (n_texts); got 676 (the "
         "chapter reads 675 sentences)"),
     "a sample of sentences of one length": (
-        "03_inside_the_cone", {"n_texts": 3, "k_extremes": 3, "seed": 229},
-        {"n_texts": 3, "k_extremes": 3, "seed": 230},
+        "03_inside_the_cone", {"n_texts": 3, "k_extremes": 3, "seed": 124},
+        {"n_texts": 3, "k_extremes": 3, "seed": 125},
         "parameter 'n_texts' expects a sample whose sentences differ in word-token count (Spearman's ρ of the cone "
-        "axis with length needs lengths that vary); got 3 (its 3 sentences all have 13 word tokens)"),
+        "axis with length needs lengths that vary); got 3 (its 3 sentences all have 14 word tokens)"),
     "more vocabulary tokens than the model has": (
         "03_inside_the_cone", {"k_vocab": 30522}, {"k_vocab": 30523},
         "parameter 'k_vocab' expects at most as many tokens as the model's vocabulary has; got 30523 (the "
@@ -180,7 +180,7 @@ def test_the_page_states_each_need_beside_the_rule(monkeypatch):
 def test_the_build_checks_the_needs_that_do_not_read_the_model_before_any_chapter_runs(tmp_path):
     slug = "03_inside_the_cone"
     defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
-    assert defaults["n_texts"] is None and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
+    assert defaults["n_texts"] == 96 and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
     fine = profiles.Profile(tmp_path / "p.yaml", {"seed": 1}, {slug: {"n_texts": 3, "k_extremes": 3}})
     assert profiles.chapter_parameters(slug, fine, defaults) == {"seed": 1, "n_texts": 3, "k_extremes": 3}
     short = profiles.Profile(tmp_path / "p.yaml", {}, {slug: {"n_texts": 3}})  # k_extremes keeps its default, 5

@@ -19,6 +19,7 @@ a study never imports ``book``):
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
+    ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
     ``paths``           where the book keeps its files
     ``errors``          one-line errors that name the culprit and what was expected
@@ -27,14 +28,23 @@ a study never imports ``book``):
     ``the_model``           chapter 0: token norms by kind, the mean-pool check and the exercises' answers
     ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
     ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
+    ``layer_runs``          chapter 1: every encoder and its random-init controls run on the chapter's texts
+    ``pca_views``           chapter 1: 2-D PCA views over depth (fixed vs refitted axes, the final depth's view)
+    ``pool_dimensions``     chapter 1: the mean pool dimension by dimension (writes, L0 ↔ L correlation, slices)
+    ``sublayers``           chapter 1: a block split at its attention sublayer, and words by class (the dip)
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
     ``retrieval``           ranking a candidate pool by similarity, and recall@k
-    ``anisotropy``          chapter 3: anisotropy and the cone, how much a set of vectors shares one direction
+    ``anisotropy``          chapter 3: anisotropy, how much a set of vectors shares one direction, as pairs
+    ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
+    ``cone``                chapter 3's run: its sentences, every model's pass, every measurement per model
     ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
     ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
-    ``context_stats``       chapter 4: per-batch statistics and their running totals
+    ``context_stats``       chapter 4: the running totals, their settings and per-text rows, resamples of texts
+    ``context_batch``       chapter 4: one captured batch reduced to statistics (matrix products)
+    ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
+    ``context_exercises``   chapter 4: the exercises' answers, each for its changed parameter value
     ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
     ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another
     ``pooling``             pooling token states into one vector, length bias and dilution (chapter 5)
@@ -43,8 +53,10 @@ a study never imports ``book``):
     ``long_texts``          texts longer than one sentence, and sliding windows
     ``quantization``        int8, binary codes and product quantization of embeddings
     ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
-    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive) on one backbone
-    ``objective_geometry``  chapter 7: the geometry each training objective leaves, per depth
+    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
+    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from scratch
+    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel, and each arm's results
+    ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
 
 ``book``
@@ -60,10 +72,12 @@ a study never imports ``book``):
                         (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
+    ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, the claims dashboard and the performance table
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
+                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
                         ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
                         ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says

@@ -33,18 +33,36 @@ def environment(device: str, started: float) -> dict[str, Any]:
     }
 
 
+PER_UNIT_INLINE = 20_000
+"""The most values a per-unit array keeps in the results JSON. A larger one — a pairwise kernel
+[n, n, …], or one kernel per control seed — is recorded by its shape only: written out it would
+make the JSON tens of megabytes, and the chapter rebuilds it from its cached forward passes."""
+
+
+def compact_units(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics`` with every per-unit array of more than :data:`PER_UNIT_INLINE` values replaced by
+    ``{"shape": [...], "values": "not recorded: ..."}``."""
+    units = metrics.get("per_unit")
+    if not isinstance(units, Mapping):
+        return dict(metrics)
+    kept = {key: {"shape": list(np.shape(value)), "values": f"not recorded: more than {PER_UNIT_INLINE:,} values"}
+            if isinstance(value, np.ndarray) and value.size > PER_UNIT_INLINE else value for key, value in units.items()}
+    return {**metrics, "per_unit": kept}
+
+
 def write_results(chapter: str, *, model: Mapping[str, Any], params: Mapping[str, Any],
                   inputs: Mapping[str, Any], metrics: Mapping[str, Any], claims: list,
                   device: str, started: float, models: list[Mapping[str, Any]] | None = None) -> Path:
     """Write ``<results_dir>/<chapter>.json`` atomically (temporary file, then rename): the main
     ``model`` and every model the run used (``models``: id, weights' SHA-256 or the initialised
     weights' hash of a control, shape). NaN or infinite numbers are refused: a metric that
-    produces one is a bug to fix, not to publish."""
+    produces one is a bug to fix, not to publish. Large per-unit arrays are recorded by their
+    shape (:func:`compact_units`)."""
     ran = models if models else ([model] if model else [])
     document = {
         "chapter": chapter, "model": dict(model), "models": [dict(m) for m in ran],
         "params": dict(params), "inputs": dict(inputs),
-        "metrics": dict(metrics), "claims": [v.record() for v in claims],
+        "metrics": compact_units(metrics), "claims": [v.record() for v in claims],
         "environment": environment(device, started),
     }
     text = json.dumps(to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)

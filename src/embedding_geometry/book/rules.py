@@ -20,6 +20,7 @@ from typing import Any
 
 from . import parameters as p
 from ..core import corpora, windows
+from ..studies.cone import chapter_corpus
 
 MODEL = {
     "model": p.text,
@@ -61,15 +62,14 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **CONTROLS},
+    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
     "03_inside_the_cone": {
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
-        "token_set": p.one_of("word", "all"), "token_sample": p.integer(2),
-        "k_extremes": p.integer(1), "k_vocab": p.integer(1),
+        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
     },
     "04_attention_context_similarity": {
-        **MODEL,
+        **MODEL, "models": p.text_list(0),
         "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
         "text_length": p.integer(4, 8192), "q": unit, "attention_threshold": unit,
         "sensitivity_thresholds": p.number_list(0.0, 1.0), "common_min_count": p.integer(2),
@@ -88,10 +88,17 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "finetune": p.boolean,
     },
     "07_training_objective": {
-        **MODEL, "n_seeds": p.integer(2, 64), "steps": p.integer(2, 1_000_000),
-        "pairs_per_batch": p.integer(2, 512), "learning_rate": p.number(1e-8, 1.0),
-        "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
-        "sentences": p.optional(p.text_list(3)), "hard_twin": p.one_of("negation", "role_reversal"),
+        **MODEL, "workers": p.integer(1, 64),
+        "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
+        "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(2, 1_000_000),
+        "scratch_pairs_per_batch": p.integer(2, 512), "finetune_pairs_per_batch": p.integer(2, 512),
+        "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(1, 24),
+        "scratch_width": p.integer(8, 1024), "concepts": p.integer(8, 256), "task_pairs": p.integer(16, 1_000_000),
+        "task_held_out": p.integer(4, 10_000),
+        "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(2, 1_000_000),
+        "finetune_learning_rate": p.number(1e-8, 1.0), "held_out_pairs": p.integer(4, 300),
+        "recall_k": p.integer(1, 100), "sentences": p.optional(p.text_list(3)),
+        "hard_twin": p.one_of("negation", "role_reversal"),
     },
     "08_across_models": {
         **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
@@ -166,7 +173,7 @@ def _extremes_within_corpus(values):
 @p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
         "with length needs lengths that vary)", model=True)
 def _lengths_vary(values, view):
-    sample = corpora.load_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
+    sample = chapter_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
     counts = view.word_counts(sample)
     if len(set(counts)) > 1:
         return None

@@ -1,93 +1,114 @@
-"""Anisotropy and the cone (chapter 3; definitions on the book's Methods page, "Inside the cone"):
-how much a set of vectors shares one direction.
+"""Anisotropy (chapter 3; definitions on the book's Methods page, "Inside the cone"): how much a
+set of vectors shares one direction, as a mean over pairs, and the statistics chapter 3 reads an
+axis with.
 
 Measurements (X: [n, D] vectors, S: [L + 1, n, D] the same n texts at every depth, A = anisotropy):
 
     anisotropy(X)            = (1 / n(n−1)) Σ_{i≠j} cos(x_i, x_j)   (geometry.mean_pairwise_cosine)
-    row_means_per_depth(S)   = [a_i(S[l])]: each row's mean cosine with the others   → [n, L + 1]
-    anisotropy_per_depth(S)  = [A(S[l]) for l = 0..L], the mean over i of the above
-    final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L): the share of the fall from the
-                               peak made by the last step                                x: [L + 1]
-    text_shares(v, owner)    = t_s = (N / n) Σ_{i: owner(i) = s} v_i: the values of n tokens as
-                               N per-text values with the same mean (cluster units)
-    cone axis                = geometry.principal_axis(X): PC1 of the centred rows           → [D]
-    mean_direction(X)        = x̄ / ‖x̄‖, where the cone points                              → [D]
-    axis_scores(X, a)        = (x_i − x̄) · â, the PCA score of each row                    → [n]
-    explained_variance_ratio = Σ_i ((x_i − x̄) · â)² / Σ_i ‖x_i − x̄‖²
-    axis_cosines({m: a_m})   = |cos(a_m, a_m')| for every pair of equal width, None otherwise
-    axis_products(u, v)      = D · sign(û·v̂) · û_d v̂_d → [D], whose mean is |cos(u, v)|
-    chance_axis_cosine(D)    = √(2 / (π D)), E|cos| of two random directions of R^D (large D)
-    vocabulary_projection    = E â, the raw word-embedding rows on an axis      E: [V, D] → [V]
+    cosine_kernel(S)         = K[s, t, l] = cos(S[l, s], S[l, t]), K[s, s, ·] = 0      → [n, n, L + 1]
+                               A_l is the mean of K[·, ·, l] over pairs s ≠ t: a U-statistic
+    token_kernels(H, owner)  = T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t with Σ_s the sum of
+                               text s's unit token states, and C[s, t] = n_s n_t (both 0 for s = t)
+    cross_text_anisotropy    = Σ_{s≠t} T[s, t, l] / Σ_{s≠t} C[s, t]: the mean cosine of two tokens
+                               of different texts, the token-level anisotropy       → [L + 1]
+    final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L)
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        g: labels
-    permuted_eta2(g)         = (K − 1) / (N − 1), E η² when the K labels are shuffled
-    rank_correlation(x, y)   = Spearman's ρ (scipy); rank_products: z(rank x)_i · z(rank y)_i,
-                               whose mean is ρ
+    permuted_eta2(g)         = (K − 1) / (N − 1), the mean of η² over shuffles of the N labels
+    rank_correlation(x, y)   = Spearman's ρ (scipy), Pearson's r of the ranks (ties averaged)
 
-**Per-unit values** (``per_unit``, for the claims' bootstrap intervals, ``book.intervals``): an
-array [n_units, …] whose mean over axis 0 is the metric, or two arrays whose means make it as a
-ratio. Units are sentences (a_s, each sentence's mean cosine with the others), tokens, or
-dimensions (the coordinates of two axes). A quantity that the run locates (the peak depth, the
-group means, the ranks) is held at its whole-sample value in every resample.
+**Sampling units** (``per_unit``, for the claims' bootstrap intervals, ``book.claims.samples``).
+The unit is the sentence. Anisotropy is a mean over *pairs* of sentences, so its per-unit values
+are kernels [N, N, …] — a resample recomputes the mean over the pairs of the sentences it drew
+(``{pairwise: key}``); resampling each sentence's mean cosine with the others instead would
+halve the standard error. Token-level anisotropy is a ratio of two such kernels, the cosines of
+two texts' tokens over the number of token pairs, so that the tokens of one sentence travel
+with it. The random-init controls give one kernel per seed, [S, N, N, …], on the same
+sentences (``{seeds: {pairwise: key}}``): their difference from the trained model is resampled
+sentence by sentence and seed by seed.
 
-The chapter's **metrics dict** is the union of what its study functions return (N sentences on
-a model of L blocks and width D; "new" marks keys added with the chapter skeleton or the
-verdict intervals, every other key and value is as before). The topic keys come from
-``studies.centering.topic_measurements``, the exercises' from ``studies.cone_exercises``.
+The study functions (their keys join chapter 3's metrics dict, ``studies.cone``; N sentences, a
+model of L blocks, S control seeds):
 
-    cone_formation(pools)                          Experiment 1: when does the cone form?
-      anisotropy [L + 1]; final_step_share; new: anisotropy_peak_depth, anisotropy_rise [L + 1]
-      (A_l − A_0); per_unit: anisotropy, anisotropy_rise [N, L + 1] (the final step's share is
-      a function of the anisotropy series: its interval resamples the sentences' rows of it)
-    pooling_gap(pools, tokens, owners)             Experiment 2: how much does pooling make?
-      token_anisotropy [L + 1] on the token_sample rows; anisotropy_gap [L + 1] = sentence − token;
-      new: pooling_share [L + 1] = gap / sentence; per_unit: token_anisotropy [n_tok, L + 1]
-      (tokens), token_anisotropy.by_sentence and anisotropy_gap [N, L + 1] (text_shares)
-    cone_axis_reading(final, topics, lengths, sentences, k)   Experiment 3: what the axis encodes
-      cone_axis [D]; mean_direction [D]; cone_axis_vs_mean_direction (cos);
-      cone_axis_explained_variance; mean_direction_explained_variance;
-      cone_extremes {high, low: k × {sentence, topic, score}}; cone_axis_topic_eta2 (None with one
-      topic); cone_axis_length_spearman (ρ with word-token counts); new: cone_axis_scores [N],
-      mean_cos_to_mean_direction, mean_abs_cos_to_cone_axis, cone_end_topics (end_topics at k),
-      cone_axis_topic_eta2_permuted; per_unit: cone_axis_topic_eta2.between and .total,
-      cone_axis_length_spearman [N]
-    vocab_on_cone_axis = vocabulary_on_axis(model, axis, k, words)
-      {top, bottom: k × {token, id, projection}, common_word_ranks {word: rank},
-       common_in_top (how many ranks ≤ k), new: n_tokens (V), common_in_top_each [0/1 per word],
-       common_share_in_top}
-    axis_comparison(finals, post, series)          Experiment 4: does fine-tuning rotate the cone?
-      cone_axis_cosine {model: {model: |cos| or None}}; cone_axis_family {within_min,
-      to_outsider_max} (None without the post's models); models_final_anisotropy {model: A};
-      new: chance_axis_cosine; random_control {model, final_anisotropy, axis_cosine (with the
-      chapter's model), anisotropy_excess (control − model), anisotropy and anisotropy_rise
-      [L + 1]}, None values without a control; per_unit: random_control.anisotropy_excess [N],
-      cone_axis_family.within_min and .to_outsider_max [D] (the pair that attains each)
+    cone_formation(pools, "pairs")                 Experiment 1: when does the cone form?
+      anisotropy, anisotropy_rise (A_l − A_0) [L + 1]; anisotropy_peak_depth; final_step_share;
+      per_unit: anisotropy.pairs, anisotropy_rise.pairs [N, N, L + 1] ("rows": each sentence's
+      mean cosine with the others [N, L + 1], what chapters 7 and 8 resample)
+    control_formation(pools, controls)             the random-init controls, the null of Experiment 1
+      controls {anisotropy [S, L + 1], anisotropy_mean [L + 1], final_anisotropy [S]};
+      random_control {anisotropy_excess [L + 1]: the controls' mean minus the model's};
+      per_unit: controls.anisotropy.pairs, controls.anisotropy_rise.pairs [S, N, N, L + 1]
+      (None values and no per-unit samples without controls)
+    pooling_gap(pools, acts, token_set)            Experiment 2: how much does pooling make?
+      token_anisotropy (of the chapter's token set), anisotropy_gap (sentence − token),
+      pooling_share (gap / sentence), token_anisotropy_word and token_anisotropy_all (each token
+      set), token_set_effect ((all − word) / gap) [L + 1]; n_tokens; per_unit: for the chapter's
+      set, word tokens and all tokens, <key>.pairs [N, N, L + 1] and <key>.counts [N, N, 1] with
+      <key> token_anisotropy, token_anisotropy_word, token_anisotropy_all
 
 Cosines are on raw vectors (no centring, no normalisation first), as everywhere in the book; a
 zero vector has no direction and raises ValueError instead of giving NaN. Nothing here mutates
-its inputs. PC1 of *centred* vectors is the direction of largest spread around the mean; the
-mean direction is where the cone points. The two need not agree.
+its inputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from ..core.geometry import (centred, cosine, cosine_matrix, label_rows, mean_pairwise_cosine, principal_axis,
-                             row_mean_cosine, unit_rows)
-from ..core.models import LoadedModel, ModelInfo
-
-TOKEN_SAMPLE = 4000
-"""Token anisotropy uses at most this many tokens (a seeded uniform sample; Methods, chapter 3)."""
+from ..core.geometry import label_rows, mean_pairwise_cosine, row_mean_cosine, unit_rows
 
 anisotropy = mean_pairwise_cosine
 """Anisotropy *is* the mean pairwise cosine: one implementation, in ``core.geometry``."""
 
+PERMUTATIONS = 200
+"""Shuffles of the labels in a permutation null (η² of the cone axis, the centering test)."""
 
-# --------------------------------------------------------------------------- across depth (Experiments 1, 2)
+TOKEN_SETS = ("word", "all")
+
+
+# --------------------------------------------------------------------------- pairwise kernels
+
+def cosine_kernel(states: np.ndarray) -> np.ndarray:
+    """K [n, n, L + 1]: K[s, t, l] = cos(states[l, s], states[l, t]) for s ≠ t and 0 on the
+    diagonal, from ``states`` [L + 1, n, D]. The mean over s ≠ t of K[·, ·, l] is the anisotropy."""
+    unit = unit_rows(np.asarray(states, dtype=np.float64))
+    kernel = np.einsum("lsd,ltd->stl", unit, unit)
+    kernel[np.arange(unit.shape[1]), np.arange(unit.shape[1])] = 0.0
+    return kernel
+
+
+def pair_mean(kernel: np.ndarray) -> np.ndarray:
+    """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out)."""
+    n = kernel.shape[0]
+    off = kernel.sum(axis=(0, 1)) - np.einsum("ss...->...", kernel)
+    return off / (n * (n - 1))
+
+
+def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
+    """(T [N, N, L + 1], C [N, N, 1]) of the token states ``hidden`` [L + 1, n_tok, D], token i
+    belonging to text ``owners[i]``: T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t, with Σ_s the
+    sum of text s's unit token states at depth l, and C[s, t] = n_s n_t; both 0 for s = t."""
+    unit = unit_rows(np.asarray(hidden, dtype=np.float64))
+    owners = np.asarray(owners)
+    sums = np.zeros((unit.shape[0], n_texts, unit.shape[2]))
+    np.add.at(sums, (slice(None), owners), unit)
+    pairs = np.einsum("lsd,ltd->stl", sums, sums)
+    counts = np.bincount(owners, minlength=n_texts).astype(np.float64)
+    products = np.outer(counts, counts)[:, :, None]
+    diagonal = np.arange(n_texts)
+    pairs[diagonal, diagonal], products[diagonal, diagonal] = 0.0, 0.0
+    return pairs, products
+
+
+def cross_text_anisotropy(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
+    """[L + 1]: the mean cosine over pairs of tokens of different texts (:func:`token_kernels`)."""
+    pairs, products = token_kernels(hidden, owners, n_texts)
+    return pairs.sum(axis=(0, 1)) / products.sum()
+
+
+# --------------------------------------------------------------------------- Experiment 1
 
 def anisotropy_per_depth(states: np.ndarray) -> np.ndarray:
     """[L + 1]: ``anisotropy(states[l])`` at every depth of ``states`` ([L + 1, n, D])."""
@@ -98,16 +119,6 @@ def row_means_per_depth(states: np.ndarray) -> np.ndarray:
     """[n, L + 1]: each row's mean cosine with the other rows at every depth of ``states``
     ([L + 1, n, D]); the mean over rows is :func:`anisotropy_per_depth`."""
     return np.stack([row_mean_cosine(layer) for layer in np.asarray(states)], axis=1)
-
-
-def text_shares(values: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
-    """[N, …]: t_s = (N / n) Σ_{i: owners[i] = s} v_i for the n token values ``values`` [n, …]:
-    per-text values whose mean over the N texts is the mean over the tokens (a text with no
-    token gets 0), so that a token mean can be resampled by text."""
-    values = np.asarray(values, dtype=np.float64)
-    totals = np.zeros((n_texts, *values.shape[1:]))
-    np.add.at(totals, np.asarray(owners), values)
-    return totals * n_texts / len(values)
 
 
 def final_step_share(series: np.ndarray) -> float:
@@ -125,224 +136,71 @@ def nearest_depth(relative: float, n_layers: int) -> int:
     return int(round(relative * n_layers))
 
 
-def cone_formation(pools: np.ndarray) -> dict:
+def cone_formation(pools: np.ndarray, units: str = "rows") -> dict:
     """Experiment 1 on mean pools [L + 1, N, D]: sentence-level anisotropy at every depth, its
-    rise from depth 0, the depth of its peak and the share of the fall from the peak made by
-    the last step, with each sentence's values."""
-    rows, series = row_means_per_depth(pools), anisotropy_per_depth(pools)
-    peak = int(np.argmax(series))
-    per_unit = {"anisotropy": rows, "anisotropy_rise": rows - rows[:, :1]}
-    return {"anisotropy": series, "final_step_share": final_step_share(series), "anisotropy_peak_depth": peak,
-            "anisotropy_rise": series - series[0], "per_unit": per_unit}
+    rise from depth 0, the depth of its peak and the share of the fall from the peak made by the
+    last step. ``units``: ``"pairs"``, the kernels of :func:`cosine_kernel` (chapter 3's claims
+    resample these), or ``"rows"``, each sentence's mean cosine with the others [N, L + 1] (what
+    chapters 7 and 8 resample; as independent units they understate a pairwise statistic's
+    standard error)."""
+    if units not in ("rows", "pairs"):
+        raise ValueError(f"units must be 'rows' or 'pairs'; got {units!r}")
+    series = anisotropy_per_depth(pools)
+    if units == "pairs":
+        kernel = cosine_kernel(pools)
+        per_unit = {"anisotropy.pairs": kernel, "anisotropy_rise.pairs": kernel - kernel[..., :1]}
+    else:
+        rows = row_means_per_depth(pools)
+        per_unit = {"anisotropy": rows, "anisotropy_rise": rows - rows[:, :1]}
+    return {"anisotropy": series, "final_step_share": final_step_share(series),
+            "anisotropy_peak_depth": int(np.argmax(series)), "anisotropy_rise": series - series[0],
+            "per_unit": per_unit}
 
 
-def sample_rows(n: int, size: int = TOKEN_SAMPLE, seed: int = 0) -> np.ndarray:
-    """Sorted indices of a seeded uniform sample of ``size`` of ``n`` rows (all rows if n ≤ size)."""
-    if n <= size:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
+def control_formation(pools: np.ndarray, controls: Sequence[np.ndarray]) -> dict:
+    """The random-init controls' anisotropy per depth on the same sentences as ``pools``
+    ([L + 1, N, D]; ``controls``: one such array per seed), their mean's excess over the model,
+    and their kernels, one per seed (module docstring). None values without controls."""
+    if not controls:
+        return {"controls": {"anisotropy": None, "anisotropy_mean": None, "final_anisotropy": None},
+                "random_control": {"anisotropy_excess": None}}
+    curves = np.stack([anisotropy_per_depth(c) for c in controls])
+    kernels = np.stack([cosine_kernel(c) for c in controls])
+    return {"controls": {"anisotropy": curves, "anisotropy_mean": curves.mean(axis=0), "final_anisotropy": curves[:, -1]},
+            "random_control": {"anisotropy_excess": curves.mean(axis=0) - anisotropy_per_depth(pools)},
+            "per_unit": {"controls.anisotropy.pairs": kernels,
+                         "controls.anisotropy_rise.pairs": kernels - kernels[..., :1]}}
 
 
-def token_sample(acts, token_set: str = "word", size: int = TOKEN_SAMPLE, seed: int = 0) -> tuple[np.ndarray, int]:
-    """``(rows, n_kept)``: the token rows of an ``Activations`` record that token-level anisotropy
-    uses — word tokens (``"word"``, the book's convention) or every real token, [CLS] and [SEP]
-    included (``"all"``) — as a seeded sample of at most ``size`` of the ``n_kept`` such rows."""
-    if token_set not in ("word", "all"):
+# --------------------------------------------------------------------------- Experiment 2
+
+def token_rows(acts, token_set: str = "word") -> np.ndarray:
+    """The token rows of an ``Activations`` record that token-level anisotropy uses: word tokens
+    (``"word"``, the book's convention) or every real token, [CLS] and [SEP] included (``"all"``)."""
+    if token_set not in TOKEN_SETS:
         raise ValueError(f"token_set must be 'word' or 'all'; got {token_set!r}")
     keep = acts.word_mask if token_set == "word" else acts.word_mask | acts.special_mask
-    kept = np.flatnonzero(np.asarray(keep, dtype=bool))
-    return kept[sample_rows(len(kept), size, seed)], len(kept)
+    return np.flatnonzero(np.asarray(keep, dtype=bool))
 
 
-def pooling_gap(pools: np.ndarray, tokens: np.ndarray, owners: np.ndarray) -> dict:
-    """Experiment 2: token-level anisotropy of ``tokens`` ([L + 1, n_tok, D], the same sampled
-    tokens at every depth, never paired with themselves; token i belongs to sentence
-    ``owners[i]``), the gap that mean pooling adds, and the gap's share of the mean pools'
-    anisotropy. Per unit: each token's mean cosine, and per sentence its tokens' share
-    (:func:`text_shares`) and its own value minus that share."""
-    sentence, token = anisotropy_per_depth(pools), anisotropy_per_depth(tokens)
-    per_token = row_means_per_depth(tokens)
-    by_sentence = text_shares(per_token, owners, np.asarray(pools).shape[1])
-    return {"token_anisotropy": token, "anisotropy_gap": sentence - token, "pooling_share": (sentence - token) / sentence,
-            "per_unit": {"token_anisotropy": per_token, "token_anisotropy.by_sentence": by_sentence,
-                         "anisotropy_gap": row_means_per_depth(pools) - by_sentence}}
-
-
-# --------------------------------------------------------------------------- the cone axis (Experiment 3)
-
-def explained_variance_ratio(x: np.ndarray, axis: np.ndarray) -> float:
-    """Share of the total variance of the centred rows of ``x`` along the unit vector ``axis``."""
-    centred_x = centred(x)
-    total = float(np.sum(centred_x ** 2))
-    if total == 0:
-        raise ValueError("explained variance is undefined: all vectors are identical")
-    return float(np.sum((centred_x @ unit_rows(axis)) ** 2) / total)
-
-
-def mean_direction(x: np.ndarray) -> np.ndarray:
-    """The unit vector along the mean of the rows of ``x``: where the cone points."""
-    return unit_rows(np.asarray(x, dtype=np.float64).mean(axis=0), "mean vector")
-
-
-def axis_scores(x: np.ndarray, axis: np.ndarray) -> np.ndarray:
-    """PCA scores [n]: each centred row of ``x`` projected on the unit vector ``axis``."""
-    return centred(x) @ unit_rows(axis, "axis")
-
-
-def extremes(scores: np.ndarray, k: int = 5) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of the ``k`` highest scores (highest first) and the ``k`` lowest (lowest first);
-    ties keep input order."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if not 1 <= k <= len(scores):
-        raise ValueError(f"k must be in [1, {len(scores)}]; got {k}")
-    return np.argsort(-scores, kind="stable")[:k], np.argsort(scores, kind="stable")[:k]
-
-
-def end_topics(scores: np.ndarray, topics: Sequence[str], k: int) -> dict:
-    """The most frequent topic among the k highest and among the k lowest ``scores`` (k at most
-    the number of scores): ``{side: {"topic", "sentences": its count, "of": k}}``."""
-    k = min(k, len(scores))
-    labels = pd.Series(list(topics))
-    counts = {side: labels.iloc[rows].value_counts() for side, rows in zip(("high", "low"), extremes(scores, k))}
-    return {side: {"topic": c.index[0], "sentences": int(c.iloc[0]), "of": k} for side, c in counts.items()}
-
-
-def word_counts(acts) -> np.ndarray:
-    """[N]: the number of word tokens of each text of an ``Activations`` record."""
-    return np.add.reduceat(acts.word_mask.astype(int), acts.offsets[:-1])
-
-
-def cone_axis_reading(final: np.ndarray, topics: Sequence[str], lengths: Sequence[int],
-                      sentences: Sequence[str], k: int) -> dict:
-    """Experiment 3 on final-depth embeddings ``final`` ([N, D]): the cone axis (PC1), the mean
-    direction and how they relate, the ``k`` sentences at each end of the axis, and what the
-    axis separates: η² of ``topics`` (None with a single topic) against its value under shuffled
-    topics, and Spearman's ρ with ``lengths``, each with its per-sentence parts."""
-    axis, direction = principal_axis(final), mean_direction(final)
-    scores = axis_scores(final, axis)
-    ends = dict(zip(("high", "low"), extremes(scores, k)))
-    several = len(set(topics)) > 1
-    per_unit = {"cone_axis_length_spearman": rank_products(scores, lengths)}
-    if several:
-        per_unit.update(zip(("cone_axis_topic_eta2.between", "cone_axis_topic_eta2.total"),
-                            correlation_ratio_parts(scores, topics)))
-    return {
-        "cone_axis": axis, "mean_direction": direction, "cone_axis_vs_mean_direction": cosine(axis, direction),
-        "cone_axis_explained_variance": explained_variance_ratio(final, axis),
-        "mean_direction_explained_variance": explained_variance_ratio(final, direction),
-        "mean_cos_to_mean_direction": float(cosine_matrix(final, direction[None]).mean()),
-        "mean_abs_cos_to_cone_axis": float(np.abs(cosine_matrix(final, axis[None])).mean()),
-        "cone_axis_scores": scores,
-        "cone_extremes": {side: [{"sentence": sentences[i], "topic": topics[i], "score": float(scores[i])} for i in rows]
-                          for side, rows in ends.items()},
-        "cone_end_topics": end_topics(scores, topics, k),
-        "cone_axis_topic_eta2": correlation_ratio(scores, topics) if several else None,
-        "cone_axis_topic_eta2_permuted": permuted_eta2(topics) if several else None,
-        "cone_axis_length_spearman": rank_correlation(scores, lengths), "per_unit": per_unit,
-    }
-
-
-def vocabulary_projection(embeddings: np.ndarray, axis: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows of a word-embedding matrix ([V, D]) projected on the unit vector ``axis``:
-    ``(projections [V], top k row ids, bottom k row ids)`` (raw dot products, not centred)."""
-    projections = np.asarray(embeddings, dtype=np.float64) @ unit_rows(axis, "axis")
-    top, bottom = extremes(projections, k)
-    return projections, top, bottom
-
-
-def vocabulary_ranks(projections: np.ndarray, ids: Sequence[int]) -> list[int]:
-    """1-based rank from the top of each row id in ``projections`` (rank 1 = highest)."""
-    projections = np.asarray(projections, dtype=np.float64)
-    return [int(np.sum(projections > projections[i])) + 1 for i in ids]
-
-
-def vocabulary_reading(embeddings: np.ndarray, axis: np.ndarray, k: int, common_ids: Mapping[str, int],
-                       names: Callable[[list[int]], list[str]]) -> dict:
-    """The ``k`` vocabulary rows at each end of ``axis`` (``names`` maps row ids to tokens), the
-    rank of each common word (``common_ids``: word → row id), whether each is in the top k
-    (1 or 0, in the order of ``common_ids``), how many are and what share of them."""
-    projection, top, bottom = vocabulary_projection(embeddings, axis, k)
-    ranks = dict(zip(common_ids, vocabulary_ranks(projection, list(common_ids.values()))))
-    in_top = [int(rank <= k) for rank in ranks.values()]
-
-    def rows(ids: np.ndarray) -> list[dict]:
-        return [{"token": t, "id": int(i), "projection": float(projection[i])} for t, i in zip(names(ids.tolist()), ids)]
-
-    return {"top": rows(top), "bottom": rows(bottom), "common_word_ranks": ranks, "common_in_top": sum(in_top),
-            "n_tokens": len(projection), "common_in_top_each": in_top,
-            "common_share_in_top": sum(in_top) / len(in_top) if in_top else None}
-
-
-def vocabulary_on_axis(loaded: LoadedModel, axis: np.ndarray, k: int, common_words: Sequence[str]) -> dict:
-    """:func:`vocabulary_reading` of ``loaded``'s input word embeddings (the raw token vectors,
-    before position embeddings and LayerNorm), tokens named by its tokenizer."""
-    embeddings = loaded.model.get_input_embeddings().weight.detach().cpu().numpy()
-    ids = loaded.tokenizer.convert_tokens_to_ids(list(common_words))
-    return vocabulary_reading(embeddings, axis, k, dict(zip(common_words, ids)), loaded.tokenizer.convert_ids_to_tokens)
-
-
-# --------------------------------------------------------------------------- across models (Experiment 4)
-
-def axis_cosines(axes: Mapping[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
-    """|cos| between every pair of axes (the sign of a principal axis is arbitrary); None where
-    the widths differ, so the pair is not comparable."""
-    return {a: {b: abs(cosine(u, v)) if len(u) == len(v) else None for b, v in axes.items()}
-            for a, u in axes.items()}
-
-
-def axis_products(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """[D]: D · s · û_d v̂_d with s = sign(û · v̂), per-coordinate terms whose mean is |cos(u, v)|:
-    the per-unit values of an axis |cos| resampled over dimensions."""
-    terms = unit_rows(u, "u") * unit_rows(v, "v")
-    return len(terms) * np.sign(terms.sum()) * terms
-
-
-def family_pairs(matrix: Mapping[str, Mapping[str, float | None]], family: Sequence[str],
-                 outsider: str) -> dict[str, tuple[str, str] | None]:
-    """From an ``axis_cosines`` matrix: ``within_min``, the pair of ``family`` members with the
-    smallest |cos|, and ``to_outsider_max``, the (member, ``outsider``) pair with the largest;
-    each None unless every model it needs is in the matrix and comparable."""
-    def pick(pairs: list[tuple[str, str]], choose: Callable) -> tuple[str, str] | None:
-        values = [matrix.get(a, {}).get(b) for a, b in pairs]
-        return choose(zip(values, pairs))[1] if pairs and None not in values else None
-
-    within = [(a, b) for i, a in enumerate(family) for b in family[i + 1:]]
-    return {"within_min": pick(within, min), "to_outsider_max": pick([(a, outsider) for a in family], max)}
-
-
-def chance_axis_cosine(width: int) -> float:
-    """E|cos| of two random directions in R^D, ≈ √(2 / (π D)) for large D."""
-    return float(np.sqrt(2 / (np.pi * width)))
-
-
-def axis_comparison(finals: Mapping[ModelInfo, np.ndarray], post: Mapping,
-                    series: Mapping[ModelInfo, np.ndarray] | None = None) -> dict:
-    """Experiment 4 on the final-depth embeddings of the same sentences by several models (the
-    chapter's model first; a model whose ``source`` is ``"control"`` is a random-init control),
-    with each model's anisotropy per depth in ``series`` where given. ``post`` names the
-    published family: ``models`` {name: id}, ``fine_tuned`` [names], ``base``."""
-    ids = {info.id: final for info, final in finals.items()}
-    axes = {name: principal_axis(final) for name, final in ids.items()}
-    matrix, final_anisotropy = axis_cosines(axes), {name: anisotropy(final) for name, final in ids.items()}
-    main, control = next(iter(ids)), next((info for info in finals if info.source == "control"), None)
-    pairs = family_pairs(matrix, [post["models"][name] for name in post["fine_tuned"]], post["models"][post["base"]])
-    per_unit = {f"cone_axis_family.{key}": axis_products(axes[pair[0]], axes[pair[1]])
-                for key, pair in pairs.items() if pair is not None}
-    summary = dict.fromkeys(("model", "final_anisotropy", "axis_cosine", "anisotropy_excess", "anisotropy",
-                             "anisotropy_rise"))
-    if control is not None:
-        curve = None if series is None else np.asarray(series[control], dtype=np.float64)
-        summary.update(model=control.id, final_anisotropy=final_anisotropy[control.id],
-                       axis_cosine=matrix[main][control.id],
-                       anisotropy_excess=final_anisotropy[control.id] - final_anisotropy[main],
-                       anisotropy=curve, anisotropy_rise=None if curve is None else curve - curve[0])
-        per_unit["random_control.anisotropy_excess"] = row_mean_cosine(finals[control]) - row_mean_cosine(ids[main])
-    return {
-        "cone_axis_cosine": matrix, "models_final_anisotropy": final_anisotropy,
-        "cone_axis_family": {key: None if pair is None else matrix[pair[0]][pair[1]] for key, pair in pairs.items()},
-        "chance_axis_cosine": chance_axis_cosine(ids[main].shape[1]), "random_control": summary,
-        "per_unit": per_unit,
-    }
+def pooling_gap(pools: np.ndarray, acts, token_set: str = "word") -> dict:
+    """Experiment 2: token-level anisotropy (the mean cosine of two tokens of different
+    sentences, over every token of ``token_set``), the gap that mean pooling adds (sentence −
+    token) and the gap's share of the mean pools' anisotropy, with the token kernels; and the
+    effect of counting [CLS] and [SEP]: (A_all − A_word) / gap, per depth."""
+    sentence, kernels = anisotropy_per_depth(pools), {}
+    for name in TOKEN_SETS:
+        rows = token_rows(acts, name)
+        kernels[name] = token_kernels(acts.hidden[:, rows], acts.text_index()[rows], acts.n_texts)
+    by_set = {name: pairs.sum(axis=(0, 1)) / products.sum() for name, (pairs, products) in kernels.items()}
+    token, gap = by_set[token_set], sentence - by_set[token_set]
+    return {"token_anisotropy": token, "anisotropy_gap": gap, "pooling_share": gap / sentence,
+            "n_tokens": len(token_rows(acts, token_set)),
+            "token_anisotropy_word": by_set["word"], "token_anisotropy_all": by_set["all"],
+            "token_set_effect": (by_set["all"] - by_set["word"]) / gap,
+            "per_unit": {"token_anisotropy.pairs": kernels[token_set][0], "token_anisotropy.counts": kernels[token_set][1],
+                         "token_anisotropy_word.pairs": kernels["word"][0], "token_anisotropy_word.counts": kernels["word"][1],
+                         "token_anisotropy_all.pairs": kernels["all"][0], "token_anisotropy_all.counts": kernels["all"][1]}}
 
 
 # --------------------------------------------------------------------------- what an axis separates
@@ -368,9 +226,18 @@ def correlation_ratio(values: np.ndarray, labels: Sequence[str]) -> float:
 
 def permuted_eta2(labels: Sequence[str]) -> float:
     """(K − 1) / (N − 1): the expected η² of any values when the N labels (K distinct) are
-    shuffled — the permuted-labels null of :func:`correlation_ratio`."""
+    shuffled — the mean of :func:`permuted_eta2_draws` (chapter 6 uses it as a number)."""
     labels = list(labels)
     return (len(set(labels)) - 1) / (len(labels) - 1)
+
+
+def permuted_eta2_draws(values: np.ndarray, labels: Sequence[str], permutations: int = PERMUTATIONS,
+                        seed: int = 0) -> np.ndarray:
+    """[P]: η² of ``values`` under ``permutations`` shuffles of ``labels`` (a generator seeded by
+    ``seed``): the permutation distribution of η², whose mean is about (K − 1) / (N − 1)."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    return np.array([correlation_ratio(values, rng.permutation(labels)) for _ in range(permutations)])
 
 
 def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
@@ -383,8 +250,8 @@ def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:
     return float(stats.spearmanr(x, y).statistic)
 
 
-def rank_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[n]: z(rank x)_i · z(rank y)_i, the ranks (ties averaged) standardised with their
-    population sd; their mean is Spearman's ρ (Pearson's r of the ranks)."""
-    z = [(r - r.mean()) / r.std() for r in (stats.rankdata(x), stats.rankdata(y))]
-    return z[0] * z[1]
+def rank_moments(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-unit moments {x, y, xx, yy, xy} [n, 1] of the ranks of x and y (ties averaged):
+    Pearson's r of them, rebuilt from weighted means in each resample, is Spearman's ρ."""
+    rx, ry = stats.rankdata(x)[:, None], stats.rankdata(y)[:, None]
+    return {"x": rx, "y": ry, "xx": rx ** 2, "yy": ry ** 2, "xy": rx * ry}

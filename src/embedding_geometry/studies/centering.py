@@ -5,6 +5,9 @@ of topic b and μ_b their mean:
 
     group_anisotropy(X, g)[b]   = A(X_b)
     group_mean_cosines(X, g)    = cos(μ_a, μ_b) for every pair of topics
+    centred_anisotropy(X, M)    = [A(X − μ) for μ in the rows of M], in one pass:
+                                  (‖Σ_i u_i‖² − n) / (n(n − 1)) with u_i = (x_i − μ) / ‖x_i − μ‖
+                                  (centering_removal sums the u_i of every label at once)
     removal_share(X, μ)         = (A(X) − A(X − μ)) / (A(X) − A(X − x̄)): the anisotropy centring
                                   with μ removes, as a share of what X's own mean x̄ removes
     centering_removal(X, g)     = R[a][b] = removal_share(X_b, μ_a): 1 when a's mean serves b as
@@ -22,12 +25,12 @@ of topic b and μ_b their mean:
     topic_mean_cosine_offdiag [L + 1]             offdiagonal_mean of topic_mean_cosine, per depth
     topic_centering_removal_offdiag [L + 1]       offdiagonal_mean of R, per depth
     corpus_mean_removal [L + 1]                   mean over topics b of removal_share(X_b, mean of all)
-    topic_centering_removal_offdiag_permuted [L + 1]   (new) the same as topic_centering_removal_offdiag
-                                                  with the topic labels shuffled (seeded, same group
-                                                  sizes; mean over ``permutations`` shuffles): the
-                                                  permuted-labels null, what groups with no topic give
-    per_unit {topic_centering_removal_offdiag: [K, L + 1]}   (new) column_offdiagonal_means per
-                                                  depth, one row per topic (unit: topics)
+    topic_centering_removal_offdiag_permutations [P]   the final depth's offdiagonal_mean of R with
+                                                  the topic labels shuffled (seeded, groups of the
+                                                  same sizes): the permutation distribution of what
+                                                  groups with no topic give
+    per_unit {topic_centering_removal_offdiag: [K, L + 1]}   column_offdiagonal_means per depth, one
+                                                  row per topic (unit: topics)
 
 All but ``topics`` and ``topic_sizes`` are None when fewer than two topics qualify (a corpus with
 one topic, such as SNLI, has nothing to compare).
@@ -43,8 +46,11 @@ from ..core.geometry import centred, cosine, label_rows
 from ..core.geometry import mean_pairwise_cosine as anisotropy
 
 TOPIC_KEYS = ("topic_anisotropy", "topic_mean_cosine", "topic_centering_removal", "topic_mean_cosine_offdiag",
-              "topic_centering_removal_offdiag", "corpus_mean_removal")
+              "topic_centering_removal_offdiag", "corpus_mean_removal", "topic_centering_removal_offdiag_permutations")
 """The keys that need at least two topics."""
+
+PERMUTATIONS = 200
+"""Shuffles of the topic labels in the centering test's permutation null."""
 
 
 def group_anisotropy(x: np.ndarray, labels: Sequence[str]) -> dict[str, float]:
@@ -65,28 +71,59 @@ def group_mean_cosines(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[s
     return {a: {b: cosine(u, v) for b, v in means.items()} for a, u in means.items()}
 
 
-def removal_share(x: np.ndarray, mean: np.ndarray, name: str = "vectors") -> float:
-    """(A(X) − A(X − mean)) / (A(X) − A(X − x̄)): the anisotropy that centring ``x`` with
-    ``mean`` removes, as a share of what centring with its own mean x̄ removes."""
-    return removal_shares(x, {name: mean}, name)[name]
+def centred_anisotropy(x: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """[K]: A(X − μ_k) for each row μ_k of ``means`` [K, D], ``x`` [n, D] with n ≥ 2."""
+    shifted = np.asarray(x, dtype=np.float64)[None] - np.asarray(means, dtype=np.float64)[:, None]
+    norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("centred vectors: cosine is undefined for a zero vector")
+    total = (shifted / norms).sum(axis=1)
+    n = shifted.shape[1]
+    return (np.einsum("kd,kd->k", total, total) - n) / (n * (n - 1))
 
 
 def removal_shares(x: np.ndarray, means: Mapping[str, np.ndarray], name: str = "vectors") -> dict[str, float]:
-    """:func:`removal_share` of ``x`` for each of several ``means`` (A(X) and A(X − x̄) once)."""
+    """(A(X) − A(X − μ)) / (A(X) − A(X − x̄)) for each of several ``means``: the anisotropy that
+    centring ``x`` with μ removes, as a share of what centring with its own mean x̄ removes."""
+    x = np.asarray(x, dtype=np.float64)
     raw = anisotropy(x)
     own = raw - anisotropy(centred(x))
     if abs(own) < 1e-12:
         raise ValueError(f"{name}: centring with its own mean removes no anisotropy, so the share is undefined")
-    return {key: (raw - anisotropy(centred(x, mean))) / own for key, mean in means.items()}
+    removed = raw - centred_anisotropy(x, np.stack(list(means.values())))
+    return {key: float(value) for key, value in zip(means, removed / own)}
+
+
+def removal_share(x: np.ndarray, mean: np.ndarray, name: str = "vectors") -> float:
+    """:func:`removal_shares` for one ``mean``."""
+    return removal_shares(x, {name: mean}, name)[name]
 
 
 def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, float]]:
     """R[a][b]: how much of label b's anisotropy the mean of label a removes, relative to what
-    b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own)."""
+    b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own).
+    Every A(X_b − μ_a) in one pass: the unit rows of X − μ_a, summed over each label b."""
     x = np.asarray(x, dtype=np.float64)
-    groups, means = label_rows(labels), group_means(x, labels)
-    columns = {b: removal_shares(x[rows], means, b) for b, rows in groups.items()}
-    return {a: {b: columns[b][a] for b in groups} for a in groups}
+    groups = label_rows(labels)
+    means = np.stack([x[rows].mean(axis=0) for rows in groups.values()] + [np.zeros(x.shape[1])])  # [K + 1, D]
+    shifted = x[None] - means[:, None]  # [K + 1, N, D]; the last: X itself
+    norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("centred vectors: cosine is undefined for a zero vector")
+    member = np.zeros((len(groups), len(x)))
+    for k, rows in enumerate(groups.values()):
+        member[k, rows] = 1.0
+    totals = np.einsum("bi,aid->abd", member, shifted / norms)  # Σ_{i ∈ b} unit(x_i − μ_a)
+    n = member.sum(axis=1)
+    if np.any(n < 2):
+        raise ValueError("centering removal needs at least 2 rows of every label")
+    centred_a = (np.einsum("abd,abd->ab", totals, totals) - n) / (n * (n - 1))  # A(X_b − μ_a), [K + 1, K]
+    raw, own = centred_a[-1], np.diagonal(centred_a[:-1])
+    if np.any(np.abs(raw - own) < 1e-12):
+        raise ValueError("a label's own mean removes no anisotropy, so the share is undefined")
+    shares = (raw[None] - centred_a[:-1]) / (raw - own)[None]
+    names = list(groups)
+    return {a: {b: float(shares[i, j]) for j, b in enumerate(names)} for i, a in enumerate(names)}
 
 
 def offdiagonal_mean(matrix: Mapping[str, Mapping[str, float]]) -> float:
@@ -110,23 +147,31 @@ def corpus_mean_removal(x: np.ndarray, labels: Sequence[str]) -> float:
     return float(np.mean([removal_share(x[rows], overall, name) for name, rows in label_rows(labels).items()]))
 
 
+def permuted_removal(x: np.ndarray, labels: Sequence[str], permutations: int = PERMUTATIONS,
+                     seed: int = 0) -> np.ndarray:
+    """[P]: offdiagonal_mean(centering_removal(x, shuffled labels)) for ``permutations`` seeded
+    shuffles: the permutation distribution of the centering test (groups of the topics' sizes
+    with no topic in common)."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    return np.array([offdiagonal_mean(centering_removal(x, rng.permutation(labels))) for _ in range(permutations)])
+
+
 def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5, seed: int = 0,
-                       permutations: int = 10) -> dict:
+                       permutations: int = PERMUTATIONS) -> dict:
     """Per-topic geometry of sentence vectors ``states`` ([L + 1, n, D]) labelled by topic, on the
-    topics with at least ``min_size`` sentences, with the centering test under ``permutations``
-    shuffles of the labels drawn from a generator seeded by ``seed`` (the keys are in the module
-    docstring)."""
+    topics with at least ``min_size`` sentences, with the final depth's centering test under
+    ``permutations`` shuffles of the labels drawn from a generator seeded by ``seed`` (the keys
+    are in the module docstring)."""
     labels = np.asarray(labels)
     sizes = {name: len(rows) for name, rows in label_rows(labels).items()}
     kept = [name for name, size in sizes.items() if size >= min_size]
     result = {"topics": kept, "topic_sizes": {name: sizes[name] for name in kept}}
     if len(kept) < 2:
-        return {**result, **dict.fromkeys(TOPIC_KEYS), "topic_centering_removal_offdiag_permuted": None}
+        return {**result, **dict.fromkeys(TOPIC_KEYS)}
     rows = np.isin(labels, kept)
     states, labels = np.asarray(states, dtype=np.float64)[:, rows], labels[rows]
     removal = [centering_removal(x, labels) for x in states]
-    rng = np.random.default_rng(seed)
-    shuffled = [rng.permutation(labels) for _ in range(permutations)]
     return {
         **result,
         "topic_anisotropy": group_anisotropy(states[-1], labels),
@@ -135,7 +180,6 @@ def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int 
         "topic_mean_cosine_offdiag": np.array([offdiagonal_mean(group_mean_cosines(x, labels)) for x in states]),
         "topic_centering_removal_offdiag": np.array([offdiagonal_mean(r) for r in removal]),
         "corpus_mean_removal": np.array([corpus_mean_removal(x, labels) for x in states]),
-        "topic_centering_removal_offdiag_permuted": np.array(
-            [np.mean([offdiagonal_mean(centering_removal(x, order)) for order in shuffled]) for x in states]),
+        "topic_centering_removal_offdiag_permutations": permuted_removal(states[-1], labels, permutations, seed),
         "per_unit": {"topic_centering_removal_offdiag": np.stack([column_offdiagonal_means(r) for r in removal], axis=1)},
     }

@@ -1,29 +1,27 @@
-"""Per-batch statistics of chapter 4's study and their running totals (Methods page, section
-``methods-heads``).
+"""The running totals of chapter 4's study (the book's Methods page, section ``methods-heads``):
+its settings, the per-text rows it keeps for the claims' intervals, and resamples of the texts.
 
-One batch of B texts of T tokens, captured on a model of L blocks with H heads
-(:class:`~embedding_geometry.core.streaming.Captured`), becomes a :class:`ContextStats` of
-counts and sums: high pairs of every S_{l,h} (:mod:`~embedding_geometry.studies.context_matrices`),
-their distances, how many lie in one sentence or join a repeated token, focus tokens, and the
-tokens with high attention a_j ≥ τ, with the same counts at every threshold of the sensitivity
+One batch of texts becomes a :class:`ContextStats` of counts and sums
+(:mod:`~embedding_geometry.studies.context_batch`): high pairs of every S_{l,h}
+(:mod:`~embedding_geometry.studies.context_matrices`), their distances (per head), how many lie
+in one sentence or join a repeated token, focus tokens and draws of their random-positions
+null, the tokens with high attention a_j ≥ τ, the sentence ends that attention finds, the
+summed scaled matrices S / max |S|, and the same counts at every threshold of the sensitivity
 check. Statistics add (``+``), so a stream of batches folds into totals of fixed size, plus, for
-the claims' bootstrap intervals over texts, (7 + 4K) · L + 2 numbers per text (:data:`TEXT_ROWS`;
-int32 counts, int64 distance sums): 20,000 texts of BERT-12 at K = 5 hold about 32 MB, beside a
-few hundred MB for the model and one batch's captured attention.
+the claims' bootstrap intervals over texts, a few numbers per text and block (:data:`TEXT_ROWS`;
+int32 counts, int64 distance sums): (6 H + 8 + 4 K) · L + 6 numbers, about 5 kB per text of
+BERT-12 at K = 5, 100 MB for the paper's 20,000 texts, beside a few hundred MB for the model and
+one batch's captured attention.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
 import numpy as np
-
-from ..core.windows import Window
-from .context_matrices import (attention_received, context_similarity, expected_distinct, focus_positions,
-                               pair_values, quantile_mask, relative_mask, upper_pairs)
 
 TOKEN_KINDS = ("[CLS]", "[SEP]", "sentence end", "other")
 """Kinds of token, for what high-attention tokens are: the opening special token, the closing
@@ -37,26 +35,45 @@ TEXT_ROWS = {
     "attended_separators": ("B L", "… that are separators"),
     "distinct_focus": ("B L", "distinct focus positions among the H heads"),
     "distinct_focus_ids": ("B L", "distinct token ids at those positions"),
+    "segment_hits": ("B L", "sentence ends among the k word tokens that receive most attention (head mean)"),
     "focus_null": ("B", "E[distinct positions] if each head's focus were a uniformly random position"),
     "focus_ids_null": ("B", "E[distinct token ids] likewise (expected_distinct of the text's id counts)"),
+    "separators": ("B", "separator tokens of the text ([SEP] and sentence-final . ! ?)"),
+    "same_sentence_pairs": ("B", "pairs of P inside one sentence"),
+    "boundaries": ("B", "k: sentence ends (the final . ! ? of its whole sentences)"),
+    "word_tokens": ("B", "W: word tokens (not special)"),
     "sensitivity_attended": ("B K L", "tokens with a_j ≥ t at each threshold t"),
     "sensitivity_attended_separators": ("B K L", "… that are separators"),
     "sensitivity_pairs": ("B K L", "pairs with S_ij ≥ t · max S"),
     "sensitivity_distance": ("B K L", "Σ d over those pairs"),
+    "head_high_pairs": ("B L H", "high pairs of each head"),
+    "head_pair_distance": ("B L H", "Σ d over them"),
+    "head_repeats": ("B L H", "… joining two occurrences of one word token"),
+    "head_common_focus": ("B L H", "1 when the head's focus is a common token"),
+    "head_attended": ("B L H", "tokens with a_j ≥ τ"),
+    "head_attended_separators": ("B L H", "… that are separators"),
 }
 """The per-text rows a batch keeps for the claims' intervals (each row: one text)."""
+
+NULL_DRAWS = 1000
+"""D: draws of the random-positions null (each a choice of focus for every head, block and text)."""
+RESAMPLES = 20_000
+"""Resamples of the texts the study draws itself (:func:`text_resamples`; as many as the claims
+engine draws: enough for the tails of an interval at the multiplicity-adjusted level)."""
 
 
 @dataclass(frozen=True)
 class Settings:
     """The chapter's thresholds, each a notebook parameter (validated by the chapter's rule table).
 
-    q                       quantile that makes a pair "high" (METHODS.md §4: 0.99)
+    q                       quantile that makes a pair "high" (the Methods page: 0.99)
     attention_threshold     τ: a_j ≥ τ makes token j "high attention" (the paper: 0.3)
     sensitivity_thresholds  the τ and t values of the sensitivity check (0.1 … 0.5)
     common_min_count        a word token is *common* when its id occurs at least this often in its text
     repeat_share_threshold  a head whose high pairs are repeats at least this often is repetition-detecting
     common_focus_threshold  … else common-token when its focus is a common token in at least this share of texts
+    seed                    seeds the draws of the random-positions null (each text its own stream) and
+                            the resamples of texts the study draws itself
     """
 
     q: float = 0.99
@@ -65,6 +82,7 @@ class Settings:
     common_min_count: int = 3
     repeat_share_threshold: float = 0.25
     common_focus_threshold: float = 0.5
+    seed: int = 0
 
     @classmethod
     def from_parameters(cls, values: dict) -> Settings:
@@ -74,38 +92,6 @@ class Settings:
 
     def to_dict(self) -> dict:
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
-
-
-# --------------------------------------------------------------------------- one batch
-
-@dataclass(frozen=True)
-class TextBatch:
-    """The token metadata of B windows: ids, sentence ids and separators [B, T], pieces."""
-
-    input_ids: np.ndarray
-    sentence_ids: np.ndarray
-    separators: np.ndarray
-    tokens: list[list[str]]
-
-    @classmethod
-    def of(cls, batch: Sequence[Window]) -> TextBatch:
-        return cls(input_ids=np.stack([w.input_ids for w in batch]),
-                   sentence_ids=np.stack([w.sentence_ids for w in batch]),
-                   separators=np.stack([w.separators for w in batch]),
-                   tokens=[w.tokens for w in batch])
-
-    def kinds(self) -> np.ndarray:
-        """int64 [B, T]: each token's index in TOKEN_KINDS."""
-        special = self.sentence_ids < 0
-        first = np.zeros_like(special)
-        first[:, 0] = special[:, 0]
-        return np.select([first, special & self.separators, self.separators], [0, 1, 2], default=3)
-
-    def common_tokens(self, min_count: int) -> np.ndarray:
-        """bool [B, T]: word tokens whose id occurs at least ``min_count`` times in their text."""
-        ids = self.input_ids
-        occurrences = (ids[:, :, None] == ids[:, None, :]).sum(axis=-1)
-        return (occurrences >= min_count) & (self.sentence_ids >= 0)
 
 
 @dataclass
@@ -147,12 +133,13 @@ class TextRows:
 
 @dataclass
 class ContextStats:
-    """Running totals over texts (L blocks, H heads, T tokens, K sensitivity thresholds).
+    """Running totals over texts (L blocks, H heads, T tokens, P = T(T − 1)/2 pairs, K
+    sensitivity thresholds, D draws of the random-positions null).
 
     texts, tokens, separators                 counts of texts, tokens, separator tokens
     all_pairs, all_same_sentence, all_repeats  chance levels: every pair of P, those inside one
                                                sentence, those joining two equal word tokens
-    distance_counts            [L, T]   high pairs at distance d (column d; column 0 stays 0)
+    head_distance_counts       [L, H, T] high pairs at distance d (column d; column 0 stays 0)
     head_pairs                 [L, H]   high pairs
     head_distance              [L, H]   Σ d over high pairs
     head_same_sentence         [L, H]   high pairs inside one sentence
@@ -162,6 +149,10 @@ class ContextStats:
     head_attended_separators   [L, H]   … that are separators
     unique_focus               [L, H+1] texts with k distinct focus positions over the heads
     attended_kinds             [L, 4]   tokens with a_j ≥ τ by kind (TOKEN_KINDS), all heads
+    summed_similarity          [L, P]   Σ over texts and heads of S_ij / max_P |S| (float64)
+    focus_null_draws           [D, L]   Σ over texts of (#distinct positions) / H when every head's
+                                        focus is a uniformly random position, draw by draw (float64)
+    focus_ids_null_draws       [D, L]   the same for distinct token ids
     sensitivity_*              [K, L]   the same counts for a_j ≥ t and for S_ij ≥ t · max S
     focus_tokens               L × H Counters of focus pieces (bounded by the vocabulary)
     per_text                   TEXT_ROWS of every text, in text order (:class:`TextRows`)
@@ -173,7 +164,7 @@ class ContextStats:
     all_pairs: int
     all_same_sentence: int
     all_repeats: int
-    distance_counts: np.ndarray
+    head_distance_counts: np.ndarray
     head_pairs: np.ndarray
     head_distance: np.ndarray
     head_same_sentence: np.ndarray
@@ -183,6 +174,9 @@ class ContextStats:
     head_attended_separators: np.ndarray
     unique_focus: np.ndarray
     attended_kinds: np.ndarray
+    summed_similarity: np.ndarray
+    focus_null_draws: np.ndarray
+    focus_ids_null_draws: np.ndarray
     sensitivity_attended: np.ndarray
     sensitivity_attended_separators: np.ndarray
     sensitivity_pairs: np.ndarray
@@ -192,24 +186,34 @@ class ContextStats:
     per_text: TextRows
 
     @classmethod
-    def empty(cls, n_layers: int, n_heads: int, n_tokens: int, n_thresholds: int) -> ContextStats:
-        heads, sensitivity = (n_layers, n_heads), (n_thresholds, n_layers)
-        zeros = lambda shape: np.zeros(shape, np.int64)  # noqa: E731
+    def empty(cls, n_layers: int, n_heads: int, n_tokens: int, n_thresholds: int,
+              n_draws: int = NULL_DRAWS) -> ContextStats:
+        heads, sensitivity, draws = (n_layers, n_heads), (n_thresholds, n_layers), (n_draws, n_layers)
+        counts = {name: np.zeros(heads, np.int64) for name in (
+            "head_pairs", "head_distance", "head_same_sentence", "head_repeats", "head_common_focus",
+            "head_attended", "head_attended_separators")}
+        counts |= {name: np.zeros(sensitivity, np.int64) for name in (
+            "sensitivity_attended", "sensitivity_attended_separators", "sensitivity_pairs", "sensitivity_distance",
+            "sensitivity_same_sentence")}
         return cls(
             texts=0, tokens=0, separators=0, all_pairs=0, all_same_sentence=0, all_repeats=0,
-            distance_counts=zeros((n_layers, n_tokens)), head_pairs=zeros(heads), head_distance=zeros(heads),
-            head_same_sentence=zeros(heads), head_repeats=zeros(heads), head_common_focus=zeros(heads),
-            head_attended=zeros(heads), head_attended_separators=zeros(heads),
-            unique_focus=zeros((n_layers, n_heads + 1)), attended_kinds=zeros((n_layers, len(TOKEN_KINDS))),
-            sensitivity_attended=zeros(sensitivity),
-            sensitivity_attended_separators=zeros(sensitivity), sensitivity_pairs=zeros(sensitivity),
-            sensitivity_distance=zeros(sensitivity), sensitivity_same_sentence=zeros(sensitivity),
-            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)], per_text=TextRows())
+            head_distance_counts=np.zeros((n_layers, n_heads, n_tokens), np.int64),
+            unique_focus=np.zeros((n_layers, n_heads + 1), np.int64),
+            attended_kinds=np.zeros((n_layers, len(TOKEN_KINDS)), np.int64),
+            summed_similarity=np.zeros((n_layers, n_tokens * (n_tokens - 1) // 2)),
+            focus_null_draws=np.zeros(draws), focus_ids_null_draws=np.zeros(draws),
+            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)], per_text=TextRows(),
+            **counts)
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """(L, H, T)."""
-        return self.head_pairs.shape + (self.distance_counts.shape[1],)
+        return self.head_distance_counts.shape
+
+    @property
+    def distance_counts(self) -> np.ndarray:
+        """[L, T]: high pairs at distance d, all heads."""
+        return self.head_distance_counts.sum(axis=1)
 
     @property
     def nbytes(self) -> int:
@@ -229,7 +233,8 @@ class ContextStats:
     def __iadd__(self, other: ContextStats) -> ContextStats:
         """Add other's totals to these and append its per-text rows, in place (other is unchanged):
         how a stream folds its batches."""
-        if self.shape != other.shape or self.sensitivity_pairs.shape != other.sensitivity_pairs.shape:
+        if (self.shape, self.sensitivity_pairs.shape, self.focus_null_draws.shape) != (
+                other.shape, other.sensitivity_pairs.shape, other.focus_null_draws.shape):
             raise ValueError(f"cannot add statistics of shapes {self.shape} and {other.shape}")
         for f in fields(self):
             if f.name not in ("focus_tokens", "per_text"):
@@ -243,107 +248,17 @@ class ContextStats:
     def __add__(self, other: ContextStats) -> ContextStats:
         """The totals of both, and the per-text rows of self followed by other's (a new object;
         neither operand changes)."""
-        total = ContextStats.empty(*self.shape, self.sensitivity_pairs.shape[0])
+        total = ContextStats.empty(*self.shape, self.sensitivity_pairs.shape[0], self.focus_null_draws.shape[0])
         total += self
         total += other
         return total
 
 
-def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndarray],
-                     batch: TextBatch, settings: Settings) -> ContextStats:
-    """The statistics of one batch. head_outs: L × [B, T, H, d_head] (``blocks.{l}.attn.head_out``);
-    patterns: L × [B, H, T, T] (``blocks.{l}.attn.pattern``)."""
-    n_texts, n_tokens, n_heads, _ = np.shape(head_outs[0])
-    n_layers, n_thresholds = len(head_outs), len(settings.sensitivity_thresholds)
-    text = _TextContext.of(batch, settings.common_min_count)
-    stats = ContextStats.empty(n_layers, n_heads, n_tokens, n_thresholds)
-    stats.texts, stats.tokens, stats.separators = n_texts, n_texts * n_tokens, int(text.separators.sum())
-    stats.all_pairs = n_texts * len(text.distance)
-    stats.all_same_sentence, stats.all_repeats = int(text.same.sum()), int(text.repeat.sum())
-    sizes = {"B": n_texts, "L": n_layers, "K": n_thresholds}
-    rows = {name: np.zeros([sizes[a] for a in axes.split()], _row_dtype(name)) for name, (axes, _) in TEXT_ROWS.items()}
-    rows["focus_null"][:] = expected_distinct(np.ones(n_tokens), n_heads)
-    rows["focus_ids_null"][:] = [expected_distinct(np.unique(row, return_counts=True)[1], n_heads)
-                                 for row in batch.input_ids]
-    for l, (out, pattern) in enumerate(zip(head_outs, patterns)):
-        values = pair_values(context_similarity(np.swapaxes(out, 1, 2)))  # [B, H, P]
-        _pair_statistics(stats, rows, l, values, text, settings)
-        _attention_statistics(stats, rows, l, attention_received(pattern), text, settings)
-    stats.per_text.extend(rows)
-    return stats
-
-
-def _row_dtype(name: str) -> type:
-    """float64 for the nulls; int64 for distance sums (up to H · T² / 2 · T); int32 for counts
-    (at most H · T² / 2, below 2³¹ up to H = 32 heads at T = 8,192)."""
-    return np.float64 if name.endswith("null") else np.int64 if name.endswith("distance") else np.int32
-
-
-@dataclass(frozen=True)
-class _TextContext:
-    """What a batch's pairs and tokens are: pair distance d [P]; same sentence and repeat
-    [B, 1, P]; common tokens [B, T]; separators and kinds (TOKEN_KINDS index) [B, 1, T]."""
-
-    batch: TextBatch
-    distance: np.ndarray
-    same: np.ndarray
-    repeat: np.ndarray
-    common: np.ndarray
-    separators: np.ndarray
-    kinds: np.ndarray
-
-    @classmethod
-    def of(cls, batch: TextBatch, common_min_count: int) -> _TextContext:
-        i, j = upper_pairs(batch.input_ids.shape[1])
-        sid, ids = batch.sentence_ids, batch.input_ids
-        return cls(batch=batch, distance=j - i, same=((sid[:, i] == sid[:, j]) & (sid[:, i] >= 0))[:, None],
-                   repeat=((ids[:, i] == ids[:, j]) & (sid[:, i] >= 0) & (sid[:, j] >= 0))[:, None],
-                   common=batch.common_tokens(common_min_count), separators=batch.separators[:, None],
-                   kinds=batch.kinds()[:, None])
-
-
-def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray, text: _TextContext,
-                     settings: Settings) -> None:
-    """Block l's high pairs (top quantile q, and S_ij ≥ t · max S at each t) and focus tokens."""
-    n_texts, n_heads, _ = values.shape
-    n_tokens = stats.shape[2]
-    high = quantile_mask(values, settings.q)
-    distance, inside = high * text.distance, high & text.same  # [B, H, P]
-    stats.distance_counts[l] = np.bincount(np.broadcast_to(text.distance, high.shape)[high], minlength=n_tokens)
-    for name, per_pair in (("high_pairs", high), ("pair_distance", distance), ("same_sentence", inside)):
-        rows[name][:, l] = per_pair.sum(axis=(1, 2))
-    stats.head_pairs[l], stats.head_distance[l] = high.sum(axis=(0, 2)), distance.sum(axis=(0, 2))
-    stats.head_same_sentence[l] = inside.sum(axis=(0, 2))
-    stats.head_repeats[l] = (high & text.repeat).sum(axis=(0, 2))
-    focus = focus_positions(high, n_tokens)  # [B, H]
-    stats.head_common_focus[l] = np.take_along_axis(text.common, focus, axis=1).sum(axis=0)
-    rows["distinct_focus"][:, l] = [len(set(row)) for row in focus.tolist()]
-    focus_ids = np.take_along_axis(text.batch.input_ids, focus, axis=1)
-    rows["distinct_focus_ids"][:, l] = [len(set(row)) for row in focus_ids.tolist()]
-    stats.unique_focus[l] = np.bincount(rows["distinct_focus"][:, l], minlength=n_heads + 1)
-    for h in range(n_heads):
-        stats.focus_tokens[l][h].update(text.batch.tokens[b][focus[b, h]] for b in range(n_texts))
-    for k, t in enumerate(settings.sensitivity_thresholds):
-        relative = relative_mask(values, t)
-        rows["sensitivity_pairs"][:, k, l] = relative.sum(axis=(1, 2))
-        rows["sensitivity_distance"][:, k, l] = (relative * text.distance).sum(axis=(1, 2))
-        stats.sensitivity_same_sentence[k, l] = (relative & text.same).sum()
-    stats.sensitivity_pairs[:, l] = rows["sensitivity_pairs"][:, :, l].sum(axis=0)
-    stats.sensitivity_distance[:, l] = rows["sensitivity_distance"][:, :, l].sum(axis=0)
-
-
-def _attention_statistics(stats: ContextStats, rows: dict, l: int, received: np.ndarray, text: _TextContext,
-                          settings: Settings) -> None:
-    """Block l's high-attention tokens (a_j ≥ τ, and a_j ≥ t at each t); received: [B, H, T]."""
-    seps, kinds = text.separators, text.kinds
-    attended = received >= settings.attention_threshold
-    rows["attended"][:, l] = attended.sum(axis=(1, 2))
-    rows["attended_separators"][:, l] = (attended & seps).sum(axis=(1, 2))
-    stats.head_attended[l] = attended.sum(axis=(0, 2))
-    stats.head_attended_separators[l] = (attended & seps).sum(axis=(0, 2))
-    stats.attended_kinds[l] = np.bincount(np.broadcast_to(kinds, attended.shape)[attended], minlength=len(TOKEN_KINDS))
-    for k, t in enumerate(settings.sensitivity_thresholds):
-        rows["sensitivity_attended"][:, k, l] = (received >= t).sum(axis=(1, 2))
-        rows["sensitivity_attended_separators"][:, k, l] = ((received >= t) & seps).sum(axis=(1, 2))
-    stats.sensitivity_attended[:, l] = rows["sensitivity_attended"][:, :, l].sum(axis=0)
-    stats.sensitivity_attended_separators[:, l] = rows["sensitivity_attended_separators"][:, :, l].sum(axis=0)
+def text_resamples(n_texts: int, seed: int, resamples: int = RESAMPLES) -> Iterator[np.ndarray]:
+    """Bootstrap weights of the texts, [b, n] per chunk (each row: the counts of n draws with
+    replacement, over n; rows sum to 1), ``resamples`` rows in all, from a generator seeded by
+    (``seed``, n)."""
+    rng = np.random.default_rng([seed, n_texts])
+    chunk = max(1, min(resamples, 2 ** 21 // n_texts))
+    for start in range(0, resamples, chunk):
+        yield rng.multinomial(n_texts, np.full(n_texts, 1.0 / n_texts), size=min(chunk, resamples - start)) / n_texts

@@ -1,89 +1,73 @@
 """Chapter 1, *Layer by layer*: how the tokens of a sentence collapse into a sentence vector.
 
 Every function turns activations (:class:`~embedding_geometry.core.activations.Activations`,
-all tokens of N texts at depths 0..L, width D) into part of the chapter's metrics dict; the
-notebook adds each part with ``ch.add_metrics``. With m_l(s) the mean pool of all tokens of text
-s at depth l, w_l(s) the mean of its word tokens, c_l(s) its [CLS] state and h_i its word-token
-states (book/methods.md, Conventions and Layer by layer), the schema is:
+all tokens of N texts at depths 0..L, width D) into part of one model's metrics dict;
+:func:`measure` runs them all — with those of :mod:`.pca_views`, :mod:`.pool_dimensions` and
+:mod:`.sublayers` — on one model's texts and its random-init controls (:mod:`.layer_runs`), so
+that the chapter's main model (``ch.add_metrics``) and every other model it compares
+(``ch.judge_model``) are measured the same way. With m_l(s) the mean pool of all tokens of text s
+at depth l, w_l(s) the mean of its word tokens, c_l(s) its [CLS] state, h_i its word-token
+states and ū_s the mean of their unit vectors (book/methods.md, Conventions and Layer by layer):
 
 collapse(acts), on the chapter's sentences (also ``exercises.one_topic``, on five sentences on one topic)
     intra_sentence_cosine      [L + 1]   mean_s mean_{i≠j ∈ s} cos(h_i, h_j)
-    cross_sentence_baseline    [L + 1]   mean_{s<t} mean_{i∈s, j∈t} cos(h_i, h_j)
+    cross_sentence_baseline    [L + 1]   mean_{s≠t} K_st, K_st = mean_{i∈s, j∈t} cos(h_i, h_j) = ū_s · ū_t
     collapse_gap               [L + 1]   intra − baseline
-pca_steps(acts): every word token of the set in a 2-D PCA
-    pca_step_fixed, pca_step_refit   [L]   mean step l−1 → l, one PCA at depth 0 / a PCA per depth
-    pca_step_ratio             float     mean refit step / mean fixed step
-token_pca(acts, fit_depth): ``final_pca_projection`` (hard and easy pair, fitted at depth L)
-    coords [L + 1, n_word, 2] (rounded to 3 decimals), explained_variance_ratio [2], tokens [n_word]
-first_last_cosine(acts, near)
-    meanpool_first_last_cosine [N]       cos(m_0(s), m_L(s)) per sentence
-    meanpool_first_last_summary {max, near, share_orthogonal}   share of sentences with |cos| < near
-peak_writes(acts)
-    peak_write_depth           [D]       argmax_{l=1..L} mean_s |m_l(s)_d − m_{l−1}(s)_d|
-    peak_write_hist            [L]       dimensions per peak depth l = 1..L
-    peak_write_share           [L]       peak_write_hist / D;  peak_write_uniform [L]: 1 / L each (chance)
-    peak_write_last_two        float     share of the D dimensions peaking at L − 1 or L
-dimension_correlation(acts)
-    dim_corr_first_last        {r [D], mean, threshold, n_above, n_below, fraction_above, fraction_below}
-                                         Pearson r over sentences of m_0(s)_d and m_L(s)_d
-discriminative_dims(pair): the hard pair (a, b)
-    top_discriminative_dims    {dims [5], difference [5, L + 1], half_value_depth [5], half_value_relative_depth [5],
-                                earliest_half_value_relative_depth}
-                                         the 5 dims of largest |m_L(a)_d − m_L(b)_d|, and when each reaches half of it
-matryoshka(pair)
-    slice_bounds               {name: [p, q) or None}   the Matryoshka slices clipped to D
-    slice_cosine               {name: [L + 1] or None}  cos(m_l(a)[p:q], m_l(b)[p:q])
+token_norms(acts)
+    token_norm                 [L + 1]   mean_s mean_{i∈s} ‖h_i‖
+    token_norm_range           float     mean_s max_l n_l(s) / min_l n_l(s), n_l(s) = mean_{i∈s} ‖h_i‖
+coherence(acts)
+    update_coherence           [L]       l: mean_s mean_{i≠j ∈ s} cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l−1)
 separability(acts)
-    separability_ratio         [L + 1]   between-sentence spread / within-sentence scatter (Euclidean)
+    separability_ratio         [L + 1]   B / W: between-sentence spread over within-sentence scatter (Euclidean)
 recall(sets, k): per retrieval set (easy, hard), the pool ranked by mean-pool cosine
     recall_at_k                {set: [L + 1]}   Recall@k per depth, k = recall_k[set]
-    recall_k                   {set: int}
-    recall_chance              {set: float}     k / pool size
-pair_cosine(pair, tokens): cos(m_l(a), m_l(b)) → [L + 1]; the notebook stores
-    pair_cosine                {negation: [L + 1], role_reversal: [L + 1]}
+    recall_k                   {set: int};  recall_chance {set: float}: k / pool size
+pairs(negation, role_reversal, alone)
+    pair_cosine                {negation: [L + 1], role_reversal: [L + 1]}   cos(m_l(a), m_l(b))
     discriminative_token_cosine_alone   float   cos(w_0(surged), w_0(plunged)), each word encoded alone
 twin_cosine(twins): the book's hard set, each document with its negation and its role reversal
-    twin_cosine                {negation: [L + 1], role_reversal: [L + 1]}   mean over the n documents
+    twin_cosine                {negation, role_reversal, reversal_minus_negation: [L + 1]}   means over documents
 cls_alignment(acts)
     cls_mean_alignment         [L + 1]   mean_s cos(c_l(s), w_l(s))
     pc1_mean_alignment         [L + 1]   mean_s |cos(PC1 of s's centred word tokens, w_l(s))|
+control(runs): a model's random-init controls, one per seed (None without controls)
+    control                    {collapse_gap, separability_ratio, intra_sentence_cosine [L + 1],
+                                twin_cosine {negation} [L + 1], seeds}: means over the seeds
 by_model(runs): per model name (None for a published model not run)
     intra_sentence_cosine_by_model, separability_ratio_by_model   {model: [L_model + 1] or None}
-control(run): the random-init control's nulls (None without a control)
-    control                    {collapse_gap [L + 1], separability_ratio [L + 1], twin_cosine {negation, role_reversal}}
 exercises(topic, sets)
     exercises                  {one_topic: collapse(topic) without per_unit, easy_recall_at_1 [L + 1],
-                                easy_recall_at_1_peak_depth int (first depth of its maximum),
-                                hard_recall_at_1 [L + 1], hard_recall_at_3 [L + 1]}
+                                easy_recall_at_1_peak_depth, hard_recall_at_1 [L + 1], hard_recall_at_3 [L + 1]}
 
-``per_unit`` (merged into ``metrics["per_unit"]``) holds, for every metric a claim bootstraps, the
-values of its sampling unit, whose mean over axis 0 is the metric (book.intervals):
+``per_unit`` (merged into ``metrics["per_unit"]``) holds, for every statistic a claim resamples,
+what each sampling unit contributes (book/claims/samples.py):
 
-* sentences [N, …]: ``intra_sentence_cosine``, ``cross_sentence_baseline`` (b_s = mean_{t≠s} of the
-  pair values; mean_s b_s is the mean over pairs), ``collapse_gap``, ``cls_mean_alignment``,
-  ``pc1_mean_alignment``, ``intra_sentence_cosine_by_model.<model>``,
-  ``meanpool_first_last_summary.share_orthogonal`` (1 or 0), ``pca_step_fixed`` and
-  ``pca_step_refit`` (a sentence's token sums · N / n) with ``pca_step_ratio.refit`` and
-  ``pca_step_ratio.fixed`` (their means over steps: the ratio's numerator and denominator), and
-  ``separability_ratio.between`` and ``.within`` (B_s and W_s: the ratio's numerator and denominator);
-* queries [Q, L + 1]: ``recall_at_k.<set>`` (the share of a query's relevant documents in the top k);
-* pairs [n, L + 1]: ``twin_cosine.negation``, ``twin_cosine.role_reversal``;
-* dimensions [D, …]: ``peak_write_share`` (one-hot of the peak block), ``dim_corr_first_last.mean``
-  (r), ``.fraction_above`` and ``.fraction_below`` (1 or 0).
-
-The bootstrap resamples these rows with everything else held fixed (the PCA axes, the
-all-sentence centroid C of the separability, the sentence pairs behind b_s).
+* sentences, means [N, …]: ``intra_sentence_cosine``, ``token_norm``, ``token_norm_range``,
+  ``update_coherence``, ``cls_mean_alignment``, ``pc1_mean_alignment``,
+  ``separability_ratio.within`` (W_s), ``intra_sentence_cosine_by_model.<model>``, and those of
+  :mod:`.pca_views` and :mod:`.pool_dimensions`;
+* sentences, pairwise kernels [N, N, …] (U-statistics: self-pairs left out, a sentence drawn
+  twice is not paired with itself): ``cross_sentence_baseline.pairs`` (K_st) and
+  ``separability_ratio.between_pairs`` ((N − 1)/N · ‖c_s − c_t‖² / 2, whose U-statistic is B);
+* queries [Q, L + 1]: ``recall_at_k.<set>``; pairs [n, L + 1]: ``twin_cosine.negation``,
+  ``.role_reversal``;
+* seeds × sentences [S, N, …] (and [S, N, N, …] kernels) of the random-init controls, under
+  ``control.`` followed by the key above; seeds × pairs [S, n, L + 1] ``control.twin_cosine.negation``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from itertools import combinations
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import retrieval
+from .layer_runs import Run, controls_of
+from .pca_views import final_view, pca_steps
+from .pool_dimensions import dimension_correlation, discriminative_dims, matryoshka, peak_writes, travel
+from .sublayers import dip
 from ..core import corpora, geometry
 from ..core.activations import Activations
 
@@ -95,6 +79,9 @@ ONE_TOPIC = (
     "Currency traders sold the dollar after the rate decision",
 )
 """Exercise 1: five sentences on one topic (central banks and markets)."""
+
+PUBLISHED_MODELS = ("mixedbread-ai/mxbai-embed-large-v1", "jinaai/jina-colbert-v2")
+"""The post's models: the dense-vs-ColBERT claims read them from ``*_by_model`` (None when not run)."""
 
 Metrics = dict[str, Any]
 RetrievalSet = tuple[Activations, Activations, Sequence[int]]
@@ -113,148 +100,145 @@ def inputs(sentences: list[str] | None = None, easy_set: Mapping | None = None,
         "role_reversal_pair": [r["acquirer"], r["acquired"]], "easy_pair": [r["fox"], r["rag"]],
         "token_pair_alone": ["surged", "plunged"],
         "easy_set": easy_set or corpora.retrieval_set("easy"), "hard_set": hard_set or corpora.retrieval_set("hard"),
-        "twins": corpora.retrieval_set("hard")["pool"], "exercise_one_topic": list(ONE_TOPIC),
+        "twins": corpora.retrieval_set("hard")["pool"], "negation_twins": negation_twins(),
+        "exercise_one_topic": list(ONE_TOPIC),
     }
+
+
+def negation_twins() -> list[str]:
+    """The hard set's documents each followed by its negation, d_1, n_1, d_2, n_2, …: what the
+    random-init controls run for the negation twins' null (chapter 2's hard pairs, the same list,
+    so that the two chapters share the controls' forward passes)."""
+    pool = corpora.retrieval_set("hard")["pool"]
+    return [text for i in range(0, len(pool), 3) for text in pool[i:i + 2]]
+
+
+def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: Mapping[str, int],
+            seed: int = 0) -> Metrics:
+    """Every measurement of the chapter on ``model``'s run, its random-init controls as the nulls,
+    and the exercises' answers: one metrics dict (the module docstring's schema); ``seed`` seeds
+    the resamples the study draws itself."""
+    run, acts = runs[model], runs[model].acts
+    sets = {name: (acts[f"{name}_queries"], acts[f"{name}_pool"], inputs[f"{name}_set"]["relevant"]) for name in k}
+    sentences = acts["sentences"]
+    return merged(
+        collapse(sentences), token_norms(sentences), coherence(sentences), pca_steps(sentences),
+        final_view(acts["final_view"]), travel(sentences), peak_writes(sentences, seed=seed),
+        dimension_correlation(sentences),
+        discriminative_dims(acts["negation_pair"]), matryoshka(acts["negation_pair"]), separability(sentences),
+        recall(sets, k), pairs(acts["negation_pair"], acts["role_reversal_pair"], acts["token_pair_alone"]),
+        twin_cosine(acts["twins"]), cls_alignment(sentences), dip(sentences, run.sublayers),
+        control([(c.acts["sentences"], c.acts["negation_twins"]) for c in controls_of(runs, model)]),
+        by_model({**dict.fromkeys(PUBLISHED_MODELS), **{name: run.acts["sentences"] for name, run in runs.items()}}),
+        exercises(acts["exercise_one_topic"], sets))
+
+
+def merged(*parts: Mapping[str, Any]) -> Metrics:
+    """The union of study results, their ``per_unit`` values joined rather than replaced."""
+    found: Metrics = {"per_unit": {}}
+    for part in parts:
+        part = dict(part)
+        found["per_unit"].update(part.pop("per_unit", {}))
+        found.update(part)
+    return found
+
+
+def for_the_record(others: Mapping[str, Metrics]) -> Metrics:
+    """The other models' metrics without their per-unit samples and resamples, for the results
+    JSON (the charts draw them; their claims are judged with ``ch.judge_model``)."""
+    kept = {name: {key: value for key, value in metrics.items() if key not in ("per_unit", "resampled")}
+            for name, metrics in others.items()}
+    return {"other_models": kept}
 
 
 # --------------------------------------------------------------------------- tokens of a sentence
 
-def _per_text(measure: Callable[[list[np.ndarray]], np.ndarray], stacks: list[np.ndarray]) -> np.ndarray:
-    """The per-text values of a macro mean over texts: ``measure`` of each text alone → [N, L + 1]."""
-    return np.stack([measure([stack]) for stack in stacks])
+def _mean_units(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """ū_s at every depth: the mean of text s's unit token vectors → [N, L + 1, D]."""
+    return np.stack([geometry.unit_rows(s).mean(axis=1) for s in stacks])
 
 
-def _per_sentence_of_pairs(pairs: dict[tuple[int, int], np.ndarray], n: int) -> np.ndarray:
-    """b_s = mean_{t ≠ s} B(s, t) for a symmetric pair value B given on the pairs s < t → [n, …].
-    mean_s b_s = mean over the pairs, since every pair counts once for each of its two texts."""
-    return np.stack([np.mean([pairs[min(s, t), max(s, t)] for t in range(n) if t != s], axis=0) for s in range(n)])
+def _within(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Per text and depth, the mean cosine over ordered pairs i ≠ j of its tokens,
+    (n² ‖ū_s‖² − n) / (n (n − 1)) → [N, L + 1]."""
+    n = np.array([s.shape[1] for s in stacks], dtype=float)[:, None]
+    if np.any(n < 2):
+        raise ValueError("every text needs at least 2 word tokens for a within-sentence cosine")
+    squared = (_mean_units(stacks) ** 2).sum(-1)
+    return (n ** 2 * squared - n) / (n * (n - 1))
+
+
+def _pair_kernel(vectors: np.ndarray) -> np.ndarray:
+    """K_st = v_s · v_t at every depth for per-text vectors [N, L + 1, D] → [N, N, L + 1], the
+    diagonal (never used by a U-statistic) set to 0."""
+    kernel = np.einsum("sld,tld->stl", vectors, vectors)
+    kernel[np.arange(len(vectors)), np.arange(len(vectors))] = 0.0
+    return kernel
 
 
 def collapse(acts: Activations) -> Metrics:
-    """Within-sentence token similarity, the cross-sentence baseline and their gap, per depth;
-    per sentence s (``per_unit``): its within value, b_s (its mean baseline against every other
-    sentence) and their difference."""
+    """Within-sentence token similarity, the cross-sentence baseline and their gap, per depth.
+    Per sentence (``per_unit``): its within value [N, L + 1] and the baseline's pairwise kernel
+    K_st = ū_s · ū_t [N, N, L + 1] (the mean cosine of a token of s and a token of t)."""
     stacks = acts.word_states()
-    within = geometry.intra_sentence_cosine(stacks)
-    baseline = geometry.cross_sentence_baseline(stacks)
-    pairs = {(s, t): geometry.cross_sentence_baseline([stacks[s], stacks[t]])
-             for s, t in combinations(range(len(stacks)), 2)}
-    per_within, per_baseline = _per_text(geometry.intra_sentence_cosine, stacks), _per_sentence_of_pairs(pairs, len(stacks))
-    return {"intra_sentence_cosine": within, "cross_sentence_baseline": baseline, "collapse_gap": within - baseline,
-            "per_unit": {"intra_sentence_cosine": per_within, "cross_sentence_baseline": per_baseline,
-                         "collapse_gap": per_within - per_baseline}}
+    within, kernel = _within(stacks), _pair_kernel(_mean_units(stacks))
+    n = len(stacks)
+    if n < 2:
+        raise ValueError("the cross-sentence baseline needs at least 2 texts")
+    baseline = kernel.sum(axis=(0, 1)) / (n * (n - 1))
+    return {"intra_sentence_cosine": within.mean(axis=0), "cross_sentence_baseline": baseline,
+            "collapse_gap": within.mean(axis=0) - baseline,
+            "per_unit": {"intra_sentence_cosine": within, "cross_sentence_baseline.pairs": kernel}}
 
 
-def _token_sums(values: np.ndarray, text_of: np.ndarray, n_texts: int) -> np.ndarray:
-    """Per text s, Σ_{i∈s} values[:, i] · N / n: rows whose mean over texts is the mean over all n
-    tokens. values [L, n] → [N, L]."""
-    sums = np.stack([np.bincount(text_of, weights=row, minlength=n_texts) for row in values], axis=1)
-    return sums * n_texts / values.shape[1]
+def token_norms(acts: Activations) -> Metrics:
+    """Mean word-token norm per depth, and how far it moves: per sentence, the ratio of its
+    largest to its smallest mean norm over depths (per sentence under ``per_unit``)."""
+    norms = np.stack([geometry.token_norms(s).mean(axis=1) for s in acts.word_states()])  # [N, L + 1]
+    spread = norms.max(axis=1) / norms.min(axis=1)
+    return {"token_norm": norms.mean(axis=0), "token_norm_range": spread.mean(),
+            "per_unit": {"token_norm": norms, "token_norm_range": spread}}
 
 
-def pca_steps(acts: Activations) -> Metrics:
-    """The mean 2-D step of every word token between depths, in fixed and in refitted PCA axes,
-    and their ratio. Per sentence (``per_unit``, PCA axes held fixed): its tokens' share of each
-    mean step, and of the mean over steps (the ratio's numerator and denominator)."""
-    words, text_of = acts.hidden[:, acts.word_mask], acts.text_index()[acts.word_mask]
-    steps = {axes: geometry.pca_token_steps(words, axes) for axes in geometry.PCA_AXES}
-    fixed, refit = steps["fixed"].mean(axis=1), steps["refit"].mean(axis=1)
-    shares = {axes: _token_sums(step, text_of, acts.n_texts) for axes, step in steps.items()}
-    return {"pca_step_fixed": fixed, "pca_step_refit": refit, "pca_step_ratio": refit.mean() / fixed.mean(),
-            "per_unit": {"pca_step_fixed": shares["fixed"], "pca_step_refit": shares["refit"],
-                         **{f"pca_step_ratio.{axes}": share.mean(axis=1) for axes, share in shares.items()}}}
-
-
-def token_pca(acts: Activations, fit_depth: int) -> Metrics:
-    """Every word token at every depth in a 2-D PCA fitted on the word tokens at ``fit_depth``."""
-    coords, explained = geometry.pca_projection(acts.hidden[:, acts.word_mask], fit_depth)
-    return {"coords": coords, "explained_variance_ratio": explained, "tokens": acts.word_tokens()}
-
-
-# --------------------------------------------------------------------------- the mean pool's dimensions
-
-def first_last_cosine(acts: Activations, near: float = 0.1) -> Metrics:
-    """cos(m_0(s), m_L(s)) for every sentence s, its largest value, and the share of sentences
-    with |cos| < ``near`` (per sentence, 1 or 0, under ``per_unit``)."""
-    pools = acts.mean_pool("all")
-    cosine = geometry.pair_cosine(pools[0], pools[-1])
-    orthogonal = (np.abs(cosine) < near).astype(float)
-    return {"meanpool_first_last_cosine": cosine,
-            "meanpool_first_last_summary": {"max": cosine.max(), "near": near, "share_orthogonal": orthogonal.mean()},
-            "per_unit": {"meanpool_first_last_summary.share_orthogonal": orthogonal}}
-
-
-def peak_writes(acts: Activations) -> Metrics:
-    """Each dimension's peak-write depth, their histogram over depths 1..L (counts, and shares
-    of the D dimensions), the share of the dimensions whose peak is one of the last two
-    transitions, and the shares if every block were equally likely (``peak_write_uniform``, 1/L
-    each). Per dimension (``per_unit``): the one-hot row of its peak block."""
-    peaks = geometry.peak_write(acts.mean_pool("all"))
-    hist = geometry.depth_histogram(peaks, acts.n_layers)
-    one_hot = (peaks[:, None] == np.arange(1, acts.n_layers + 1)).astype(float)
-    return {"peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_last_two": hist[-2:].sum() / len(peaks),
-            "peak_write_share": hist / len(peaks), "peak_write_uniform": np.full(acts.n_layers, 1 / acts.n_layers),
-            "per_unit": {"peak_write_share": one_hot}}
-
-
-def dimension_correlation(acts: Activations, threshold: float = 0.7) -> Metrics:
-    """Per dimension, Pearson r over the sentences of m_0(s)_d and m_L(s)_d, and its summary;
-    per dimension (``per_unit``) r and whether it lies above +threshold or below −threshold."""
-    pools = acts.mean_pool("all")
-    r = geometry.dim_correlation(pools[0], pools[-1])
-    per_dimension = {"mean": r, "fraction_above": (r > threshold) * 1.0, "fraction_below": (r < -threshold) * 1.0}
-    return {"dim_corr_first_last": {"r": r, **geometry.correlation_summary(r, threshold=threshold)},
-            "per_unit": {f"dim_corr_first_last.{key}": value for key, value in per_dimension.items()}}
-
-
-def discriminative_dims(pair: Activations, k: int = 5) -> Metrics:
-    """The k dimensions that best tell the two texts' final mean pools apart, their difference at
-    every depth, and the (relative) depth at which each reaches half its final difference."""
-    pools = pair.mean_pool("all")
-    dims, diffs = geometry.top_discriminative_dims(pools[:, 0], pools[:, 1], k=k)
-    half = np.array([geometry.half_value_depth(d) for d in diffs])
-    return {"top_discriminative_dims": {"dims": dims, "difference": diffs, "half_value_depth": half,
-                                        "half_value_relative_depth": half / pair.n_layers,
-                                        "earliest_half_value_relative_depth": half.min() / pair.n_layers}}
-
-
-def matryoshka(pair: Activations) -> Metrics:
-    """The two texts' mean-pool cosine within each Matryoshka slice of the dimensions."""
-    pools = pair.mean_pool("all")
-    bounds = geometry.matryoshka_slices(pools.shape[-1])
-    return {"slice_bounds": bounds,
-            "slice_cosine": {name: None if b is None else geometry.slice_cosine(pools[:, 0], pools[:, 1], b)
-                             for name, b in bounds.items()}}
+def coherence(acts: Activations) -> Metrics:
+    """How alike the updates of a sentence's tokens are: per block l, the mean over ordered pairs
+    of its word tokens of cos(Δ_i, Δ_j), Δ_i = h_i(l) − h_i(l − 1); per sentence under ``per_unit``."""
+    per_sentence = _within([np.diff(s.astype(np.float64), axis=0) for s in acts.word_states()])
+    return {"update_coherence": per_sentence.mean(axis=0), "per_unit": {"update_coherence": per_sentence}}
 
 
 # --------------------------------------------------------------------------- sentences and pairs
 
 def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per text s, B_s = ‖c_s − C‖² and W_s = mean_{i∈s} ‖h_i − c_s‖² → two [N, L + 1], whose
-    means over texts are the B and W of ``geometry.separability_ratio`` (C held at the full set's mean)."""
+    means over texts are the B and W of ``geometry.separability_ratio`` (C the set's mean)."""
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
     between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
     within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
     return between, within
 
 
-def separability(acts: Activations) -> Metrics:
-    """Between-sentence spread over within-sentence scatter of the word tokens, per depth; per
-    sentence (``per_unit``) its B_s and W_s, the ratio's numerator and denominator."""
-    stacks = acts.word_states()
-    between, within = separability_parts(stacks)
-    return {"separability_ratio": geometry.separability_ratio(stacks),
-            "per_unit": {"separability_ratio.between": between, "separability_ratio.within": within}}
-
-
 def separability_units(acts: Activations) -> dict[str, np.ndarray]:
-    """Per sentence s, the two terms whose means over sentences make the separability ratio B / W:
-    ``between`` ‖c_s − C‖² and ``within`` mean_{i∈s} ‖h_i − c_s‖², each [N, L + 1]."""
-    stacks = [s.astype(np.float64) for s in acts.word_states()]
-    centroids = np.stack([s.mean(axis=1) for s in stacks])  # [N, L + 1, D]
-    between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
-    within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
+    """Per sentence s, ``between`` ‖c_s − C‖² and ``within`` W_s, each [N, L + 1]: the plug-in
+    terms of B / W with C held at the set's mean (:func:`separability_parts`)."""
+    between, within = separability_parts([s.astype(np.float64) for s in acts.word_states()])
     return {"between": between, "within": within}
+
+
+def separability(acts: Activations) -> Metrics:
+    """Between-sentence spread over within-sentence scatter of the word tokens, per depth. B is a
+    pairwise statistic, B = (N − 1)/N · mean_{s≠t} ‖c_s − c_t‖² / 2, so ``per_unit`` holds its
+    kernel [N, N, L + 1] (resampled as a U-statistic) next to W_s [N, L + 1]."""
+    stacks = acts.word_states()
+    centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
+    _, within = separability_parts(stacks)
+    squared = (centroids ** 2).sum(-1)
+    distances = squared[:, None] + squared[None, :] - 2 * np.einsum("sld,tld->stl", centroids, centroids)
+    n = len(stacks)
+    kernel = (n - 1) / n * np.maximum(distances, 0.0) / 2
+    kernel[np.arange(n), np.arange(n)] = 0.0
+    return {"separability_ratio": geometry.separability_ratio(stacks),
+            "per_unit": {"separability_ratio.between_pairs": kernel, "separability_ratio.within": within}}
 
 
 def pair_cosine(pair: Activations, tokens: str = "all") -> np.ndarray:
@@ -264,7 +248,15 @@ def pair_cosine(pair: Activations, tokens: str = "all") -> np.ndarray:
     return geometry.pair_cosine(pools[:, 0], pools[:, 1])
 
 
-def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int], k: int) -> tuple[np.ndarray, np.ndarray]:
+def pairs(negation: Activations, role_reversal: Activations, alone: Activations) -> Metrics:
+    """The post's negation and role-reversal pairs' mean-pool cosines per depth, and the cosine
+    of the two discriminative words encoded alone (each the mean of its word pieces) at depth 0."""
+    return {"pair_cosine": {"negation": pair_cosine(negation), "role_reversal": pair_cosine(role_reversal)},
+            "discriminative_token_cosine_alone": pair_cosine(alone, tokens="word")[0]}
+
+
+def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int],
+                k: int) -> tuple[np.ndarray, np.ndarray]:
     """Recall@k of the pool ranked by mean-pool cosine at every depth → [L + 1], and per query the
     share of its relevant documents ranked in the top k → [Q, L + 1] (their mean over queries)."""
     q, p = queries.mean_pool("all"), pool.mean_pool("all")
@@ -282,14 +274,61 @@ def recall(sets: Mapping[str, RetrievalSet], k: Mapping[str, int]) -> Metrics:
             "per_unit": {f"recall_at_k.{name}": hits for name, (_, hits) in found.items()}}
 
 
+def twin_cosine(twins: Activations) -> Metrics:
+    """Mean-pool cosine of every document of the hard set with its negation and with its role
+    reversal (``twins``: triplets document, negation, role reversal), per depth: the means over
+    the triplets and their difference, and per pair (``per_unit``) → [n, L + 1]."""
+    pools = twins.mean_pool("all")
+    per_pair = {name: geometry.pair_cosine(pools[:, 0::3], pools[:, offset::3]).T
+                for name, offset in (("negation", 1), ("role_reversal", 2))}
+    means = {name: values.mean(axis=0) for name, values in per_pair.items()}
+    return {"twin_cosine": {**means, "reversal_minus_negation": means["role_reversal"] - means["negation"]},
+            "per_unit": {f"twin_cosine.{name}": values for name, values in per_pair.items()}}
+
+
 def cls_alignment(acts: Activations) -> Metrics:
     """How well CLS tracks the word-token mean, and how far the first principal axis of a
     sentence's word tokens is from their mean, per depth (macro means over sentences)."""
-    stacks = acts.word_states()
     per_sentence = geometry.pair_cosine(acts.cls(), acts.mean_pool("word")).T  # [N, L + 1]
-    return {"cls_mean_alignment": per_sentence.mean(axis=0), "pc1_mean_alignment": geometry.pc1_mean_alignment(stacks),
-            "per_unit": {"cls_mean_alignment": per_sentence,
-                         "pc1_mean_alignment": _per_text(geometry.pc1_mean_alignment, stacks)}}
+    pc1 = np.stack([_pc1_alignment(s) for s in acts.word_states()])
+    return {"cls_mean_alignment": per_sentence.mean(axis=0), "pc1_mean_alignment": pc1.mean(axis=0),
+            "per_unit": {"cls_mean_alignment": per_sentence, "pc1_mean_alignment": pc1}}
+
+
+def _pc1_alignment(stack: np.ndarray) -> np.ndarray:
+    """|cos(PC1, w)| at every depth of one text's tokens [L + 1, n, D]: PC1 = X_cᵀ v / ‖X_cᵀ v‖ with v
+    the top eigenvector of the centred tokens' Gram matrix X_c X_cᵀ [n, n] (the same axis as an
+    SVD of X_c, found in n × n instead of n × D), w the mean of the tokens."""
+    x = stack.astype(np.float64)
+    centred = x - x.mean(axis=1, keepdims=True)
+    _, vectors = np.linalg.eigh(centred @ centred.transpose(0, 2, 1))
+    axis = np.einsum("lnd,ln->ld", centred, vectors[..., -1])
+    return np.abs(geometry.pair_cosine(axis, x.mean(axis=1)))
+
+
+# --------------------------------------------------------------------------- models and controls
+
+def control(runs: Sequence[tuple[Activations, Activations]]) -> Metrics:
+    """The nulls of a model's random-init controls, one (sentences, negation twins) per seed (the
+    twins laid out d_1, n_1, d_2, n_2, …, :func:`negation_twins`): per seed and unit
+    (``per_unit``, keys ``control.<key>``) the values the claims compare unit by unit —
+    within-sentence cosine, the baseline's and B's kernels, W_s, each document's cosine with its
+    negation — and, for the charts, their curves averaged over the seeds (``control``: None
+    without controls)."""
+    if not runs:
+        return {"control": None}
+    parts = [merged(collapse(s), separability(s)) for s, _ in runs]
+    negation = np.stack([geometry.pair_cosine(p[:, 0::2], p[:, 1::2]).T for p in (t.mean_pool("all") for _, t in runs)])
+    keys = ("intra_sentence_cosine", "cross_sentence_baseline.pairs", "separability_ratio.between_pairs",
+            "separability_ratio.within")
+    mean = {key: np.mean([p[key] for p in parts], axis=0) for key in ("collapse_gap", "intra_sentence_cosine")}
+    within = np.mean([p["per_unit"]["separability_ratio.within"] for p in parts], axis=(0, 1))
+    between = np.mean([p["per_unit"]["separability_ratio.between_pairs"].sum(axis=(0, 1)) for p in parts], axis=0)
+    n = runs[0][0].n_texts
+    return {"control": {**mean, "separability_ratio": between / (n * (n - 1)) / within, "seeds": len(runs),
+                        "twin_cosine": {"negation": negation.mean(axis=(0, 1))}},
+            "per_unit": {**{f"control.{key}": np.stack([p["per_unit"][key] for p in parts]) for key in keys},
+                         "control.twin_cosine.negation": negation}}
 
 
 def by_model(runs: Mapping[str, Activations | None]) -> Metrics:
@@ -297,34 +336,12 @@ def by_model(runs: Mapping[str, Activations | None]) -> Metrics:
     (None for a model named but not run); per sentence (``per_unit``) the within-sentence values
     of every model run."""
     stacks = {name: None if acts is None else acts.word_states() for name, acts in runs.items()}
-    found = {f"{key}_by_model": {name: None if s is None else measure(s) for name, s in stacks.items()}
-             for key, measure in (("intra_sentence_cosine", geometry.intra_sentence_cosine),
-                                  ("separability_ratio", geometry.separability_ratio))}
-    found["per_unit"] = {f"intra_sentence_cosine_by_model.{name}": _per_text(geometry.intra_sentence_cosine, s)
+    found = {f"{key}_by_model": {name: None if s is None else measure_of(s) for name, s in stacks.items()}
+             for key, measure_of in (("intra_sentence_cosine", geometry.intra_sentence_cosine),
+                                     ("separability_ratio", geometry.separability_ratio))}
+    found["per_unit"] = {f"intra_sentence_cosine_by_model.{name}": _within(s)
                          for name, s in stacks.items() if s is not None}
     return found
-
-
-def twin_cosine(twins: Activations) -> Metrics:
-    """Mean-pool cosine of every document of the hard set with its negation and with its role
-    reversal (``twins``: the texts in triplets document, negation, role reversal), per depth: the
-    mean over the triplets, and per pair (``per_unit``) → [n, L + 1]."""
-    pools = twins.mean_pool("all")
-    per_pair = {name: geometry.pair_cosine(pools[:, 0::3], pools[:, offset::3]).T
-                for name, offset in (("negation", 1), ("role_reversal", 2))}
-    return {"twin_cosine": {name: values.mean(axis=0) for name, values in per_pair.items()},
-            "per_unit": {f"twin_cosine.{name}": values for name, values in per_pair.items()}}
-
-
-def control(run: tuple[Activations, Activations] | None) -> Metrics:
-    """The nulls of a random-init control, from its (sentences, twins) activations: its collapse
-    gap, separability ratio and twin cosines (``control`` is None without a control)."""
-    if run is None:
-        return {"control": None}
-    sentences, twins = run
-    return {"control": {"collapse_gap": collapse(sentences)["collapse_gap"],
-                        "separability_ratio": geometry.separability_ratio(sentences.word_states()),
-                        "twin_cosine": twin_cosine(twins)["twin_cosine"]}}
 
 
 def exercises(topic: Activations, sets: Mapping[str, RetrievalSet]) -> Metrics:

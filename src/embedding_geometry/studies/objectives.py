@@ -1,7 +1,7 @@
-"""Two training objectives on one backbone: in-batch contrastive loss on mean pools, or on MaxSim.
+"""Two training objectives on one encoder: in-batch contrastive loss on mean pools, or on MaxSim.
 
-Chapter 7 fine-tunes two copies of the same model on the same pairs, in the same batch order,
-with the same steps, learning rate and seed; only the score that the loss compares differs.
+Chapter 7 trains two copies of the same starting model on the same pairs, in the same batch
+order, with the same steps, schedule and seed; only the score that the loss compares differs.
 For a batch of B pairs (q_i, d_i), each text's final-depth states h_t (every real token:
 attention mask = 1, the tokens a sentence-transformers mean pool averages and ColBERT matches),
 
@@ -15,30 +15,36 @@ batch's documents,
     L = −(1/B) Σ_i log softmax_j (s(q_i, d_j) / τ)_i.
 
 Both scores lie in [−1, 1], so one τ serves both. There is no projection head: the loss acts
-on the backbone's last hidden states, the states the chapter measures.
+on the encoder's last hidden states, the states the chapter measures.
+
+**The schedule.** AdamW, its learning rate η_k at step k = 0 … K − 1 rising linearly over the
+first W = ⌈w K⌉ steps (warm-up fraction w) and falling linearly to 0 at K:
+η_k = η (k + 1) / W for k < W, η (K − k) / (K − W) after; the gradient norm is clipped.
 
 **A forward pass with gradients lives here.** The book's rule puts every forward call in
 ``core.activations`` (under ``torch.inference_mode``); training needs autograd, so
-:func:`fine_tune` runs its own forward passes. That is the one allowed exception. Every
-*measurement* of a fine-tuned copy still goes through ``core.activations.extract``; the copy's
+:func:`train` runs its own forward passes. That is the one allowed exception. Every
+*measurement* of a trained copy still goes through ``core.activations.extract``; the copy's
 ``info.sha256`` hashes its trained weights (:func:`weights_digest`), so the activation cache never
-mistakes it for the backbone.
+mistakes it for its start.
 
-**Determinism.** For a given seed a run is a pure function of its inputs on one machine:
-``torch.manual_seed(seed)`` fixes dropout, a NumPy generator seeded with ``seed`` fixes the batch
-order (:func:`batches`), and deterministic algorithms are switched on while it trains.
+**Determinism and pairing.** For a given seed a run is a pure function of its inputs on one
+machine and thread count: ``torch.manual_seed(seed)`` fixes dropout, a NumPy generator seeded with
+``seed`` fixes the batch order (:func:`batches`), and deterministic algorithms are switched on
+while it trains. The two losses of one seed therefore see the same start, the same batches and
+the same dropout draws: they are *paired*.
 
-**Training pairs** are ``data/objective_pairs.yaml`` (:func:`training_pairs`; how they were built
-is in the file's header).
+**Pairs of the fine-tuning arm** are ``data/objective_pairs.yaml`` (:func:`training_pairs`; how
+they were built is in the file's header), less a held-out split (:func:`split_pairs`).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -54,12 +60,14 @@ OBJECTIVES = ("mean_pool", "maxsim")
 
 @dataclass(frozen=True)
 class Settings:
-    """What both copies share: steps, pairs per batch, AdamW's learning rate and weight decay,
-    InfoNCE's temperature τ, the tokens kept per text, and the gradient-norm clip."""
+    """What both copies share: steps, pairs per batch, AdamW's peak learning rate, warm-up
+    fraction and weight decay, InfoNCE's temperature τ, the tokens kept per text, and the
+    gradient-norm clip."""
 
     steps: int = 32
     pairs_per_batch: int = 16
-    learning_rate: float = 1e-4
+    learning_rate: float = 2e-5
+    warmup: float = 0.1
     temperature: float = 0.05
     max_length: int = 32
     weight_decay: float = 0.01
@@ -70,6 +78,27 @@ def training_pairs() -> list[tuple[str, str]]:
     """The training pairs (query or sentence, its positive), in file order."""
     data = corpora.load_yaml(PAIRS_FILE)
     return [(pair[0], pair[1]) for group in ("queries", "neighbours") for pair in data[group]]
+
+
+SPLIT_SEED = 7
+"""The seed of the held-out split: one split for every training seed, so that seeds stay paired."""
+
+
+def split_pairs(pairs: Sequence[tuple[str, str]], n_held_out: int,
+                seed: int = SPLIT_SEED) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(training pairs, held-out pairs): ``n_held_out`` pairs drawn in a seeded order, none
+    sharing a text with another held-out pair (each held-out anchor has one positive among the
+    held-out positives), and the training pairs that share no text with any held-out pair."""
+    if not 2 <= n_held_out < len(pairs) // 2:
+        raise ParameterError("held_out_pairs", f"an integer in [2, {len(pairs) // 2})", n_held_out)
+    held, used = [], set()
+    for i in np.random.default_rng(seed).permutation(len(pairs)):
+        if len(held) < n_held_out and used.isdisjoint(pairs[i]):
+            held.append(pairs[i])
+            used.update(pairs[i])
+    if len(held) < n_held_out:
+        raise ParameterError("held_out_pairs", f"at most the {len(held)} pairs that share no text", n_held_out)
+    return [p for p in pairs if used.isdisjoint(p)], held
 
 
 # --------------------------------------------------------------------------- scores and loss
@@ -129,7 +158,8 @@ def batches(pairs: Sequence[tuple[str, str]], size: int, steps: int, seed: int) 
                 out.append(batch)
                 batch, seen = [], set()
         if len(out) == filled and len(queue) > 2 * len(pairs):
-            raise ParameterError("pairs_per_batch", f"at most as many pairs as share no text ({len(batch)} found)", size)
+            raise ParameterError("pairs_per_batch", f"at most as many pairs as share no text ({len(batch)} found)",
+                                 size)
     return out
 
 
@@ -149,28 +179,31 @@ def _encode(base: LoadedModel, model: torch.nn.Module, texts: list[str], max_len
     return model(**batch).last_hidden_state, batch["attention_mask"]
 
 
-def fine_tune(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings, seed: int,
-              midway: Callable[[LoadedModel], Any] | None = None) -> tuple[LoadedModel, list[float]]:
+def schedule(step: int, steps: int, warmup: float) -> float:
+    """η_k / η: linear warm-up over the first W = ⌈warmup · steps⌉ steps, then linear decay to 0."""
+    ramp = max(1, math.ceil(warmup * steps))
+    return (step + 1) / ramp if step < ramp else (steps - step) / max(1, steps - ramp)
+
+
+def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings,
+          seed: int) -> tuple[LoadedModel, list[float]]:
     """A copy of ``base`` trained with ``objective`` ("mean_pool" or "maxsim") for
-    ``settings.steps`` AdamW steps (constant learning rate, no warm-up, gradient norm clipped),
-    in train mode (dropout on), seeded by ``seed``. Returns the trained copy (in eval mode, its
-    id naming the objective, seed and steps, its sha256 its weights') and the loss of every step.
-    ``midway`` is called with the copy after ``steps // 2`` steps: since the batch order and the
-    dropout draws of the first k steps do not depend on ``steps``, that copy is the model a run
-    of ``steps // 2`` steps would return."""
+    ``settings.steps`` AdamW steps on :func:`schedule`, gradient norm clipped, in train mode
+    (dropout on), seeded by ``seed``. Returns the trained copy (in eval mode, its id naming the
+    objective, seed and steps, its sha256 its weights') and the loss of every step."""
     if objective not in SCORES:
         raise ParameterError("objective", f"one of {list(SCORES)}", objective)
+    order = batches(pairs, settings.pairs_per_batch, settings.steps, seed)
     torch.manual_seed(seed)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     model = copy.deepcopy(base.model).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay,
+                                  fused=True)
+    rate = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: schedule(k, settings.steps, settings.warmup))
     losses = []
     try:
-        for step, batch in enumerate(batches(pairs, settings.pairs_per_batch, settings.steps, seed)):
-            if midway is not None and step == settings.steps // 2:
-                midway(_trained(base, model, objective, seed, step))
-                model.train()
+        for batch in order:
             with clock.model_call():  # one training step: forward, backward, update
                 q, q_mask = _encode(base, model, [pairs[i][0] for i in batch], settings.max_length)
                 d, d_mask = _encode(base, model, [pairs[i][1] for i in batch], settings.max_length)
@@ -179,6 +212,7 @@ def fine_tune(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: st
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
+                rate.step()
             losses.append(loss.detach().item())
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
@@ -188,17 +222,6 @@ def fine_tune(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: st
 def _trained(base: LoadedModel, model: torch.nn.Module, objective: str, seed: int, steps: int) -> LoadedModel:
     """``model`` (put in eval mode) as a LoadedModel: ``base``'s tokenizer and description, with an
     id that names the training and the SHA-256 of its weights."""
-    info = replace(base.info, id=f"{base.info.id} [fine-tuned: {objective} loss, seed {seed}, {steps} steps]",
-                   source="fine-tuned", sha256=weights_digest(model), revision=None)
+    info = replace(base.info, id=f"{base.info.id} [trained: {objective} loss, seed {seed}, {steps} steps]",
+                   source="trained", sha256=weights_digest(model), revision=None)
     return LoadedModel(model=model.eval(), tokenizer=base.tokenizer, info=info, device=base.device)
-
-
-def loss_summary(losses: Mapping[tuple[str, int], Sequence[float]]) -> dict[str, Any]:
-    """{objective: {seed_<k>: {losses, first, last}}} from {(objective, seed): the loss of every
-    step}: first and last are the means over the first and the last tenth of the steps."""
-    summary: dict[str, Any] = {}
-    for (objective, seed), values in losses.items():
-        k = max(1, len(values) // 10)
-        summary.setdefault(objective, {})[f"seed_{seed}"] = {
-            "losses": list(values), "first": float(np.mean(values[:k])), "last": float(np.mean(values[-k:]))}
-    return summary

@@ -1,10 +1,14 @@
 """Chapter 2, *The similarity attractor*: how sentence pairs of every difficulty move through the depths.
 
-Every function turns the activations of sentence pairs (:class:`~embedding_geometry.core.activations.Activations`
-of two texts a, b, depths 0..L) into part of the chapter's metrics dict; the notebook adds each
-part with ``ch.add_metrics``. With m_l(s) the mean pool of all tokens of s at depth l, c_l(s) its
-[CLS] state and h_{l,i}(s) its word-token states (book/methods.md, Conventions and The
-similarity attractor), the schema is:
+Every function turns the activations of sentence pairs (:class:`~embedding_geometry.core.activations.Activations`,
+depths 0..L) into part of one model's metrics dict; :func:`measure` assembles all of them for one
+trained model and its random-init controls. With m_l(s) the mean pool of all tokens of s at
+depth l, c_l(s) its [CLS] state and h_{l,i}(s) its word-token states (book/methods.md,
+Conventions and The similarity attractor), the schema is:
+
+forward_passes(extract, model, texts): the records one model runs (a control: the two sets only)
+measure(passes, controls): every metric below of one trained model; by_model(passes, ran): measure of
+    every trained model with its controls → {model id: metrics}
 
 pair_similarity(records): per pair name (hard, medium, easy and the reader's ``pairs``)
     pair_cosine                {pair: [L + 1]}   cos(m_l(a), m_l(b))
@@ -24,52 +28,78 @@ maxsim_profile(pair, words): the hard pair, one direction a → b, word tokens o
 final_depth(metrics): the hard pair at depth L
     final_depth_scores         {"mean pool", "CLS", "mean MaxSim": float}
     final_depth_differences    {cls_minus_mean_pool, maxsim_minus_mean_pool}
-pair_sets(hard, easy): n hard pairs (a document and its negation) and n easy pairs (unrelated sentences)
+pair_sets(hard, easy): n hard pairs (a document and its negation) and n easy pairs (unrelated
+    sentences), each record holding its pairs' texts a_1, b_1, a_2, b_2, …
     pair_sets                  {hard, easy, gap, gap_relative, maxsim_shared, maxsim_discriminative,
-                                maxsim_gap: [L + 1]; cls_minus_mean_pool: float; n_pairs: int}
+                                maxsim_gap: [L + 1]; cls_minus_mean_pool, maxsim_minus_mean_pool,
+                                hard_middle_rise: float; n_pairs: int}
                                means over pairs of cos(m_l(a), m_l(b)), hard − easy, gap_l / gap_0, the
-                               MaxSim a → b of a's tokens that b has / lacks, shared − discriminative,
-                               and cos(c_L(a), c_L(b)) − cos(m_L(a), m_L(b)) of the hard pairs
-control(hard, easy): the random-init control (None without one)
-    control                    {pair_sets: {hard: [L + 1], easy: [L + 1]}}
+                               MaxSim a → b of a's tokens that b has / lacks, shared − discriminative;
+                               at depth L, cos(c_L(a), c_L(b)) − cos(m_L(a), m_L(b)) and mean MaxSim a → b
+                               − cos(m_L(a), m_L(b)) of the hard pairs; and cos at the middle depth
+                               round(L / 2) − cos at depth 0 of the hard pairs
+truncation(queries, hard): the model with its last k blocks dropped, for every k = L − l (its own
+    mean pool is then m_l, so "keep l blocks" reads depth l); query q's document is text a of hard
+    pair q, its negation text b
+    truncation                 {hard_margin, easy_margin, recall: [L + 1] over the blocks kept l;
+                                kept: float, cut_depth: int, blocks_dropped: int,
+                                hard_margin_lost, easy_margin_lost, recall_lost, specific_loss: float}
+                               per query q with relevant document d_q and its negation n_q:
+                               hard margin cos(q, d_q) − cos(q, n_q), easy margin cos(q, d_q) −
+                               max_{q'≠q} cos(q, d_q'), recall@1 among every d and n; "lost" is the
+                               value at depth L minus the value at cut_depth = round(kept · L)
+control(runs): the random-init controls, one (hard, easy) pair of records per seed
+    control                    {pair_sets: {hard, easy: [L + 1]}, n_seeds} mean over seeds and pairs (None without)
+offline(): what this chapter cannot measure offline
+    hard_negative_training, backbone_attractor   None (the ledger says why)
 exercises(reversal, paraphrase, negation, hard)
     exercises                  {reversal_cosine [L + 1], reversal_peak_depth int, paraphrase_cosine [L + 1],
                                 paraphrase_peak_depth int, paraphrase_above_hard_depths int,
                                 negation_maxsim_final {a_to_b_mean, a_to_b_min, b_to_a {token of b: float}}}
 
-The PCA animation of the hard and easy pairs, ``token_animation``, is chapter 1's
+token_animation(four): the PCA animation of the hard and easy pairs, chapter 1's
 :func:`~embedding_geometry.studies.layer_by_layer.token_pca` fitted at depth 0. ``per_unit``
 (merged into ``metrics["per_unit"]``) holds the values each bootstrap resamples, whose mean over
-axis 0 is the metric (book.intervals): per word token of a (tokens) ``maxsim_mean`` [n_a, L + 1]
+axis 0 is the metric (book/claims/samples.py): per word token of a (tokens) ``maxsim_mean`` [n_a, L + 1]
 and ``final_depth_differences.maxsim_minus_mean_pool`` [n_a]; per pair (pairs) every key of
-``pair_sets`` as ``pair_sets.<key>`` [n, L + 1] (``cls_minus_mean_pool`` [n]), and ``gap_first``,
-the denominator of ``gap_relative``.
+``pair_sets`` as ``pair_sets.<key>`` ([n, L + 1], or [n] for a number), and ``gap_first``, the
+denominator of ``gap_relative``; per query (queries) every key of ``truncation`` as
+``truncation.<key>``; per seed and pair ``control.pair_sets.hard`` and ``.easy`` [S, n, L + 1].
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
+from . import layer_by_layer, retrieval
 
 PARAPHRASE = "Share prices rallied when the Federal Reserve lowered borrowing costs"
 """Exercise 2: a paraphrase of the *surged* sentence in other words."""
 NOT_SURGED = "The stock market did not surge after the central bank cut interest rates"
 """Exercise 3: the *surged* sentence with an explicit negation."""
+MIDDLE = 0.5
+"""The post's L12 of 24: the relative depth where it says every pair peaks."""
+KEPT = 0.8
+"""Relative depth a truncated model keeps: dropping the post's "final 4–5 layers" of 24 keeps
+19–20 of them, l / L ≈ 0.8 (depth round(0.8 L): 5 of 6, 10 of 12, 19 of 24)."""
 
 Metrics = dict[str, Any]
 
 
+# --------------------------------------------------------------------------- the texts
+
 def pair_set_texts() -> dict[str, list[str]]:
-    """The two sets of pairs that the chapter's tests run on, as texts a_1, b_1, a_2, b_2, …:
-    ``hard``, each document of the book's hard retrieval set with its negation (same domain,
-    opposite meaning, nearly the same words); ``easy``, chapter 1's varied sentences paired in
-    order (unrelated topics). Both hold the same number of pairs, so that pair i of each makes one
-    unit of the hard − easy gap."""
+    """The two sets of pairs as texts a_1, b_1, a_2, b_2, …: ``hard``, each document of the book's
+    hard retrieval set with its negation (same domain, opposite meaning, nearly the same words);
+    ``easy``, chapter 1's varied sentences paired in order (unrelated topics). Both hold the same
+    number of pairs, so that pair i of each makes one unit of the hard − easy gap. Chapter 8 runs
+    the same lists, and the easy one is chapter 1's sentences, so their forward passes are shared."""
     pool, varied = corpora.retrieval_set("hard")["pool"], corpora.layer_by_layer_sentences()
     hard = [text for i in range(0, len(pool), 3) for text in pool[i:i + 2]]
     return {"hard": hard, "easy": varied[:len(hard)]}
@@ -77,13 +107,37 @@ def pair_set_texts() -> dict[str, list[str]]:
 
 def inputs(pairs: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """Every text the chapter measures: the post's hard, medium and easy pairs plus ``pairs``
-    (a pair of the same name replaces the post's), the sets of pairs of :func:`pair_set_texts`,
-    and the exercises' pairs."""
+    (a pair of the same name replaces the post's); the sets of pairs of :func:`pair_set_texts`;
+    the hard set's queries, one per hard pair, whose document is text a of that pair and whose
+    negation is text b (the truncation test); and the exercises' pairs."""
     r, every = corpora.REFERENCE_SENTENCES, {**corpora.attractor_pairs(), **(pairs or {})}
     return {"pairs": every, "animation": every["hard"] + every["easy"], "maxsim_pair": every["hard"],
-            "pair_sets": pair_set_texts(),
+            "pair_sets": pair_set_texts(), "queries": corpora.retrieval_set("hard")["queries"],
             "exercise_pairs": {"reversal": [r["acquirer"], r["acquired"]], "paraphrase": [r["surged"], PARAPHRASE],
                                "negation": [r["surged"], NOT_SURGED]}}
+
+
+Extract = Callable[..., Activations]
+
+
+def forward_passes(extract: Extract, model: Any, texts: Mapping[str, Any]) -> dict[str, Any]:
+    """The records :func:`measure` reads, from ``extract(texts, model, source=…)`` (a chapter's
+    ``ch.extract``): for every model the two sets of pairs; for a trained model also the hard
+    set's queries and each pair (``pairs``)."""
+    found = {name: extract(texts["pair_sets"][name], model, source="pair_sets") for name in ("hard", "easy")}
+    if getattr(model.info, "source", None) != "control":
+        found.update(queries=extract(texts["queries"], model, source="queries"),
+                     pairs={name: extract(pair, model, source="pairs") for name, pair in texts["pairs"].items()})
+    return found
+
+
+# --------------------------------------------------------------------------- the post's pairs
+
+def token_animation(four: Activations) -> Metrics:
+    """The word tokens of the hard and easy pairs (one record of their four texts) on a 2-D PCA
+    fitted at depth 0 and kept for every depth (chapter 1's
+    :func:`~embedding_geometry.studies.layer_by_layer.token_pca`)."""
+    return {"token_animation": layer_by_layer.token_pca(four, fit_depth=0)}
 
 
 def mean_pool_cosine(pair: Activations) -> np.ndarray:
@@ -148,58 +202,143 @@ def final_depth(metrics: Mapping[str, Any]) -> Metrics:
             "per_unit": {"final_depth_differences.maxsim_minus_mean_pool": per_token}}
 
 
-def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Pair i of a record (texts 2i, 2i + 1 = a, b): the mean MaxSim a → b of the word tokens of
-    a that b also has (shared) and of those it lacks (discriminative), per depth → two [L + 1]."""
+# --------------------------------------------------------------------------- sets of pairs
+
+def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pair i of a record (texts 2i, 2i + 1 = a, b): the mean MaxSim a → b over every word token
+    of a, over those that b also has (shared) and over those it lacks (discriminative), per depth
+    → three [L + 1]."""
     a, b = geometry.per_text(pair.hidden, pair.offsets[2 * i:2 * i + 3], pair.word_mask)
     sims = geometry.maxsim(a, b)  # [L + 1, n_a]
     shared = np.isin(pair.word_tokens(2 * i), pair.word_tokens(2 * i + 1))
     if shared.all() or not shared.any():
         raise ValueError(f"pair {i} ({pair.texts[2 * i]!r}, {pair.texts[2 * i + 1]!r}) needs both shared and "
                          f"discriminative word tokens")
-    return sims[:, shared].mean(axis=1), sims[:, ~shared].mean(axis=1)
+    return sims.mean(axis=1), sims[:, shared].mean(axis=1), sims[:, ~shared].mean(axis=1)
 
 
 def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]:
     """Per pair of a set (texts 2i, 2i + 1), per depth → [n, L + 1]: its mean-pool cosine and,
-    with ``tokens``, its CLS cosine and the mean MaxSim of its shared and discriminative tokens."""
+    with ``tokens``, its CLS cosine and the mean MaxSim a → b of all, of the shared and of the
+    discriminative word tokens of a."""
     pools = pair.mean_pool("all")
     found = {"cosine": geometry.pair_cosine(pools[:, 0::2], pools[:, 1::2]).T}
     if tokens:
         cls = pair.cls()
         found["cls"] = geometry.pair_cosine(cls[:, 0::2], cls[:, 1::2]).T
         split = [split_maxsim(pair, i) for i in range(pair.n_texts // 2)]
-        found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
+        found["maxsim"], found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
     return found
 
 
+def middle_index(n_layers: int, r: float = MIDDLE) -> int:
+    """The depth nearest r · L (a tie goes deeper), as the claims engine reads ``at_relative:r``."""
+    return min(n_layers, math.floor(r * n_layers + 0.5 + 1e-9))
+
+
 def pair_sets(hard: Activations, easy: Activations) -> Metrics:
-    """The chapter's tests on sets of pairs (:func:`pair_set_texts`): per depth the mean over
-    pairs of the mean-pool cosine (``hard``, ``easy``), the hard − easy gap and that gap over its
-    depth-0 value (``gap_relative``, a ratio of means); the mean MaxSim of the hard pairs' shared and
-    discriminative tokens and their difference (``maxsim_gap``); and, at the final depth, CLS minus
-    mean-pool cosine of the hard pairs. ``per_unit`` holds every one per pair (pair i of each set
-    is one unit of the gap; ``gap_first`` repeats a unit's depth-0 gap, the ratio's denominator)."""
+    """The chapter's tests on sets of pairs: per depth the mean over pairs of the mean-pool
+    cosine (``hard``, ``easy``), the hard − easy gap and that gap over its depth-0 value
+    (``gap_relative``, a ratio of means); the mean MaxSim of the hard pairs' shared and
+    discriminative tokens and their difference (``maxsim_gap``); at the final depth, CLS minus
+    mean-pool cosine and mean MaxSim minus mean-pool cosine of the hard pairs; and how much more
+    alike the hard pairs are at the middle depth than at depth 0. ``per_unit`` holds every one
+    per pair (pair i of each set is one unit of the gap; ``gap_first`` repeats a unit's depth-0
+    gap, the ratio's denominator)."""
     h, e = pair_units(hard, tokens=True), pair_units(easy)
     if len(h["cosine"]) != len(e["cosine"]):
         raise ValueError(f"the hard and easy sets need as many pairs; got {len(h['cosine'])} and {len(e['cosine'])}")
-    gap = h["cosine"] - e["cosine"]
-    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
+    gap, mid = h["cosine"] - e["cosine"], middle_index(hard.n_layers)
+    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap,
+             "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
              "maxsim_shared": h["shared"], "maxsim_discriminative": h["discriminative"],
-             "maxsim_gap": h["shared"] - h["discriminative"], "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1]}
+             "maxsim_gap": h["shared"] - h["discriminative"],
+             "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
+             "maxsim_minus_mean_pool": h["maxsim"][:, -1] - h["cosine"][:, -1],
+             "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0]}
     means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
     means["gap_relative"] = means["gap"] / gap[:, 0].mean()
     return {"pair_sets": {**means, "n_pairs": len(gap)}, "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}
 
 
-def control(hard: Activations | None = None, easy: Activations | None = None) -> Metrics:
-    """The random-init control's mean-pool cosine per depth, averaged over each set of pairs
-    (``control`` is None without a control)."""
-    if hard is None or easy is None:
+def control(runs: Iterable[tuple[Activations, Activations]] = ()) -> Metrics:
+    """The random-init controls (one (hard, easy) pair of records per seed): per seed and pair the
+    mean-pool cosine per depth of both sets (``per_unit``, [S, n, L + 1]), and its mean over
+    seeds and pairs (``control`` is None without a control)."""
+    runs = list(runs)
+    if not runs:
         return {"control": None}
-    return {"control": {"pair_sets": {name: pair_units(acts)["cosine"].mean(axis=0)
-                                      for name, acts in (("hard", hard), ("easy", easy))}}}
+    seeds = {"hard": np.stack([pair_units(hard)["cosine"] for hard, _ in runs]),
+             "easy": np.stack([pair_units(easy)["cosine"] for _, easy in runs])}
+    return {"control": {"pair_sets": {name: values.mean(axis=(0, 1)) for name, values in seeds.items()},
+                        "n_seeds": len(runs)},
+            "per_unit": {f"control.pair_sets.{name}": values for name, values in seeds.items()}}
 
+
+# --------------------------------------------------------------------------- the truncated model
+
+def truncation(queries: Activations, hard: Activations, kept: float = KEPT) -> Metrics:
+    """Query q of the hard set against the texts of the hard pairs (``hard``: its document d_q is
+    text 2q, its negation n_q text 2q + 1), read at every depth l: what the model gives with its
+    last L − l blocks dropped (its mean pool is then m_l). Per query and depth, the hard margin
+    cos(q, d_q) − cos(q, n_q), the easy margin cos(q, d_q) − max_{q'≠q} cos(q, d_q') and
+    recall@1 among every document and negation; and what dropping the blocks above ``kept`` · L
+    loses of each (module docstring)."""
+    q, p = queries.mean_pool("all"), hard.mean_pool("all")  # [L + 1, Q, D], [L + 1, 2Q, D]
+    if p.shape[1] != 2 * q.shape[1]:
+        raise ValueError(f"the truncation test needs one hard pair per query; got {q.shape[1]} queries and "
+                         f"{p.shape[1]} texts")
+    rows = np.arange(q.shape[1])
+    scores = np.stack([retrieval.cosine_scores(a, b) for a, b in zip(q, p)])  # [L + 1, Q, 2Q]
+    own, others = scores[:, rows, 2 * rows], scores[:, :, 0::2].copy()
+    others[:, rows, rows] = -np.inf  # a query's own document is not its easy negative
+    per_query = {"hard_margin": (own - scores[:, rows, 2 * rows + 1]).T, "easy_margin": (own - others.max(axis=2)).T,
+                 "recall": np.stack([retrieval.recall_per_query(s, 2 * rows, 1) for s in scores], axis=1)}
+    L = queries.n_layers
+    cut = middle_index(L, kept)
+    lost = {f"{name}_lost": values[:, -1] - values[:, cut] for name, values in per_query.items()}
+    lost["specific_loss"] = lost["hard_margin_lost"] - lost["easy_margin_lost"]
+    units = {**per_query, **lost}
+    return {"truncation": {**{key: value.mean(axis=0) for key, value in units.items()},
+                           "kept": kept, "cut_depth": cut, "blocks_dropped": L - cut},
+            "per_unit": {f"truncation.{key}": value for key, value in units.items()}}
+
+
+def offline() -> Metrics:
+    """The post's takeaways this chapter cannot measure offline, as None (the ledger says why):
+    training with and without hard negatives, and the backbone before its sentence training."""
+    return {"hard_negative_training": None, "backbone_attractor": None}
+
+
+# --------------------------------------------------------------------------- one model, every model
+
+def measure(passes: Mapping[str, Any], controls: Sequence[Mapping[str, Any]] = (),
+            words: Sequence[str] = ("surged", "cut")) -> Metrics:
+    """Every metric of the schema for one trained model, from its :func:`forward_passes` and
+    those of its random-init controls (``per_unit`` included)."""
+    found: Metrics = {"per_unit": {}}
+    parts = [pair_similarity(passes["pairs"]), maxsim_profile(passes["pairs"]["hard"], words),
+             pair_sets(passes["hard"], passes["easy"]), truncation(passes["queries"], passes["hard"]),
+             control([(run["hard"], run["easy"]) for run in controls]), offline()]
+    for part in parts:
+        found["per_unit"].update(part.pop("per_unit", {}))
+        found.update(part)
+    found.update(attractor(found["pair_cosine"]))
+    final = final_depth(found)
+    found["per_unit"].update(final.pop("per_unit"))
+    return {**found, **final}
+
+
+def by_model(passes: Mapping[str, Mapping[str, Any]], ran: Mapping[str, Mapping[str, Any]]) -> dict[str, Metrics]:
+    """:func:`measure` of every trained model of ``passes`` (model id → its forward passes), with
+    its controls: the models ``ran`` (id → model info) marks as controls whose id begins with the
+    trained model's id. Trained models keep their order (the main model first)."""
+    controls = [name for name in passes if ran[name].get("source") == "control"]
+    return {name: measure(run, [passes[c] for c in controls if c.startswith(f"{name} ")])
+            for name, run in passes.items() if name not in controls}
+
+
+# --------------------------------------------------------------------------- exercises
 
 def exercises(reversal: Activations, paraphrase: Activations, negation: Activations,
               hard_cosine: np.ndarray) -> Metrics:

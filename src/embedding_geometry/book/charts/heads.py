@@ -1,22 +1,48 @@
 """Tidy frames for chapter 4's charts of attention heads: per-block series, the distance
 histogram, distinct focus tokens, the sensitivity check, and the first text's matrices encoded
-small enough to ship every head inline (read by ``matrices.context_matrix_explorer``).
+small enough to ship every head inline (read by ``matrices.context_matrix_explorer``); and, for
+the models side by side (``by_model``: model id → its metrics), per-block series on relative
+depth, the summed matrices of three blocks, per-head distance histograms, the random-positions
+null's draws, and the tables of head classes, their stability and the sensitivity ratios.
 
-Each takes the chapter's metrics dict (``studies.context_similarity.metrics``) or its
-``Measurement.example`` and returns a DataFrame.
+Each takes the chapter's metrics dict (``studies.context_similarity.metrics``), several models'
+metrics, or a ``Measurement.example``, and returns a DataFrame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...core.errors import ParameterError
+from ...studies.context_similarity import block_means
 
-__all__ = ["LEVELS", "block_means", "decode_levels", "distance_frame", "encode_levels", "example_frames",
-           "kinds_frame", "layer_frame", "sensitivity_frame", "unique_focus_frame"]
+__all__ = [
+    "DISTANCE_BINS",
+    "LEVELS",
+    "block_means",
+    "class_table",
+    "decode_levels",
+    "depth_frame",
+    "distance_frame",
+    "distances_by_model",
+    "encode_levels",
+    "example_frames",
+    "head_distance_frame",
+    "kinds_by_model",
+    "kinds_frame",
+    "layer_frame",
+    "null_draws_frame",
+    "ratio_table",
+    "sensitivity_frame",
+    "stability_table",
+    "summed_frame",
+    "unique_focus_frame",
+]
 
 
 def layer_frame(values: dict[str, Sequence[float]]) -> pd.DataFrame:
@@ -76,16 +102,6 @@ def decode_levels(text: str) -> np.ndarray:
     return np.array([LEVELS.index(c) for c in text]) * 2 / (len(LEVELS) - 1) - 1
 
 
-def block_means(matrix: np.ndarray, size: int) -> np.ndarray:
-    """Mean over square blocks of b = ⌈T / size⌉ tokens: [T, T] → [⌈T / b⌉, ⌈T / b⌉]."""
-    n = matrix.shape[-1]
-    block = -(-n // size)
-    starts = np.arange(0, n, block)
-    widths = np.diff(np.append(starts, n))
-    sums = np.add.reduceat(np.add.reduceat(np.asarray(matrix, float), starts, axis=-1), starts, axis=-2)
-    return sums / np.outer(widths, widths)
-
-
 def example_frames(example, size: int = 64) -> dict[str, pd.DataFrame]:
     """The first text's figures (``example``: window, similarity [L, H, T, T], received [L, H, T]),
     small enough to ship every head inline:
@@ -114,3 +130,144 @@ def example_frames(example, size: int = 64) -> dict[str, pd.DataFrame]:
             "tokens": pd.DataFrame({"position": np.arange(n_tokens), "token": w.tokens,
                                     "sentence": w.sentence_ids, "separator": w.separators}),
             "bounds": pd.DataFrame({"position": starts})}
+
+
+# --------------------------------------------------------------------------- models side by side
+
+def _short(model: str) -> str:
+    return model.rsplit("/", 1)[-1]
+
+
+def _at(metrics: Mapping[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        metrics = metrics[part]
+    return metrics
+
+
+def depth_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, chance: str | None = None) -> pd.DataFrame:
+    """(model, block, relative_depth, value[, chance]): the per-block series at key path ``key``
+    of every model, block l at l / L; with ``chance``, that model's chance level (a number at key
+    path ``chance``) on every row. Models where the series is None are left out."""
+    frames = []
+    for model, m in by_model.items():
+        values = _at(m, key)
+        if values is None:
+            continue
+        values = np.asarray(values, dtype=float)
+        blocks = np.arange(1, len(values) + 1)
+        frame = pd.DataFrame({"model": _short(model), "block": blocks, "relative_depth": blocks / len(values),
+                              "value": values})
+        frames.append(frame if chance is None else frame.assign(chance=float(_at(m, chance))))
+    return pd.concat(frames, ignore_index=True)
+
+
+def distances_by_model(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """:func:`distance_frame` of the first, middle and last block of every model, labelled "first
+    block", "middle block", "last block" (and "chance"), with a ``model`` column."""
+    frames = []
+    for model, m in by_model.items():
+        n_layers = len(m["layers"])
+        blocks = sorted({1, (n_layers + 1) // 2, n_layers})
+        names = dict(zip([f"block {b} of {n_layers}" for b in blocks], ["first block", "middle block", "last block"]))
+        frame = distance_frame(m, blocks)
+        frames.append(frame.assign(layer=frame["layer"].map(names).fillna(frame["layer"]), model=_short(model)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def kinds_by_model(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """(model, layer, share, kind) of :func:`kinds_frame` for every model."""
+    return pd.concat([kinds_frame(m).assign(model=_short(model)) for model, m in by_model.items()], ignore_index=True)
+
+
+def summed_frame(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per model and recorded block of ``summed_similarity``: its panel label ("MiniLM ·
+    block 1 of 6"), side s, and ``cells``, the [s, s] mean matrix divided by its largest |value|
+    and encoded with :func:`encode_levels` (read by ``matrices.summed_matrices``)."""
+    rows = []
+    for model, m in by_model.items():
+        summed, n_layers = m["summed_similarity"], len(m["layers"])
+        for block, matrix in zip(summed["blocks"], np.asarray(summed["matrices"], dtype=float)):
+            top = np.abs(matrix).max()
+            rows.append({"panel": f"{_short(model)} · block {block} of {n_layers}", "side": len(matrix),
+                         "cells": encode_levels(matrix / top if top > 0 else matrix)})
+    return pd.DataFrame(rows)
+
+
+DISTANCE_BINS = (1, 2, 3, 5, 9, 17, 33, 65)
+"""Lower edges of the distance bins of :func:`head_distance_frame` (powers of two: 1, 2, 3–4, …, 65+)."""
+
+
+def head_distance_frame(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """(panel, head, distance, order, share, lift): for the first, middle and last block of every
+    model, each head's high pairs binned by distance |i − j| (:data:`DISTANCE_BINS`), as the share
+    of that head's high pairs, and that share over a random pair's, Σ_{d in bin} (T − d) / |P|
+    (the paper's Fig. 7, one row per head; lift 1: as often as chance; None for a head without
+    high pairs)."""
+    rows = []
+    for model, m in by_model.items():
+        counts = np.asarray(m["head_distance_histogram"], dtype=float)  # [L, H, T − 1], d = 1 … T − 1
+        n_layers, n_heads, n_d = counts.shape
+        edges = [e for e in DISTANCE_BINS if e <= n_d] + [n_d + 1]
+        labels = [f"{a}" if b - a == 1 else f"{a}–{b - 1}" for a, b in itertools.pairwise(edges)]
+        binned = np.add.reduceat(counts, np.asarray(edges[:-1]) - 1, axis=-1)
+        totals = binned.sum(axis=-1, keepdims=True)
+        shares = np.divide(binned, totals, out=np.zeros_like(binned), where=totals > 0)
+        pairs_at = n_d + 1 - np.arange(1, n_d + 1)  # T − d pairs at distance d
+        chance = np.add.reduceat(pairs_at, np.asarray(edges[:-1]) - 1) / pairs_at.sum()
+        for block in sorted({1, (n_layers + 1) // 2, n_layers}):
+            for h in range(n_heads):
+                empty = totals[block - 1, h, 0] == 0
+                rows += [{"panel": f"{_short(model)} · block {block} of {n_layers}", "head": h + 1, "distance": label,
+                          "order": k, "share": float(shares[block - 1, h, k]),
+                          "lift": None if empty else float(shares[block - 1, h, k] / chance[k])}
+                         for k, label in enumerate(labels)]
+    return pd.DataFrame(rows)
+
+
+def null_draws_frame(by_model: Mapping[str, Mapping[str, Any]], key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The draws of a null (key path ``key + "_null_draws"``) per model, (model, value), and each
+    model's own value (the mean over blocks of the series at ``key``), (model, value)."""
+    draws = pd.concat([pd.DataFrame({"model": _short(model), "value": np.asarray(_at(m, key + "_null_draws"), float)})
+                       for model, m in by_model.items()], ignore_index=True)
+    observed = pd.DataFrame({"model": [_short(model) for model in by_model],
+                             "value": [float(np.mean(_at(m, key))) for m in by_model.values()]})
+    return draws, observed
+
+
+def class_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Heads per class and blocks with both kinds, one row per model."""
+    return pd.DataFrame([{"model": _short(model), "blocks": len(m["layers"]),
+                          **{f"{c} heads": int(sum(m["head_classes"][c])) for c in m["head_classes"]},
+                          "blocks with both kinds": m["layers_with_both_kinds"]}
+                         for model, m in by_model.items()]).set_index("model")
+
+
+def stability_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The head rule on two halves of the texts, one row per model: texts per half, the share of
+    heads in the same class, Cohen's κ, Spearman's ρ of each per-head measure between the halves,
+    and the blocks with both kinds in each half; "—" where undefined."""
+    rows = []
+    for model, m in by_model.items():
+        found = m["head_stability"]
+        if found is None:
+            continue
+        rho = found["rank_correlation"]
+        rows.append({"model": _short(model), "texts per half": " / ".join(map(str, found["texts"])),
+                     "same class": found["agreement"], "Cohen's κ": found["kappa"],
+                     "ρ repeat share": rho["repeat_share"], "ρ common focus": rho["common_focus_share"],
+                     "ρ mean distance": rho["mean_pair_distance"], "ρ separator share": rho["separator_attention"],
+                     "blocks with both kinds": " / ".join(map(str, found["layers_with_both_kinds"]))})
+    frame = pd.DataFrame(rows).set_index("model").astype(object)
+    return frame.where(frame.notna(), "—")
+
+
+def ratio_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The last block's mean distance over the first block's at each sensitivity threshold t,
+    one column per model ("—" where undefined)."""
+    columns = {}
+    for model, m in by_model.items():
+        s = m["sensitivity"]
+        ratios = s["distance_last_over_first"] or [None] * len(s["thresholds"])
+        columns[_short(model)] = pd.Series(ratios, index=pd.Index(s["thresholds"], name="threshold t"), dtype=object)
+    frame = pd.DataFrame(columns)
+    return frame.where(frame.notna(), "—")

@@ -1,5 +1,7 @@
-"""Charts of matrices and heads: model × model heatmaps, per-head grids and block lines, and the
-context-similarity matrix explorer."""
+"""Charts of matrices and heads: model × model heatmaps, per-head grids and block lines, the
+context-similarity matrix explorer, and chapter 4's charts of several models side by side
+(per-block series on relative depth, summed matrices, per-head distance histograms, head classes,
+a null's draws)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ import json
 from collections.abc import Mapping, Sequence
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
+from .heads import sensitivity_frame, unique_focus_frame
 from .theme import PUBLISHED_COLOR
 
 
@@ -191,3 +195,131 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
                              alt.Tooltip("a:Q", title="attention received a_j", format=".2f")]))
     tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
+
+
+# --------------------------------------------------------------------------- chapter 4, models side by side
+
+PANEL = 150
+"""Width and height of one small-multiple panel (three fit a 688 px column)."""
+
+
+def depth_lines(frame: pd.DataFrame, y_title: str, title: str = "") -> alt.LayerChart | alt.Chart:
+    """Per-block series of several models (``heads.depth_frame``) on relative depth l / L, one
+    colour per model; a ``chance`` column is drawn as a dashed line in the model's colour."""
+    x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
+    colour = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=200))
+    tooltip = [alt.Tooltip("model:N"), alt.Tooltip("block:Q", title="block l"),
+               alt.Tooltip("value:Q", title=y_title, format=".3f")]
+    lines = alt.Chart(frame).mark_line(point=True).encode(x=x, y=alt.Y("value:Q", title=y_title), color=colour,
+                                                         tooltip=tooltip)
+    if "chance" not in frame:
+        return lines.properties(title=title, width="container")
+    chance = alt.Chart(frame).mark_line(strokeDash=[5, 4], opacity=0.8).encode(
+        x=x, y="chance:Q", color=colour, tooltip=[alt.Tooltip("model:N"), alt.Tooltip("chance:Q", format=".3f")])
+    return alt.layer(chance, lines).properties(title=title, width="container")
+
+
+def kinds_by_model_chart(frame: pd.DataFrame, title: str = "", y_title: str = "share") -> alt.FacetChart:
+    """Stacked bars of ``share`` per block, one segment per kind (``heads.kinds_by_model``), one
+    row per model, each with its own blocks."""
+    order = list(dict.fromkeys(frame["kind"]))
+    return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum.kind)").mark_bar().encode(
+        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
+        color=alt.Color("kind:N", title=None, sort=order, legend=alt.Legend(orient="bottom")),
+        order=alt.Order("rank:Q"),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("layer:O", title="block"), alt.Tooltip("kind:N"),
+                 alt.Tooltip("share:Q", title=y_title, format=".3f")],
+    ).properties(width=alt.Step(24), height=120).facet(row=alt.Row("model:N", title=None)).resolve_scale(
+        x="independent").properties(title=title)
+
+
+def summed_matrices(frame: pd.DataFrame, levels: str, title: str = "") -> alt.FacetChart:
+    """The summed context similarity matrices of ``heads.summed_frame``, one small panel per model
+    and block (three to a row), each scaled to its largest |value| and decoded in the browser as in
+    :func:`context_matrix_explorer`."""
+    side = int(frame["side"].iloc[0])
+    cells = (alt.Chart(frame).transform_calculate(code="split(datum.cells, '')").transform_flatten(["code"])
+             .transform_window(k="row_number()", groupby=["panel"])
+             .transform_calculate(i=f"floor((datum.k - 1) / {side})", j=f"(datum.k - 1) % {side}",
+                                  value=f"indexof('{levels}', datum.code) * 2 / {len(levels) - 1} - 1")
+             .mark_rect().encode(
+                 x=alt.X("j:O", title=None, axis=None), y=alt.Y("i:O", title=None, axis=None),
+                 color=alt.Color("value:Q", title="mean S / max |S|",
+                                 scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True),
+                                 legend=alt.Legend(orient="bottom")),
+                 tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("i:O", title="row block i"),
+                          alt.Tooltip("j:O", title="column block j"), alt.Tooltip("value:Q", format=".2f")])
+             .properties(width=PANEL, height=PANEL))
+    return cells.facet(facet=alt.Facet("panel:N", title=None, sort=list(frame["panel"])), columns=3).properties(
+        title=title)
+
+
+def head_distance_chart(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
+    """Each head's high pairs by distance bin (``heads.head_distance_frame``), coloured by their
+    lift over a random pair on a log scale (red: more often than chance, blue: less; the scale
+    clips at 1/16 and 16): one row per head, one small panel per model and block (three to a row)."""
+    order = list(dict.fromkeys(frame.sort_values("order")["distance"]))
+    lift = alt.Scale(type="log", scheme="redblue", reverse=True, domain=[1 / 16, 16], domainMid=1, clamp=True)
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("distance:O", title="distance |i − j|", sort=order, axis=alt.Axis(labelAngle=-60)),
+        y=alt.Y("head:O", title="head h"),
+        color=alt.condition("isValid(datum.lift) && datum.lift > 0",
+                            alt.Color("lift:Q", title="÷ a random pair's share", scale=lift,
+                                      legend=alt.Legend(orient="bottom")), alt.value("#eeeeee")),
+        tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("head:O"), alt.Tooltip("distance:O"),
+                 alt.Tooltip("share:Q", title="share of the head's high pairs", format=".3f"),
+                 alt.Tooltip("lift:Q", title="÷ a random pair's share", format=".2f")],
+    ).properties(width=PANEL, height=alt.Step(10)).facet(
+        facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(frame["panel"]))), columns=3).resolve_scale(
+        y="independent").properties(title=title)
+
+
+def head_class_grids(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
+    """:func:`head_grid` of several models (``frame``: ``context_similarity.head_table`` rows with a
+    ``model`` column), one row per model, each with its own blocks."""
+    return head_grid(frame).properties(title="").facet(row=alt.Row("model:N", title=None)).resolve_scale(
+        y="independent").properties(title=title)
+
+
+def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, title: str = "",
+                   bins: int = 60) -> alt.VConcatChart:
+    """The draws of a null per model (``heads.null_draws_frame``) as a histogram of ``bins`` bins
+    (counted here, so that the page carries the counts, not the draws), with the model's own value
+    as a rule (orange): how far the run is from what the null gives. One panel per model."""
+    panels = []
+    for model in dict.fromkeys(draws["model"]):
+        mine, value = draws[draws["model"] == model]["value"], observed[observed["model"] == model]
+        lo, hi = float(min(mine.min(), value["value"].min())), float(max(mine.max(), value["value"].max()))
+        pad = 0.05 * (hi - lo or 1.0)
+        counts, edges = np.histogram(mine, bins=bins, range=(lo - pad, hi + pad))
+        frame = pd.DataFrame({"start": edges[:-1], "end": edges[1:], "draws": counts})
+        scale = alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False)
+        bars = alt.Chart(frame[frame["draws"] > 0]).mark_bar(color=PUBLISHED_COLOR).encode(
+            x=alt.X("start:Q", scale=scale, title=x_title), x2="end:Q", y=alt.Y("draws:Q", title="draws"),
+            tooltip=[alt.Tooltip("start:Q", format=".4f"), alt.Tooltip("end:Q", format=".4f"), "draws:Q"])
+        rule = alt.Chart(value).mark_rule(color="#d2691e", strokeWidth=2).encode(
+            x=alt.X("value:Q", scale=scale),
+            tooltip=[alt.Tooltip("model:N"), alt.Tooltip("value:Q", title="this run", format=".4f")])
+        panels.append(alt.layer(bars, rule).properties(title=model, width=520, height=100))
+    return alt.vconcat(*panels).properties(title=title)
+
+
+def distance_lines_by_model(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
+    """:func:`distance_lines` of several models (``heads.distances_by_model``), one row per model."""
+    return distance_lines(frame).properties(title="", width=520, height=130).facet(
+        row=alt.Row("model:N", title=None)).properties(title=title)
+
+
+def sensitivity_by_model(by_model: Mapping[str, Mapping], titles: Mapping[str, str], title: str = "") -> alt.VConcatChart:
+    """:func:`sensitivity_chart` of every model (model id → metrics), one row of panels per model."""
+    return alt.vconcat(*[sensitivity_chart(sensitivity_frame(m), titles, title=model.rsplit("/", 1)[-1])
+                         for model, m in by_model.items()]).properties(title=title)
+
+
+def unique_focus_heatmaps(by_model: Mapping[str, Mapping], title: str = "") -> alt.VConcatChart:
+    """:func:`layer_heatmap` of the distinct-focus histogram (``heads.unique_focus_frame``) of every
+    model, one panel per model: the share of texts with k distinct focus positions in each block
+    (the paper's Fig. 11)."""
+    return alt.vconcat(*[layer_heatmap(unique_focus_frame(m), "distinct", "share", "distinct focus positions among the heads",
+                                       value_title="texts", title=model.rsplit("/", 1)[-1])
+                         for model, m in by_model.items()]).properties(title=title)

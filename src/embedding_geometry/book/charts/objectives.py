@@ -1,6 +1,6 @@
-"""Chapter 7's charts: every model of the controlled experiment on relative depth, with 95 %
-bands, the posts' curves in grey underneath, and the difference between the two losses against
-the seed-to-seed null."""
+"""Chapter 7's charts and tables: both arms' copies on relative depth with 95 % bands over seeds
+and sentences, the posts' curves in grey underneath, the per-seed differences against their
+noise band, the loss of every copy, and the tables of retrieval, reach and checks."""
 
 from __future__ import annotations
 
@@ -12,26 +12,32 @@ import numpy as np
 import pandas as pd
 
 from ...core import corpora
-from ..claims.reduce import depth_text
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
 
 __all__ = [
+    "ARM_LABELS",
     "OBJECTIVE_LABELS",
-    "START_LABELS",
     "dense_colbert_endpoints",
-    "fingerprint_reach_table",
-    "fingerprint_reach_text",
+    "objective_answers_chart",
     "objective_chart",
+    "objective_cone_table",
     "objective_difference_chart",
     "objective_final_table",
-    "objective_final_values",
+    "objective_loss_chart",
+    "objective_panel",
+    "objective_per_seed_table",
     "objective_published",
-    "training_loss_frame",
+    "objective_reach_table",
+    "objective_retrieval_table",
+    "reach_text",
 ]
 
 OBJECTIVE_LABELS = {"before": "before training", "mean_pool": "mean-pool loss", "maxsim": "MaxSim loss"}
-START_LABELS = {"pretrained": "from the pre-trained backbone", "random_init": "from a random-init copy"}
+ARM_LABELS = {"scratch": "trained from scratch", "finetune": "fine-tuned from the backbone"}
+PALETTE = {"before": "#9a9a9a", "mean_pool": "#1f5fa8", "maxsim": "#d2691e"}
+LOSS_COLOURS = alt.Scale(domain=["mean-pool loss", "MaxSim loss"], range=["#1f5fa8", "#d2691e"])
+PANEL = 240  # px: two panels and their axes fit a 688 px column side by side; a phone stacks them
 PUBLISHED_CURVES: dict[str, tuple[str, str, Sequence[str] | None]] = {
     # measure: (chapter whose data/published file holds it, figure, series; None = every series)
     "intra_sentence_cosine": ("01_layer_by_layer", "dense_vs_colbert", None),
@@ -55,140 +61,206 @@ def objective_published(measure: str) -> pd.DataFrame | None:
     return published_frame(corpora.published(chapter)[figure], names)
 
 
-def _band(values: Any) -> pd.DataFrame | None:
-    if values is None:
-        return None
-    low, high = np.asarray(values, dtype=float)
+def _x() -> alt.X:
+    return alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
+
+
+def _band_layer(low: Sequence[float], high: Sequence[float], colour: str) -> alt.Chart:
     depth = np.arange(len(low))
-    return pd.DataFrame({"relative_depth": depth / (len(low) - 1), "low": low, "high": high})
+    frame = pd.DataFrame({"relative_depth": depth / (len(low) - 1), "low": low, "high": high})
+    return alt.Chart(frame).mark_area(opacity=0.18, color=colour).encode(x=_x(), y="low:Q", y2="high:Q")
 
 
-def _with_band(chart: alt.Chart | alt.LayerChart, bands: Mapping[str, Any], colours: Mapping[str, str]) -> alt.LayerChart:
-    layers = [alt.Chart(frame.assign(series=name)).mark_area(opacity=0.18, color=colours[name]).encode(
-        x="relative_depth:Q", y="low:Q", y2="high:Q") for name, values in bands.items()
-              if (frame := _band(values)) is not None]
-    return alt.layer(*layers, chart)
+def objective_panel(block: Mapping[str, Any], arm: str, measure: str, y_title: str) -> alt.LayerChart:
+    """One arm: the mean curve of ``measure`` over the kept seeds before training and after each
+    loss, each with its 95 % band over seeds and sentences, the posts' curves in grey."""
+    comparison = block["comparison"]
+    series = {OBJECTIVE_LABELS[v]: comparison["mean"][v][measure] for v in OBJECTIVE_LABELS}
+    chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, objective_published(measure),
+                        title=ARM_LABELS[arm], y_zero=False)
+    bands = [_band_layer(*np.asarray(comparison["band"][v][measure], dtype=float), PALETTE[v]) for v in PALETTE]
+    return alt.layer(*bands, chart).properties(width=PANEL)
 
 
-def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str,
-                   intervals: Mapping[str, Any] | None = None, title: str = "") -> alt.HConcatChart:
-    """One panel per start: the seed-mean curve of ``measure`` before training and after each
-    loss, 95 % bands from ``intervals`` (keyed ``<start>.mean.<variant>.<measure>``), the posts'
-    curves in grey."""
-    palette = {"before": "#9a9a9a", "mean_pool": "#1f5fa8", "maxsim": "#d2691e"}
-    panels = []
-    for start, block in blocks.items():
-        series = {OBJECTIVE_LABELS[v]: block["mean"][v][measure] for v in OBJECTIVE_LABELS}
-        chart = layer_chart(per_layer_frame(series, START_LABELS[start]), y_title, objective_published(measure),
-                            title=START_LABELS[start], y_zero=False)
-        bands = {OBJECTIVE_LABELS[v]: (intervals or {}).get(f"{start}.mean.{v}.{measure}") for v in ("mean_pool", "maxsim")}
-        panels.append(_with_band(chart, bands, {OBJECTIVE_LABELS[v]: palette[v] for v in palette}))
+def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "") -> alt.HConcatChart:
+    """:func:`objective_panel` for every arm that kept at least 2 seeds, side by side."""
+    panels = [objective_panel(block, arm, measure, y_title) for arm, block in blocks.items() if block["comparison"]]
     return alt.hconcat(*panels).properties(title=title)
 
 
-def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, intervals: Mapping[str, Any], y_title: str,
-                     title: str = "") -> alt.LayerChart:
-    """Per start, mean-pool copy minus MaxSim copy at every depth with its 95 % band (from
-    ``intervals``, keyed ``<start>.difference.<measure>``), and the seed null ±n_l as a grey zone:
-    where the band leaves the zone, the loss shows."""
-    rows, zone = [], []
-    for start, block in blocks.items():
-        diff, null = np.asarray(block["difference"][measure]), np.asarray(block["seed_null"][measure])
-        low, high = np.asarray(intervals[f"{start}.difference.{measure}"], dtype=float)
-        depth = np.arange(len(diff)) / (len(diff) - 1)
-        rows.append(pd.DataFrame({"relative_depth": depth, "value": diff, "low": low, "high": high,
-                                  "start": START_LABELS[start]}))
-        zone.append(pd.DataFrame({"relative_depth": depth, "low": -null, "high": null, "start": START_LABELS[start]}))
-    frame, zone = pd.concat(rows), pd.concat(zone)
-    x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
-    null = alt.Chart(zone).mark_area(opacity=0.25, color="#9a9a9a").encode(x=x, y="low:Q", y2="high:Q", detail="start:N")
-    band = alt.Chart(frame).mark_area(opacity=0.2).encode(x=x, y="low:Q", y2="high:Q", color=alt.Color("start:N", title=None))
-    line = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title=y_title), color="start:N",
-        tooltip=["start:N", alt.Tooltip("value:Q", format=".4f"), alt.Tooltip("low:Q", format=".4f"),
-                 alt.Tooltip("high:Q", format=".4f")])
-    return alt.layer(null, band, line).properties(title=title)
+def objective_answers_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
+    """The question's three answers on relative depth, within-sentence cosine: the post's two
+    models (each trained with one loss, different in everything else), then each arm's two
+    copies (the same start, only the loss differing)."""
+    post = objective_published("intra_sentence_cosine")
+    loss_of = {name: "mean-pool loss" if "mean-pool" in name else "MaxSim loss" for name in post["series"].unique()}
+    frames = [post.assign(panel="the post: two different models", loss=post["series"].map(loss_of))]
+    for arm, block in blocks.items():
+        if block["comparison"]:
+            mean = block["comparison"]["mean"]
+            series = {OBJECTIVE_LABELS[o]: mean[o]["intra_sentence_cosine"] for o in ("mean_pool", "maxsim")}
+            frame = per_layer_frame(series, ARM_LABELS[arm])
+            frames.append(frame.assign(panel=ARM_LABELS[arm], loss=frame["series"]))
+    frame = pd.concat(frames, ignore_index=True)
+    panels = [alt.Chart(frame[frame["panel"] == panel]).mark_line(point=True).encode(
+        x=_x(), y=alt.Y("value:Q", title="within-sentence cosine", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("loss:N", title=None, scale=LOSS_COLOURS),
+        tooltip=["model:N", "depth:Q", alt.Tooltip("value:Q", format=".3f")]).properties(title=panel, width=PANEL)
+        for panel in frame["panel"].unique()]
+    return alt.hconcat(*panels).properties(
+        title="Within-sentence token cosine: the post's two models and each arm's two copies")
 
 
-def training_loss_frame(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
-    """The training loss of every run by step: (step, loss, run, start); ``run`` names the
-    objective and the seed."""
-    rows = [pd.DataFrame({"step": np.arange(1, len(run["losses"]) + 1), "loss": run["losses"],
-                          "run": f"{OBJECTIVE_LABELS[objective]}, seed {seed.removeprefix('seed_')}",
-                          "start": START_LABELS[start]})
-            for start, block in blocks.items() for objective, by_seed in block["loss"].items()
-            for seed, run in by_seed.items()]
-    return pd.concat(rows, ignore_index=True)
+def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str,
+                               title: str = "") -> alt.HConcatChart:
+    """Per arm, mean-pool copy minus MaxSim copy at every depth: each kept seed's difference (thin
+    lines), their mean with its 95 % band over seeds and sentences, and the grey zone ±n_l (the
+    band's half-width): where the mean leaves the zone, the loss is visible at that depth."""
+    panels = []
+    for arm, block in blocks.items():
+        comparison = block["comparison"]
+        if not comparison:
+            continue
+        mean = np.asarray(comparison["difference"][measure], dtype=float)
+        low, high = np.asarray(comparison["difference_band"][measure], dtype=float)
+        depth = np.arange(len(mean)) / (len(mean) - 1)
+        noise = (high - low) / 2
+        per_seed = np.asarray(comparison["per_seed_difference"][measure])
+        seeds = pd.concat([pd.DataFrame({"relative_depth": depth, "value": row, "seed": f"seed {s}"})
+                           for s, row in zip(comparison["seeds"], per_seed)])
+        zone = pd.DataFrame({"relative_depth": depth, "low": -noise, "high": noise})
+        frame = pd.DataFrame({"relative_depth": depth, "value": mean, "low": low, "high": high})
+        layers = [alt.Chart(zone).mark_area(opacity=0.25, color="#9a9a9a").encode(x=_x(), y="low:Q", y2="high:Q"),
+                  alt.Chart(frame).mark_area(opacity=0.2, color="#1f5fa8").encode(x=_x(), y="low:Q", y2="high:Q"),
+                  alt.Chart(seeds).mark_line(strokeWidth=1, opacity=0.45, color="#4682b4").encode(
+                      x=_x(), y="value:Q", detail="seed:N", tooltip=["seed:N", alt.Tooltip("value:Q", format=".4f")]),
+                  alt.Chart(frame).mark_line(point=True, color="#1f5fa8").encode(
+                      x=_x(), y=alt.Y("value:Q", title=y_title),
+                      tooltip=[alt.Tooltip("value:Q", format=".4f"), alt.Tooltip("low:Q", format=".4f"),
+                               alt.Tooltip("high:Q", format=".4f")])]
+        panels.append(alt.layer(*layers).properties(title=ARM_LABELS[arm], width=PANEL))
+    return alt.hconcat(*panels).properties(title=title)
 
 
-def fingerprint_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str]) -> pd.DataFrame:
-    """Per measure (rows, named by ``measures``) and start: the final-depth difference (mean-pool
-    copy − MaxSim copy), the seed null there, and how far back the difference clears the null
-    (the shallowest depth of the run, with the depths its 95 % interval spans)."""
+def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
+    """The training loss of every copy by step, one panel per arm, one line per seed."""
+    panels = []
+    for arm, block in blocks.items():
+        rows = [pd.DataFrame({"step": np.arange(1, len(run["losses"]) + 1), "loss": run["losses"],
+                              "loss function": OBJECTIVE_LABELS[objective], "seed": seed.removeprefix("seed_")})
+                for objective, by_seed in block["loss"].items() for seed, run in by_seed.items()]
+        frame = pd.concat(rows, ignore_index=True)
+        panels.append(alt.Chart(frame).mark_line(strokeWidth=1.2, opacity=0.7).encode(
+            x=alt.X("step:Q", title="optimizer step"), y=alt.Y("loss:Q", title="InfoNCE loss"),
+            color=alt.Color("loss function:N", title=None, scale=LOSS_COLOURS),
+            detail="seed:N", tooltip=["loss function:N", "seed:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")])
+            .properties(title=ARM_LABELS[arm], width=PANEL))
+    return alt.hconcat(*panels).properties(title="Training loss of every copy")
+
+
+def _interval(value: float | None, interval: Sequence[float] | None, digits: int = 3) -> str:
+    """"0.395 [0.360, 0.431]", or "not measured"."""
+    if value is None:
+        return "not measured"
+    if interval is None:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def objective_retrieval_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Every copy's held-out recall@k (with the score it was trained with) and its exact 95 %
+    interval, chance, the one-sided binomial p-value, and whether the copy is kept."""
     rows = []
-    for key, name in measures.items():
-        row: dict[str, Any] = {"measure": name}
-        for start, block in blocks.items():
-            reach = block["reach"][key]
-            row[f"final difference ({start})"] = round(float(block["difference"][key][-1]), 4)
-            row[f"seed null ({start})"] = round(float(block["seed_null"][key][-1]), 4)
-            row[f"present from ({start})"] = fingerprint_reach_text(reach, short=True)
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("measure")
+    for arm, block in blocks.items():
+        for objective in ("mean_pool", "maxsim"):
+            for seed, r in block["retrieval"][objective].items():
+                rows.append({"arm": ARM_LABELS[arm], "loss": OBJECTIVE_LABELS[objective], "seed": seed,
+                             f"recall@{block['k']} [95 %]": _interval(r["recall"], r["interval"]),
+                             "chance": round(r["chance"], 4), "p (vs chance)": f"{r['p_value']:.2g}",
+                             "kept": "yes" if int(seed) in block["kept"] else "no — excluded"})
+        for score, by_seed in block["retrieval"]["before"].items():
+            found = list(by_seed.values())
+            recall = (_interval(found[0]["recall"], found[0]["interval"]) if len(found) == 1 else
+                      f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} "
+                      f"over {len(found)} starts")
+            rows.append({"arm": ARM_LABELS[arm], "loss": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
+                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], 4),
+                         "p (vs chance)": "—", "kept": "—"})
+    return pd.DataFrame(rows)
 
 
-def _with_interval(value: float, band: Any) -> str:
-    """"0.395 [0.360, 0.431]": a value and, when there is one, its 95 % interval."""
-    if band is None:
-        return f"{value:.3f}"
-    return f"{value:.3f} [{band[0]:.3f}, {band[1]:.3f}]"
-
-
-def objective_final_table(blocks: Mapping[str, Mapping], intervals: Mapping[str, Any], measures: Mapping[str, str]) -> pd.DataFrame:
-    """Per measure (rows) and start × variant (columns): the seed-mean value at the final depth
-    with its 95 % interval."""
+def objective_final_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str]) -> pd.DataFrame:
+    """Per measure (rows) and arm × variant (columns): the final-depth mean over the kept seeds
+    with its 95 % interval over seeds and sentences."""
     columns = {}
-    for start, block in blocks.items():
+    for arm, block in blocks.items():
+        comparison = block["comparison"]
+        if not comparison:
+            continue
         for variant, label in OBJECTIVE_LABELS.items():
-            column = {}
-            for key, name in measures.items():
-                band = intervals.get(f"{start}.mean.{variant}.{key}")
-                column[name] = _with_interval(float(block["mean"][variant][key][-1]),
-                                              None if band is None else np.asarray(band)[:, -1])
-            columns[(START_LABELS[start], label)] = column
+            columns[(ARM_LABELS[arm], label)] = {
+                name: _interval(float(comparison["mean"][variant][key][-1]),
+                                np.asarray(comparison["band"][variant][key])[:, -1])
+                for key, name in measures.items() if key in comparison["mean"][variant]}
     return pd.DataFrame(columns)
 
 
-def objective_final_values(blocks: Mapping[str, Mapping], intervals: Mapping[str, Any], measure: str) -> dict[str, str]:
-    """``final_<start>_<variant>``: the final-depth value of ``measure`` with its interval, for the prose."""
-    return {f"final_{start}_{variant}": _with_interval(
-                float(block["mean"][variant][measure][-1]),
-                None if (band := intervals.get(f"{start}.mean.{variant}.{measure}")) is None else np.asarray(band)[:, -1])
-            for start, block in blocks.items() for variant in OBJECTIVE_LABELS}
+def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str) -> pd.DataFrame:
+    """Each kept seed's final-depth difference (mean-pool copy − MaxSim copy) per arm, with the
+    mean, its 95 % interval over seeds and sentences, and the exact sign-flip p-value."""
+    rows = []
+    for arm, block in blocks.items():
+        if not block["comparison"]:
+            continue
+        final = block["comparison"]["final"]["difference"][measure]
+        row = {"arm": ARM_LABELS[arm],
+               **{f"seed {s}": round(v, 4) for s, v in zip(block["comparison"]["seeds"], final["per_seed"])},
+               "mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
 
 
-def fingerprint_reach_text(reach: Mapping[str, Any], short: bool = False) -> str:
-    """Where a fingerprint's reach starts, in the book's depth wording (its l/L alone when
-    ``short``), then the shallowest and the deepest start within its 95 % interval; or why it
-    has none ("none": absent at the final depth)."""
+def objective_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str]) -> pd.DataFrame:
+    """Per measure and arm: the final-depth difference with its interval, and the depth from
+    which the difference stays visible (relative depth, with the 95 % interval of the reach)."""
+    rows = []
+    for key, name in measures.items():
+        row: dict[str, Any] = {"measure": name}
+        for arm, block in blocks.items():
+            comparison = block["comparison"]
+            if not comparison or key not in comparison["reach"]:
+                continue
+            final, reach = comparison["final"]["difference"][key], comparison["reach"][key]
+            row[f"final difference ({arm})"] = _interval(final["value"], final["interval"], 4)
+            row[f"visible from ({arm})"] = reach_text(reach)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("measure").fillna("—")
+
+
+def reach_text(reach: Mapping[str, Any]) -> str:
+    """"0.50 [0.25, none]": the relative depth from which a difference stays visible, then the
+    shallowest and deepest start within its 95 % interval ("none": not visible at the final depth)."""
     n_layers = len(reach["present"]) - 1
-    depth = reach["depth"]
-    if depth is None:
-        found = "none" if short else "none (the difference does not clear the seed null even at the final depth)"
-    else:
-        found = f"{depth / n_layers:.2f}" if short else depth_text(int(depth), n_layers)
-    if reach.get("depth_interval") is None:
-        return found
-    low, high = ("none" if l is None else (f"{l / n_layers:.2f}" if short else f"depth {l} of {n_layers}")
-                 for l in reach["depth_interval"])
-    if short:
-        return f"{found} [{low}, {high}]"
-    return f"{found}; 95 % interval: {low}" + ("" if low == high else f" to {high}")
+    text = lambda depth: "none" if depth is None else f"{depth / n_layers:.2f}"  # noqa: E731
+    low, high = reach["depth_interval"]
+    return f"{text(reach['depth'])} [{text(low)}, {text(high)}]"
 
 
-def dense_colbert_endpoints() -> dict[str, str]:
+def objective_cone_table(block: Mapping[str, Any]) -> pd.DataFrame:
+    """Per fine-tuned copy: its cone axis and mean direction against the backbone's, and its
+    anisotropy raw, centred on the backbone's mean pool and centred on its own."""
+    rows = []
+    for variant, by_seed in block["cone"].items():
+        for seed, values in by_seed.items():
+            name = "the backbone" if variant == "before" else f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}"
+            rows.append({"copy": name, **{key.replace("_", " "): round(value, 4) for key, value in values.items()}})
+    return pd.DataFrame(rows).set_index("copy")
+
+
+def dense_colbert_endpoints() -> dict[str, float]:
     """The post's dense and ColBERT within-sentence cosines: mxbai's and jina-colbert-v2's final
-    values and jina's peak (``pub_mxbai_end``, ``pub_jina_end``, ``pub_jina_peak``)."""
+    values and jina's peak."""
     figure = corpora.published("01_layer_by_layer")["dense_vs_colbert"]
     dense, colbert = (np.asarray(values, dtype=float) for values in figure["series"].values())
-    return {"pub_mxbai_end": f"{dense[-1]:.3f}", "pub_jina_end": f"{colbert[-1]:.3f}", "pub_jina_peak": f"{colbert.max():.3f}"}
+    return {"mxbai_end": float(dense[-1]), "jina_end": float(colbert[-1]), "jina_peak": float(colbert.max()),
+            "jina_peak_layer": int(np.argmax(colbert))}

@@ -81,8 +81,8 @@ def _paired(claim: Claim, metrics, record, resamples: int, rng, m: int, reducer)
     if drawn.method is None:
         record["note"] = f"only {drawn.n_units} units: too few for the difference's interval"
         return record
-    if isinstance(other, samples.Seeded):
-        seeds = reduce(other.data.mean(axis=1))
+    if other.n_seeds:
+        seeds = reduce(other.per_seed())
         spread = float(np.std(seeds, ddof=1)) if len(seeds) > 1 else 0.0
         record.update(seed_values=[float(x) for x in seeds], effect_size=drawn.point / spread if spread > 0 else None)
     return _difference(record, drawn.point, drawn.draws, m, drawn)

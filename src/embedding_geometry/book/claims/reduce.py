@@ -22,6 +22,9 @@ Every reducer works on the **last axis** of an array: the same code reduces the 
 ``final_step_share``  (x_{L−1} − x_L) ÷ (max_l x_l − x_L): the share of the fall from the peak
                    made by the last step; 0 when the last entry is the peak (nothing falls). On
                    bootstrap resamples the peak is found again in each resample.
+``second_rise``    max over inside entries t of min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t): the
+                   series test's statistic (claims.shape_tests) as a number, so that an
+                   ``above`` test can take its bound as a ``fraction`` of a published dip
 =================  ==========================================================================
 """
 
@@ -32,6 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from . import shape_tests
 
 SERIES_KINDS = ("depths", "blocks")
 
@@ -104,6 +109,7 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "argmax_relative": lambda x, s: _argmax(x, s) / depth_count(x.shape[-1], s),
     "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
     "final_step_share": _final_step_share,
+    "second_rise": lambda x, s: shape_tests.statistic("second_rise", x),
 }
 
 PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
@@ -169,6 +175,10 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         return entry_text(fixed[name], n, series)
     if name == "final_step_share":
         return f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, of the fall from {entry_text(int(np.argmax(x)), n, series)}"
+    if name == "second_rise" and n >= 3:
+        before, after = np.maximum.accumulate(x)[:-2], np.maximum.accumulate(x[::-1])[::-1][2:]
+        trough = 1 + int(np.argmax(np.minimum(before - x[1:-1], after - x[1:-1])))
+        return f"the trough at {entry_text(trough, n, series)}"
     if name in ("max", "argmax", "argmax_relative"):
         return entry_text(int(np.argmax(x)), n, series)
     if name in ("min", "argmin", "argmin_relative"):

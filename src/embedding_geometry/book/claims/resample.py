@@ -14,6 +14,8 @@ seed's, for a statistic with seeds), and recompute the statistic (:mod:`.samples
   acceleration a (from the jackknife) (Efron 1987), taken at the *expanded* level whose normal
   quantile is √(n / (n − 1)) · t_{n−1} (Hesterberg 2015): a plain BCa interval of a mean covers
   about 88–91 % at these n, the expanded one 93–95 % (tests/test_claims_resample.py);
+  a mean whose resamples often have no spread (units of 0/1 hits, nearly all alike) has no
+  studentized interval — t* is undefined wherever ŝe* = 0 — and takes BCa instead;
 * n < 5: no interval: the claim is *descriptive*.
 
 The same resamples give the interval at the multiplicity-adjusted level (book/claims/judge.py).
@@ -39,6 +41,9 @@ SMALL_N = 20
 """Below this many units an interval is studentized or BCa, not percentile."""
 MIN_UNITS = 5
 """Below this many units there is no interval: a claim is descriptive."""
+UNDEFINED_T = 0.01
+"""The share of resamples with no spread (ŝe* = 0, t* undefined) above which a small-n mean
+takes BCa instead of the studentized interval."""
 _CHUNK_CELLS = 2 ** 22  # resamples × units per chunk of weights: 4 M weights, 32 MiB as float64
 
 
@@ -192,11 +197,14 @@ def resample(statistic: Statistic, reduce, resamples: int, rng: np.random.Genera
         values = reduce(np.asarray(linear, dtype=float).reshape(n, *linear.shape[1:]))
         draws, t_draws = [], []
         chunk = max(1, min(resamples, _CHUNK_CELLS // n))
+        spread = 1e-9 * max(float(np.max(np.abs(values - values.mean()))), 1e-300)  # ŝe* below it is float noise
         for start in range(0, resamples, chunk):
             w = _weights(rng, min(chunk, resamples - start), n)
             mean, se = w @ values, standard_errors(values, w)
             draws.append(mean)
-            t_draws.append(np.where(se > 0, (mean - point) / np.where(se > 0, se, 1.0), np.nan))
+            t_draws.append(np.where(se > spread, (mean - point) / np.where(se > spread, se, 1.0), np.nan))
+        if np.mean(np.isnan(np.concatenate(t_draws))) > UNDEFINED_T:
+            return Resampled(point, np.concatenate(draws), n, "BCa", jack=reduce(jackknife(statistic)))
         se_hat = float(np.std(values, ddof=1) / np.sqrt(n))
         return Resampled(point, np.concatenate(draws), n, method, t_draws=np.concatenate(t_draws), se=se_hat)
     draws = reduce(bootstrap(statistic, resamples, rng))

@@ -7,6 +7,7 @@ compound or training seed) contributes::
     metrics["per_unit"]["<key>"] = array [n_units, …]          # a mean: its mean over axis 0 is the metric
     metrics["per_unit"]["<key>"] = array [n_units, n_units, …] # a pairwise kernel K_ij (i ≠ j)
     metrics["per_unit"]["<key>"] = array [n_seeds, n_units, …] # one row of units per seed
+    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, n_units, …] # one kernel per seed
 
 The ledger's ``samples`` names how the statistic is built from them (:func:`find`):
 
@@ -19,8 +20,12 @@ The ledger's ``samples`` names how the statistic is built from them (:func:`find
                                                 units, Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j
 ``{seeds: <key>}``                              the mean over seeds and units of ``[S, n, …]``: seeds
                                                 and units are resampled together (crossed)
+``{seeds: {pairwise: <key>}}``                  the mean over seeds of the U-statistics of kernels
+                                                ``[S, n, n, …]`` (random-init controls of a pairwise
+                                                statistic), seeds and units resampled together
 ``{correlation: {x, y, xx, yy, xy}}``           mean over the last axis (dimensions) of Pearson's r
                                                 from per-unit moments x, y, x², y², xy [n, D]
+                                                (given only x and y, the products are taken from them)
 =============================================  ====================================================
 
 **One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
@@ -62,6 +67,10 @@ class Statistic:
         difference of means on the same units); else None."""
         return None
 
+    def per_seed(self) -> np.ndarray:
+        """[S, …]: the statistic of each seed alone, on every unit (a statistic with seeds)."""
+        return self.values(np.full((self.n_seeds, self.n_units), 1.0 / self.n_units), np.eye(self.n_seeds))
+
     def point(self) -> np.ndarray:
         """The statistic on every unit (and seed) once: what the metric must equal."""
         v = None if self.n_seeds is None else np.full((1, self.n_seeds), 1.0 / self.n_seeds)
@@ -99,12 +108,20 @@ class Pairwise(Statistic):
         return int(self.kernel.shape[0])
 
     def values(self, w, v=None):
-        n = self.n_units
-        off = self.kernel * (1 - np.eye(n)).reshape((n, n) + (1,) * (self.kernel.ndim - 2))
-        flat = off.reshape(n, n, -1)
-        pairs = np.einsum("bi,ijk,bj->bk", w, flat, w, optimize=True)
-        weight = 1.0 - np.sum(w ** 2, axis=1, keepdims=True)
-        return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *self.kernel.shape[2:]))
+        return pairwise_values(self.kernel, w)
+
+
+def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """[B, …]: Σ_{i≠j} w_i w_j K_ij / (1 − Σ_i w_i²) for each row of weights w [B, n] (rows sum
+    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out. One
+    matrix product per trailing entry of K (a BLAS product, far faster than one einsum)."""
+    n = kernel.shape[0]
+    flat = kernel.reshape(n, n, -1)
+    diagonal = np.einsum("iik->ik", flat)
+    pairs = np.stack([np.einsum("bj,bj->b", w @ flat[:, :, k], w) for k in range(flat.shape[2])], axis=1)
+    pairs -= (w ** 2) @ diagonal
+    weight = 1.0 - np.sum(w ** 2, axis=1, keepdims=True)
+    return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *kernel.shape[2:]))
 
 
 @dataclass(frozen=True)
@@ -126,6 +143,29 @@ class Seeded(Statistic):
         v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
         flat = self.data.reshape(self.n_seeds, self.n_units, -1)
         return np.einsum("bs,snk,bn->bk", v, flat, w, optimize=True).reshape((len(w), *self.data.shape[2:]))
+
+
+@dataclass(frozen=True)
+class SeededPairwise(Statistic):
+    """The mean over seeds of the U-statistics of kernels K [S, n, n, …] (one kernel per seed, on
+    the same units): a pairwise statistic of random-init controls, seeds and units resampled
+    together."""
+
+    kernels: np.ndarray
+    source: str = ""
+
+    @property
+    def n_units(self) -> int:
+        return int(self.kernels.shape[1])
+
+    @property
+    def n_seeds(self) -> int:
+        return int(self.kernels.shape[0])
+
+    def values(self, w, v=None):
+        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
+        each = np.stack([pairwise_values(kernel, w) for kernel in self.kernels])  # [S, B, …]
+        return np.einsum("bs,sb...->b...", v, each)
 
 
 @dataclass(frozen=True)
@@ -239,13 +279,19 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
         if "pairwise" in spec:
             return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
         if "seeds" in spec:
+            if isinstance(spec["seeds"], Mapping) and "pairwise" in spec["seeds"]:
+                return _leaf(metrics, spec["seeds"]["pairwise"], SeededPairwise, square=True, seeds=True)
             return _leaf(metrics, spec["seeds"], Seeded, seeds=True)
         if "correlation" in spec:
             found = {name: _array(metrics, key) for name, key in spec["correlation"].items()}
             missing = [where for array, where in found.values() if array is None]
             if missing:
                 return Missing(f"no per-unit samples: {missing[0]}")
-            return Correlation({name: array for name, (array, _) in found.items()}, "correlation moments")
+            moments = {name: array for name, (array, _) in found.items()}
+            if {"x", "y"} <= set(moments):
+                x, y = moments["x"], moments["y"]
+                moments = {"xx": x * x, "yy": y * y, "xy": x * y, **moments}
+            return Correlation(moments, "correlation moments")
     if isinstance(spec, (list, tuple)):
         return _pair(Ratio, find(metrics, spec[0]), find(metrics, spec[1]))
     return _leaf(metrics, spec, Mean)
@@ -258,8 +304,9 @@ def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Sta
     axis = 1 if seeds else 0
     if array.ndim <= axis or array.shape[axis] < 2:
         return Missing(f"per-unit samples at {where} hold fewer than 2 units")
-    if square and (array.ndim < 2 or array.shape[0] != array.shape[1]):
-        return Missing(f"a pairwise kernel at {where} must be [n, n, …]; got shape {array.shape}")
+    if square and (array.ndim < axis + 2 or array.shape[axis] != array.shape[axis + 1]):
+        shape = "[S, n, n, …]" if seeds else "[n, n, …]"
+        return Missing(f"a pairwise kernel at {where} must be {shape}; got shape {array.shape}")
     return kind(array, where)
 
 

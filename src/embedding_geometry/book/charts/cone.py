@@ -1,0 +1,104 @@
+"""Chapter 3's charts: per-depth curves of every trained model the chapter runs (a colour per
+model, a dash per kind of curve: the model's own, its random-init controls', token- against
+sentence-level), on relative depth, over the post's curve in grey."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..claims import lookup
+from .frames import per_layer_frame, published_frame
+from .theme import PUBLISHED_COLOR, _theme
+
+__all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model"]
+
+DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
+
+
+def short_model(model: str) -> str:
+    """A model id without its organisation, and a control's "[random-init control, seed s]" as
+    "· control s": "all-MiniLM-L6-v2 · control 0"."""
+    name = model.rsplit("/", 1)[-1]
+    if "[random-init control, seed " in name:
+        base, seed = name.split(" [random-init control, seed ")
+        return f"{base} · control {seed.rstrip(']')}"
+    return name
+
+
+def cone_frame(found: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, str]) -> pd.DataFrame:
+    """Long frame (depth, relative_depth, value, series, model, kind) of the per-depth metrics at
+    the key paths ``kinds`` ({kind label: key path}) on every trained model of ``found`` (its
+    metrics by model id); a metric that is None on a model is left out."""
+    frames = []
+    for model, metrics in found.items():
+        for kind, key in kinds.items():
+            values = lookup(metrics, key)
+            if values is not None:
+                frame = per_layer_frame({f"{short_model(model)} · {kind}": np.asarray(values, dtype=float)}, model)
+                frames.append(frame.assign(model=short_model(model), kind=kind))
+    return pd.concat(frames, ignore_index=True)
+
+
+def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | None = None,
+               kinds: Mapping[str, str] | None = None, title: str = "", y_zero: bool = True) -> alt.Chart:
+    """The frame of :func:`cone_frame` on relative depth: a colour per model, a dash per kind; the
+    series of the transcribed published figure ``published`` named in ``kinds`` ({published series:
+    kind}) in grey, as the post's model with the dash of that kind."""
+    frame = run
+    if published is not None:
+        kinds = kinds or {}
+        theirs = published_frame(published, list(kinds))
+        label = f"{short_model(published['model'])} (published)"
+        frame = pd.concat([run, theirs.assign(kind=theirs["series"].map(kinds), model=label,
+                                              series=label + " · " + theirs["series"])], ignore_index=True)
+    palette = _theme()["config"]["range"]["category"]
+    models, kind_names = list(dict.fromkeys(run["model"])), list(dict.fromkeys(frame["kind"]))
+    domain = list(dict.fromkeys(frame["model"]))
+    colours = palette[:len(models)] + [PUBLISHED_COLOR] * (len(domain) - len(models))
+    legend = {"orient": "bottom", "direction": "vertical", "labelLimit": 260}
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)),
+        color=alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(**legend)),
+        strokeDash=alt.StrokeDash("kind:N", title=None, scale=alt.Scale(domain=kind_names, range=DASHES[:len(kind_names)]),
+                                  legend=alt.Legend(symbolType="stroke", **legend)),
+        detail="series:N", tooltip=["series:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
+    ).properties(title=title)
+
+
+def _listed(values: Any) -> str:
+    """Numbers as "0.123, 0.456"; "—" for None or none."""
+    return "—" if values is None or len(values) == 0 else ", ".join(f"{float(v):.3f}" for v in values)
+
+
+def rotation_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Experiment 4 offline, one column per trained model: |cos| of its cone axis with each
+    control's and of the controls' among themselves, random directions' mean and 99 % quantile,
+    and the final anisotropy of the model and of each control ("—" without controls)."""
+    def column(f: Mapping[str, Any]) -> dict[str, str]:
+        r = f["rotation"]
+        chance = {key: "—" if r[key] is None else f"{r[key]:.3f}" for key in ("chance", "chance_q99")}
+        return {"|cos| model vs each control": _listed(r["axis_cos"]),
+                "|cos| controls among themselves": _listed(r["controls_axis_cos"]),
+                "random directions: mean |cos|": chance["chance"], "random directions: 99 % quantile": chance["chance_q99"],
+                "final anisotropy, model": f"{f['anisotropy'][-1]:.3f}",
+                "final anisotropy, each control": _listed(f["controls"]["final_anisotropy"])}
+
+    return pd.DataFrame({short_model(name): column(f) for name, f in found.items()})
+
+
+def centering_across_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Whether one model's centering vector serves another of the same width: per trained model,
+    the removal shares of the model centred with each control's mean and of each control
+    centred with the model's ("—" without controls)."""
+    def column(f: Mapping[str, Any]) -> dict[str, str]:
+        shares = f["rotation"]["centering"] or {}
+        return {"the model centred with each control's mean": _listed(shares.get("model_by_control")),
+                "each control centred with the model's mean": _listed(shares.get("control_by_model"))}
+
+    return pd.DataFrame({short_model(name): column(f) for name, f in found.items()})

@@ -1,0 +1,160 @@
+"""Chapter 7's run-dependent sentences, written from its metrics and verdicts (Markdown), and the
+values its exercises' answers quote.
+
+Nothing here judges: the verdicts come from the claims engine (:mod:`.claims`), the numbers from
+the chapter's metrics (``metrics["objectives"]``, see :mod:`..studies.objective_runs`). A page
+shows each text as a cell output, so that it reads the same in plain Jupyter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import claim_text
+from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
+from ..studies import objective_geometry
+
+ANSWER_CLAIMS = {
+    "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-reaches-back-scratch",
+                "loss-decides-separability-scratch"],
+    "finetune": ["maxsim-keeps-spread", "loss-decides-collapse", "loss-leaves-fingerprint",
+                 "finetune-retrieval-matched", "finetune-keeps-anisotropy-mean-pool",
+                 "finetune-keeps-anisotropy-maxsim"],
+}
+"""The claims each arm's answer is stated with, in the order the page reads them."""
+
+
+def _span(values: Sequence[float], digits: int = 2) -> str:
+    """"0.12" for one value (or equal values), "0.12–0.31" for their range."""
+    low, high = min(values), max(values)
+    return f"{low:.{digits}f}" if round(low, digits) == round(high, digits) else f"{low:.{digits}f}–{high:.{digits}f}"
+
+
+def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per arm, how every copy trained: the loss over the first and the last tenth of its steps,
+    its held-out recall against chance, and which copies were excluded (Markdown)."""
+    lines = []
+    for arm, block in blocks.items():
+        k, chance = block["k"], block["chance"]
+        parts = []
+        for objective in ("mean_pool", "maxsim"):
+            runs, found = block["loss"][objective].values(), block["retrieval"][objective].values()
+            parts.append(f"the {OBJECTIVE_LABELS[objective]} goes from {_span([r['first'] for r in runs])} to "
+                         f"{_span([r['last'] for r in runs])}, and its copies' held-out recall@{k} is "
+                         f"{_span([r['recall'] for r in found])}")
+        lines.append(f"- **{ARM_LABELS[arm].capitalize()}** ({len(block['seeds'])} seeds, "
+                     f"{block['settings']['steps']} steps each): over the first and the last tenth of the steps "
+                     + "; ".join(parts) + f" (chance: {chance:.3g}); {_kept(block)}.")
+    return "\n".join(lines) + "\n"
+
+
+def _kept(block: Mapping[str, Any]) -> str:
+    """Which copies beat chance, which were excluded with their seed, and how many seeds are kept."""
+    excluded, n_seeds = block["excluded"], len(block["seeds"])
+    if not excluded:
+        return (f"all {2 * n_seeds} copies beat chance (one-sided exact binomial test at 0.05), so all {n_seeds} "
+                "seeds are kept")
+    which = ", ".join(f"{OBJECTIVE_LABELS[e['variant']]}, seed {e['seed']}: {e['recall']:.3f}" for e in excluded)
+    one = len(excluded) == 1
+    return (f"{len(excluded)} cop{'y does' if one else 'ies do'} not beat chance and {'is' if one else 'are'} "
+            f"excluded with {'its' if one else 'their'} seed ({which}); {len(block['kept'])} of {n_seeds} seeds "
+            "are kept")
+
+
+def answers(verdicts: Iterable[Any], blocks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each arm's answer, one generated sentence per claim of :data:`ANSWER_CLAIMS` (Markdown);
+    an arm that kept fewer than 2 seeds says so instead."""
+    by_id = {r["id"]: r for r in claim_text._records(verdicts)}
+    lines = []
+    for arm, ids in ANSWER_CLAIMS.items():
+        if arm not in blocks:
+            continue
+        lines.append(f"**{ARM_LABELS[arm].capitalize()}.**\n")
+        if blocks[arm].get("not_measured"):
+            lines.append(f"- Not measured: {blocks[arm]['not_measured']}.\n")
+            continue
+        lines += [f"- `{i}` · {claim_text.sentence(by_id[i])}" for i in ids if i in by_id]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def post_curves() -> str:
+    """The post's two curves in one sentence (Markdown): where each model's within-sentence
+    cosine ends, and jina-colbert-v2's peak."""
+    p = dense_colbert_endpoints()
+    return (f"The post's within-sentence token cosine ends at {p['mxbai_end']:.3f} in mxbai-embed-large-v1 "
+            f"(mean-pool loss) and at {p['jina_end']:.3f} in jina-colbert-v2 (MaxSim loss), after a peak of "
+            f"{p['jina_peak']:.3f} at L{p['jina_peak_layer']} of 24.\n")
+
+
+def reaches(blocks: Mapping[str, Mapping[str, Any]], measure: str = "intra_sentence_cosine") -> str:
+    """Per arm, the relative depth from which the difference in ``measure`` stays visible, with
+    its 95 % interval over seeds and sentences (Markdown)."""
+    lines = []
+    for arm, block in blocks.items():
+        if block["comparison"]:
+            reach = block["comparison"]["reach"][measure]
+            lines.append(f"- {ARM_LABELS[arm].capitalize()}: visible from relative depth {reach_text(reach)} "
+                         f"(share of the {len(reach['present'])} depths {reach['share']:.2f}, 95 % interval "
+                         f"[{reach['share_interval'][0]:.2f}, {reach['share_interval'][1]:.2f}], "
+                         f"{reach['n_seeds']} seeds × {reach['n_units']} sentences).")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the exercises' answers
+
+def _at_end(curves: Mapping[str, Sequence[float]], key: str) -> float:
+    return float(np.asarray(curves[key])[-1])
+
+
+def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> str:
+    """The scratch arm's final-depth collapse difference with its interval on the first ``n``
+    seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all
+    kept seeds' (one sentence)."""
+    measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
+    first = [s for s in sorted(records["mean_pool"])[:n] if s in kept]
+    found = {}
+    for name, seeds in (("few", first), ("all", list(kept))):
+        if len(seeds) < 2:
+            found[name] = "not measured (fewer than 2 kept seeds)"
+            continue
+        final = objective_geometry.compare(measured, seeds, ["intra_sentence_cosine"], seed)["final"]["difference"]
+        value, (low, high) = final["intra_sentence_cosine"]["value"], final["intra_sentence_cosine"]["interval"]
+        found[name] = f"{value:.4f} [{low:.4f}, {high:.4f}] (width {high - low:.4f})"
+    return (f"With the first {n} seeds ({len(first)} of them kept) the final-depth difference is {found['few']}; "
+            f"with all {len(kept)} kept seeds of this build it is {found['all']}.")
+
+
+def twin_answer(block: Mapping[str, Any], other: str) -> str:
+    """The fine-tuning arm's final-depth scores of the other twin pairs, mean over kept seeds,
+    before and after each loss (one sentence)."""
+    if not block["comparison"]:
+        return f"Not measured: {block['not_measured']}."
+    mean = block["comparison"]["mean"]
+    score = lambda v: " and ".join(f"{_at_end(mean[v], f'other_twin_{s}'):.3f} ({name})"  # noqa: E731
+                                   for s, name in (("mean_pool", "mean pool"), ("maxsim", "MaxSim")))
+    return (f"At the final depth, mean over the kept seeds, the {other.replace('_', ' ')} pairs score {score('before')} "
+            f"on the backbone, {score('mean_pool')} after the mean-pool loss, and {score('maxsim')} after the "
+            "MaxSim loss.")
+
+
+def one_topic_answer(block: Mapping[str, Any]) -> str:
+    """The fine-tuning arm's final-depth within-sentence cosine and collapse gap on the one-topic
+    sentences, mean over kept seeds, before and after each loss, beside the build's sentence set
+    (one sentence)."""
+    if not block["comparison"]:
+        return f"Not measured: {block['not_measured']}."
+    kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
+    parts = []
+    for variant, label in (("before", "on the backbone"), ("mean_pool", "after the mean-pool loss"),
+                           ("maxsim", "after the MaxSim loss")):
+        runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
+                or list(topic[variant].values()))
+        within, gap = (np.mean([_at_end(r, key) for r in runs]) for key in ("intra_sentence_cosine", "collapse_gap"))
+        parts.append(f"{within:.3f} {label} (gap {gap:.3f}; on this build's sentences "
+                     f"{_at_end(mean[variant], 'collapse_gap'):.3f})")
+    return ("On the five sentences, mean over the kept seeds, the final-depth within-sentence cosine is "
+            + ", ".join(parts) + ".")
