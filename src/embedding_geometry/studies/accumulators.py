@@ -61,6 +61,7 @@ import numpy as np
 
 from ..core import geometry
 from ..core.activations import Activations
+from .context_stats import Settings
 
 Metrics = dict[str, Any]
 
@@ -475,17 +476,16 @@ class HeadStatistics(Accumulator):
     parts: dict[int, list] = field(default_factory=dict)  # first window → [totals, window after the last]
 
     def __post_init__(self) -> None:
-        from .context_stats import Settings
-
         self.settings = self.settings or Settings()
 
     def update(self, captured: Any, units: Sequence[int]) -> None:
-        from .context_stats import TextBatch, batch_statistics
+        from .context_batch import TextBatch, batch_statistics
 
         units = list(units)
         if len(units) != len(captured.windows) or units != list(range(units[0], units[0] + len(units))):
             raise ValueError(f"{len(captured.windows)} windows need as many consecutive unit indices; got {units}")
-        stats = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings)
+        stats = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
+                                 first=units[0])
         before = next((start for start, (_, end) in self.parts.items() if end == units[0]), None)
         if before is None:
             self._check_new(units[0], units[-1] + 1)
@@ -570,4 +570,4 @@ class TextSet:
             return TextStatistics(sample_size=self.sample_size, seed=self.seed)
         if self.kind == "tuples":
             return TupleStatistics(names=self.names, maxsim=self.maxsim)
-        return HeadStatistics()
+        return HeadStatistics(Settings(seed=self.seed))

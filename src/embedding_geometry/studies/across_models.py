@@ -30,12 +30,13 @@ seed by seed, under ``per_unit["control.<key>"]`` [S, n, …]: the ledger's null
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..core import corpora
+from ..core.models import ModelInfo
 from . import layer_by_layer, similarity_attractor
 from .accumulators import SAMPLE_SIZE, TextSet
 
@@ -105,6 +106,43 @@ def with_controls(by_model: Mapping[str, Metrics], control_of: Mapping[str, str]
         shared = [k for k in seeds[0] if all(k in s and np.shape(s[k]) == np.shape(seeds[0][k]) for s in seeds)]
         found[trained]["per_unit"].update({f"control.{key}": np.stack([s[key] for s in seeds]) for key in shared})
     return found
+
+
+def measured(found: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Metrics], dict[str, ModelInfo]]:
+    """An atlas's results (``book.atlas.read``: model id → its results) as the chapter judges
+    them: each model's metrics (:func:`model_metrics`), a trained model's with its controls'
+    per-unit values (:func:`with_controls`), and each model's :class:`ModelInfo` (with its
+    weights' SHA-256), by model id."""
+    infos = {name: ModelInfo(**document["model"]) for name, document in found.items()}
+    by_model = {name: model_metrics(document["metrics"]) for name, document in found.items()}
+    trained = [name for name, info in infos.items() if info.source != "control"]
+    control_of = {name: next((t for t in trained if name.startswith(f"{t} [")), None)
+                  for name, info in infos.items() if info.source == "control"}
+    return with_controls(by_model, {c: t for c, t in control_of.items() if t}), infos
+
+
+def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]) -> dict[str, Metrics]:
+    """The trained models' metrics alone, without their controls' per-unit values: the chapter
+    as it would read without random-init controls."""
+    return {name: {**metrics, "per_unit": {k: v for k, v in metrics["per_unit"].items() if not k.startswith("control.")}}
+            for name, metrics in by_model.items() if infos[name].source != "control"}
+
+
+def sample_table(by_model: Mapping[str, Metrics], labels: Mapping[str, str], sets: Sequence[str] = ("corpus",),
+                 key: str = "anisotropy") -> "pd.DataFrame":
+    """Per model and set: ``key`` at its peak depth over every unit and over the seeded sample the
+    claims are judged on, their largest difference over depths, and the two sizes."""
+    import pandas as pd
+
+    rows = []
+    for name, metrics in by_model.items():
+        for part in sets:
+            full, sampled = np.asarray(metrics[part][key]), np.asarray(metrics[part]["sampled"][key])
+            rows.append({"model": labels[name], "set": part, "units": metrics[part]["n_units"],
+                         "sampled units": metrics[part]["sampled"]["n_units"],
+                         f"{key}, peak, all units": full.max(), f"{key}, peak, sample": sampled.max(),
+                         "largest difference over depths": np.abs(full - sampled).max()})
+    return pd.DataFrame(rows).set_index(["model", "set"])
 
 
 def without_units(by_model: Mapping[str, Metrics]) -> dict[str, Metrics]:

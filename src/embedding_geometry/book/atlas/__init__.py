@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 
 from . import executors, plan, shards
+from ...core import paths
 from ...core.errors import BookError
 from .shards import AtlasError, read
 
@@ -35,11 +36,24 @@ def run(chosen: plan.Plan, executor: str | object = "inprocess", workers: int | 
         if executor not in executors.EXECUTORS:
             raise AtlasError(f"--executor expects one of {', '.join(executors.EXECUTORS)}; got {executor!r}")
         executor = executors.EXECUTORS[executor](workers=workers) if executor == "ray" else executors.InProcess()
+    shards.claim_folder(chosen)
     shards.remove_partial(chosen)
     executor.run(chosen, [s for s in chosen.shards() if not shards.done(chosen, s)])
     for model in chosen.models:
         shards.combine(chosen, model, started)
     return chosen.out
+
+
+def for_chapter(params: dict, folder: str | Path | None = None) -> dict[str, dict]:
+    """Chapter 8's models: the atlas results at ``params["atlas_results"]`` when set (another
+    run's, of any size), else the chapter's plan measured here, in process, into ``folder``
+    (default: ``atlas/<fingerprint>`` under the activation cache, so an unchanged plan is read
+    back, not measured again). Results by model id, in the plan's order where it names them."""
+    if params.get("atlas_results"):
+        return read(params["atlas_results"])
+    chosen = plan.from_parameters(params, "")
+    out = Path(folder) if folder else paths.cache_dir() / "atlas" / chosen.fingerprint()[:16]
+    return read(run(plan.from_parameters(params, out)))
 
 
 def main(args) -> int:

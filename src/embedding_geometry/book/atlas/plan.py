@@ -13,6 +13,8 @@ that share its texts make it, and hits their activation cache).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,6 +72,13 @@ class Plan:
     trust_remote_code: bool = False
     cache: bool = True
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of what decides the shards' contents: the models, every text set (its texts
+        and settings) and the shard size. A results folder holds the shards of one fingerprint."""
+        what = {"models": [[m.id, m.control_seed] for m in self.models], "shard_units": self.shard_units,
+                "trust_remote_code": self.trust_remote_code, "sets": [repr(s) for s in self.sets]}
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def text_set(self, name: str) -> TextSet:
         return next(s for s in self.sets if s.name == name)

@@ -114,6 +114,19 @@ def write_once(path: Path, part: Part) -> bool:
         Path(tmp).unlink(missing_ok=True)
 
 
+def claim_folder(plan: Plan) -> None:
+    """Mark ``plan.out`` as holding this plan's shards (``plan.json``: its fingerprint), or check
+    that it does: shards of another plan (other models, texts or sizes) are never mixed in."""
+    marker = plan.out / "plan.json"
+    found = json.loads(marker.read_text()).get("fingerprint") if marker.is_file() else None
+    if found is None:
+        plan.out.mkdir(parents=True, exist_ok=True)
+        _atomic(marker, lambda handle: handle.write(json.dumps({"fingerprint": plan.fingerprint()}).encode()))
+    elif found != plan.fingerprint():
+        raise AtlasError(f"--out {str(plan.out)!r} holds the shards of another atlas run (other models, texts or "
+                         "sizes); choose another folder or delete it")
+
+
 def remove_partial(plan: Plan) -> list[Path]:
     """Delete the temporary files of shard writers that are gone (killed mid-write)."""
     folder = plan.out / "shards"
@@ -151,13 +164,17 @@ def combine(plan: Plan, model: ModelSpec, started: float | None = None) -> Path:
             raise AtlasError(f"shard {shard.name} of {model.id!r} was not measured ({path} is missing); rerun the atlas")
         by_set.setdefault(shard.set, []).append(_read_part(path))
     info = next(iter(by_set.values()))[0].model
+    hashes = {part.model.get("sha256") for parts in by_set.values() for part in parts}
+    if len(hashes) > 1:
+        raise AtlasError(f"the shards of {model.id!r} come from different weights (SHA-256 {sorted(map(str, hashes))}); "
+                         f"delete {plan.out / 'shards' / model.key} and rerun")
     found = {name: merged(part.accumulator for part in parts).result() for name, parts in by_set.items()}
     units = {f"{name}::{key}": np.asarray(value, np.float64) for name, metrics in found.items()
              for key, value in metrics.pop("per_unit", {}).items()}
     inputs = {s.name: {"kind": s.kind, "units": s.n_units, "texts_per_unit": s.arity} for s in plan.sets}
     document = {"chapter": "atlas", "model": info, "models": [info], "params": dict(plan.params), "inputs": inputs,
                 "metrics": found, "per_unit": f"{model.key}.npz", "claims": [],
-                "shards": {name: len(parts) for name, parts in by_set.items()},
+                "shards": {name: len(parts) for name, parts in by_set.items()}, "order": plan.models.index(model),
                 "environment": results.environment(plan.device, started)}
     target = plan.out / f"{model.key}.json"
     _atomic(plan.out / f"{model.key}.npz", lambda handle: np.savez_compressed(handle, **units))
@@ -182,20 +199,21 @@ def read(folder: str | Path) -> dict[str, dict[str, Any]]:
     their per_unit}, "params": …}``; a folder without results is an AtlasError."""
     folder = Path(folder)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if not files:
-        raise AtlasError(f"atlas results folder {str(folder)!r} holds no results (*.json); run "
-                         "`python -m embedding_geometry atlas` first or point atlas_results at its --out folder")
     found = {}
     for path in files:
         document = json.loads(path.read_text())
         if document.get("chapter") != "atlas":
             continue
+        document["metrics"] = as_arrays(document["metrics"])
         with np.load(folder / document["per_unit"]) as units:
             for key in units.files:
                 name, unit_key = key.split("::", 1)
                 document["metrics"][name].setdefault("per_unit", {})[unit_key] = units[key]
         found[document["model"]["id"]] = document
-    return found
+    if not found:
+        raise AtlasError(f"atlas results folder {str(folder)!r} holds no results (*.json); run "
+                         "`python -m embedding_geometry atlas` first or point atlas_results at its --out folder")
+    return dict(sorted(found.items(), key=lambda item: (item[1]["model"]["source"] == "control", item[1]["order"])))
 
 
 def as_arrays(tree: Any) -> Any:
