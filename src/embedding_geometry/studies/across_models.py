@@ -128,17 +128,18 @@ def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]
             for name, metrics in by_model.items() if infos[name].source != "control"}
 
 
-def sample_table(by_model: Mapping[str, Metrics], labels: Mapping[str, str], sets: Sequence[str] = ("corpus",),
+def sample_table(by_model: Mapping[str, Metrics], sets: Sequence[str] = ("corpus",),
                  key: str = "anisotropy") -> "pd.DataFrame":
-    """Per model and set: ``key`` at its peak depth over every unit and over the seeded sample the
-    claims are judged on, their largest difference over depths, and the two sizes."""
+    """Per model (its id without the organisation) and set: ``key`` at its peak depth over every
+    unit and over the seeded sample the claims are judged on, their largest difference over
+    depths, and the two sizes."""
     import pandas as pd
 
     rows = []
     for name, metrics in by_model.items():
         for part in sets:
             full, sampled = np.asarray(metrics[part][key]), np.asarray(metrics[part]["sampled"][key])
-            rows.append({"model": labels[name], "set": part, "units": metrics[part]["n_units"],
+            rows.append({"model": name.rsplit("/", 1)[-1], "set": part, "units": metrics[part]["n_units"],
                          "sampled units": metrics[part]["sampled"]["n_units"],
                          f"{key}, peak, all units": full.max(), f"{key}, peak, sample": sampled.max(),
                          "largest difference over depths": np.abs(full - sampled).max()})
@@ -151,9 +152,11 @@ def without_units(by_model: Mapping[str, Metrics]) -> dict[str, Metrics]:
             for name, metrics in by_model.items()}
 
 
-def head_grid(metrics: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The per-head grids [L][H] of a model's head pass: mean pair distance and separator share."""
-    heads = (metrics.get("heads") or {}).get("heads")
-    if not heads:
-        return None
-    return {key: heads[key] for key in ("mean_pair_distance", "separator_attention")}
+def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]],
+               limit: int | None = None) -> dict[str, dict[str, Any]]:
+    """The per-head grids [L][H] of the head pass (mean pair distance and separator share) of
+    the first ``limit`` trained models (default: all), by the model's label."""
+    trained = [m for m in by_model if models[m]["kind"] == "trained" and (by_model[m].get("heads") or {}).get("heads")]
+    return {models[m]["label"]: {key: by_model[m]["heads"]["heads"][key] for key in ("mean_pair_distance",
+                                                                                     "separator_attention")}
+            for m in trained[:limit]}
