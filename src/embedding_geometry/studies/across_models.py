@@ -15,8 +15,8 @@ set            units        what it measures (keys of its metrics)
 ``twins``      documents    chapter 1's hard set: each document with its negation and its role
                             reversal (``negation``, ``role_reversal``, ``cls.*``, ``maxsim*``)
 ``easy_pairs`` pairs        chapter 2's easy pairs: chapter 1's sentences paired in order (``easy``)
-``corpus``     sentences    chapter 3's corpus (``corpus_texts`` of it): anisotropy of mean pools and
-                            of tokens
+``corpus``     sentences    chapter 3's sentences (``corpus_texts`` of its corpus, spread over the
+                            topics as chapter 3 takes them): anisotropy of mean pools and of tokens
 ``heads``      windows      chapter 4's head pass on ``head_texts`` windows of ``head_length`` tokens
 =============  ===========  ===========================================================================
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from ..core import corpora
 from ..core.models import ModelInfo
-from . import layer_by_layer, similarity_attractor
+from . import cone, layer_by_layer, similarity_attractor
 from .accumulators import SAMPLE_SIZE, TextSet
 
 Metrics = dict[str, Any]
@@ -52,7 +52,7 @@ def text_sets(params: Mapping[str, Any]) -> tuple[TextSet, ...]:
     seed, size = params.get("seed", 0), params.get("sample_size", SAMPLE_SIZE)
     twins = corpora.retrieval_set("hard")["pool"]
     easy = similarity_attractor.pair_set_texts()["easy"]
-    corpus = corpora.load_corpus("project", params.get("corpus_texts"), seed)["sentence"].tolist()
+    corpus = cone.chapter_corpus("project", params.get("corpus_texts"), seed)["sentence"].tolist()
     return (TextSet("sentences", "texts", tuple(layer_by_layer.inputs()["sentences"]), seed=seed, sample_size=size),
             TextSet("twins", "tuples", tuple(twins), names=("negation", "role_reversal"), maxsim=True),
             TextSet("easy_pairs", "tuples", tuple(easy), names=("easy",)),

@@ -39,6 +39,7 @@ def run(chosen: plan.Plan, executor: str | object = "inprocess", workers: int | 
     shards.claim_folder(chosen)
     shards.remove_partial(chosen)
     executor.run(chosen, [s for s in chosen.shards() if not shards.done(chosen, s)])
+    shards.remove_partial(chosen)  # what a writer killed mid-shard left
     for model in chosen.models:
         shards.combine(chosen, model, started)
     return chosen.out
