@@ -18,7 +18,7 @@ import attention_memory  # noqa: E402
 import roofline  # noqa: E402
 import run as bench  # noqa: E402
 
-from embedding_geometry.book import kernels  # noqa: E402
+from embedding_geometry.book import jupyter_kernels  # noqa: E402
 from embedding_geometry.core import clock  # noqa: E402
 
 CONFIG = SimpleNamespace(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
@@ -188,19 +188,19 @@ def test_a_forked_kernel_runs_a_notebook_and_a_launcher_without_server_falls_bac
     monkeypatch.setenv("EG_MARK", "seen")
     run = lambda: papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(tmp_path),
                                              kernel_name="python3", progress_bar=False,
-                                             kernel_manager_class=kernels.kernel_manager())
-    monkeypatch.setenv(kernels.ADDRESS, str(tmp_path / "nothing-listens-here"))
+                                             kernel_manager_class=jupyter_kernels.kernel_manager())
+    monkeypatch.setenv(jupyter_kernels.ADDRESS, str(tmp_path / "nothing-listens-here"))
     run()  # no server: the launcher execs a plain ipykernel
     plain = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
     monkeypatch.setattr(kernels, "_server", {})
-    kernels.start_server("v1")
+    jupyter_kernels.start_server("v1")
     for version in ("v1", "v2"):  # the same server, then a new one for new code
-        kernels.start_server(version)
+        jupyter_kernels.start_server(version)
         run()
         forked = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
         assert forked[1:] == plain[1:] == [str(tmp_path), "seen", "True"]
         assert forked[0] != plain[0]  # a process of its own each time
-    kernels._stop(kernels._server["process"], kernels._server["folder"])
+    jupyter_kernels._stop(jupyter_kernels._server["process"], jupyter_kernels._server["folder"])
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ BAD_PARAMETERS = [
     ("00_the_model", {"batch_size": "8"}, "parameter 'batch_size' expects an integer in [1, 4096]; got '8'"),
     ("00_the_model", {"batch_size": -4}, "parameter 'batch_size' expects an integer in [1, 4096]; got -4"),
     ("00_the_model", {"device": "tpu"}, "parameter 'device' expects one of 'auto', 'cpu', 'cuda'; got 'tpu'"),
-    ("00_the_model", {"extra_sentences": "one sentence"}, "parameter 'extra_sentences' expects a list of at least 0 non-empty, distinct strings"),
+    ("00_the_model", {"extra_sentences": "one sentence"}, "parameter 'extra_sentences' expects a list (possibly empty) of non-empty, distinct strings"),
     ("00_the_model", {"extra_sentences": [NO_WORD_TOKENS]}, "parameter 'extra_sentences' expects texts that each contain at least one word token"),
     ("00_the_model", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
     ("00_the_model", {"model": NOT_A_MODEL}, "is a local path but not a model directory (no config.json in it)"),
