@@ -32,15 +32,18 @@ PROJECTED_TEXTS, PROJECTED_TOKENS = 20_000, 128
 ASSUMED = {
     "gpu_effective_tflops": 100.0,  # an H100's dense bf16 peak is ~990 TFLOP/s; ~10 % reached by encoder inference
     "flops_per_token": "2 × parameters (a forward pass's matrix products; attention at T = 128 adds < 10 %)",
-    "statistics": "the accumulators' per-text CPU seconds measured here, one CPU core per GPU",
+    "statistics": "the accumulators' per-text CPU seconds measured here on MiniLM, × (L + 1) D / (7 · 384), "
+                  "one CPU core per GPU",
     "scaling": "shards spread evenly over the GPUs, each model loaded once per GPU (startup left out)",
     "overhead": "the measured Ray ÷ in-process ratio multiplies every per-text cost",
 }
-POSTS_MODELS = {  # the posts' models (params/published.yaml) and their parameters, from their model cards
-    "mixedbread-ai/mxbai-embed-large-v1": 335e6, "jinaai/jina-colbert-v2": 559e6,
-    "google-bert/bert-base-uncased": 110e6, "sentence-transformers/all-mpnet-base-v2": 109e6,
-    "sentence-transformers/all-MiniLM-L6-v2": 22.7e6,
+POSTS_MODELS = {  # the posts' models (params/published.yaml): parameters, blocks L, width D (their model cards)
+    "mixedbread-ai/mxbai-embed-large-v1": (335e6, 24, 1024), "jinaai/jina-colbert-v2": (559e6, 24, 1024),
+    "google-bert/bert-base-uncased": (110e6, 12, 768), "sentence-transformers/all-mpnet-base-v2": (109e6, 12, 768),
+    "sentence-transformers/all-MiniLM-L6-v2": (22.7e6, 6, 384),
 }
+MEASURED_SHAPE = (6, 384)
+"""L and D of the model whose statistics are measured (MiniLM): their cost scales with (L + 1) · D."""
 
 
 def texts(n: int) -> list[str]:
@@ -108,12 +111,13 @@ def overhead(model: str, n_texts: int, workers: int) -> dict:
 
 def projection(statistics_s_per_text: float, ray_ratio: float, gpus=(1, 8, 64)) -> dict:
     """Hours for each of the posts' models at PROJECTED_TEXTS texts of PROJECTED_TOKENS tokens
-    on ``gpus`` GPUs: (forward FLOPs ÷ assumed GPU FLOP/s + measured statistics seconds) per
-    text × texts × Ray's overhead ÷ GPUs."""
+    on ``gpus`` GPUs: (forward FLOPs ÷ assumed GPU FLOP/s + measured statistics seconds scaled
+    by (L + 1) D) per text × texts × Ray's overhead ÷ GPUs."""
     flops_per_s = ASSUMED["gpu_effective_tflops"] * 1e12
     rows = {}
-    for name, parameters in POSTS_MODELS.items():
-        per_text = 2 * parameters * PROJECTED_TOKENS / flops_per_s + statistics_s_per_text
+    for name, (parameters, layers, width) in POSTS_MODELS.items():
+        scale = (layers + 1) * width / ((MEASURED_SHAPE[0] + 1) * MEASURED_SHAPE[1])
+        per_text = 2 * parameters * PROJECTED_TOKENS / flops_per_s + statistics_s_per_text * scale
         rows[name] = {f"{g} GPU": round(per_text * PROJECTED_TEXTS * ray_ratio / g / 3600, 4) for g in gpus}
     return {"texts": PROJECTED_TEXTS, "tokens": PROJECTED_TOKENS, "assumed": ASSUMED,
             "statistics_s_per_text": round(statistics_s_per_text, 5), "ray_ratio": ray_ratio, "hours": rows}

@@ -46,6 +46,7 @@ def test_one_results_file_per_model_with_its_weights_hash(measured):
     assert [c["model"]["source"] for c in controls] == ["control", "control"]
     assert trained["shards"]["corpus"] == 3 and trained["inputs"]["twins"]["units"] == 12
     assert set(trained["metrics"]) == {"sentences", "twins", "easy_pairs", "corpus", "heads"}
+    assert "heads" not in controls[0]["metrics"]  # the head pass runs on trained models only
 
 
 def test_a_rerun_measures_nothing_and_a_lost_shard_is_measured_again(measured):

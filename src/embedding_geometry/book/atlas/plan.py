@@ -8,7 +8,9 @@ chapter's rules — so that chapter 8 run on a profile and the atlas run on the 
 measure the same models on the same texts, and the chapter can read the atlas's results
 (parameter ``atlas_results``). A shard is a run of consecutive units of one set on one model:
 ``shard_texts`` units (None: the whole set, so that each set is one forward pass, as the chapters
-that share its texts make it, and hits their activation cache).
+that share its texts make it, and hits their activation cache). The head pass (windows) runs on
+the trained models only: its claims' nulls are exact (chance, uniform attention), and chapter 4
+does not run it on controls either.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Plan:
         found = []
         for spec in [model] if model else self.models:
             for text_set in self.sets:
+                if text_set.kind == "windows" and spec.control_seed is not None:
+                    continue  # the head pass runs on trained models only (chapter 4's claims have exact nulls)
                 size = self.shard_units or text_set.n_units
                 found += [Shard(spec, text_set.name, start, min(start + size, text_set.n_units))
                           for start in range(0, text_set.n_units, size)]

@@ -171,7 +171,8 @@ def combine(plan: Plan, model: ModelSpec, started: float | None = None) -> Path:
     found = {name: merged(part.accumulator for part in parts).result() for name, parts in by_set.items()}
     units = {f"{name}::{key}": np.asarray(value, np.float64) for name, metrics in found.items()
              for key, value in metrics.pop("per_unit", {}).items()}
-    inputs = {s.name: {"kind": s.kind, "units": s.n_units, "texts_per_unit": s.arity} for s in plan.sets}
+    inputs = {s.name: {"kind": s.kind, "units": s.n_units, "texts_per_unit": s.arity} for s in plan.sets
+              if s.name in by_set}
     document = {"chapter": "atlas", "model": info, "models": [info], "params": dict(plan.params), "inputs": inputs,
                 "metrics": found, "per_unit": f"{model.key}.npz", "claims": [],
                 "shards": {name: len(parts) for name, parts in by_set.items()}, "order": plan.models.index(model),
