@@ -145,7 +145,8 @@ def cache(loaded, texts: list[str], batch_size: int) -> dict:
 
     folder = tempfile.mkdtemp(prefix="eg-bench-cache-")
     try:
-        run = lambda: activations.extract(loaded, texts, batch_size=batch_size, cache_dir=folder, progress=False)
+        def run():
+            return activations.extract(loaded, texts, batch_size=batch_size, cache_dir=folder, progress=False)
         t_first, t_second = _timed(run), _timed(run)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -79,7 +79,8 @@ def test_bad_parameter_is_one_line_and_keeps_the_previous_outputs(built_book, ti
     executed = root / "book" / "chapters" / f"{chapter}.ipynb"
     results = root / "build" / "results" / f"{chapter}.json"
     before = executed.read_bytes(), results.read_bytes()
-    swap = lambda v: special_dirs.get(v, v) if isinstance(v, str) else [swap(x) for x in v] if isinstance(v, list) else v
+    def swap(v):
+        return special_dirs.get(v, v) if isinstance(v, str) else [swap(x) for x in v] if isinstance(v, list) else v
     overrides = {k: swap(v) for k, v in overrides.items()}
     profile = tiny_profile(root, tiny_bert_dir, **{chapter: overrides})
     failed = run_build(root, "--profile", str(profile), "--only", chapter, "--no-site")

@@ -105,7 +105,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     start = time.time()
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
-    kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
+    jupyter_kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
     log = _mkdir(root / "build" / "logs") / f"{slug}.log"
     try:
         with _stderr_to(log):

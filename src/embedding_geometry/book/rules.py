@@ -300,7 +300,8 @@ def rules_for(slug: str) -> dict[str, p.Rule]:
     try:
         found = ledger.load(slug)
     except FileNotFoundError:
-        raise KeyError(f"no parameter rules for chapter {slug!r}; known: {sorted(CHAPTERS)}") from None
+        raise KeyError(f"no parameter rules for chapter {slug!r}: write its ledger, data/claims/{slug}.yaml "
+                       f"(CONTRIBUTING.md); chapters with rules here: {sorted(CHAPTERS)}") from None
     return declared(slug, found.parameters)
 
 
