@@ -162,7 +162,7 @@ def test_head_statistics_of_shards_in_any_order_equal_one_pass(tiny_bert):
         parts.append(part)
     found, expected = acc.merged([parts[2], parts[0], parts[1]]).result(), one.result()
     for key in ("mean_pair_distance", "separator_attention", "same_sentence_fraction"):
-        np.testing.assert_allclose(np.asarray(found[key], float), np.asarray(expected[key], float), rtol=1e-5, atol=1e-7,
-                                   err_msg=key)
+        np.testing.assert_allclose(np.asarray(found[key], float), np.asarray(expected[key], float), rtol=1e-5,
+                                   atol=1e-7, err_msg=key)
     with pytest.raises(ValueError, match="counted twice"):
         parts[0].merge(parts[0])

@@ -11,7 +11,6 @@ from conftest import copy_book, run_build, tiny_profile
 from test_layer_by_layer import assert_intervals_and_nulls
 
 from embedding_geometry.book import charts, claims
-from embedding_geometry.book.claims import judge, words
 from embedding_geometry.book import model_verdicts as mv
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import plan

@@ -188,7 +188,8 @@ class Sample:
 
     def merge(self, other: Sample) -> Sample:
         if (other.size, other.seed) != (self.size, self.seed):
-            raise ValueError(f"cannot merge samples of (size, seed) {(self.size, self.seed)} and {(other.size, other.seed)}")
+            raise ValueError(f"cannot merge samples of (size, seed) {(self.size, self.seed)} and "
+                             f"{(other.size, other.seed)}")
         self.rows.merge(other.rows)
         self.keys += other.keys
         self._trim()
@@ -311,7 +312,8 @@ class TextStatistics(Accumulator):
                       writes=np.abs(np.diff(s["pool"], axis=1)).sum(0), count=float(len(units)))
         first, last = s["pool"][:, 0], s["pool"][:, -1]
         self.moments.merge(Moments.of(first, last))
-        self.sample.add(units, first=first, last=last, **{k: s[k] for k in SAMPLED if k in s and k not in ("first", "last")})
+        kept = {k: s[k] for k in SAMPLED if k in s and k not in ("first", "last")}
+        self.sample.add(units, first=first, last=last, **kept)
 
     def merge(self, other: TextStatistics) -> TextStatistics:
         self.rows.merge(other.rows)

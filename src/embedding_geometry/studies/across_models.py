@@ -31,7 +31,7 @@ seed by seed, under ``per_unit["control.<key>"]`` [S, n, …]: the ledger's null
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from ..core import corpora
 from ..core.models import ModelInfo
 from . import cone, layer_by_layer, similarity_attractor
 from .accumulators import SAMPLE_SIZE, TextSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Metrics = dict[str, Any]
 MIDDLE = 0.5
@@ -124,7 +127,8 @@ def measured(found: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Metrics]
 def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]) -> dict[str, Metrics]:
     """The trained models' metrics alone, without their controls' per-unit values: the chapter
     as it would read without random-init controls."""
-    return {name: {**metrics, "per_unit": {k: v for k, v in metrics["per_unit"].items() if not k.startswith("control.")}}
+    return {name: {**metrics, "per_unit": {k: v for k, v in metrics["per_unit"].items()
+                                           if not k.startswith("control.")}}
             for name, metrics in by_model.items() if infos[name].source != "control"}
 
 

@@ -161,13 +161,14 @@ def combine(plan: Plan, model: ModelSpec, started: float | None = None) -> Path:
     for shard in plan.shards(model):
         path = shard_path(plan, shard)
         if not path.is_file():
-            raise AtlasError(f"shard {shard.name} of {model.id!r} was not measured ({path} is missing); rerun the atlas")
+            raise AtlasError(f"shard {shard.name} of {model.id!r} was not measured ({path} is missing); "
+                             "rerun the atlas")
         by_set.setdefault(shard.set, []).append(_read_part(path))
     info = next(iter(by_set.values()))[0].model
     hashes = {part.model.get("sha256") for parts in by_set.values() for part in parts}
     if len(hashes) > 1:
-        raise AtlasError(f"the shards of {model.id!r} come from different weights (SHA-256 {sorted(map(str, hashes))}); "
-                         f"delete {plan.out / 'shards' / model.key} and rerun")
+        raise AtlasError(f"the shards of {model.id!r} come from different weights (SHA-256 "
+                         f"{sorted(map(str, hashes))}); delete {plan.out / 'shards' / model.key} and rerun")
     found = {name: merged(part.accumulator for part in parts).result() for name, parts in by_set.items()}
     units = {f"{name}::{key}": np.asarray(value, np.float64) for name, metrics in found.items()
              for key, value in metrics.pop("per_unit", {}).items()}
