@@ -247,3 +247,12 @@ def test_the_page_shows_its_numbers_as_outputs_without_glue(built):
     assert "{glue" not in sources and "ch.glue" not in sources
     outputs = json.dumps([c.get("outputs", []) for c in notebook["cells"]])
     assert f"Of {len(claims.load(SLUG).claims)} claims" in outputs and "the package agree" in outputs
+
+
+def test_a_control_without_the_head_pass_gets_not_measured_with_its_reason(tiny_atlas):
+    by_model, infos = tiny_atlas
+    control = next(name for name, info in infos.items() if info.source == "control")
+    found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), by_model[control], control,
+                                                                resamples=200))}
+    for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
+        assert found[claim]["verdict"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS

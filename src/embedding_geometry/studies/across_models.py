@@ -88,9 +88,19 @@ def pair_sets(twins: Mapping[str, Any], easy: Mapping[str, Any]) -> Metrics:
     return {**means, "gap_relative": means["gap"] / gap[:, 0].mean(), "n_pairs": len(gap), "per_unit": units}
 
 
+HEAD_KEYS = ("separator_attention", "separator_share", "mean_pair_distance", "same_sentence_fraction",
+             "same_sentence_chance")
+"""The head pass's metrics the ledger reads: None on a model without the pass (a control)."""
+NO_HEAD_PASS = "the head pass runs on trained models only (chapter 4's nulls are exact: chance, uniform attention)"
+
+
 def model_metrics(sets: Mapping[str, Mapping[str, Any]]) -> Metrics:
     """One model's metrics by set (an atlas result's ``metrics``) as the ledger reads them
-    (module docstring)."""
+    (module docstring); without the head pass (a random-init control), its metrics are None and
+    ``not_measured`` says why."""
+    if "heads" not in sets:
+        sets = {**sets, "heads": dict.fromkeys(HEAD_KEYS)}
+        return {**model_metrics(sets), "not_measured": {f"heads.{key}": NO_HEAD_PASS for key in HEAD_KEYS}}
     found: Metrics = {"per_unit": {}}
     for name, metrics in {**sets, "pair_sets": pair_sets(sets["twins"], sets["easy_pairs"])}.items():
         metrics = dict(metrics)
