@@ -31,8 +31,8 @@ measurements by section and ``figures``, one record per figure with its value, t
 flag (``pages.figure``). Skipped sections keep their last measured figures.
 
     .venv/bin/python benchmarks/run.py --skip mpnet_build          # what `make bench` runs
-    .venv/bin/python benchmarks/run.py --skip roofline cache batching memory build   # the MPNet build only
-    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory   # a quick check
+    .venv/bin/python benchmarks/run.py --skip roofline cache batching memory atlas build   # the MPNet build only
+    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory atlas   # a quick check
 """
 
 from __future__ import annotations
