@@ -11,6 +11,7 @@ from conftest import copy_book, run_build, tiny_profile
 from test_layer_by_layer import assert_intervals_and_nulls
 
 from embedding_geometry.book import charts, claims
+from embedding_geometry.book.claims import words
 from embedding_geometry.book import model_verdicts as mv
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import plan
@@ -256,3 +257,19 @@ def test_a_control_without_the_head_pass_gets_not_measured_with_its_reason(tiny_
                                                                 resamples=200))}
     for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
         assert found[claim]["verdict"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS
+
+
+def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(tiny_atlas):
+    by_model, infos = tiny_atlas
+    ledger = claims.load(SLUG)
+    verdicts = mv.evaluate(ledger, by_model, judged={"x": []})
+    trained = across.trained_only(by_model, infos)
+    (model,) = trained
+    alone = mv.without_controls(ledger, verdicts, trained)[model]
+    kinds = {c.id: (c.null or {}).get("kind") for c in ledger.claims}
+    for before, after in zip(verdicts[model], alone):
+        assert before["id"] == after["id"]
+        if kinds[before["id"]] != "control":
+            assert after is before
+        elif after["verdict"] in words.JUDGED_WORDS:
+            assert after["null"] is None or after["null"].get("value") is None
