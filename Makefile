@@ -34,7 +34,7 @@ format: $(STAMP)
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml
 # is left out by default (about an hour on 2 cores); it alone, keeping the other figures:
-#   make bench BENCH_ARGS='--skip roofline cache batching memory build'
+#   make bench BENCH_ARGS='--skip roofline cache batching memory atlas build'
 BENCH_ARGS ?= --skip mpnet_build
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)

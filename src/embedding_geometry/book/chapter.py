@@ -144,6 +144,12 @@ class Chapter:
         ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
         self.glue(**metric_values(results.to_jsonable(self.metrics)))
 
+    def record_models(self, infos: Any) -> None:
+        """Record models another run measured (``ModelInfo``s: an atlas's, whose results the
+        chapter reads) among the models of this run's results, with their weights' SHA-256."""
+        for info in infos:
+            self.ran.setdefault(info.id, info.to_dict())
+
     def judge_model(self, model: str, metrics: Mapping[str, Any] | None = None, not_measured: str | None = None) -> None:
         """Judge the chapter's ledger on another model too (a second encoder measured the same
         way): ``metrics``, or what :meth:`add_metrics` records for it, before or after this call.

@@ -107,6 +107,8 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "08_across_models": {
         **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
         "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
+        "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
+        "atlas_results": p.optional(p.text),
     },
     "98_performance": {"bench_file": p.text},
     "99_claims_dashboard": {"chapters": p.text_list(0)},
