@@ -167,6 +167,24 @@ def test_sentence_measures_average_their_units_to_the_curves():
     np.testing.assert_allclose(curves[study.RATIO], layer_by_layer.separability(acts)["separability_ratio"])
 
 
+def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
+    """2 r_s − θ averages to θ, and resampling it spreads as the U-statistic recomputed among the
+    resampled units does (the engine's Pairwise), where the row means alone spread half as much."""
+    from embedding_geometry.book.claims import resample, samples
+
+    x = np.random.default_rng(0).normal(size=(60, 3)) + np.array([1.0, 0.0, 0.0])
+    kernel = x @ x.T
+    kernel[np.arange(60), np.arange(60)] = 0.0
+    theta = kernel.sum() / (60 * 59)
+    units = study.projection(kernel)
+    assert units.mean() == pytest.approx(theta)
+    spread = lambda statistic: np.std(resample.bootstrap(statistic, 4000, np.random.default_rng(1)))  # noqa: E731
+    exact = spread(samples.Pairwise(kernel))
+    assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)
+    assert spread(samples.Mean(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
+    np.testing.assert_allclose(study.projection(kernel.sum(axis=1) / 59, rows=True), units)
+
+
 # --------------------------------------------------------------------------- comparing over paired seeds
 
 def fake_measured(rng, seeds, n_units=6, depths=4, shift=0.0):
@@ -267,8 +285,8 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
     assert set(objective_runs.models_run({"scratch": records})) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
-    assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {"value": None, "interval": None,
-                                                                                           "n_seeds": None}
+    assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {
+        "value": None, "interval": None, "draws": None, "n_seeds": None}
     reasons = objective_runs.not_measured({"scratch": nobody})
     assert reasons["objectives.scratch.judged.collapse_difference.value"].startswith("1 of 3 seeds kept")
 
@@ -296,16 +314,49 @@ def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
     assert len(todo) == 7 + 6
 
 
-def test_ledger_judges_every_claim_on_an_interval_over_seeds():
+def test_ledger_judges_every_claim_on_draws_over_seeds():
     ledger = claims.load(SLUG)
     for claim in ledger.claims:
         arm = claim.metric.split(".")[1]
-        assert claim.unit == "seeds" and claim.samples["interval"] == claim.metric.replace(".value", ".interval")
+        assert claim.unit == "seeds" and claim.samples == {"draws": claim.metric.replace(".value", ".draws"),
+                                                           "n_units": claim.metric.replace(".value", ".n_seeds")}
         assert claim.metric.startswith(f"objectives.{arm}.judged.") and claim.null is None
         assert (claim.measured_on is not None) == (arm == "scratch")
     names = {c.metric.split(".")[3] for c in ledger.claims}
     assert names <= set(objective_runs.judged(None, True))
     assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse-scratch", "maxsim-keeps-spread"}
+
+
+def test_the_engine_reads_both_intervals_from_the_arms_draws():
+    """Each scratch claim judged on a fake arm: its 95 % and adjusted intervals are the
+    percentiles of the draws the arm stored, the adjusted one (1 − 0.05/m) the wider, deciding."""
+    block = objective_runs.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
+    scratch = claims.Ledger(SLUG, [c for c in claims.load(SLUG).claims if ".scratch." in c.metric])
+    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
+    m = claims.family_size()
+    for verdict in verdicts:
+        draws = block["judged"][verdict.claim.metric.split(".")[3]]["draws"]
+        stat = verdict.statistic
+        assert stat["n_units"] == 5 and stat["adjusted_level"] == pytest.approx(1 - 0.05 / m)
+        np.testing.assert_allclose(stat["interval"], np.percentile(draws, [2.5, 97.5]))
+        assert stat["adjusted"][0] <= stat["interval"][0] and stat["adjusted"][1] >= stat["interval"][1]
+        assert verdict.verdict in ("shape transfers", "does not transfer", "inconclusive")
+
+
+def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
+    # row 0 peaks at depth 1 (margin min(0.5, 0.4) = 0.4), row 1 at depth 2 (min(0.3, 0.6) = 0.3)
+    means = np.array([[0.0, 0.5, 0.2, 0.1], [0.0, 0.1, 0.3, -0.3]])
+    np.testing.assert_allclose(study.peak_statistic(means), [0.4, 0.3])
+    found = hierarchical.Hierarchical(value=np.array([0.1, 0.4, 0.8]), band=np.array([[0.0, 0.2, 0.6], [0.2, 0.6, 1.0]]),
+                                      draws=np.array([[0.3, 0.1, 0.8], [0.0, 0.5, 0.9]]), n_seeds=5, n_units=7)
+    # noise n = 0.1, 0.2, 0.2: the estimate's |d| / n = 1, 2, 4; draw 0: 3, 0.5, 4; draw 1: 0, 2.5, 4.5
+    every = study.visibility(found, 0.0)
+    assert every["value"] == pytest.approx(1.0)
+    np.testing.assert_allclose(every["draws"], [0.5, 0.0])
+    back = study.visibility(found, 0.5)  # depths 1 and 2 of L = 2
+    assert back["value"] == pytest.approx(2.0)
+    np.testing.assert_allclose(back["draws"], [0.5, 2.5])
+    np.testing.assert_allclose(study.visibility(found, 1.0)["draws"], [4.0, 4.5])
 
 
 def test_charts_and_sentences_of_an_arm():
@@ -324,8 +375,8 @@ def test_charts_and_sentences_of_an_arm():
     assert charts.reach_text({"depth": 2, "present": [0] * 5, "depth_interval": [1, None]}) == "0.50 [0.25, none]"
     assert set(charts.dense_colbert_endpoints()) == {"mxbai_end", "jina_end", "jina_peak", "jina_peak_layer"}
     few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
-    assert few.startswith("With the first 2 seeds (2 of them kept) the final-depth difference is ") and "width" in few
-    assert objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0).count("not measured") == 1
+    assert list(few["seeds kept"]) == [2, 3] and (few["width"] > 0).all()
+    assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"])[0] == "—"
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)

@@ -88,15 +88,33 @@ def texts(sentences: Sequence[str] | None = None, hard_twin: str = "negation") -
 
 def sentence_measures(acts: Activations) -> Measured:
     """The sentence measures of the table on one record: (curves, per-unit values), the ratio's
-    per-unit values as ``separability_ratio.between`` and ``.within``."""
+    per-unit values as ``separability_ratio.between`` and ``.within``. The pairwise measures (the
+    cross-sentence baseline, the anisotropy) get per-sentence values by :func:`projection`."""
     curves, units = {}, {}
     parts = (layer_by_layer.collapse(acts), layer_by_layer.cls_alignment(acts), cone_formation(acts.mean_pool("all")))
     for part in parts:
-        units.update({k: v for k, v in part.pop("per_unit", {}).items() if k in SENTENCE_MEASURES})
+        found = part.pop("per_unit", {})
+        units.update({k: v for k, v in found.items() if k in SENTENCE_MEASURES})
+        units.update({k.removesuffix(".pairs"): projection(v) for k, v in found.items()
+                      if k.removesuffix(".pairs") == "cross_sentence_baseline"})
         curves.update({k: v for k, v in part.items() if k in SENTENCE_MEASURES})
+    units["anisotropy"] = projection(units["anisotropy"], rows=True)
+    units["collapse_gap"] = units["intra_sentence_cosine"] - units["cross_sentence_baseline"]
     units.update({f"{RATIO}.{key}": value for key, value in layer_by_layer.separability_units(acts).items()})
     curves[RATIO] = units[f"{RATIO}.between"].mean(axis=0) / units[f"{RATIO}.within"].mean(axis=0)
     return curves, units
+
+
+def projection(kernel: np.ndarray, rows: bool = False) -> np.ndarray:
+    """Per-unit values of a pairwise statistic θ = mean_{s≠t} K_st [N, N, …] (diagonal zeroed)
+    whose mean is θ and whose resampling gives θ's standard error: the Hájek projection
+    2 r_s − θ, with r_s = mean_{t≠s} K_st the unit's row mean (``rows``: given the row means
+    [N, …] instead). Row means alone as units would give half the standard error (the influence
+    of a unit on a U-statistic of order 2 is twice its row's deviation); the projection is right
+    to first order, as the plug-in terms of B are (:func:`.layer_by_layer.separability_units`)."""
+    n = kernel.shape[0]
+    row = kernel if rows else kernel.sum(axis=1) / (n - 1)
+    return 2 * row - row.mean(axis=0)
 
 
 def pair_scores(acts: Activations) -> tuple[np.ndarray, np.ndarray]:
