@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from . import claims
 from .claims import words
@@ -113,48 +112,65 @@ def _at_end(curves: Mapping[str, Sequence[float]], key: str) -> float:
     return float(np.asarray(curves[key])[-1])
 
 
-def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> pd.DataFrame:
+def exercises(records: Mapping[str, Mapping[str, Mapping[int, Any]]], blocks: Mapping[str, Mapping[str, Any]],
+              scratch_seeds: int, hard_twin: str, seed: int) -> dict[str, Any]:
+    """The numbers of the chapter's three exercises, as tables ({column: {row: value}}, missing
+    values "—"): ``fewer_seeds`` (half the from-scratch seeds), ``twin`` (the other hard twin) and
+    ``one_topic`` (the one-topic sentences), each computed from this build's copies."""
+    half = max(2, scratch_seeds // 2)
+    other = objective_geometry.TWINS[1 - objective_geometry.TWINS.index(hard_twin)]
+    return {"half": half, "other_twin": other,
+            "fewer_seeds": fewer_seeds(records["scratch"], blocks["scratch"]["kept"], half, seed),
+            "twin": twin_answer(blocks["finetune"], other), "one_topic": one_topic_answer(blocks["finetune"])}
+
+
+def _table(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rows {row: {column: value}} as columns {column: {row: value}}, "—" where a row has none."""
+    columns = list(dict.fromkeys(c for row in rows.values() for c in row))
+    return {c: {name: row.get(c, "—") for name, row in rows.items()} for c in columns}
+
+
+def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> dict:
     """The scratch arm's final-depth collapse difference with its 95 % interval on the first ``n``
     seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all kept
-    seeds' (a table; a row with fewer than 2 kept seeds says so)."""
+    seeds' (a table; a row with fewer than 2 kept seeds has no interval)."""
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
     first = [s for s in sorted(records["mean_pool"])[:n] if s in kept]
     rows = {}
     for name, seeds in ((f"the first {n} seeds", first), ("every seed of this build", list(kept))):
-        row = {"seeds kept": len(seeds)}
+        rows[name] = {"seeds kept": len(seeds)}
         if len(seeds) >= 2:
             final = objective_geometry.compare(measured, seeds, [objective_geometry.FINGERPRINT], seed)
             found = final["final"]["difference"][objective_geometry.FINGERPRINT]
             low, high = found["interval"]
-            row.update({"difference": found["value"], "95 % low": low, "95 % high": high, "width": high - low})
-        rows[name] = row
-    return pd.DataFrame(rows).T.round(4).fillna("—")
+            rows[name].update({"difference": found["value"], "95 % low": low, "95 % high": high, "width": high - low})
+    return _table(rows)
 
 
-def twin_answer(block: Mapping[str, Any], other: str) -> pd.DataFrame:
+def twin_answer(block: Mapping[str, Any], other: str) -> dict:
     """The fine-tuning arm's final-depth scores of the other twin pairs, mean over kept seeds,
     before and after each loss, under both scores (a table)."""
     if not block["comparison"]:
-        return pd.DataFrame({"not measured": [block["not_measured"]]})
+        return {"not measured": {"why": block["not_measured"]}}
     mean = block["comparison"]["mean"]
-    return pd.DataFrame({OBJECTIVE_LABELS[v]: {f"{other.replace('_', ' ')} pairs, {name}": _at_end(mean[v], f"other_twin_{s}")
-                                               for s, name in (("mean_pool", "mean-pool cosine"), ("maxsim", "MaxSim"))}
-                         for v in objective_geometry.VARIANTS}).round(4)
+    return {OBJECTIVE_LABELS[v]: {f"{other.replace('_', ' ')} pairs, {name}": _at_end(mean[v], f"other_twin_{s}")
+                                  for s, name in (("mean_pool", "mean-pool cosine"), ("maxsim", "MaxSim"))}
+            for v in objective_geometry.VARIANTS}
 
 
-def one_topic_answer(block: Mapping[str, Any]) -> pd.DataFrame:
+def one_topic_answer(block: Mapping[str, Any]) -> dict:
     """The fine-tuning arm's final-depth within-sentence cosine and collapse gap on the one-topic
     sentences, mean over kept seeds, before and after each loss, beside the gap on this build's
     sentence set (a table)."""
     if not block["comparison"]:
-        return pd.DataFrame({"not measured": [block["not_measured"]]})
+        return {"not measured": {"why": block["not_measured"]}}
     kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
     columns = {}
     for variant in objective_geometry.VARIANTS:
         runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
                 or list(topic[variant].values()))
         columns[OBJECTIVE_LABELS[variant]] = {
-            "within-sentence cosine, one topic": np.mean([_at_end(r, "intra_sentence_cosine") for r in runs]),
-            "collapse gap, one topic": np.mean([_at_end(r, "collapse_gap") for r in runs]),
+            "within-sentence cosine, one topic": float(np.mean([_at_end(r, "intra_sentence_cosine") for r in runs])),
+            "collapse gap, one topic": float(np.mean([_at_end(r, "collapse_gap") for r in runs])),
             "collapse gap, this build's sentences": _at_end(mean[variant], "collapse_gap")}
-    return pd.DataFrame(columns).round(4)
+    return columns

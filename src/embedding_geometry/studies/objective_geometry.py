@@ -195,14 +195,14 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
                              "final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}},
                              "judged_final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}}}
     for key in keys:
-        values = {v: _values(measured[v], seeds, key) for v in VARIANTS}
+        values = {v: unit_values(measured[v], seeds, key) for v in VARIANTS}
         statistic = ratio_statistic if key == RATIO else hierarchical.identity
         for variant, array in values.items():
             found = hierarchical.hierarchical_interval(array, statistic, generator(seed, f"{variant}.{key}"), resamples)
             block["mean"].setdefault(variant, {})[key] = found.value
             block["band"].setdefault(variant, {})[key] = found.band
         diff = _paired(values["mean_pool"], values["maxsim"], key, generator(seed, f"difference.{key}"), resamples)
-        per_seed = _per_seed(values["mean_pool"], values["maxsim"], key)
+        per_seed = seed_differences(values["mean_pool"], values["maxsim"], key)
         block["difference"][key], block["difference_band"][key] = diff.value, diff.band
         block["per_seed_difference"][key] = per_seed
         block["final"]["difference"][key] = final_summary(diff, per_seed[:, -1])
@@ -212,14 +212,14 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
             block["judged_final"]["visibility"] = {name: visibility(diff, r) for name, r in VISIBILITY.items()}
         for o in objectives.OBJECTIVES:
             change = _paired(values[o], values["before"], key, generator(seed, f"change.{o}.{key}"), resamples)
-            per_seed_change = _per_seed(values[o], values["before"], key)[:, -1]
+            per_seed_change = seed_differences(values[o], values["before"], key)[:, -1]
             block["change"][o][key], block["change_band"][o][key] = change.value, change.band
             block["final"]["change"][o][key] = final_summary(change, per_seed_change)
             block["judged_final"]["change"][o][key] = judged(change, per_seed_change)
     return block
 
 
-def _values(by_seed: Mapping[int, Measured], seeds: Sequence[int], key: str) -> np.ndarray:
+def unit_values(by_seed: Mapping[int, Measured], seeds: Sequence[int], key: str) -> np.ndarray:
     """values[s, u, l] (for the ratio: [s, u, l, 2], B and W) over ``seeds``."""
     if key == RATIO:
         return np.stack([np.stack([by_seed[s][1][f"{RATIO}.between"], by_seed[s][1][f"{RATIO}.within"]], axis=-1)
@@ -235,8 +235,9 @@ def _paired(a: np.ndarray, b: np.ndarray, key: str, rng: np.random.Generator,
     return hierarchical.hierarchical_interval(a - b, seed=rng, resamples=resamples)
 
 
-def _per_seed(a: np.ndarray, b: np.ndarray, key: str) -> np.ndarray:
-    """[S, L + 1]: each seed's statistic of a minus that of b."""
+def seed_differences(a: np.ndarray, b: np.ndarray, key: str) -> np.ndarray:
+    """[S, L + 1]: each seed's statistic of a minus that of b (values[s, u, l], as :func:`compare`
+    takes them): the per-seed differences of the chapter's table."""
     if key == RATIO:
         return np.stack([ratio_difference(np.concatenate([x, y], axis=-1).mean(axis=0)[None])[0] for x, y in zip(a, b)])
     return (a - b).mean(axis=1)
