@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test test-fast bench tolerances setup strip clean serve
+.PHONY: book test test-fast lint format bench tolerances setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -22,6 +22,14 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
+# Lint: ruff's checks and its format check (pyproject.toml [tool.ruff]); `make format` rewrites.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/ruff format --check
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format
+
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml
 # is left out by default (about an hour on 2 cores); it alone, keeping the other figures:
@@ -31,9 +39,9 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The reproducibility contract's tolerances (not part of `make test`): the book built on its own
-# float path and on four perturbed ones (one thread, oneDNN off, unfused attention, batch size 7),
-# compared family by family; writes src/embedding_geometry/data/float_paths.json. About five cold
-# builds. TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
+# float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7 at
+# once), compared family by family; writes src/embedding_geometry/data/float_paths.json. Two cold
+# builds (TOLERANCE_ARGS=--each: six, one per perturbation alone). TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
 TOLERANCE_ARGS ?=
 tolerances: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/float_paths.py $(TOLERANCE_ARGS)

@@ -1,8 +1,9 @@
 """``make tolerances``: how far the book's numbers move when only the float arithmetic changes.
 
-The book is built once on its own float path and once more over each perturbed path
-(:mod:`embedding_geometry.core.float_path`): one thread instead of the machine's, oneDNN off,
-BERT's unfused attention, another forward batch size. Every metric of every chapter's results
+The book is built once on its own float path and once more over a perturbed path
+(:mod:`embedding_geometry.core.float_path`) that changes all four things at once: one thread
+instead of the machine's, oneDNN off, BERT's unfused attention, another forward batch size
+(``--each`` adds one build per perturbation alone, to see which moves what). Every metric of every chapter's results
 JSON is compared with the default build's, family by family
 (:mod:`embedding_geometry.book.reproducibility`), and every claim's verdict with the default's.
 The largest deviation of each family under each perturbation, the claims whose verdict changed,
@@ -10,7 +11,8 @@ and the tolerances the contract derives from them (a stated margin over the larg
 never tighter than the contract's floor) are written to
 ``src/embedding_geometry/data/float_paths.json``, which the golden test and the build read.
 
-    .venv/bin/python benchmarks/float_paths.py                  # build all five, compare, write
+    .venv/bin/python benchmarks/float_paths.py                  # build both, compare, write
+    .venv/bin/python benchmarks/float_paths.py --each           # and each perturbation alone
     .venv/bin/python benchmarks/float_paths.py --compare-only   # compare builds already made
     .venv/bin/python benchmarks/float_paths.py --compare-only --write-golden   # and make the default
                                         # build the golden test's reference (tests/reference/golden.json)
@@ -33,12 +35,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = {
     "default": "",
+    "perturbed": "threads=1,onednn=off,attention=unfused,batch_size=7",
     "threads_1": "threads=1",
     "onednn_off": "onednn=off",
     "attention_unfused": "attention=unfused",
     "batch_size_7": "batch_size=7",
 }
-"""The builds: the book's own path, then one perturbation each (core.float_path's spec)."""
+"""The builds: the book's own path, every perturbation at once, then one perturbation each
+(core.float_path's spec)."""
+BOTH = ("default", "perturbed")
+"""What ``make tolerances`` builds unless ``--each``."""
 FOLDER = ROOT / "build" / "float-paths"
 COMMAND = ".venv/bin/python benchmarks/float_paths.py"
 
@@ -74,18 +80,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-only", action="store_true", help="compare the builds already made")
     parser.add_argument("--fresh", action="store_true", help="rebuild even where a complete build exists")
     parser.add_argument("--profile", default="default")
-    parser.add_argument("--only", nargs="*", choices=list(PATHS), help="build only these paths")
+    parser.add_argument("--each", action="store_true", help="also build each perturbation alone")
     parser.add_argument("--write-golden", action="store_true",
                         help="write the default build as the golden test's reference (a deliberate act: commit it with the reason)")
     args = parser.parse_args(argv)
     from embedding_geometry.book import reproducibility
 
+    names = list(PATHS) if args.each else list(BOTH)
+    if args.compare_only:  # every build already made
+        names = [n for n in PATHS if (FOLDER / n / "build" / "results").is_dir()]
     seconds = {}
     if not args.compare_only:
-        for name in args.only or PATHS:
+        for name in names:
             seconds[name] = build(name, PATHS[name], args.profile, args.fresh)
             print(f"{name:>18}  {'reused' if seconds[name] is None else f'{seconds[name]:.0f} s'}", flush=True)
-    measured = reproducibility.measure({name: FOLDER / name / "build" / "results" for name in PATHS}, PATHS)
+    measured = reproducibility.measure({name: FOLDER / name / "build" / "results" for name in names},
+                                       {name: PATHS[name] for name in names})
     measured["run"] = {"command": COMMAND, "profile": args.profile, "commit": _commit(), "date": time.strftime("%Y-%m-%d"),
                        "machine": reproducibility.machine(), "python": platform.python_version()}
     target = reproducibility.FIGURES

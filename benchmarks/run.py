@@ -140,7 +140,8 @@ def cache(loaded, texts: list[str], batch_size: int) -> dict:
 
     folder = tempfile.mkdtemp(prefix="eg-bench-cache-")
     try:
-        run = lambda: activations.extract(loaded, texts, batch_size=batch_size, cache_dir=folder, progress=False)
+        def run():
+            return activations.extract(loaded, texts, batch_size=batch_size, cache_dir=folder, progress=False)
         t_first, t_second = _timed(run), _timed(run)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -234,10 +235,10 @@ def build_breakdown(output: str, results: Path, cold_s: float) -> dict:
 
 
 def imports() -> dict:
-    """What a chapter kernel imports before its first model use (book/kernels.PRELOAD and the
+    """What a chapter kernel imports before its first model use (book/jupyter_kernels.PRELOAD and the
     package), timed in a fresh process: the start-up cost that forked kernels pay once per build."""
     code = ("import time; w, c = time.perf_counter(), time.process_time(); "
-            "from embedding_geometry.book import kernels; kernels._preload(); "
+            "from embedding_geometry.book import jupyter_kernels; jupyter_kernels._preload(); "
             "print(time.perf_counter() - w, time.process_time() - c)")
     wall, cpu = map(float, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                           check=True).stdout.split())

@@ -356,7 +356,8 @@ def test_cone_axis_reading_with_one_topic_has_no_eta2():
 
 def test_vocabulary_reading_ranks_common_words():
     embeddings = np.array([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]])
-    names = lambda ids: [f"t{i}" for i in ids]
+    def names(ids):
+        return [f"t{i}" for i in ids]
     result = ax.vocabulary_reading(embeddings, np.array([0.0, 0.0, 2.0]), 2, {"the": 3, "a": 2}, names)
     assert result["top"] == [{"token": "t2", "id": 2, "projection": 3.0}, {"token": "t0", "id": 0, "projection": 0.0}]
     assert [row["id"] for row in result["bottom"]] == [3, 0]

@@ -18,7 +18,7 @@ import attention_memory  # noqa: E402
 import roofline  # noqa: E402
 import run as bench  # noqa: E402
 
-from embedding_geometry.book import kernels  # noqa: E402
+from embedding_geometry.book import jupyter_kernels  # noqa: E402
 from embedding_geometry.core import clock  # noqa: E402
 
 CONFIG = SimpleNamespace(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
@@ -96,10 +96,11 @@ def test_kept_figures_sit_with_their_section():
 def test_build_breakdown_splits_each_chapter(tmp_path):
     output = ("     ran  01_a      20.0 s  \n     ran  98_b       2.0 s  \n skipped  02_c       0.0 s  \n"
               "    site  jupyter-book build                         30.0 s\n")
-    timing = lambda first, forward, open_s, process: {
-        "environment": {"timing": {"process_to_first_model_use_s": first, "forward_seconds": forward,
-                                   "process_to_open_s": open_s, "process_seconds": process,
-                                   "cpu_to_first_model_use_s": first and first / 2, "torch_threads": 2}}}
+    def timing(first, forward, open_s, process):
+        return {
+            "environment": {"timing": {"process_to_first_model_use_s": first, "forward_seconds": forward,
+                                       "process_to_open_s": open_s, "process_seconds": process,
+                                       "cpu_to_first_model_use_s": first and first / 2, "torch_threads": 2}}}
     (tmp_path / "01_a.json").write_text(json.dumps(timing(1.5, 12.0, 0.5, 19.0)))
     (tmp_path / "98_b.json").write_text(json.dumps(timing(None, 0.0, 0.8, 1.0)))
     report = bench.build_breakdown(output, tmp_path, cold_s=60.0)
@@ -121,7 +122,8 @@ def test_figures_carry_targets_and_met_flags():
                          "max_to_first_model_use_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
                          "warm_s": 10.0, "warm_skipped_every_chapter": False}}
     found = bench.figures(results)
-    got = lambda start: next(f for f in found if f["figure"].startswith(start))
+    def got(start):
+        return next(f for f in found if f["figure"].startswith(start))
     assert got("roofline ratio, MiniLM")["met"] is False and got("roofline ratio, MiniLM")["target"] == 0.7
     assert got("roofline ratio, MiniLM")["detail"].endswith(
         "at 100 GFLOP/s; peak 150 GFLOP/s, each run's the better of the measurements just before and after it")
@@ -186,21 +188,22 @@ def test_a_forked_kernel_runs_a_notebook_and_a_launcher_without_server_falls_bac
               "print(os.getpid(), os.getcwd(), os.environ.get('EG_MARK'), 'torch' in sys.modules)")
     _notebook(tmp_path / "in.ipynb", source)
     monkeypatch.setenv("EG_MARK", "seen")
-    run = lambda: papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(tmp_path),
-                                             kernel_name="python3", progress_bar=False,
-                                             kernel_manager_class=kernels.kernel_manager())
-    monkeypatch.setenv(kernels.ADDRESS, str(tmp_path / "nothing-listens-here"))
+    def run():
+        return papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), cwd=str(tmp_path),
+                                                 kernel_name="python3", progress_bar=False,
+                                                 kernel_manager_class=jupyter_kernels.kernel_manager())
+    monkeypatch.setenv(jupyter_kernels.ADDRESS, str(tmp_path / "nothing-listens-here"))
     run()  # no server: the launcher execs a plain ipykernel
     plain = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
-    monkeypatch.setattr(kernels, "_server", {})
-    kernels.start_server("v1")
+    monkeypatch.setattr(jupyter_kernels, "_server", {})
+    jupyter_kernels.start_server("v1")
     for version in ("v1", "v2"):  # the same server, then a new one for new code
-        kernels.start_server(version)
+        jupyter_kernels.start_server(version)
         run()
         forked = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs[0]["text"].split()
         assert forked[1:] == plain[1:] == [str(tmp_path), "seen", "True"]
         assert forked[0] != plain[0]  # a process of its own each time
-    kernels._stop(kernels._server["process"], kernels._server["folder"])
+    jupyter_kernels._stop(jupyter_kernels._server["process"], jupyter_kernels._server["folder"])
 
 
 @pytest.mark.slow

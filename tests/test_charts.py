@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from embedding_geometry.book import charts
+from embedding_geometry.core import activations
 
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs", re.I)
 
@@ -109,7 +110,7 @@ def test_step_and_published_frames_use_relative_depth():
 
 
 def test_unique_labels_and_token_positions_with_centroids():
-    assert charts.unique_labels(["the", "cat", "the", "the"]) == ["the", "cat", "the₂", "the₃"]
+    assert activations.unique_labels(["the", "cat", "the", "the"]) == ["the", "cat", "the₂", "the₃"]
     coords = np.array([[[0, 0], [2, 2], [5, 5]], [[1, 1], [3, 3], [6, 6]]], float)  # 2 depths, 3 word tokens
     frame = charts.token_positions_frame(_Record(), coords, ["A", "B"], shapes=["circle", "square"])
     assert len(frame) == 2 * (3 + 2)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims, results
-from embedding_geometry.book.claims import judge, ledger as ledgers, reduce as reducers, shape_tests, words
+from embedding_geometry.book.claims import reduce as reducers, shape_tests, words
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
 MODEL = "org/published-model"

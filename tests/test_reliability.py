@@ -25,7 +25,7 @@ BAD_PARAMETERS = [
     ("00_the_model", {"batch_size": "8"}, "parameter 'batch_size' expects an integer in [1, 4096]; got '8'"),
     ("00_the_model", {"batch_size": -4}, "parameter 'batch_size' expects an integer in [1, 4096]; got -4"),
     ("00_the_model", {"device": "tpu"}, "parameter 'device' expects one of 'auto', 'cpu', 'cuda'; got 'tpu'"),
-    ("00_the_model", {"extra_sentences": "one sentence"}, "parameter 'extra_sentences' expects a list of at least 0 non-empty, distinct strings"),
+    ("00_the_model", {"extra_sentences": "one sentence"}, "parameter 'extra_sentences' expects a list (possibly empty) of non-empty, distinct strings"),
     ("00_the_model", {"extra_sentences": [NO_WORD_TOKENS]}, "parameter 'extra_sentences' expects texts that each contain at least one word token"),
     ("00_the_model", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
     ("00_the_model", {"model": NOT_A_MODEL}, "is a local path but not a model directory (no config.json in it)"),
@@ -79,7 +79,8 @@ def test_bad_parameter_is_one_line_and_keeps_the_previous_outputs(built_book, ti
     executed = root / "book" / "chapters" / f"{chapter}.ipynb"
     results = root / "build" / "results" / f"{chapter}.json"
     before = executed.read_bytes(), results.read_bytes()
-    swap = lambda v: special_dirs.get(v, v) if isinstance(v, str) else [swap(x) for x in v] if isinstance(v, list) else v
+    def swap(v):
+        return special_dirs.get(v, v) if isinstance(v, str) else [swap(x) for x in v] if isinstance(v, list) else v
     overrides = {k: swap(v) for k, v in overrides.items()}
     profile = tiny_profile(root, tiny_bert_dir, **{chapter: overrides})
     failed = run_build(root, "--profile", str(profile), "--only", chapter, "--no-site")

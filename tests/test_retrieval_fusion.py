@@ -51,7 +51,8 @@ def test_bm25_on_a_three_document_corpus():
 
 def test_rerank_reorders_only_the_top_candidates():
     scores = np.array([[0.9, 0.8, 0.7, 0.1]])
-    longest = lambda pairs: [len(document) for _, document in pairs]
+    def longest(pairs):
+        return [len(document) for _, document in pairs]
     documents = ["a", "bbb", "cc", "dddddd"]
     new = retrieval.rerank(["q"], documents, scores, longest, depth=3)
     assert np.argsort(-new[0]).tolist() == [1, 2, 0, 3]  # "dddddd" is beyond the depth
@@ -106,7 +107,8 @@ def test_hybrid_study_of_a_three_sentence_corpus():
         differences = per_unit[f"hybrid_retrieval.rrf_minus_dense.{kind}"]
         assert len(differences) == n and np.mean(differences) == pytest.approx(study["rrf_minus_dense"][kind])
     assert study["rerank_minus_dense"] is None and "hybrid_retrieval.rerank_minus_dense" not in per_unit
-    judge = lambda pairs: [1.0 if "metformin" in d and "metformin" in q else 0.0 for q, d in pairs]
+    def judge(pairs):
+        return [1.0 if "metformin" in d and "metformin" in q else 0.0 for q, d in pairs]
     reranked = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), judge, 3)
     assert reranked["hybrid_retrieval"]["dense + rerank"]["keyword"]["recall_at_1"] == 1.0
     gains = reranked["per_unit"]["hybrid_retrieval.rerank_minus_dense"]

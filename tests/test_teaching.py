@@ -17,7 +17,6 @@ Every notebook in ``notebooks/`` is a chapter except the pages of the table of c
 (strict), so the suite stays green and the entry must be removed once the exercises land.
 """
 
-import ast
 import re
 import sys
 from pathlib import Path
@@ -105,7 +104,7 @@ def changed_parameters(slug: str, body: str) -> list[str]:
         names += re.findall(r"-p\s+(\w+)", command) + re.findall(r"-y\s+['\"](\w+):", command)
     for snippet in re.findall(r"```yaml\n(.*?)```", body, re.S):
         if f"{slug}:" in snippet:
-            names += re.findall(rf"^\s+(\w+):", snippet.split(f"{slug}:", 1)[1], re.M)
+            names += re.findall(r"^\s+(\w+):", snippet.split(f"{slug}:", 1)[1], re.M)
     return names
 
 

@@ -110,4 +110,4 @@ def test_golden_differences_reads_results_as_the_build_writes_them():
     assert golden_differences(reference, results, reproducibility.FLOORS) == []
     results["c"]["metrics"]["x"][1] = 2.5
     assert golden_differences(reference, results, {**reproducibility.FLOORS, "float": 1e-3}) == [
-        "c.x[1] [float]: 2.0 became 2.5 (deviation 0.2 > 0.001)"]
+        "c.x[1] [float]: 2.0 became 2.5 (deviation 0.25 > 0.001)"]

@@ -82,7 +82,7 @@ a study never imports ``book``):
                         ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
-    ``kernels``         chapter kernels forked from a warm parent: a fresh process per chapter, imports paid once
+    ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
 
 ``python -m embedding_geometry build`` (``__main__``) builds the book. Importing the package has

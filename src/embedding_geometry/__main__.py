@@ -1,4 +1,6 @@
-"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``.
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``, and
+``python -m embedding_geometry new-chapter SLUG --title T --study MODULE [--part P]`` (a new
+chapter's notebook, conventions in place: CONTRIBUTING.md).
 
 A bad input (a profile that is not YAML, a chapter that does not exist, a value a chapter
 refuses) prints one line that names it and what is expected, and exits with status 1.
@@ -25,8 +27,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--force", action="store_true", help="rerun chapters even when unchanged")
     run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
     run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    new = commands.add_parser("new-chapter", help="write a new chapter's notebook (CONTRIBUTING.md)")
+    new.add_argument("slug", help="NN_name, e.g. 09_pool_norm: the notebook's name and the chapter's order")
+    new.add_argument("--title", required=True, help="the chapter's title")
+    new.add_argument("--study", required=True, help="its study module in embedding_geometry/studies (to write)")
+    new.add_argument("--part", help="the table of contents' part it is listed in (default: 'More chapters')")
+    new.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    if args.command == "new-chapter":
+        return _new_chapter(root, args)
     if not (root / "_config.yml").is_file():
         print(f"--root {str(root)!r} is not a book (it has no _config.yml); run in the book's folder or "
               "pass --root", file=sys.stderr)
@@ -44,6 +54,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
     return code
+
+
+def _new_chapter(root: Path, args: argparse.Namespace) -> int:
+    from .book import scaffold
+
+    try:
+        path = scaffold.new_chapter(root, args.slug, args.title, args.study, args.part)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"wrote {path.relative_to(root)}; now write src/embedding_geometry/studies/{args.study}.py "
+          f"and src/embedding_geometry/data/claims/{args.slug}.yaml (CONTRIBUTING.md)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ For each ``notebooks/NN_slug.ipynb`` the build
 2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
    weights of every model it names — equals that of its last successful run (unless forced),
 3. otherwise executes it into a temporary file with results staged in a temporary folder (the
-   kernel, forked with its imports done by :mod:`.kernels`, sends its stderr to
+   kernel, forked with its imports done by :mod:`.jupyter_kernels`, sends its stderr to
    ``build/logs/<slug>.log``), and
    only when every cell succeeded moves the executed copy to ``book/chapters/`` and the results
    JSON to ``build/results/``: a failure leaves the previous good outputs in place,
@@ -36,7 +36,7 @@ from typing import Any
 from ..core import activations, models, paths
 from ..core.errors import BookError, ParameterError
 from ..core.errors import _short  # a bounded one-line repr
-from . import charts, kernels, profiles
+from . import charts, derived, jupyter_kernels, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -105,13 +105,13 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     start = time.time()
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
-    kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
+    jupyter_kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
     log = _mkdir(root / "build" / "logs") / f"{slug}.log"
     try:
         with _stderr_to(log):
             papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
                                        cwd=str(root), kernel_name="python3", progress_bar=False,
-                                       kernel_manager_class=kernels.kernel_manager())
+                                       kernel_manager_class=jupyter_kernels.kernel_manager())
         collapse_parameters(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
@@ -199,10 +199,14 @@ def _last_fingerprint(state: Path) -> str | None:
 
 
 def build_site(root: Path) -> int:
-    """Write the offline chart bundle and run ``jupyter-book build`` with warnings as errors."""
+    """Write the offline chart bundle, the table of contents and the Methods stubs derived from
+    the chapters (:mod:`.derived`), and run ``jupyter-book build`` with warnings as errors."""
     charts.write_bundle(root / "_static")
+    toc = derived.write_toc(root)
+    derived.write_methods_stubs(root)
     executable = Path(sys.executable).with_name("jupyter-book")
-    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root), "-W", "--keep-going", "--quiet"]
+    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root), "--toc", str(toc),
+               "-W", "--keep-going", "--quiet"]
     return subprocess.run(command, cwd=root).returncode
 
 

@@ -136,9 +136,12 @@ def optional(rule: Rule) -> Rule:
 def text_list(min_items: int = 1) -> Rule:
     """A list of at least ``min_items`` non-empty strings, without duplicates."""
 
-    @expects(f"a list of at least {min_items} non-empty, distinct strings")
+    expected = {0: "a list (possibly empty) of non-empty, distinct strings",
+                1: "a non-empty list of non-empty, distinct strings"}.get(
+        min_items, f"a list of at least {min_items} non-empty, distinct strings")
+
+    @expects(expected)
     def rule(name: str, value: Any) -> list[str]:
-        expected = f"a list of at least {min_items} non-empty, distinct strings"
         if not isinstance(value, (list, tuple)) or len(value) < min_items:
             raise ParameterError(name, expected, value)
         for item in value:

@@ -115,7 +115,7 @@ def _fields(mapping: dict, expected: dict[str, Any], prefix: str) -> str | None:
     for key, kind in expected.items():
         if key not in mapping:
             return f"it lacks {prefix}{key}"
-        if not isinstance(mapping[key], kind) or isinstance(mapping[key], bool) and kind != bool:
+        if not isinstance(mapping[key], kind) or isinstance(mapping[key], bool) and kind is not bool:
             return f"{prefix}{key} is a JSON {_json_type(mapping[key])}"
     return None
 

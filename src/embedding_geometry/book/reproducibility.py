@@ -26,14 +26,14 @@ No metric is stored rounded, so no family needs a rule for rounding: a value is 
 any rounding the page applies to it.
 
 **Measured, not guessed.** ``make tolerances`` (``benchmarks/float_paths.py``) builds the book
-on its own path and on each perturbed one and records, per family, the largest deviation each
+on its own path and on a perturbed one (every perturbation at once) and records, per family, the largest deviation each
 perturbation caused and the claims whose verdict changed (:func:`measure`). Each ε is
 :data:`MARGIN` times the largest deviation measured, rounded up to a power of ten, and never
 below the family's floor (:data:`FLOORS`). The figures live in ``data/float_paths.json``
 (:data:`FIGURES`); the golden test and the claims engine read them (:func:`tolerances`).
 
 **Fragile verdicts.** A verdict rests on an interval and a threshold; its *margin* is how far
-the interval would have to move to change the verdict (:func:`embedding_geometry.book.shapes.margin`).
+the interval would have to move to change the verdict (:func:`embedding_geometry.book.claims.shape_tests.margin`).
 A claim is *fragile* when its margin is smaller than the float deviation its statistic may
 take on another machine (:func:`claim_deviation`), or when a perturbed build gave it another
 verdict (recorded in the figures). A fragile claim's verdict is shown as such: float noise
@@ -42,6 +42,7 @@ could flip it.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 import math
@@ -181,7 +182,7 @@ def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def golden_record(results: Mapping[str, Any]) -> dict[str, Any]:
     """What the golden test keeps of one results JSON: its metrics without the per-unit samples
     (the metrics summarise them; the verdicts rest on them) and every claim's verdict."""
-    metrics = {key: value for key, value in results["metrics"].items() if key != "per_unit"}
+    metrics = {key: copy.deepcopy(value) for key, value in results["metrics"].items() if key != "per_unit"}
     return {"metrics": metrics, "verdicts": claim_records(results)}
 
 

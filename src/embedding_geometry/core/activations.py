@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import joblib
 import numpy as np
@@ -24,6 +25,9 @@ from .architectures import SpecialTokens
 from .capture import run_with_cache
 from .errors import ParameterError
 from .models import LoadedModel
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
 
 
 # --------------------------------------------------------------------------- the record

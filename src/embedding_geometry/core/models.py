@@ -18,12 +18,16 @@ import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import architectures, clock, float_path, registry
 from .errors import ModelUnavailableError, RemoteCodeError
+
+if TYPE_CHECKING:  # annotations only
+    import numpy as np
+    import pandas as pd
 
 EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")

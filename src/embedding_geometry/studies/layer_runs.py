@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import sublayers as split_blocks
 from ..core.activations import Activations
 from ..core.models import LoadedModel, ModelInfo
+
+if TYPE_CHECKING:  # annotations only
+    import pandas as pd
 
 Metrics = dict[str, Any]
 Extract = Callable[..., Activations]

@@ -1,4 +1,5 @@
-"""Altair charts for the book, rendered offline, in four modules re-exported here:
+"""Altair charts for the book, rendered offline. Every module of this package is re-exported here
+(its own functions, classes and constants; a new chapter's chart module is found without a list):
 
 - ``theme``: the book's theme and the offline ``book`` renderer (``use_theme``, ``write_bundle``);
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
@@ -22,16 +23,20 @@ Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
 """
 
-from .across import *  # noqa: F401,F403
-from .attractor import *  # noqa: F401,F403
-from .cone import *  # noqa: F401,F403
-from .depth import *  # noqa: F401,F403
-from .frames import *  # noqa: F401,F403
-from .heads import *  # noqa: F401,F403
-from .layers import *  # noqa: F401,F403
-from .matrices import *  # noqa: F401,F403
-from .objectives import *  # noqa: F401,F403
-from .practice import *  # noqa: F401,F403
-from .primer import *  # noqa: F401,F403
-from .theme import *  # noqa: F401,F403
-from .theme import BUNDLE_NAME, PUBLISHED_COLOR  # noqa: F401
+import importlib
+import inspect
+import pkgutil
+
+
+def _exported(module) -> dict:
+    """A chart module's public names: its ``__all__``, or the functions, classes and UPPER_CASE
+    constants it defines itself (never what it imports: ``alt``, ``pd``, another module's helper)."""
+    if hasattr(module, "__all__"):
+        return {name: getattr(module, name) for name in module.__all__}
+    return {name: value for name, value in vars(module).items() if not name.startswith("_") and (
+        (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__ == module.__name__
+        or name.isupper() and not inspect.ismodule(value))}
+
+
+for _found in pkgutil.iter_modules(__path__):  # every chart module, a new chapter's too: no list to edit
+    globals().update(_exported(importlib.import_module(f"{__name__}.{_found.name}")))

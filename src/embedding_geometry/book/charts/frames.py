@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...core.activations import unique_labels  # noqa: F401  (token labels live in core; charts re-export them)
 
 
 def per_layer_frame(series: Mapping[str, Sequence[float]], model: str) -> pd.DataFrame:

@@ -36,6 +36,9 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         not_measured: "<why, when the metric is None>"
     errata:
       - id, statement, prose_value, data_value, evidence
+    parameters:                   # a chapter without an entry in book/rules.py states its own rules here
+      n_texts: {integer: [3, 1000]}   # (book.rules.declared): integer / number [low, high], boolean,
+      corpus: {one_of: [a, b]}        # text, texts (a list of at least n strings), one_of [choices]
 
 **Multiplicity.** The book's published claims with a shape test form one family per model: their
 number m (:func:`family_size`, counted over every ledger of the package, before any run) sets the
@@ -192,6 +195,7 @@ class Ledger:
     chapter: str
     claims: list[Claim]
     errata: list[Mapping[str, Any]] = field(default_factory=list)
+    parameters: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _folder() -> Path:
@@ -211,7 +215,8 @@ def load(slug: str, folder: str | Path | None = None) -> Ledger:
     ids = [item.get("id") for item in items]
     if len(ids) != len(set(ids)):
         raise LedgerError(f"{slug}.yaml repeats claim ids: {sorted({i for i in ids if ids.count(i) > 1})}")
-    return Ledger(chapter=slug, claims=[Claim(**item) for item in items], errata=list(data.get("errata", [])))
+    return Ledger(chapter=slug, claims=[Claim(**item) for item in items], errata=list(data.get("errata", [])),
+                  parameters=dict(data.get("parameters") or {}))
 
 
 @functools.cache

@@ -6,7 +6,7 @@ first — import torch, transformers and its encoder classes, ipykernel and this
 5 s of a 2-core machine's time — is done once per build by a *server* that imports
 :data:`PRELOAD`, runs nothing, and forks one kernel per chapter::
 
-    build ─ papermill ─ launcher (``python -m embedding_geometry.book.kernels launch -f conn.json``)
+    build ─ papermill ─ launcher (``python -m embedding_geometry.book.jupyter_kernels launch -f conn.json``)
                            │ Unix socket: argv, working folder, environment, stdin/stdout/stderr
                          server (imports only) ── fork ──▶ kernel (ipykernel, its own process)
 

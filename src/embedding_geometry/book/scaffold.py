@@ -1,0 +1,93 @@
+"""A new chapter's notebook, written with the book's conventions in place (CONTRIBUTING.md):
+``python -m embedding_geometry new-chapter <slug> --title … --study <module>``.
+
+The notebook is one of the three things a chapter is; the other two — its study module in
+``studies/`` and its ledger in ``data/claims/`` — are the contributor's to write. The skeleton
+runs as soon as the study module has a ``measure(acts)`` that returns the chapter's metrics and the
+ledger names the claims to judge on them: the parameters cell, ``Chapter.open``, the findings box,
+one measurement section (the chapter's sentences through the model, ``study.measure``, the
+claims in words), the claims table, the summary, the parameter table and provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..core.errors import BookError
+
+SLUG = re.compile(r"^[0-9]{2}[a-z]?_[a-z0-9_]+$")
+MODULE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class ScaffoldError(BookError, ValueError):
+    """A new chapter's name, study or place is not usable."""
+
+
+def _markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": text.strip("\n")}
+
+
+def _code(text: str, *tags: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {"tags": list(tags)} if tags else {},
+            "outputs": [], "source": text.strip("\n")}
+
+
+def cells(slug: str, title: str, study: str) -> list[dict]:
+    """The skeleton's cells (CONTRIBUTING.md, "How a chapter notebook reads", item 6)."""
+    return [
+        _markdown(f"# {title}\n\nOne short paragraph: what this chapter measures, and which text it reproduces."),
+        _code('model = "sentence-transformers/all-MiniLM-L6-v2"  # hub id or local model directory\n'
+              'device = "auto"  # auto (CUDA when present), cpu or cuda\n'
+              "batch_size = 32  # texts per forward pass\n"
+              "seed = 0  # seed for every random generator\n"
+              "trust_remote_code = False  # allow models that need custom code", "parameters"),
+        _code("from embedding_geometry.book import charts, pages\n"
+              "from embedding_geometry.book.chapter import Chapter\n"
+              "from embedding_geometry.core import corpora\n"
+              f"from embedding_geometry.studies import {study} as study\n\n"
+              f'ch = Chapter.open("{slug}", globals())', "hide-input"),
+        _markdown("## What this run found"),
+        _code("ch.findings()", "remove-input"),
+        _markdown("## The measurement\n\nWhat is measured and why; how to read the output below."),
+        _code('sentences = list(corpora.REFERENCE_SENTENCES.values())\n'
+              'ch.inputs["sentences"] = sentences\n'
+              'acts = ch.extract(sentences, source="sentences")\n'
+              "ch.add_metrics(study.measure(acts))\n"
+              "ch.report(*[claim.id for claim in ch.ledger.claims])"),
+        _markdown("## Claims"),
+        _code("ch.finish()", "remove-input"),
+        _markdown("## Summary"),
+        _code("ch.summary()", "remove-input"),
+        _markdown("## Parameters"),
+        _code('pages.parameter_table(ch.slug).style.hide(axis="index")', "remove-input"),
+        _markdown("## Provenance"),
+        _code("pages.provenance(pages.load_results(ch.slug))"),
+    ]
+
+
+def new_chapter(root: Path, slug: str, title: str, study: str, part: str | None = None) -> Path:
+    """Write ``notebooks/<slug>.ipynb`` (never over an existing one) and return its path; ``part``
+    is the table of contents' part it is listed in (:mod:`.derived`)."""
+    if not SLUG.match(slug):
+        raise ScaffoldError(f"slug {slug!r}: expected two digits, an optional letter, '_' and lower-case words "
+                            "(e.g. 09_pool_norm)")
+    if not MODULE.match(study):
+        raise ScaffoldError(f"--study {study!r}: expected a module name in lower case (e.g. pool_norm)")
+    if not title.strip():
+        raise ScaffoldError("--title: expected the chapter's title")
+    if not (root / "notebooks").is_dir():
+        raise ScaffoldError(f"--root {str(root)!r} is not a book (it has no notebooks/ folder)")
+    path = root / "notebooks" / f"{slug}.ipynb"
+    if path.exists():
+        raise ScaffoldError(f"slug {slug!r}: {path} exists already")
+    metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                "language_info": {"name": "python"}}
+    if part:
+        metadata["embedding_geometry"] = {"part": part}
+    notebook = {"cells": cells(slug, title.strip(), study), "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+    for i, cell in enumerate(notebook["cells"]):
+        cell["id"] = f"{slug.replace('_', '-')}-{i}"
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
