@@ -178,7 +178,10 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     theta = kernel.sum() / (60 * 59)
     units = study.projection(kernel)
     assert units.mean() == pytest.approx(theta)
-    spread = lambda statistic: np.std(resample.bootstrap(statistic, 4000, np.random.default_rng(1)))  # noqa: E731
+
+    def spread(statistic):
+        return np.std(resample.bootstrap(statistic, 4000, np.random.default_rng(1)))
+
     exact = spread(samples.Pairwise(kernel))
     assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)
     assert spread(samples.Mean(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
@@ -211,7 +214,10 @@ def comparison(seeds=(0, 1, 2, 3), shift=0.2):
 def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences():
     measured, block = comparison()
     seeds = block["seeds"]
-    within = lambda variant, s: measured[variant][s][0]["intra_sentence_cosine"]  # noqa: E731
+
+    def within(variant, s):
+        return measured[variant][s][0]["intra_sentence_cosine"]
+
     per_seed = np.stack([within("mean_pool", s) - within("maxsim", s) for s in seeds])
     np.testing.assert_allclose(block["per_seed_difference"]["intra_sentence_cosine"], per_seed)
     np.testing.assert_allclose(block["difference"]["intra_sentence_cosine"], per_seed.mean(axis=0))
@@ -220,8 +226,11 @@ def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences(
     assert final["per_seed"] == pytest.approx(per_seed[:, -1])
     assert final["interval"][0] > 0 and final["n_seeds"] == 4 and final["n_units"] == 6  # a shift of 0.2 ≫ the noise
     assert final["p_value"] == hierarchical.sign_flip_test(per_seed[:, -1]) == pytest.approx(2 / 16)
-    terms = lambda v, s, name: measured[v][s][1][f"{study.RATIO}.{name}"].mean(0)  # noqa: E731
-    ratio = lambda v, s: terms(v, s, "between") / terms(v, s, "within")  # noqa: E731
+
+    def ratio(v, s):
+        terms = measured[v][s][1]
+        return terms[f"{study.RATIO}.between"].mean(0) / terms[f"{study.RATIO}.within"].mean(0)
+
     expected = [ratio("mean_pool", s) - ratio("maxsim", s) for s in seeds]
     np.testing.assert_allclose(block["per_seed_difference"][study.RATIO], expected)
     change = block["change"]["maxsim"]["anisotropy"]
@@ -283,7 +292,8 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
     assert block["loss"]["maxsim"]["seed_1"]["last"] == 0.5  # reported, but its geometry is not
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
-    assert set(objective_runs.models_run({"scratch": records})) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
+    ran = objective_runs.models_run({"scratch": records})
+    assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
     assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {
         "value": None, "interval": None, "draws": None, "n_seeds": None}
@@ -347,7 +357,8 @@ def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
     # row 0 peaks at depth 1 (margin min(0.5, 0.4) = 0.4), row 1 at depth 2 (min(0.3, 0.6) = 0.3)
     means = np.array([[0.0, 0.5, 0.2, 0.1], [0.0, 0.1, 0.3, -0.3]])
     np.testing.assert_allclose(study.peak_statistic(means), [0.4, 0.3])
-    found = hierarchical.Hierarchical(value=np.array([0.1, 0.4, 0.8]), band=np.array([[0.0, 0.2, 0.6], [0.2, 0.6, 1.0]]),
+    band = np.array([[0.0, 0.2, 0.6], [0.2, 0.6, 1.0]])
+    found = hierarchical.Hierarchical(value=np.array([0.1, 0.4, 0.8]), band=band,
                                       draws=np.array([[0.3, 0.1, 0.8], [0.0, 0.5, 0.9]]), n_seeds=5, n_units=7)
     # noise n = 0.1, 0.2, 0.2: the estimate's |d| / n = 1, 2, 4; draw 0: 3, 0.5, 4; draw 1: 0, 2.5, 4.5
     every = study.visibility(found, 0.0)

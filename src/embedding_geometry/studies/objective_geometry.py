@@ -280,7 +280,10 @@ def visibility(found: hierarchical.Hierarchical, r: float) -> dict[str, Any]:
     n_layers = len(noise) - 1
     span = np.arange(n_layers + 1) >= r * n_layers - 1e-9
     scale = np.where(noise[span] > 0, noise[span], np.nan)
-    ratio = lambda d: np.nanmin(np.abs(d[..., span]) / scale, axis=-1)  # noqa: E731
+
+    def ratio(d: np.ndarray) -> np.ndarray:
+        return np.nanmin(np.abs(d[..., span]) / scale, axis=-1)
+
     return {"value": float(ratio(found.value)), "draws": ratio(found.draws), "n_seeds": found.n_seeds,
             "n_units": found.n_units}
 
