@@ -9,6 +9,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 from test_layer_by_layer import E1, E2, record
 
 from embedding_geometry.book import charts, claims, objective_text
@@ -368,6 +369,20 @@ def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
     assert back["value"] == pytest.approx(2.0)
     np.testing.assert_allclose(back["draws"], [0.5, 2.5])
     np.testing.assert_allclose(study.visibility(found, 1.0)["draws"], [4.0, 4.5])
+
+
+def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
+    """The chapter's needs build what its cells build (the task, the split, the batches, the
+    encoder's shape) and refuse before any run what those would refuse mid-chapter."""
+    from embedding_geometry.book import profiles, rules
+
+    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{SLUG}.ipynb")
+    rules.check(SLUG, defaults)
+    for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
+                      ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),
+                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch")):
+        with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+            rules.check(SLUG, {**defaults, **bad})
 
 
 def test_charts_and_sentences_of_an_arm():
