@@ -4,6 +4,7 @@
 # While working on the book:
 #   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
+#   make pdf        the built book as one PDF (_build/pdf/book.pdf), every chart a picture
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +12,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test test-fast lint format bench tolerances setup strip clean serve
+.PHONY: book test test-fast lint format bench tolerances pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -33,10 +34,16 @@ format: $(STAMP)
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml
 # is left out by default (about an hour on 2 cores); it alone, keeping the other figures:
-#   make bench BENCH_ARGS='--skip roofline cache batching memory build'
+#   make bench BENCH_ARGS='--skip roofline cache batching memory atlas build'
 BENCH_ARGS ?= --skip mpnet_build
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# The PDF is printed offline by Debian's headless Chromium (chromium, chromium-driver; poppler-utils
+# for the PDF test), installed from the machine's Debian mirror when missing and run as root.
+pdf: book
+	.ci/debian-packages chromium chromium-driver poppler-utils
+	$(PY) -m embedding_geometry pdf
 
 # The reproducibility contract's tolerances (not part of `make test`): the book built on its own
 # float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7 at

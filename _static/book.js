@@ -2,7 +2,9 @@
    (numbers numerically, text alphabetically); click again to reverse.
    Filtered tables: in a ".eg-dashboard", each select box with data-filter="<name>" keeps only the
    rows whose data-<name> attribute equals its value (an empty value keeps every row), and the
-   ".eg-filter-count" says how many rows are shown. No dependencies. */
+   ".eg-filter-count" says how many rows are shown.
+   Folded sections: a link to an element inside a closed <details> (a claim's card) opens it.
+   No dependencies. */
 (function () {
   function key(cell) {
     var text = cell.textContent.trim();
@@ -36,7 +38,18 @@
     var count = board.querySelector(".eg-filter-count");
     if (count) { count.textContent = shown + " of " + rows.length + " claims"; }
   }
+  function unfoldTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) { return; }
+    for (var node = target.parentElement; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+    target.scrollIntoView();
+  }
   function init() {
+    unfoldTarget();
+    window.addEventListener("hashchange", unfoldTarget);
     document.querySelectorAll("table.eg-sortable").forEach(function (table) {
       Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
         th.style.cursor = "pointer";

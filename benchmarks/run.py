@@ -18,16 +18,21 @@
                       per chapter, process start → first model use                      ≤ 2 s;
                       warm build (nothing changed: every chapter skipped) ÷ cold          < 0.15
     mpnet build       the cold build on params/mpnet.yaml ÷ (its model calls + site)       ≤ 3
+    atlas             the atlas (atlas_scale.py): chapter 1's statistics streamed, peak RSS at
+                      2,000 ÷ 200 texts                                                   ≤ 1.10;
+                      the atlas on a local Ray instance ÷ in process, same work           ≤ 1.30;
+                      the posts' models at 20,000 texts on 1, 8 and 64 GPUs (hours,
+                      projected from the measured per-text cost, assumptions stated)     information
     bench             this run's own seconds (without skipped sections and the MPNet build;
                       a run of the MPNet build alone keeps the last figure)               ≤ 900
 
 Prints a table and writes ``build/bench.json`` (read by the book's Performance page): the raw
 measurements by section and ``figures``, one record per figure with its value, target and met
-flag (``pages.figure``). Skipped sections keep their last measured figures.
+flag (``performance.figure``). Skipped sections keep their last measured figures.
 
     .venv/bin/python benchmarks/run.py --skip mpnet_build          # what `make bench` runs
-    .venv/bin/python benchmarks/run.py --skip roofline cache batching memory build   # the MPNet build only
-    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory   # a quick check
+    .venv/bin/python benchmarks/run.py --skip roofline cache batching memory atlas build   # the MPNet build only
+    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory atlas   # a quick check
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))  # roofline.py beside this file
-SECTIONS = ("roofline", "cache", "batching", "memory", "build", "mpnet_build")
+SECTIONS = ("roofline", "cache", "batching", "memory", "atlas", "build", "mpnet_build")
 MODELS = {"minilm": "MiniLM", "mpnet": "MPNet"}
 COMMAND = ".venv/bin/python benchmarks/run.py"
 
@@ -161,6 +166,35 @@ def memory(model: str, sizes: list[int]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# --------------------------------------------------------------------------- the atlas at scale
+
+def atlas(sizes: list[int], workers: int) -> dict:
+    """atlas_scale.py in a fresh process: streamed memory, Ray ÷ in process, the GPU projection."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "atlas_scale.py"), "--sizes", *map(str, sizes),
+                           "--workers", str(workers)], capture_output=True, text=True)
+    if not done.stdout.strip():
+        raise SystemExit(f"atlas_scale.py failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def atlas_figures(r: dict) -> list[dict]:
+    from embedding_geometry.book.pages import figure
+
+    runs = ", ".join(f"{x['n_texts']:,} texts: {x['peak_rss_mib']:,} MiB" for x in r["memory"]["runs"])
+    o, p = r["overhead"], r["projection"]
+    out = [figure("atlas", "atlas, chapter 1's statistics streamed: peak RSS, largest ÷ smallest", r["memory"]["ratio"],
+                  "≤", 1.10, runs),
+           figure("atlas", f"atlas on a local Ray instance ÷ in process ({o['workers']} workers)", o["ratio"], "≤", 1.30,
+                  f"{o['ray']} s vs {o['inprocess']} s, {o['shards']} shards of {o['texts']} texts")]
+    for model, hours in p["hours"].items():
+        out.append(figure("atlas", f"projected hours, {model.rsplit('/', 1)[-1]}, {p['texts']:,} texts × {p['tokens']}",
+                          hours["1 GPU"], None, None,
+                          f"{hours['8 GPU']} h on 8 GPUs, {hours['64 GPU']} h on 64; assumed "
+                          f"{p['assumed']['gpu_effective_tflops']} TFLOP/s per GPU, 2 × parameters FLOPs per token, "
+                          f"{p['statistics_s_per_text']} s of statistics per text (measured), Ray ×{p['ray_ratio']}"))
+    return out
+
+
 # --------------------------------------------------------------------------- the build
 
 def build(profile: str = "default", warm: bool = True) -> dict:
@@ -248,8 +282,8 @@ def imports() -> dict:
 # --------------------------------------------------------------------------- figures
 
 def figures(results: dict) -> list[dict]:
-    """One record per figure (``pages.figure``): value, target, met, detail, and its section."""
-    from embedding_geometry.book.pages import figure
+    """One record per figure (``performance.figure``): value, target, met, detail, and its section."""
+    from embedding_geometry.book.performance import figure
 
     out = []
     for name, label in MODELS.items():
@@ -285,6 +319,8 @@ def figures(results: dict) -> list[dict]:
                               1.10, f"{p['n_texts']:,} texts of {r['text_length']} tokens: {p['peak_rss_mib']:,} MiB "
                               f"({p['kept_kib_per_text']} KiB kept per text), {p['hours']} h at "
                               f"{p['texts_per_s']} texts/s"))
+    if r := results.get("atlas"):
+        out += atlas_figures(r)
     for section, label in (("build", ""), ("mpnet_build", " (params/mpnet.yaml)")):
         if r := results.get(section):
             out.append(figure(section, f"cold build ÷ (model calls + site build){label}", r["overhead_ratio"], "≤", 3,
@@ -327,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-sizes", type=int, nargs=2, default=[200, 800], help="chapter 4 texts, MiniLM")
     parser.add_argument("--mpnet-memory-sizes", type=int, nargs=2, default=[64, 320],
                         help="chapter 4 texts, MPNet (each at least two batches: one batch alone peaks lower)")
+    parser.add_argument("--atlas-sizes", type=int, nargs=2, default=[200, 2000], help="texts streamed, atlas memory")
+    parser.add_argument("--atlas-workers", type=int, default=2, help="CPUs of the local Ray instance")
     parser.add_argument("--build-profile", default="default", help="the profile of the timed cold and warm builds")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -334,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     import torch
 
-    from embedding_geometry.book import pages
+    from embedding_geometry.book import performance
     from embedding_geometry.book.chapter import seed_everything
     from embedding_geometry.core import models
 
@@ -361,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, sizes in (("minilm", args.memory_sizes), ("mpnet", args.mpnet_memory_sizes)):
             print(f"measuring memory, {name} …", flush=True)
             results.setdefault("memory", {})[name] = memory(name, sizes)
+    if "atlas" not in args.skip:
+        print("measuring atlas (memory, Ray overhead, projection) …", flush=True)
+        results["atlas"] = atlas(args.atlas_sizes, args.atlas_workers)
     if "build" not in args.skip:
         print("measuring build (cold, then warm) …", flush=True)
         results["build"] = {**build(args.build_profile), "imports": imports()}
@@ -372,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = [f for f in previous.get("figures", []) if f["section"] in skipped]
     results["figures"] = ordered(kept + [f for f in figures(results) if f["section"] not in skipped])
     if "bench" not in skipped:
-        results["figures"].append(pages.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
+        results["figures"].append(performance.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
                                                f"skipped: {', '.join(args.skip) or 'nothing'}; the MPNet build, "
                                                f"when measured, is not counted"))
     results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
@@ -381,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
                           "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1))
-    print(pages.performance_table(results).to_string(index=False))
+    print(performance.performance_table(results).to_string(index=False))
     print(f"written: {out.relative_to(ROOT)}")
     return 0
 

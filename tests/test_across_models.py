@@ -1,6 +1,6 @@
 """Chapter 8, across models: the claim × model table and its readings on synthetic verdicts, the
-per-model ledger on synthetic metrics, the study's gathering of chapters 1–4's measures on the tiny
-model, and the chapter end to end on two tiny models and their controls (slow)."""
+ledger on an atlas run of the tiny model and its controls, the study's text sets and per-model
+metrics, the charts, and the chapter end to end on two tiny models and their controls (slow)."""
 
 import json
 from types import SimpleNamespace
@@ -8,14 +8,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import copy_book, run_build, tiny_profile
-from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained
+from test_layer_by_layer import assert_intervals_and_nulls
 
 from embedding_geometry.book import charts, claims
-from embedding_geometry.book.claims import judge, words
+from embedding_geometry.book.claims import words
 from embedding_geometry.book import model_verdicts as mv
-from embedding_geometry.core import activations
+from embedding_geometry.book import atlas
+from embedding_geometry.book.atlas import plan
 from embedding_geometry.studies import across_models as across
-from embedding_geometry.studies import anisotropy, layer_by_layer, similarity_attractor
+from embedding_geometry.studies import cone, layer_by_layer
 
 SLUG = "08_across_models"
 slow = pytest.mark.slow
@@ -117,52 +118,23 @@ def test_counts_summary_and_sentences_are_written_from_the_readings():
 
 # --------------------------------------------------------------------------- the ledger, per model
 
-def series_units(start: float, end: float, n: int = 8, depths: int = 4, noise: float = 0.01) -> np.ndarray:
-    """n per-unit curves from start to end over ``depths`` depths, with seeded noise."""
-    rng = np.random.default_rng(0)
-    return np.linspace(start, end, depths)[None] + noise * rng.standard_normal((n, depths))
+# --------------------------------------------------------------------------- the ledger on an atlas run
+
+@pytest.fixture(scope="module")
+def tiny_atlas(tiny_bert_dir, tmp_path_factory):
+    """The tiny BERT and three random-init controls measured by the atlas: (metrics by model, infos)."""
+    params = {"model": str(tiny_bert_dir), "models": [], "random_control": True, "control_seeds": 3,
+              "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
+              "trust_remote_code": False, "sample_size": 16, "shard_texts": None}
+    chosen = plan.from_parameters(params, tmp_path_factory.mktemp("atlas"))
+    return across.measured(atlas.read(atlas.run(chosen)))
 
 
-def synthetic_metrics() -> dict:
-    """Every metric the chapter's ledger reads, with per-unit values, for one model of 4 blocks."""
-    ratio = lambda a, b: (series_units(*a), series_units(*b, noise=0.0) + 1.0)
-    between, within = ratio((0.1, 2.0), (0.0, 0.0))
-    hard, easy = series_units(0.9, 0.6), series_units(0.1, 0.05)
-    hard[:, 2] += 0.2
-    easy[:, 1] += 0.3
-    gap = hard - easy
-    blocks = {"separators": np.full((6, 4), 3.0), "attended": np.full((6, 4), 4.0),
-              "distance": series_units(40.0, 10.0, n=6), "pairs": np.full((6, 4), 1.0), "same": series_units(0.1, 0.5, n=6)}
-    units = {"intra_sentence_cosine": series_units(0.1, 0.8), "cross_sentence_baseline": series_units(0.05, 0.3),
-             "collapse_gap": series_units(0.05, 0.5), "separability_ratio.between": between,
-             "separability_ratio.within": within, "cls_mean_alignment": series_units(0.5, 0.9),
-             "pair_sets.hard": hard, "pair_sets.easy": easy, "pair_sets.gap": gap,
-             "pair_sets.gap_first": np.repeat(gap[:, :1], 4, axis=1),
-             "anisotropy": series_units(0.3, 0.1) + np.array([0, 0.4, 0.2, 0]),
-             "separator_attention.separators": blocks["separators"], "separator_attention.attended": blocks["attended"],
-             "mean_pair_distance.distance": blocks["distance"], "high_pairs": blocks["pairs"],
-             "same_sentence_fraction.same": blocks["same"]}
-    rows = units["anisotropy"]
-    peak = int(np.argmax(rows.mean(axis=0)))
-    units.update({"final_step_share.last_step": rows[:, -2] - rows[:, -1], "final_step_share.fall": rows[:, peak] - rows[:, -1]})
-    mean = {key: value.mean(axis=0) for key, value in units.items()}
-    control = {"collapse_gap": np.zeros(4), "separability_ratio": np.ones(4), "anisotropy": np.full(4, 0.5),
-               "pair_sets": {"hard": np.full(4, 0.9), "easy": np.full(4, 0.1)}}
-    return {
-        "intra_sentence_cosine": mean["intra_sentence_cosine"], "cross_sentence_baseline": mean["cross_sentence_baseline"],
-        "collapse_gap": mean["collapse_gap"], "separability_ratio": between.mean(0) / within.mean(0),
-        "cls_mean_alignment": mean["cls_mean_alignment"], "anisotropy": mean["anisotropy"],
-        "final_step_share": anisotropy.final_step_share(mean["anisotropy"]),
-        "pair_sets": {"hard": mean["pair_sets.hard"], "easy": mean["pair_sets.easy"], "gap": mean["pair_sets.gap"],
-                      "gap_relative": mean["pair_sets.gap"] / gap[:, 0].mean()},
-        "separator_attention": mean["separator_attention.separators"] / mean["separator_attention.attended"],
-        "separator_share": 0.1, "mean_pair_distance": mean["mean_pair_distance.distance"],
-        "same_sentence_fraction": mean["same_sentence_fraction.same"], "same_sentence_chance": 0.2,
-        "control": control, "per_unit": units}
-
-
-def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
-    assert_intervals_and_nulls(SLUG, synthetic_metrics())
+def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null(tiny_atlas):
+    by_model, infos = tiny_atlas
+    trained = next(name for name, info in infos.items() if info.source != "control")
+    assert_intervals_and_nulls(SLUG, by_model[trained])
+    assert by_model[trained]["per_unit"]["control.sentences.intra_sentence_cosine"].shape[0] == 3  # seeds
 
 
 def test_every_claim_has_a_shape_test_and_a_unit():
@@ -171,62 +143,46 @@ def test_every_claim_has_a_shape_test_and_a_unit():
         assert not claim.fraction or claim.fraction_reason, claim.id
 
 
-def test_a_model_without_the_head_pass_gets_not_measured_with_its_reason():
-    metrics = {**synthetic_metrics(), **across.no_head_pass("no heads here")}
-    found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), metrics, "m", resamples=200))}
-    for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
-        assert found[claim]["verdict"] == judge.NOT_MEASURED and found[claim]["reason"] == "no heads here"
+def test_without_controls_no_claim_names_a_control(tiny_atlas):
+    by_model, infos = tiny_atlas
+    alone = across.trained_only(by_model, infos)
+    assert len(alone) == 1 and not any(k.startswith("control.") for k in next(iter(alone.values()))["per_unit"])
 
 
-# --------------------------------------------------------------------------- the study's glue
+# --------------------------------------------------------------------------- the study
 
-def test_merged_joins_per_unit_values_and_controls_are_attached():
-    joined = across.merged({"a": 1, "per_unit": {"a": [1]}}, {"b": 2, "per_unit": {"b": [2]}}, {"c": 3})
-    assert joined == {"a": 1, "b": 2, "c": 3, "per_unit": {"a": [1], "b": [2]}}
-    control = {"collapse_gap": [0], "separability_ratio": [1], "anisotropy": [2], "pair_sets": {"hard": [3], "easy": [4], "gap": [5]}}
-    found = across.with_controls({A: {"x": 1}, CA: control}, {CA: A})
-    assert found[A]["control"] == {"collapse_gap": [0], "separability_ratio": [1], "anisotropy": [2],
-                                   "pair_sets": {"hard": [3], "easy": [4]}}
-    assert "control" not in found[CA]
-    assert across.without_controls(found, {CA: A}) == {A: {"x": 1}}
-    assert across.without_units({A: joined})[A] == {"a": 1, "b": 2, "c": 3}
+def test_text_sets_are_the_texts_of_chapters_1_to_4():
+    sets = {s.name: s for s in across.text_sets({"corpus_texts": 96, "seed": 0, "head_texts": 5, "head_length": 64})}
+    assert list(sets["sentences"].texts) == layer_by_layer.inputs()["sentences"]
+    assert list(sets["corpus"].texts) == cone.chapter_corpus("project", 96, 0)["sentence"].tolist()
+    assert sets["twins"].n_units == 12 and sets["twins"].arity == 3 and sets["easy_pairs"].n_units == 12
+    assert (sets["heads"].kind, sets["heads"].n_units, sets["heads"].length) == ("windows", 5, 64)
 
 
-def test_sample_anisotropy_reads_the_sample_from_the_corpus_pools():
-    pools = np.random.default_rng(1).standard_normal((3, 5, 4)) + 1.0
-    corpus = [f"s{i}" for i in range(5)]
-    found = across.sample_anisotropy(pools, ["s1", "s3", "s4"], corpus, extract=None)
-    np.testing.assert_allclose(found["anisotropy"], anisotropy.anisotropy_per_depth(pools[:, [1, 3, 4]]))
-    assert found["peak_depth"] == int(np.argmax(found["anisotropy"]))
-    assert found["max_difference"] == pytest.approx(np.abs(found["anisotropy"] - anisotropy.anisotropy_per_depth(pools)).max())
+def test_pair_sets_pair_the_hard_and_easy_sets_unit_by_unit():
+    hard, easy = series_units(0.9, 0.6, n=4), series_units(0.1, 0.05, n=4)
+    twins = {"per_unit": {"negation": hard, "role_reversal": hard + 0.1, "maxsim": hard + 0.2,
+                          "maxsim_shared": hard + 0.3, "maxsim_discriminative": hard - 0.1}}
+    found = across.pair_sets(twins, {"per_unit": {"easy": easy}})
+    np.testing.assert_allclose(found["gap"], (hard - easy).mean(0))
+    np.testing.assert_allclose(found["per_unit"]["maxsim_gap"], np.full_like(hard, 0.4))
+    np.testing.assert_allclose(found["per_unit"]["reversal_minus_negation"], np.full_like(hard, 0.1))
+    np.testing.assert_allclose(found["gap_relative"], found["gap"] / (hard - easy)[:, 0].mean())
+    with pytest.raises(ValueError, match="as many pairs"):
+        across.pair_sets(twins, {"per_unit": {"easy": easy[:3]}})
 
 
-def test_inputs_are_the_texts_of_chapters_1_to_3():
-    texts = across.inputs(100, seed=0)
-    assert texts["sentences"] == layer_by_layer.inputs()["sentences"]
-    assert texts["pairs"] == similarity_attractor.inputs()["pairs"] and len(texts["corpus"]) == 100
+def test_controls_join_their_trained_model_seed_by_seed():
+    seeds = {f"c{i}": {"x": 1, "per_unit": {"k": np.full((2, 3), i), "odd": np.zeros(i + 1)}} for i in range(3)}
+    found = across.with_controls({"t": {"per_unit": {}}, **seeds}, {c: "t" for c in seeds})
+    assert found["t"]["per_unit"]["control.k"].shape == (3, 2, 3) and "control.odd" not in found["t"]["per_unit"]
+    assert across.without_units(found)["c0"] == {"x": 1}
 
 
-def test_measure_gathers_the_studies_unchanged_on_the_tiny_model(tiny_bert):
-    extract = lambda texts: activations.extract(tiny_bert, texts, cache=False, progress=False)
-    texts = {**across.inputs(None), "corpus": across.inputs(None)["corpus"][:30]}
-    found, pools = across.measure(extract, texts)
-    sentences = extract(texts["sentences"])
-    np.testing.assert_allclose(found["collapse_gap"], layer_by_layer.collapse(sentences)["collapse_gap"])
-    np.testing.assert_allclose(found["anisotropy"], anisotropy.anisotropy_per_depth(pools))
-    assert pools.shape == (tiny_bert.info.layers + 1, 30, tiny_bert.info.hidden)
-    for key in ("intra_sentence_cosine", "cls_mean_alignment", "anisotropy", "pair_sets.hard"):
-        np.testing.assert_allclose(np.mean(found["per_unit"][key], axis=0), claims.lookup(found, key), rtol=1e-9, atol=1e-12)
-
-
-def test_head_pass_gives_per_head_grids_and_per_text_values(tiny_bert):
-    found = across.head_pass(tiny_bert, n_texts=3, length=24, seed=0, batch_size=2)
-    L, H = tiny_bert.info.layers, tiny_bert.info.heads
-    assert np.shape(found["head_grid"]["mean_pair_distance"]) == (L, H) and len(found["separator_attention"]) == L
-    units = found["per_unit"]
-    np.testing.assert_allclose(units["mean_pair_distance.distance"].sum(0) / units["high_pairs"].sum(0),
-                               found["mean_pair_distance"])
-    assert units["high_pairs"].shape == (3, L)
+def series_units(start: float, end: float, n: int = 8, depths: int = 4, noise: float = 0.01) -> np.ndarray:
+    """n per-unit curves from start to end over ``depths`` depths, with seeded noise."""
+    rng = np.random.default_rng(0)
+    return np.linspace(start, end, depths)[None] + noise * rng.standard_normal((n, depths))
 
 
 def test_charts_draw_every_model_over_the_published_curves():
@@ -244,15 +200,24 @@ def test_charts_draw_every_model_over_the_published_curves():
                                  "within-sentence — published (pub)", "cross-sentence baseline — published (pub)"]
     assert colours["range"][0] == colours["range"][1] and colours["range"][-1] == charts.PUBLISHED_COLOR
     assert dashes["range"][:2] == [[1, 0], [6, 3]]
-    grids = charts.head_grid_frame({"m": {"d": [[1, 2], [3, 4]]}})
-    assert len(grids) == 4 and charts.head_grids(grids, {"d": "distance"}).to_dict()
+    grids = charts.head_grid_frame({"m": {"d": [[1, 2], [3, 4]]}, "n": {"d": [[1, 2], [3, 4]]}})
+    assert len(charts.head_grids(grids, {"d": "distance"}).to_dict()["vconcat"]) == 2  # one under the other
+
+
+def test_more_models_than_a_chart_can_show_get_a_model_picker():
+    names = [f"org/m{i}" for i in range(5)]
+    roster = mv.roster(SimpleNamespace(id=n, source="hub", layers=6, sha256="s") for n in names)
+    by_model = {n: {"x": [0.1 * i, 0.2, 0.3]} for i, n in enumerate(names)}
+    assert "params" not in charts.models_figure({n: by_model[n] for n in names[:3]}, roster, "x", "y").to_dict()
+    spec = charts.models_figure(by_model, roster, "x", "y").to_dict()
+    assert spec["params"][0]["bind"]["input"] == "select" and len(spec["params"][0]["bind"]["options"]) == 5
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tiny_bert_dir):
-    """The chapter alone on the tiny BERT, with a second tiny BERT (other weights) and a control of each."""
+    """The chapter alone on the tiny BERT, with a second tiny BERT (other weights) and three controls of each."""
     import tiny_models
 
     root = copy_book(tmp_path_factory.mktemp("across"))
@@ -264,39 +229,48 @@ def built(tmp_path_factory, tiny_bert_dir):
 
 
 @slow
-def test_every_model_is_judged_and_the_main_models_verdicts_are_the_claims(built):
+def test_every_model_of_the_atlas_is_recorded_with_its_weights_and_judged(built):
     root, results = built
     m = results["metrics"]
-    assert len(m["models"]) == 4 and [r["kind"] for r in m["models"].values()].count("control") == 2
-    assert all(len(r["sha256"]) == 64 for r in m["models"].values())  # every model run, by its weights
-    assert set(m["verdicts_by_model"]) == set(m["models"]) == set(m["by_model"])
-    main = m["verdicts_by_model"][results["model"]["id"]]
-    assert [(r["id"], r["verdict"], r["interval"]) for r in main] == \
-        [(r["id"], r["verdict"], r["interval"]) for r in results["claims"]]
-    assert_verdicts_explained((root, None), SLUG, results)
+    assert len(m["models"]) == 8 and [r["kind"] for r in m["models"].values()].count("control") == 6
+    assert {r["id"] for r in results["models"]} == set(m["models"])
+    assert all(len(r["sha256"]) == 64 for r in results["models"])  # every model measured, by its weights
+    assert set(m["by_model"]) == set(m["models"])
+    assert len(results["claims"]) == 2 * len(claims.load(SLUG).claims)  # judged on both trained models
+    assert list((root / "build" / "cache" / "atlas").glob("*/*.json"))  # measured by the atlas code path
 
 
 @slow
-def test_trained_models_clear_their_own_control_and_controls_have_no_head_pass(built):
-    _, results = built
-    m = results["metrics"]
-    for model, role in m["models"].items():
-        records = {r["id"]: r for r in m["verdicts_by_model"][model]}
-        if role["kind"] == "trained":
-            control = next(c for c, r in m["models"].items() if r["control_of"] == model)
-            assert records["gap-rises"]["null"]["value"] == pytest.approx(np.subtract(*np.asarray(
-                m["by_model"][control]["collapse_gap"])[[-1, 0]]))
-            assert np.shape(m["by_model"][model]["head_grid"]["separator_attention"]) == (role["layers"], 4)
-        else:
-            assert records["separators-in-final-layers"]["verdict"] == judge.NOT_MEASURED
+def test_the_page_shows_its_numbers_as_outputs_without_glue(built):
+    root, _ = built
+    notebook = json.loads((root / "book" / "chapters" / f"{SLUG}.ipynb").read_text())
+    sources = "".join("".join(c["source"]) for c in notebook["cells"])
+    assert "{glue" not in sources and "ch.glue" not in sources
+    outputs = json.dumps([c.get("outputs", []) for c in notebook["cells"]])
+    assert f"Of {len(claims.load(SLUG).claims)} claims" in outputs
+    assert "from the sample&#x27;s kernel" in outputs and ">agree<" in outputs  # the measurement by hand, checked
 
 
-@slow
-def test_the_page_glues_the_table_the_readings_and_the_exercise_answers(built):
-    root, results = built
-    notebook = root / "book" / "chapters" / f"{SLUG}.ipynb"
-    box = words.glued_text(notebook, "across_findings")
-    assert box and box.startswith(":::{admonition} Across the models")
-    assert words.glued_text(notebook, "across_counts").startswith(f"Of {len(results['claims'])} claims")
-    for name in ("model_table", "ex1_moved", "ex2_model", "ex3_peaks"):
-        assert words.glued_text(notebook, name) is not None, name
+def test_a_control_without_the_head_pass_gets_not_measured_with_its_reason(tiny_atlas):
+    by_model, infos = tiny_atlas
+    control = next(name for name, info in infos.items() if info.source == "control")
+    found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), by_model[control], control,
+                                                                resamples=200))}
+    for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
+        assert found[claim]["verdict"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS
+
+
+def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(tiny_atlas):
+    by_model, infos = tiny_atlas
+    ledger = claims.load(SLUG)
+    verdicts = mv.evaluate(ledger, by_model, judged={"x": []})
+    trained = across.trained_only(by_model, infos)
+    (model,) = trained
+    alone = mv.without_controls(ledger, verdicts, trained)[model]
+    kinds = {c.id: (c.null or {}).get("kind") for c in ledger.claims}
+    for before, after in zip(verdicts[model], alone):
+        assert before["id"] == after["id"]
+        if kinds[before["id"]] != "control":
+            assert after is before
+        elif after["verdict"] in words.JUDGED_WORDS:
+            assert after["null"] is None or after["null"].get("value") is None

@@ -81,8 +81,8 @@ def test_projection_to_paper_scale():
 
 def test_a_run_keeps_the_figures_of_what_it_skips():
     assert bench.kept_sections(["mpnet_build"]) == {"mpnet_build"}  # make bench: its own time is measured
-    assert bench.kept_sections(["roofline", "cache", "batching", "memory", "build"]) == {
-        "roofline", "cache", "batching", "memory", "build", "bench"}  # the MPNet build alone: the bench time stays
+    assert bench.kept_sections(["roofline", "cache", "batching", "memory", "atlas", "build"]) == {
+        "roofline", "cache", "batching", "memory", "atlas", "build", "bench"}  # the MPNet build alone: the bench time stays
     assert bench.kept_sections([]) == set()
 
 
@@ -222,7 +222,7 @@ def test_every_chapter_of_the_built_book_records_where_its_time_went(built_book)
 @pytest.mark.slow
 def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, monkeypatch):
     from conftest import copy_book
-    from embedding_geometry.book import pages
+    from embedding_geometry.book import performance
 
     root = copy_book(tmp_path / "book")
     monkeypatch.setenv("EMBEDDING_GEOMETRY_RESULTS", str(tmp_path / "results"))
@@ -236,8 +236,40 @@ def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, mo
     without = page()
     assert "<code>make bench</code>" in without and "<table" not in without
     (root / "build").mkdir(exist_ok=True)
-    figures = [pages.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
+    figures = [performance.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
     (root / "build" / "bench.json").write_text(json.dumps({"figures": figures, "machine": {"cpus": 2}}))
     with_file = page()
     assert "roofline ratio, MiniLM" in with_file and "<td data-label=\"met\">yes</td>" in with_file
     assert json.loads((tmp_path / "results" / "98_performance.json").read_text())["metrics"]["bench"]["figures"]
+
+
+def test_the_atlas_projection_scales_with_parameters_texts_and_gpus():
+    import atlas_scale
+
+    found = atlas_scale.projection(statistics_s_per_text=0.0, ray_ratio=1.0)
+    mxbai = found["hours"]["mixedbread-ai/mxbai-embed-large-v1"]
+    # 2 · 335e6 FLOPs · 128 tokens / 1e14 FLOP/s per text, 20,000 texts, in hours
+    assert mxbai["1 GPU"] == pytest.approx(round(2 * 335e6 * 128 / 1e14 * 20_000 / 3600, 4))
+    assert mxbai["8 GPU"] == pytest.approx(mxbai["1 GPU"] / 8, abs=1e-4)
+    slower = atlas_scale.projection(statistics_s_per_text=0.01, ray_ratio=1.3)["hours"]
+    assert slower["mixedbread-ai/mxbai-embed-large-v1"]["64 GPU"] > mxbai["64 GPU"]
+
+
+def test_the_atlas_figures_carry_their_targets():
+    result = {"memory": {"ratio": 1.02, "runs": [{"n_texts": 200, "peak_rss_mib": 900.0},
+                                                 {"n_texts": 2000, "peak_rss_mib": 918.0}]},
+              "overhead": {"ratio": 1.4, "workers": 2, "ray": 14.0, "inprocess": 10.0, "shards": 20, "texts": 96},
+              "projection": {"texts": 20000, "tokens": 128,
+                             "hours": {"org/m": {"1 GPU": 1.0, "8 GPU": 0.125, "64 GPU": 0.02}},
+                             "assumed": {"gpu_effective_tflops": 100.0}, "statistics_s_per_text": 0.001,
+                             "ray_ratio": 1.4}}
+    memory, ray, projected = bench.atlas_figures(result)
+    assert memory["met"] and not ray["met"] and projected["met"] is None and "0.125 h on 8 GPUs" in projected["detail"]
+
+
+@pytest.mark.slow
+def test_the_atlas_bench_runs_at_tiny_sizes():
+    import atlas_scale
+
+    found = atlas_scale.memory("minilm", [8, 16], batch_size=8)
+    assert [r["n_texts"] for r in found["runs"]] == [8, 16] and found["ratio"] >= 1.0

@@ -37,8 +37,11 @@ def test_the_articles_table_does_not_follow_from_its_code():
     assert table.sum() == pytest.approx(1.0)
     length, rms = cls_attention.closest_length()
     assert length == 130 and rms == pytest.approx(0.0266, abs=5e-4)
-    erratum = next(e for e in yaml.safe_load(open(corpora._data("claims/05_embeddings_without_tears.yaml")))["errata"]
-                   if e["id"] == "cls-table-not-from-its-code")
+    erratum = next(
+        e
+        for e in yaml.safe_load(open(corpora._data("claims/05_embeddings_without_tears.yaml")))["errata"]
+        if e["id"] == "cls-table-not-from-its-code"
+    )
     assert erratum["data_value"].startswith(" / ".join(f"{100 * v:.1f} %" for v in table))
     assert "130 positions" in erratum["evidence"] and f"{100 * rms:.1f} points" in erratum["evidence"]
 
@@ -72,14 +75,20 @@ def test_position_study_of_texts_that_follow_the_articles_law():
     assert study["n_positions"] == T and study["n_texts"] == 2 and study["buckets"] == list(cls_attention.BUCKET_LABELS)
     assert list(study["shares"].values()) == pytest.approx(cls_attention.bucket_shares(law))
     assert study["article_code_T"] == pytest.approx(list(study["shares"].values()))
-    assert study["power_law"]["alpha"] == pytest.approx(0.1, rel=1e-3) and study["power_law"]["r2"] == pytest.approx(1.0)
+    assert study["power_law"]["alpha"] == pytest.approx(0.1, rel=1e-3) and study["power_law"]["r2"] == pytest.approx(
+        1.0
+    )
     assert study["to_cls"] == pytest.approx(law[0]) and study["profile"] == pytest.approx(law)
     assert study["early_ratio"] == pytest.approx(study["shares"]["b0_10"] / (11 / T))
     assert (study["closest_length"], study["article_table"]) == (130, [0.31, 0.42, 0.18, 0.09])
     assert 0 < study["entropy"] < 1
     short = cls_attention.short_summary(study)
-    assert short == {"n_positions": T, "shares": list(study["shares"].values()), "uniform": study["uniform"],
-                     "power_law": study["power_law"]}
+    assert short == {
+        "n_positions": T,
+        "shares": list(study["shares"].values()),
+        "uniform": study["uniform"],
+        "power_law": study["power_law"],
+    }
 
 
 def test_per_text_values_and_the_uniform_attention_null():
@@ -90,14 +99,32 @@ def test_per_text_values_and_the_uniform_attention_null():
     acts = record([np.zeros((T, 2)), np.zeros((T, 2))], attentions=[cls_maps(law), cls_maps(early)])
     found = cls_attention.position_study(acts)
     study, per_unit = found["cls_attention_by_position"], found["per_unit"]
-    assert study["uniform_shares"] == pytest.approx({"b0_10": 11 / T, "b11_50": 40 / T, "b51_100": 50 / T,
-                                                     "b101_plus": 19 / T})
+    assert study["uniform_shares"] == pytest.approx(
+        {"b0_10": 11 / T, "b11_50": 40 / T, "b51_100": 50 / T, "b101_plus": 19 / T}
+    )
     assert study["uniform_early_ratio"] == 1.0
     key = "cls_attention_by_position"
     assert per_unit[f"{key}.shares.b0_10"] == pytest.approx([law[:11].sum(), 1.0])
     assert per_unit[f"{key}.early_ratio"] == pytest.approx([law[:11].sum() * T / 11, T / 11])
     assert per_unit[f"{key}.early_ratio"].mean() == pytest.approx(study["early_ratio"])
+    assert per_unit[f"{key}.early_excess"] == pytest.approx([law[:11].sum() - 11 / T, 1 - 11 / T])
+    assert study["early_excess"] == pytest.approx(study["shares"]["b0_10"] - 11 / T)  # uniform attention gives 0
     for name in cls_attention.SHARE_KEYS:
         assert per_unit[f"{key}.shares.{name}"].mean() == pytest.approx(study["shares"][name])
     r2 = per_unit[f"{key}.power_law_by_text.mean_r2"]
-    assert len(r2) == 2 and r2[0] == pytest.approx(1.0) and r2[1] < 1 and r2.mean() == pytest.approx(study["power_law_by_text"]["mean_r2"])
+    assert (
+        len(r2) == 2
+        and r2[0] == pytest.approx(1.0)
+        and r2[1] < 1
+        and r2.mean() == pytest.approx(study["power_law_by_text"]["mean_r2"])
+    )
+
+
+def test_the_exercise_keeps_a_short_summary_under_its_own_key():
+    T = 110
+    acts = record([np.zeros((T, 2))], attentions=[cls_maps(cls_attention.power_law(T, 0.1))])
+    found = cls_attention.exercise(acts)
+    assert set(found) == {"exercise_n_positions"}
+    summary = found["exercise_n_positions"]
+    assert summary["n_positions"] == T and sum(summary["shares"]) == pytest.approx(1.0)
+    assert summary["uniform"] == pytest.approx(cls_attention.uniform_shares(T).tolist())

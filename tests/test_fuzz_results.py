@@ -23,7 +23,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from embedding_geometry.book import build, dashboard, pages, readback
+from embedding_geometry.book import build, dashboard, pages, performance, readback
 from embedding_geometry.core import activations
 from fuzz_values import FUZZ, one_line, snapshot
 
@@ -141,7 +141,7 @@ def test_a_damaged_benchmark_file_names_itself(tmp_path_factory, content):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         try:
-            pages.load_bench()
+            performance.load_bench()
         except readback.DamagedResultsError as error:
             assert one_line(str(error)) and "build/bench.json" in str(error) and str(error).endswith("make bench"), str(error)
 

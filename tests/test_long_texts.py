@@ -46,7 +46,11 @@ def test_documents_are_disjoint_runs_of_enough_words():
 def test_word_windows_follow_the_article_and_drop_the_tail():
     ten = " ".join(f"w{i}" for i in range(10))
     assert long_texts.word_windows(ten, window=4, stride=2) == [
-        "w0 w1 w2 w3", "w2 w3 w4 w5", "w4 w5 w6 w7", "w6 w7 w8 w9"]
+        "w0 w1 w2 w3",
+        "w2 w3 w4 w5",
+        "w4 w5 w6 w7",
+        "w6 w7 w8 w9",
+    ]
     eleven = ten + " w10"
     windows = long_texts.word_windows(eleven, window=4, stride=2)
     assert len(windows) == 4 and not any("w10" in w for w in windows)  # the last word is never encoded
@@ -115,6 +119,23 @@ def test_long_text_study_with_hand_made_vectors(embedded):
     assert study["words_in_budget"] == pytest.approx(254 / study["tokens_per_word"])
     short = long_texts.long_text_study(docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12)["long_text"]
     assert short["coverage"]["truncation"] < 1 and short["windows_over_limit_fraction"] == 1.0
+    exercise = long_texts.long_text_study(
+        docs, vectors, SENTENCES, sentence_vectors, embedded.tokenizer, 12, key="exercise", samples=False
+    )
+    assert set(exercise) == {"exercise"} and exercise["exercise"]["coverage"] == short["coverage"]
+
+
+def test_what_a_model_reads_needs_only_its_tokenizer(embedded):
+    docs = long_texts.long_documents(SENTENCES, min_words=12, n_docs=2, window=50, stride=25, seed=0)
+    found = long_texts.coverage_study(docs, embedded.tokenizer, 12)
+    read, per_unit = found["long_text"], found["per_unit"]
+    studied = long_texts.long_text_study(
+        docs, np.tile(np.eye(2), (2, 1)), SENTENCES, np.ones((len(SENTENCES), 2)), embedded.tokenizer, 12
+    )["long_text"]
+    assert {k: studied[k] for k in read} == read  # the same what-is-read as the full study
+    assert per_unit["long_text.coverage.windows"].mean() == pytest.approx(read["coverage"]["windows"])
+    assert read["token_budget"] == 10 and read["windows_over_limit_fraction"] == 1.0
+    assert set(long_texts.coverage_study(docs, embedded.tokenizer, 12, key="other", samples=False)) == {"other"}
 
 
 def test_per_document_hits_count_each_document_once(embedded):
@@ -135,8 +156,9 @@ def test_long_text_study_on_the_tiny_model(tiny_bert):
     vectors = np.random.default_rng(0).standard_normal((len(sentences), tiny_bert.info.hidden))
     docs = long_texts.long_documents(sentences, min_words=150, n_docs=2, window=40, stride=20)
     encoded = activations.extract(tiny_bert, docs.encoded, batch_size=4, cache=False, progress=False)
-    found = long_texts.long_text_study(docs, encoded.mean_pool("all")[-1], sentences, vectors, tiny_bert.tokenizer,
-                                       tiny_bert.info.max_seq_length)
+    found = long_texts.long_text_study(
+        docs, encoded.mean_pool("all")[-1], sentences, vectors, tiny_bert.tokenizer, tiny_bert.info.max_seq_length
+    )
     study, per_unit = found["long_text"], found["per_unit"]
     assert study["n_docs"] == 2
     assert per_unit["long_text.coverage.windows"].mean() == pytest.approx(study["coverage"]["windows"])

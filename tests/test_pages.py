@@ -9,7 +9,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from embedding_geometry.book import claims, pages, readback, rules
+from embedding_geometry.book import claims, pages, performance, readback, rules
 from embedding_geometry.book.claims import words
 from embedding_geometry.book import parameters as p
 
@@ -65,28 +65,32 @@ def test_chapter_claims_table_rows_carry_their_anchor():
                                                    claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
     found = claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
     html = pages.claims_table(found)._repr_html_()
-    assert html.startswith('<table class="eg-table eg-cards">')  # one card per claim (_static/book.css)
+    assert html.startswith('<details class="eg-fold"><summary>The 2 claims this chapter tests')  # folded
+    assert '<table class="eg-table eg-cards">' in html  # one card per claim (_static/book.css)
     assert html.count("<tr id=") == 2 and '<tr id="claim-gap-end">' in html and '<tr id="claim-peak">' in html
     assert '<td data-label="null" class="eg-empty">—</td>' in html  # a card leaves out what holds nothing
     assert re.findall(r"<th [^>]*>(.*?)</th>", html) == list(words.row(found[0].record()))
 
 
 def test_provenance_and_html_tables(tmp_path):
-    table = pages.provenance(result("01_a", []))
-    assert table.loc["model", "this build"] == "m"
-    assert table.loc["run time", "this build"] == "1.5 s"
+    shown = pages.provenance(result("01_a", []))
+    assert shown.frame.loc["model", "this build"] == "m"
+    assert shown.frame.loc["run time", "this build"] == "1.5 s"
+    html = shown._repr_html_()
+    assert 'href="../../downloads/results/01_a.json"' in html  # the results JSON, linked, never a local path
+    assert "<details" in html and "<code>0</code>" in html  # its parameters folded, values as code
     frame = pd.DataFrame({"a": ["<b>", "x"]})
-    assert pages.SortableTable(frame)._repr_html_().startswith('<table class="eg-table eg-sortable">')
+    assert '<table class="eg-table eg-sortable">' in pages.SortableTable(frame)._repr_html_()
     assert "&lt;b&gt;" in pages.HtmlTable(frame)._repr_html_()
     assert repr(pages.HtmlTable(frame)) == repr(frame)  # the plain-text output does not change from run to run
 
 
 BENCH = {
-    "figures": [pages.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3"),
-                pages.figure("cache", "cache speed-up, MiniLM", 12.0, "≥", 20, "3 s vs 0.25 s"),
-                pages.figure("batching", "batching gain", 4.0, None, None, "8 s vs 2 s"),
-                pages.figure("build", "warm ÷ cold book build", 0.1, "<", 0.15, "", met=False),
-                pages.figure("memory", "chapter 4 peak RSS", 1.04, "≤", 1.10, "200 texts: 500 MiB")],
+    "figures": [performance.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3"),
+                performance.figure("cache", "cache speed-up, MiniLM", 12.0, "≥", 20, "3 s vs 0.25 s"),
+                performance.figure("batching", "batching gain", 4.0, None, None, "8 s vs 2 s"),
+                performance.figure("build", "warm ÷ cold book build", 0.1, "<", 0.15, "", met=False),
+                performance.figure("memory", "chapter 4 peak RSS", 1.04, "≤", 1.10, "200 texts: 500 MiB")],
     "build": {"chapters": {"01_a": {"wall_s": 20.0, "forward_s": 12.0, "analysis_s": 5.5, "fixed_s": 2.5,
                                     "to_first_model_use_s": 1.5, "model_used": True, "cpu_to_first_model_use_s": 0.7},
                            "98_b": {"wall_s": 2.0, "forward_s": 0.0, "analysis_s": 0.2, "fixed_s": 1.8,
@@ -96,32 +100,46 @@ BENCH = {
 
 
 def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch):
-    table = pages.performance_table(BENCH)
+    table = performance.performance_table(BENCH)
     assert table["met"].tolist() == ["yes", "no", "—", "no", "yes"]  # build: set by the benchmark (a chapter ran)
     assert table["target"].tolist() == ["≥ 0.7", "≥ 20", "information", "< 0.15", "≤ 1.1"]
-    assert pages.figure("s", "x", 3.0, "≤", 3)["met"] and not pages.figure("s", "x", 3.0, "<", 3)["met"]
-    assert pages.performance_table({}).empty
-    assert pages.build_table(BENCH)["start → first model use s"].tolist() == [1.5, "0.8 (no model)"]
-    assert pages.build_table(BENCH)["its CPU s"].tolist() == [0.7, "—"]
+    assert performance.figure("s", "x", 3.0, "≤", 3)["met"] and not performance.figure("s", "x", 3.0, "<", 3)["met"]
+    assert performance.performance_table({}).empty
+    assert performance.build_table(BENCH)["start → first model use s"].tolist() == [1.5, "0.8 (no model)"]
+    assert performance.build_table(BENCH)["its CPU s"].tolist() == [0.7, "—"]
     (tmp_path / "_config.yml").write_text("title: t\n")
     monkeypatch.chdir(tmp_path)
-    assert pages.load_bench() is None
+    assert performance.load_bench() is None
     (tmp_path / "build").mkdir()
     (tmp_path / "build" / "bench.json").write_text(json.dumps(BENCH))
-    assert pages.load_bench()["figures"][1]["value"] == 12.0
+    assert performance.load_bench()["figures"][1]["value"] == 12.0
     for damaged in ({"figures": [{"figure": "x"}]}, {"figures": [{**BENCH["figures"][0], "sense": ">"}]},
                     {"build": {"chapters": {"01_a": {"wall_s": "slow"}}}}, {"figures": {}}):
         (tmp_path / "build" / "bench.json").write_text(json.dumps(damaged))
         with pytest.raises(readback.DamagedResultsError, match=r"^benchmark file build/bench.json is not usable: .*make bench$"):
-            pages.load_bench()
+            performance.load_bench()
 
 
-def test_the_performance_report_with_and_without_figures():
-    assert pages.PerformanceReport(None)._repr_html_().count("<code>make bench</code>") == 1
-    assert "<table" not in pages.PerformanceReport({"machine": {}})._repr_html_()
-    html = pages.PerformanceReport(BENCH)._repr_html_()
+def test_the_performance_report_with_and_without_figures(tmp_path):
+    assert performance.PerformanceReport(None, pd.DataFrame())._repr_html_().count("<code>make bench</code>") == 1
+    assert "<table" not in performance.PerformanceReport({"machine": {}}, pd.DataFrame())._repr_html_()
+    html = performance.PerformanceReport(BENCH)._repr_html_()
     assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
     assert "benchmarks/run.py" in html and "params/mpnet.yaml" not in html
-    with_mpnet = pages.PerformanceReport({**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
+    with_mpnet = performance.PerformanceReport({**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
     assert with_mpnet._repr_html_().count("<table") == 4  # its own per-chapter table, under its own heading
     assert "<h3>The cold build on params/mpnet.yaml, chapter by chapter</h3>" in with_mpnet._repr_html_()
+
+
+def test_without_bench_figures_the_performance_page_shows_the_chapter_times_the_build_recorded(tmp_path):
+    state = tmp_path / "build" / "state"
+    state.mkdir(parents=True)
+    (state / "01_a.json").write_text(json.dumps({"fingerprint": "f", "seconds": 12.34}))
+    (state / "99_dashboard.json").write_text(json.dumps({"seconds": 1.0}))  # a reference page: left out
+    (state / "02_c.json").write_text("{damaged")  # left out, not an error
+    times = performance.chapter_times(tmp_path)
+    assert times["chapter"].tolist() == ["1 · a"] and times["seconds"].tolist() == [12.3]
+    html = performance.PerformanceReport(None, times)._repr_html_()
+    assert "12 s in all" in html and "<td data-label=\"chapter\">1 · a</td>" in html
+    stamped = performance.PerformanceReport({**BENCH, "machine": {"measured_at": "2026-11-20 10:00", "commit": "abc1234"}})
+    assert "on 2026-11-20 10:00 at commit <code>abc1234</code>" in stamped._repr_html_()

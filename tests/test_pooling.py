@@ -1,6 +1,7 @@
 """Pooling operators, the last layer's attention, length bias and dilution, and the library checks."""
 
 import numpy as np
+from scipy import stats
 import pytest
 import torch
 
@@ -13,6 +14,7 @@ from synthetic_records import cls_maps, record, uniform_maps
 
 
 # --------------------------------------------------------------------------- pooling one text
+
 
 def test_attention_weighted_pool_by_hand():
     states = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -62,7 +64,9 @@ def test_pool_on_a_record_of_the_tiny_model(tiny_bert):
     assert np.allclose(pooling.pool(acts, "mean"), acts.mean_pool("all")[-1])
     assert np.allclose(pooling.pool(acts, "cls"), acts.cls()[-1])
     words = pooling.pool(acts, "subword")
-    assert np.allclose(words[1], pooling.subword_aware_pool(acts.token_states(-1, 1, "all"), acts.word_ids[acts.rows(1)]))
+    assert np.allclose(
+        words[1], pooling.subword_aware_pool(acts.token_states(-1, 1, "all"), acts.word_ids[acts.rows(1)])
+    )
     rows = pooling.cls_attention(acts)
     weighted = pooling.pool(acts, "attention")
     assert np.allclose(weighted[0], rows[0] @ acts.token_states(-1, 0, "all") / rows[0].sum())
@@ -77,8 +81,9 @@ def test_keeping_only_the_last_layers_attention_maps(tiny_bert, tmp_path):
     pooling and [CLS] measurements read), under its own cache key, and they equal the full record's."""
     texts = ["a b c d e f g h", "short", "The stock market surged"]
     full = activations.extract(tiny_bert, texts, batch_size=2, cache=False, progress=False, attentions=True)
-    last = activations.extract(tiny_bert, texts, batch_size=2, cache_dir=tmp_path, progress=False, attentions=True,
-                               attention_layers=(-1,))
+    last = activations.extract(
+        tiny_bert, texts, batch_size=2, cache_dir=tmp_path, progress=False, attentions=True, attention_layers=(-1,)
+    )
     assert last.attention_layers == (tiny_bert.info.layers - 1,) and full.attention_layers is None
     for whole, kept in zip(full.attentions, last.attentions):
         assert kept.shape == (1, *whole.shape[1:]) and np.allclose(kept[0], whole[-1])
@@ -87,7 +92,9 @@ def test_keeping_only_the_last_layers_attention_maps(tiny_bert, tmp_path):
     length = tiny_bert.info.max_seq_length
     keys = {activations.cache_key(tiny_bert, texts, length, True, layers) for layers in (None, (2,), (1, 2))}
     assert len(keys) == 3 and activations.cache_key(tiny_bert, texts, length, True) in keys
-    again = activations.extract(tiny_bert, texts, cache_dir=tmp_path, progress=False, attentions=True, attention_layers=[2])
+    again = activations.extract(
+        tiny_bert, texts, cache_dir=tmp_path, progress=False, attentions=True, attention_layers=[2]
+    )
     assert again.key == last.key  # (-1,) and [2] name the same block of a 3-block model: one cache entry
     for bad in ((3,), (), ("last",)):
         with pytest.raises(ParameterError, match="attention_layers"):
@@ -121,16 +128,23 @@ def test_cls_attention_rows_of_the_tiny_model_are_distributions(tiny_bert):
 
 def test_pooling_retrieval_ranks_each_pooling_by_hand():
     # documents: [CLS] state, one word; queries equal the documents, so every pooling finds its own
-    docs = record([[[1.0, 0.0], [1.0, 0.1], [0.0, 0.0]], [[0.0, 1.0], [0.1, 1.0], [0.0, 0.0]]],
-                  attentions=[uniform_maps(3), uniform_maps(3)])
+    docs = record(
+        [[[1.0, 0.0], [1.0, 0.1], [0.0, 0.0]], [[0.0, 1.0], [0.1, 1.0], [0.0, 0.0]]],
+        attentions=[uniform_maps(3), uniform_maps(3)],
+    )
     result = pooling.pooling_retrieval(docs, docs, [0, 1])
     found = result["pooling_retrieval"]
-    assert set(found) == {*pooling.POOLINGS, "cls_minus_mean", "subword_minus_mean"}
-    assert all(found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0) for m in pooling.POOLINGS)
+    assert set(found) == {*pooling.RETRIEVAL_POOLINGS, "cls_minus_mean", "subword_minus_mean"}
+    assert all(
+        found[m]["recall_at_1"] == 1.0 and found[m]["ndcg_at_10"] == pytest.approx(1.0)
+        for m in pooling.RETRIEVAL_POOLINGS
+    )
     assert found["cls_minus_mean"] == 0.0 and found["subword_minus_mean"] == 0.0
     assert result["per_unit"]["pooling_retrieval.cls_minus_mean"].tolist() == [0.0, 0.0]
-    swapped = record([[[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]],
-                     attentions=[uniform_maps(3), uniform_maps(3)])  # [CLS] points to the other document
+    swapped = record(
+        [[[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]],
+        attentions=[uniform_maps(3), uniform_maps(3)],
+    )  # [CLS] points to the other document
     crossed = pooling.pooling_retrieval(docs, swapped, [0, 1])
     assert crossed["pooling_retrieval"]["cls"]["recall_at_1"] == 0.0
     # per query: the relevant document ranks 2nd of 2 under [CLS] pooling, 1st under mean pooling
@@ -140,6 +154,7 @@ def test_pooling_retrieval_ranks_each_pooling_by_hand():
 
 
 # --------------------------------------------------------------------------- length bias and dilution
+
 
 def test_dilution_curve_by_hand():
     keys = np.array([[1.0, 0.0]])
@@ -156,20 +171,30 @@ def test_length_norm_relation_of_an_exact_averaging_law():
     assert relation["averaging_law_r2"] == pytest.approx(1.0) and relation["averaging_law_r"] == pytest.approx(1.0)
     assert relation["averaging_law_slope"] == pytest.approx(4.0)
     assert relation["spearman"] == pytest.approx(-1.0) and relation["abs_spearman"] == pytest.approx(1.0)
-    assert per_unit["length_bias.abs_spearman"].mean() == pytest.approx(1.0)
-    assert per_unit["length_bias.averaging_law_r"].mean() == pytest.approx(1.0)
+    assert set(per_unit) == {
+        f"length_bias.{name}.{m}" for name in ("abs_spearman", "averaging_law_r") for m in ("x", "y", "xx", "yy", "xy")
+    }
 
 
-def test_per_sentence_products_average_to_the_correlations():
+def test_per_sentence_moments_rebuild_the_correlations_and_are_resampled_as_correlations():
+    from embedding_geometry.book.claims import samples
+
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 40, size=30)
     vectors = rng.standard_normal((30, 4)) + 1.0
     found = pooling.length_norm_relation(vectors, lengths)
-    products = found["per_unit"]["length_bias.abs_spearman"]
-    assert products.mean() == pytest.approx(found["length_bias"]["abs_spearman"])
-    r = found["per_unit"]["length_bias.averaging_law_r"].mean()
-    assert r ** 2 == pytest.approx(found["length_bias"]["averaging_law_r2"])
-    assert pooling.standard_products([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]).tolist() == pytest.approx([-1.5, 0.0, -1.5])
+    for name in ("abs_spearman", "averaging_law_r"):
+        spec = {"correlation": {m: f"length_bias.{name}.{m}" for m in ("x", "y", "xx", "yy", "xy")}}
+        statistic = samples.find(found, spec)
+        assert float(statistic.point()) == pytest.approx(found["length_bias"][name]), name
+        w = np.zeros((1, 30))
+        w[0, :15] = 1 / 15  # the first half alone: r recomputed on it, not a mean of fixed products
+        first_half = stats.pearsonr(
+            found["per_unit"][f"length_bias.{name}.x"][:15, 0], found["per_unit"][f"length_bias.{name}.y"][:15, 0]
+        ).statistic
+        assert float(statistic.values(w)[0]) == pytest.approx(first_half)
+    moments = pooling.correlation_moments("k", [1.0, 2.0, 3.0], [3.0, 2.0, 1.0])
+    assert moments["k.xy"].mean() == pytest.approx(-1.0) and moments["k.x"].shape == (3, 1)
     with pytest.raises(ValueError, match="not all equal"):
         pooling.length_norm_relation(vectors, np.full(6, 4))
 
@@ -179,8 +204,11 @@ def test_dilution_study_of_hand_made_texts():
     # mean turns towards e2, its [CLS] state stays, and [CLS] attends only to the key's token
     key = [[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]
     longer = [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
-    acts = record([key, longer], word_ids=[[-1, 0, -1], [-1, 0, 1, -1]],
-                  attentions=[cls_maps([0.0, 1.0, 0.0]), cls_maps([0.0, 1.0, 0.0, 0.0])])
+    acts = record(
+        [key, longer],
+        word_ids=[[-1, 0, -1], [-1, 0, 1, -1]],
+        attentions=[cls_maps([0.0, 1.0, 0.0]), cls_maps([0.0, 1.0, 0.0, 0.0])],
+    )
     found = pooling.dilution_study(acts, ["key first"], k_max=1)
     study, per_unit = found["length_dilution"], found["per_unit"]
     assert study["k"] == [0, 1] and study["k_max"] == 1
@@ -199,6 +227,7 @@ def test_dilution_study_of_hand_made_texts():
 
 
 # --------------------------------------------------------------------------- the library
+
 
 class _Pipeline:
     """A stand-in for a sentence-transformers pipeline: two modules; ``encode`` returns each

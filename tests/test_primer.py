@@ -270,9 +270,12 @@ def test_every_interactive_chart_has_one_bound_slider(name):
     assert len(bound) == (2 if name == "angle" else 1)
 
 
-def test_pair_scatter_is_a_valid_chart():
+def test_pair_scatter_is_a_valid_chart_with_its_labels_towards_the_middle():
     spec = charts.pair_scatter(charts.toy_pair_frame()).to_dict()
-    assert len(spec["layer"]) == 3
+    assert len(spec["layer"]) == 6  # rays, points, and labels by side (left/right of 0) and by kind
+    labels = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert sorted((layer["mark"]["align"], layer["mark"]["dx"]) for layer in labels) == [
+        ("left", 9), ("left", 9), ("right", -9), ("right", -9)]
 
 
 # --------------------------------------------------------------------------- the page end to end

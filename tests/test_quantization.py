@@ -82,17 +82,17 @@ def test_errors_and_recall_on_known_cases():
     assert quantization.neighbours(points, 1).ravel().tolist() == [1, 0, 3, 2]
     with pytest.raises(ValueError, match="k must be in"):
         quantization.neighbours(points, 4)
-    scores = quantization.evaluate(x, x, bits=5 * 8)
-    assert scores["compression_ratio"] == 4 and scores["recall_at_10"] == 1.0
+    scores = quantization.evaluate(x, x, bits=5 * 8, pairs=np.arange(10))
+    assert scores["compression_ratio"] == 4 and scores["recall_at_10"] == 1.0 and scores["mean_cosine_error"] == 0
 
 
-def test_cosine_error_rows_by_hand():
+def test_cosine_error_kernel_by_hand():
     x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     restored = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])  # cosines 0, c, c become c, c, 1
     c = 1 / np.sqrt(2)
-    rows = quantization.cosine_error_rows(x, restored)
-    assert rows == pytest.approx([c / 2, (c + 1 - c) / 2, (1 - c) / 2])
-    assert rows.mean() == pytest.approx(quantization.mean_cosine_error(x, restored))
+    kernel = quantization.cosine_error_kernel(x, restored)
+    assert kernel == pytest.approx(np.array([[0, c, 0], [c, 0, 1 - c], [0, 1 - c, 0]]))
+    assert kernel.sum() / 6 == pytest.approx(quantization.mean_cosine_error(x, restored))  # the mean over pairs i ≠ j
 
 
 def test_group_nonuniformity():
@@ -103,7 +103,12 @@ def test_group_nonuniformity():
     assert result["kruskal_p"] < 0.05
     # group means 0.1 and 0.3 around 0.2: between SS 8 · 0.01; within SS 2 · 2 · 0.0001
     assert result["topic_eta2"] == pytest.approx(0.08 / (0.08 + 0.0004))
-    assert result["topic_eta2_permuted"] == pytest.approx(1 / 7)  # (K − 1) / (N − 1)
+    null = result["topic_eta2_null"]
+    assert len(null) == 2000 and result["topic_eta2_permuted"] == pytest.approx(np.mean(null))
+    assert result["topic_eta2_permuted"] == pytest.approx(1 / 7, abs=0.02)  # its expectation: (K − 1) / (N − 1)
+    assert max(null) == pytest.approx(
+        result["topic_eta2"]
+    )  # a shuffle that keeps the groups reaches it, none exceeds it
     with pytest.raises(ValueError, match="two groups"):
         quantization.group_nonuniformity(errors, ["a"] * 8)
 
@@ -112,19 +117,27 @@ def test_quantization_study_keys_and_known_values():
     x = np.random.default_rng(0).standard_normal((300, 16))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     labels = ["a"] * 150 + ["b"] * 150
-    found = quantization.quantization_study(x, labels, article_m=2, seed=0)
+    pairs = np.arange(0, 300, 3)
+    found = quantization.quantization_study(x, labels, article_m=2, pairs=pairs, seed=0)
     study, per_unit = found["quantization"], found["per_unit"]
-    assert list(study) == ["int8", "binary", "pq_article", "pq_8x", "pq_16x"]
-    assert [study[k]["compression_ratio"] for k in study] == [4.0, 32.0, 32.0, 8.0, 16.0]
+    assert list(study) == ["int8", "binary", "pq_article", "pq_8x", "pq_16x", "n_pairs"] and study["n_pairs"] == 100
+    names = list(quantization.CLAIMED) + ["binary", "pq_article"]
+    assert [study[k]["compression_ratio"] for k in names] == [4.0, 8.0, 16.0, 32.0, 32.0]
     assert (study["pq_article"]["m"], study["pq_8x"]["m"], study["pq_16x"]["m"]) == (2, 8, 4)
     int8 = quantization.int8_article(x)
     assert study["int8"]["mse"] == int8["mse"] and study["int8"]["clipped_fraction"] == pytest.approx(0.05, abs=0.01)
     assert study["int8"]["mean_cosine_error"] < study["binary"]["mean_cosine_error"]
     assert {"kruskal_p", "max_over_min"} <= set(study["int8"])
-    for name in study:
-        rows = per_unit[f"quantization.{name}.mean_cosine_error"]
-        assert len(rows) == 300 and rows.mean() == pytest.approx(study[name]["mean_cosine_error"])
+    for name in quantization.CLAIMED:  # kernels over the pairs of the pair sample: their U-statistic is the metric
+        kernel = per_unit[f"quantization.{name}.mean_cosine_error"]
+        assert kernel.shape == (100, 100) and kernel.sum() / (100 * 99) == pytest.approx(
+            study[name]["mean_cosine_error"]
+        )
+    assert study["int8"]["mean_cosine_error"] == pytest.approx(
+        quantization.mean_cosine_error(x[pairs], quantization.int8_article(x)["reconstruction"][pairs])
+    )
     parts = per_unit["quantization.int8.topic_eta2.between"], per_unit["quantization.int8.topic_eta2.total"]
     assert parts[0].mean() / parts[1].mean() == pytest.approx(study["int8"]["topic_eta2"])
-    again = quantization.quantization_study(x, labels, article_m=2, seed=0)["quantization"]
-    assert again["pq_8x"]["mean_cosine_error"] == study["pq_8x"]["mean_cosine_error"]  # seeded k-means
+    again = quantization.quantization_study(x, labels, article_m=2, pairs=pairs, seed=0, key="again", samples=False)
+    assert set(again) == {"again"}  # an exercise's run: another key, no samples
+    assert again["again"]["pq_8x"]["mean_cosine_error"] == study["pq_8x"]["mean_cosine_error"]  # seeded k-means

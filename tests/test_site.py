@@ -145,3 +145,77 @@ def test_claims_dashboard_filters_and_links_each_claim_to_its_row(site, browser)
     browser.get(link)
     assert "#claim-" in link and browser.execute_script(
         "return document.getElementById(decodeURIComponent(location.hash.slice(1))).tagName") == "TR"
+
+
+ICONS = """
+var out = [];
+document.querySelectorAll('body *').forEach(function (e) {
+  ['::before', '::after'].forEach(function (p) {
+    var style = getComputedStyle(e, p);
+    if (!/Font Awesome/.test(style.fontFamily) || style.display === 'none') return;
+    var content = style.content.replace(/^"|"$/g, '');
+    if (content && content !== 'none' && e.getClientRects().length)
+      out.push(content.codePointAt(0).toString(16) + ' ' + e.tagName.toLowerCase() + '.' + e.className);
+  });
+});
+return out;
+"""
+
+
+def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(built_book, site, browser):
+    """The theme's full icon font is replaced by subsets (_static/icons.css): an icon outside them
+    would be a blank."""
+    from embedding_geometry.book.sphinx_pages import ICON_GLYPHS
+
+    root, _ = built_book
+    for page in ("book/intro.html", "book/chapters/01_layer_by_layer.html", "search.html"):
+        browser.get(f"{site}/{page}")
+        wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
+        drawn = browser.execute_script(ICONS)
+        assert drawn, f"{page}: no icon found (the check would pass on anything)"
+        assert [d for d in drawn if d.split()[0] not in ICON_GLYPHS] == [], page
+        loaded = browser.execute_script("return performance.getEntriesByType('resource').map(function (r) { return r.name; })")
+        assert not [n for n in loaded if "fontawesome" in n], f"{page} loads the theme's full icon font or script"
+
+
+def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(built_book, site, browser):
+    root, _ = built_book
+    loaded = "return performance.getEntriesByType('resource').map(function (r) { return r.name; }).join(' ')"
+    browser.get(f"{site}/book/rerun.html")  # no chart, no maths
+    wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
+    names = browser.execute_script(loaded)
+    assert "vega-bundle" not in names and "mathjax" not in names and "searchindex" not in names
+    browser.get(f"{site}/book/chapters/01_layer_by_layer.html")
+    wait_for(lambda: browser.execute_script(
+        "return Array.from(document.querySelectorAll('.eg-chart')).every(function (c) { return c.getAttribute('data-eg-ready'); })"))
+    assert "vega-bundle" in browser.execute_script(loaded)
+    tools = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.eg-chart')).map(function (c) {"
+        "  var t = c.nextElementSibling; return t && t.classList.contains('eg-chart-tools') ? t.textContent : null; })")
+    assert tools and all(t and "data (CSV)" in t and "PNG" in t for t in tools), tools
+    csv = browser.execute_script(  # what the CSV link downloads: the chart's rows, one line each
+        "var made = null; var original = URL.createObjectURL;"
+        "URL.createObjectURL = function (blob) { made = blob; return original.call(URL, blob); };"
+        "HTMLAnchorElement.prototype.click = function () {};"
+        "document.querySelector('.eg-chart-tools button').click();"
+        "URL.createObjectURL = original; return made ? made.text() : null;")
+    lines = csv.strip().splitlines()
+    assert len(lines) > 2 and "," in lines[0] and "value" in lines[0], lines[:3]
+
+
+def test_each_chapter_links_its_results_and_the_dashboard_its_csv(built_book, site, browser):
+    import json
+    import urllib.request
+
+    browser.get(f"{site}/book/chapters/01_layer_by_layer.html")
+    links = browser.execute_script(
+        "return Array.from(document.querySelectorAll('a')).map(function (a) { return a.href; })"
+        ".filter(function (h) { return /downloads\\/results\\/01_layer_by_layer\\.json$/.test(h); })")
+    assert links, "chapter 1 does not link its results JSON"
+    assert json.loads(urllib.request.urlopen(links[0]).read())["chapter"] == "01_layer_by_layer"
+    browser.get(f"{site}/book/chapters/99_claims_dashboard.html")
+    csv = browser.execute_script("return document.querySelector('a.eg-download').href")
+    rows = urllib.request.urlopen(csv).read().decode().splitlines()
+    assert rows[0].startswith("chapter,id,claim") and len(rows) > 50
+    footer = browser.execute_script("return document.querySelector('.eg-footer').textContent")
+    assert "Cite this book" in footer and "MIT" in footer and "commit" in footer

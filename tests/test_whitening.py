@@ -35,7 +35,7 @@ def test_score_by_hand_on_three_vectors():
     x = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
     a = 1 / np.sqrt(2)  # cosines: 0 (twice), a (four times) over ordered pairs
     mean = 4 * a / 6
-    var = 4 * a ** 2 / 6 - mean ** 2
+    var = 4 * a**2 / 6 - mean**2
     expected = ((1 - mean) + min(var * 2, 1)) / 2
     assert isotropy.isotropy_score(x) == pytest.approx(expected)
     assert sorted(isotropy.offdiagonal_cosines(x)) == pytest.approx([0, 0, a, a, a, a])
@@ -45,7 +45,7 @@ def test_avg_sim_includes_the_diagonal():
     x = np.random.default_rng(0).standard_normal((7, 4))
     mean = isotropy.offdiagonal_cosines(x).mean()
     n = len(x)
-    assert isotropy.avg_sim(x) == pytest.approx((n + n * (n - 1) * mean) / n ** 2)
+    assert isotropy.avg_sim(x) == pytest.approx((n + n * (n - 1) * mean) / n**2)
     check = isotropy.anisotropy_warning(x, threshold=0.6)
     assert check["mean_offdiagonal"] == pytest.approx(mean)
     assert check["warns"] is bool(check["avg_sim"] > 0.6)
@@ -145,90 +145,118 @@ def test_a_borrowed_mean_removes_less_than_the_domains_own():
 
 # --------------------------------------------------------------------------- the chapter's metrics
 
-def test_model_row_joins_the_score_the_warning_and_retrieval():
+
+def u_statistic(kernel):
+    """The mean of K_ij over pairs i ≠ j: what a claim's samples rebuild from a pairwise kernel."""
+    kernel = np.asarray(kernel, dtype=float)
+    n = len(kernel)
+    return (kernel.sum() - np.trace(kernel)) / (n * (n - 1))
+
+
+def test_model_row_joins_the_score_the_warning_retrieval_and_the_speed():
     docs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    row = isotropy.model_row(docs, docs[:2], [0, 1])
+    row = isotropy.model_row(docs, docs, docs[:2], [0, 1], texts_per_second=12.5)
     assert row["mean_cos"] == pytest.approx((0 + 2 / np.sqrt(2)) * 2 / 6)
     assert row["mean_offdiagonal"] == pytest.approx(row["mean_cos"])
-    assert row["recall_at_10"] == 1.0 and row["ndcg_at_10"] == pytest.approx(1.0)
+    assert row["recall_at_10"] == 1.0 and row["ndcg_at_10"] == pytest.approx(1.0) and row["texts_per_second"] == 12.5
     assert row["avg_sim"] == pytest.approx((3 + 4 / np.sqrt(2)) / 9) and row["warns"] is True  # 0.647 > 0.6
-    assert set(row) >= {"score", "var_ratio", "threshold", "per_sentence"}
-    per_sentence = row["per_sentence"]
-    for key in ("mean_cos", "avg_sim", "score"):
-        assert len(per_sentence[key]) == 3 and per_sentence[key].mean() == pytest.approx(row[key])
-    c = 1 / np.sqrt(2)  # sentence 0: cosines 0 and c with the others
-    assert per_sentence["mean_cos"][0] == pytest.approx(c / 2) and per_sentence["avg_sim"][0] == pytest.approx((1 + c) / 3)
+    assert set(row) >= {"score", "var_ratio", "threshold", "kernels"}
+    control = isotropy.model_row(docs)  # a control: no search, no speed
+    assert control["recall_at_10"] is None and control["ndcg_at_10"] is None and control["texts_per_second"] is None
 
 
-def test_sentence_values_average_to_the_score_with_the_variance_term_held():
+def test_pair_kernels_are_u_statistics_of_the_mean_cosine_avg_sim_and_score():
     x = np.random.default_rng(1).standard_normal((30, 4)) - 0.5  # mean cosine > 0
-    values, parts = isotropy.sentence_values(x), isotropy.isotropy_components(x)
-    assert values["score"].mean() == pytest.approx(parts["score"])
-    assert values["score"] == pytest.approx((1 - values["mean_cos"] + parts["var_iso"]) / 2)
-    flipped = isotropy.sentence_values(np.array([[1.0, 0.0], [-1.0, 0.1], [-1.0, -0.1]]))  # mean cosine < 0
-    assert flipped["score"].mean() == pytest.approx(isotropy.isotropy_score(np.array([[1.0, 0.0], [-1.0, 0.1], [-1.0, -0.1]])))
+    kernels, parts = isotropy.pair_kernels(x), isotropy.isotropy_components(x)
+    assert u_statistic(kernels["mean_cos"]) == pytest.approx(parts["mean_cos"])
+    assert u_statistic(kernels["avg_sim"]) == pytest.approx(isotropy.avg_sim(x))  # its diagonal of ones included
+    assert u_statistic(kernels["score"]) == pytest.approx(parts["score"])
+    flipped = np.array([[1.0, 0.0], [-1.0, 0.1], [-1.0, -0.1]])  # mean cosine < 0
+    assert u_statistic(isotropy.pair_kernels(flipped)["score"]) == pytest.approx(isotropy.isotropy_score(flipped))
 
 
-def test_reference_study_gives_the_orthonormal_set_one_half_per_dimension():
+def test_a_pairwise_kernel_resampled_has_the_standard_error_of_its_pairs_not_of_row_means():
+    """The U-statistic's bootstrap spread is about twice that of row means treated as independent:
+    each sentence enters n − 1 pairs (Hoeffding: Var U ≈ 4 σ₁² / n)."""
+    from embedding_geometry.book.claims import resample, samples
+
+    x = np.random.default_rng(2).standard_normal((60, 6)) + 0.3
+    kernel = isotropy.pair_kernels(x)["mean_cos"]
+    rows = (kernel.sum(axis=1) - 1) / (len(x) - 1)
+    pairwise = resample.bootstrap(samples.Pairwise(kernel), 4000, np.random.default_rng(0)).std()
+    as_rows = rows.std(ddof=1) / np.sqrt(len(rows))
+    assert 1.6 < pairwise / as_rows < 2.4
+
+
+def test_stored_kernels_round_to_seven_digits_of_their_scale():
+    kernel = np.array([[0.0, 0.123456789], [0.123456789, 1.0e-9]])
+    assert isotropy.stored(kernel).tolist() == [[0.0, 0.1234568], [0.1234568, 0.0]]
+    assert isotropy.stored(np.zeros((2, 2))).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert isotropy.stored(kernel * 1000)[0, 1] == pytest.approx(123.4568)
+
+
+def test_pair_sample_is_seeded_sorted_and_all_when_none():
+    a, b = isotropy.pair_sample(50, 10, seed=3), isotropy.pair_sample(50, 10, seed=3)
+    assert a.tolist() == b.tolist() == sorted(set(a.tolist())) and len(a) == 10
+    assert isotropy.pair_sample(5, None).tolist() == isotropy.pair_sample(5, 9).tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="at least 2"):
+        isotropy.pair_sample(50, 1)
+
+
+def test_reference_study_scores_sets_of_known_geometry():
     study = isotropy.reference_study(d=8, n=50, seed=0)
     assert study["isotropy_reference"] == isotropy.reference_scores(8, 50, 0)
-    assert study["per_unit"]["isotropy_reference.orthonormal"] == pytest.approx([0.5] * 8)
+    assert study["isotropy_reference"]["orthonormal"] == pytest.approx(0.5)
     assert abs(study["isotropic_mean_cos"]) < 0.05  # random directions: mean cosine about 0
 
 
-def test_isotropy_study_picks_the_main_model_the_control_and_the_articles_rows():
-    rows = {"main": {"score": 0.9, "mean_cos": 0.1, "avg_sim": 0.12, "warns": False},
-            "main [control]": {"score": 0.52, "mean_cos": 0.95, "avg_sim": 0.95, "warns": True}}
-    article = [{"name": "Main", "model": "main", "score": 0.67}, {"name": "Other", "model": "other", "score": 0.3}]
+def test_isotropy_study_picks_the_model_its_controls_and_the_articles_rows():
+    docs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 1.0]])
+    article = [{"name": "Main", "model": "main", "score": 0.67}, {"name": "Absent", "model": "absent", "score": 0.3}]
     refs = {"identical": 0.0, "orthonormal": 0.5, "isotropic": 1.0}
-    study = isotropy.isotropy_study(rows, "main", "main [control]", article, refs)
-    assert study["isotropy_score"] == 0.9 and study["isotropy"] == rows["main"]
-    assert study["isotropy_article_models"] == {"Main": 0.9, "Other": None}
-    assert study["isotropy_control"] == {"mean_cos": 0.95, "avg_sim": 0.95, "score": 0.52, "warns": True}
-    assert study["isotropy_reference"] == refs and study["isotropy_by_model"] == rows and study["per_unit"] == {}
-    docs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    measured = {"main": isotropy.model_row(docs, docs[:2], [0, 1]), "main [control]": isotropy.model_row(docs + 5, docs[:2], [0, 1])}
-    found = isotropy.isotropy_study(measured, "main", "main [control]", article, refs)
-    assert "per_sentence" not in found["isotropy"] and "per_sentence" not in found["isotropy_by_model"]["main [control]"]
+    measured = {
+        "main": isotropy.model_row(docs, docs, docs[:2], [0, 1]),
+        "main [random-init control, seed 0]": isotropy.model_row(docs + 5),
+        "main [random-init control, seed 1]": isotropy.model_row(docs + 3),
+        "other": isotropy.model_row(docs * [1, 2], docs, docs[:2], [0, 1]),
+    }
+    found = isotropy.isotropy_study(measured, "main", article, refs)
+    assert found["isotropy_score"] == measured["main"]["score"] and "kernels" not in found["isotropy"]
+    assert found["isotropy_article_models"] == {"Main": measured["main"]["score"], "Absent": None}
+    controls = [measured[f"main [random-init control, seed {s}]"] for s in (0, 1)]
+    assert found["isotropy_control"]["avg_sim"] == pytest.approx(np.mean([c["avg_sim"] for c in controls]))
+    assert found["isotropy_control"]["seeds"] == 2 and found["isotropy_reference"] == refs
     units = found["per_unit"]
-    assert set(units) == {"isotropy.mean_cos", "isotropy.avg_sim", "isotropy_score", "isotropy_control.mean_cos",
-                          "isotropy_control.avg_sim", "isotropy_article_models.Main"}
-    assert units["isotropy_control.avg_sim"].mean() == pytest.approx(found["isotropy_control"]["avg_sim"])
-    assert units["isotropy_article_models.Main"].mean() == pytest.approx(found["isotropy_article_models"]["Main"])
-    alone = isotropy.isotropy_study({"main": rows["main"]}, "main", None, article, refs)
-    assert alone["isotropy_control"] == {"mean_cos": None, "avg_sim": None, "score": None, "warns": None}
+    assert set(units) == {
+        "isotropy.mean_cos",
+        "isotropy.avg_sim",
+        "isotropy_control.mean_cos",
+        "isotropy_control.avg_sim",
+        "isotropy_article_models.Main",
+    }
+    assert np.shape(units["isotropy_control.mean_cos"]) == (2, 4, 4)
+    assert u_statistic(units["isotropy.avg_sim"]) == pytest.approx(found["isotropy"]["avg_sim"])
+    assert u_statistic(units["isotropy_article_models.Main"]) == pytest.approx(found["isotropy_article_models"]["Main"])
+    other = isotropy.isotropy_study(measured, "other", article, refs)  # the same rows, read for another model
+    assert other["isotropy"] == found["isotropy_by_model"]["other"] and other["isotropy_control"]["mean_cos"] is None
 
 
 def test_cone_study_of_vectors_on_a_cone():
     x = isotropy.cap_boundary_sample(300, 20, np.pi / 3, seed=1)
-    found = isotropy.cone_study(x, control_rows=np.full(300, 0.9), seed=0)
+    rows = {"m": isotropy.model_row(x), "m [random-init control, seed 0]": isotropy.model_row(x + 3)}
+    found = isotropy.cone_study(x, rows, "m", seed=0)
     cone, per_unit = found["cone"], found["per_unit"]
     assert cone["kappa"] == pytest.approx(0.5, abs=0.02)
     assert cone["simulated"]["alpha_degrees"] == pytest.approx(np.degrees(np.arccos(cone["kappa"])))
     assert cone["simulated"]["mean_pairwise_cosine"] == pytest.approx(cone["kappa"] ** 2, abs=0.01)
     assert cone["article_abs_error"] == pytest.approx(abs(cone["mean_pairwise_cosine"] - cone["kappa"]))
     assert cone["article_error"] == pytest.approx(cone["mean_pairwise_cosine"] - cone["kappa"])  # κ² − κ < 0
-    assert cone["trained_minus_control"] == pytest.approx(cone["mean_pairwise_cosine"] - 0.9)
-    assert per_unit["cone.article_error"].mean() == pytest.approx(cone["article_error"])
-    assert per_unit["cone.trained_minus_control"].mean() == pytest.approx(cone["trained_minus_control"])
-    alone = isotropy.cone_study(x, None)
-    assert alone["cone"]["trained_minus_control"] is None and "cone.trained_minus_control" not in alone["per_unit"]
-
-
-def test_whitening_study_on_a_shifted_cloud():
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((80, 5)) + np.array([4.0, 0, 0, 0, 0])  # a narrow cone along e1
-    labels = ["a"] * 40 + ["b"] * 40
-    fit_rows, held_rows = whitening.split(80, 0.5, seed=0)
-    study = whitening.whitening_study(x, x[:4], [0, 1, 2, 3], labels, fit_rows, held_rows, seed=0)
-    assert (study["n_fit"], study["n_held_out"], study["dims"], study["zero_eigenvalues"]) == (40, 40, 5, 0)
-    held = study["held_out"]
-    assert held["none"]["anisotropy"] > 0.7 and abs(held["center"]["anisotropy"]) < 0.1
-    assert study["anisotropy_reduction"] == pytest.approx(held["none"]["anisotropy"] - held["whiten"]["anisotropy"])
-    assert study["ndcg_at_10"] == {m: r["ndcg_at_10"] for m, r in study["retrieval"].items()}
-    assert study["retrieval_change"] == pytest.approx(study["ndcg_at_10"]["whiten"] - study["ndcg_at_10"]["none"])
-    assert study["borrowed_minus_own"] == pytest.approx(study["borrowed"]["center"]["borrowed"]
-                                                        - study["borrowed"]["center"]["own"])
+    control = rows["m [random-init control, seed 0]"]["mean_cos"]
+    assert cone["trained_minus_control"] == pytest.approx(cone["mean_pairwise_cosine"] - control)
+    kernel = isotropy.pair_kernels(x)["mean_cos"]
+    assert u_statistic(kernel) - per_unit["cone.to_axis"].mean() == pytest.approx(cone["article_error"])
+    alone = isotropy.cone_study(x, {"m": rows["m"]}, "m")
+    assert alone["cone"]["trained_minus_control"] is None
 
 
 def test_whitening_only_the_top_directions():
@@ -247,7 +275,7 @@ def test_null_space_share_of_a_fit_split_with_a_dead_dimension():
     fit_split = np.c_[rng.standard_normal((50, 3)), np.zeros(50)]  # the 4th dimension never varies
     held = np.c_[rng.standard_normal((10, 3)), np.full(10, 0.01)]
     white = whitening.fit(fit_split, "whiten").apply(held)  # 0.01 · 1000 = 10 along the dead dimension
-    expected = np.sum(white[:, 3] ** 2) / np.sum(white ** 2)
+    expected = np.sum(white[:, 3] ** 2) / np.sum(white**2)
     assert whitening.null_space_share(fit_split, white) == pytest.approx(expected) and expected > 0.5
     assert whitening.null_space_share(fit_split, white[:, [0, 1, 2]] @ np.eye(3, 4)) == pytest.approx(0.0, abs=1e-12)
 
@@ -276,35 +304,36 @@ def test_held_out_study_judges_only_held_out_documents():
     assert study["sensitivity"]["raw"] == pytest.approx(study["ndcg_at_10"]["none"])
     for name, change in study["sensitivity_minus_raw"].items():
         assert change == pytest.approx(study["sensitivity"][name] - study["sensitivity"]["raw"])
-    best = study["best_variant"]
-    assert whitening.VARIANTS[best][0] == "whiten"
-    assert study["best_minus_raw"] == pytest.approx(max(v for n, v in study["sensitivity_minus_raw"].items()
-                                                        if whitening.VARIANTS[n][0] == "whiten"))
     held = study["held_out"]
     assert held["none"]["anisotropy"] > 0.3 and abs(held["center"]["anisotropy"]) < held["none"]["anisotropy"] / 5
-    for key in ("anisotropy_reduction", "retrieval_change", "centering_change", "best_minus_raw", "borrowed_minus_own"):
+    for key in ("retrieval_change", "centering_change"):
         assert per_unit[f"whitening_fair.{key}"].mean() == pytest.approx(study[key]), key
-    assert len(per_unit["whitening_fair.anisotropy_reduction"]) == 36
+    for key in ("anisotropy_reduction", "borrowed_minus_own"):  # pairwise: kernels over held-out sentences
+        assert u_statistic(per_unit[f"whitening_fair.{key}"]) == pytest.approx(study[key], abs=1e-7), key
+    assert np.shape(per_unit["whitening_fair.anisotropy_reduction"]) == (36, 36)
     assert len(per_unit["whitening_fair.retrieval_change"]) == 4
+    exercise = whitening.held_out_study(
+        x, queries, relevant, topics.astype(str), fit_rows, held_rows, seed=0, key="exercise", samples=False
+    )
+    assert set(exercise) == {"exercise"} and exercise["exercise"]["retrieval_change"] == study["retrieval_change"]
     # the held-out study ranks the held-out split only: the same transforms, fitted on unit rows
     unit = x / np.linalg.norm(x, axis=1, keepdims=True)
     kept, pool = whitening.held_out_queries(relevant, held_rows)
     white = whitening.fit(unit[fit_rows], "whiten")
     q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    expected = whitening.retrieval.ndcg_at_k(whitening.retrieval.cosine_scores(white.apply(q[kept]), white.apply(unit[held_rows])), pool)
+    expected = whitening.retrieval.ndcg_at_k(
+        whitening.retrieval.cosine_scores(white.apply(q[kept]), white.apply(unit[held_rows])), pool
+    )
     assert study["ndcg_at_10"]["whiten"] == pytest.approx(expected)
 
 
-def test_sensitivity_table_marks_the_first_evaluations_other_pool():
+def test_sensitivity_table_shows_each_variant_and_its_change_from_raw():
     from embedding_geometry.book import charts
 
-    held_out = {"n_held_out": 3, "n_queries": 2, "sensitivity": {"raw": 0.9, "whitened": 0.6},
-                "sensitivity_minus_raw": {"raw": 0.0, "whitened": -0.3}}
-    first = {"ndcg_at_10": {"whiten": 0.5}, "retrieval_change": -0.4}
-    table = charts.sensitivity_table(held_out, first)
-    assert table["nDCG@10"].tolist() == [0.9, 0.6, 0.5] and table["minus raw"].tolist() == [0.0, -0.3, -0.4]
-    assert table["pool"].iloc[0] == "3 held-out sentences, 2 queries" and "every sentence" in table["pool"].iloc[-1]
-    assert table.index[1] == charts.VARIANT_NAMES["whitened"]
+    held_out = {"sensitivity": {"raw": 0.9, "whitened": 0.6}, "sensitivity_minus_raw": {"raw": 0.0, "whitened": -0.3}}
+    table = charts.sensitivity_table(held_out).frame
+    assert table["nDCG@10"].tolist() == ["0.9", "0.6"] and table["minus raw"].tolist() == ["0", "-0.3"]
+    assert table["variant"].tolist() == [charts.VARIANT_NAMES["raw"], charts.VARIANT_NAMES["whitened"]]
 
 
 def test_split_shortfall_names_what_a_split_leaves_too_small():
@@ -316,8 +345,10 @@ def test_split_shortfall_names_what_a_split_leaves_too_small():
     one_side = whitening.split_shortfall(relevant, labels, 0.05, seed=0)
     assert one_side == "it leaves 1 of 20 sentences on one side (needs 2)"
     fit_rows, held_rows = whitening.split(20, 0.5, seed=0)
-    assert whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0) == \
-        "no judged query has a relevant sentence in the held-out split"
+    assert (
+        whitening.split_shortfall([[int(r) for r in fit_rows]], labels, 0.5, seed=0)
+        == "no judged query has a relevant sentence in the held-out split"
+    )
     lopsided = ["a"] * 18 + ["b"] * 2  # domain B is one of the two labels; it holds 2 sentences, split over both sides
     found = {whitening.split_shortfall([list(range(20))], lopsided, 0.5, seed) for seed in range(20)}
     assert any(f and f.startswith("the domain transfer has ") and f.endswith("(needs 2)") for f in found), found

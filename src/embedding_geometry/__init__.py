@@ -75,7 +75,9 @@ a study never imports ``book``):
     ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
-    ``pages``           parameter tables, provenance, the claims dashboard and the performance table
+    ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
+    ``tables``          how every table reads on a page: missing values, rounding, names, folding
+    ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
                         ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
@@ -84,6 +86,8 @@ a study never imports ``book``):
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
+    ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
+    ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
 
 ``python -m embedding_geometry build`` (``__main__``) builds the book. Importing the package has
 no side effects: ``book.chapter.Chapter.open`` sets the chart theme and seeds every generator.

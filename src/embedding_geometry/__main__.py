@@ -1,4 +1,7 @@
-"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``, and
+"""Command line: ``python -m embedding_geometry build [--profile P] [--only SLUG] [--force]``,
+``python -m embedding_geometry pdf`` (the built book as one PDF, ``make pdf``),
+``python -m embedding_geometry atlas [--profile P] [--executor inprocess|ray] [--out DIR]``
+(chapter 8's measurements on the profile's models, streamed and sharded: ``book.atlas``), and
 ``python -m embedding_geometry new-chapter SLUG --title T --study MODULE [--part P]`` (a new
 chapter's notebook, conventions in place: CONTRIBUTING.md).
 
@@ -27,6 +30,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--force", action="store_true", help="rerun chapters even when unchanged")
     run.add_argument("--no-site", action="store_true", help="run the notebooks but do not build the site")
     run.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    pdf = commands.add_parser("pdf", help="render the built book to one PDF (_build/pdf/book.pdf)")
+    pdf.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
+    pdf.add_argument("--output", type=Path, default=None, help="where to write the PDF")
+    atlas = commands.add_parser("atlas", help="measure chapters 1-4's per-depth statistics on many models (chapter 8)")
+    atlas.add_argument("--profile", default="default", help="params/<name>.yaml or a path: its 08_across_models values")
+    atlas.add_argument("--executor", default="inprocess", choices=("inprocess", "ray"),
+                       help="measure the shards here, or as Ray tasks (RAY_ADDRESS, else a local instance)")
+    atlas.add_argument("--workers", type=int, default=None, help="CPUs of a local Ray instance (default: all)")
+    atlas.add_argument("--out", type=Path, default=None, help="results folder (default: build/atlas/<profile>)")
+    atlas.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
     new = commands.add_parser("new-chapter", help="write a new chapter's notebook (CONTRIBUTING.md)")
     new.add_argument("slug", help="NN_name, e.g. 09_pool_norm: the notebook's name and the chapter's order")
     new.add_argument("--title", required=True, help="the chapter's title")
@@ -42,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
               "pass --root", file=sys.stderr)
         return 1
     start = time.time()
+    if args.command == "pdf":
+        return make_pdf(root, args.output)
+    if args.command == "atlas":
+        return _atlas(args, root, start)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
         chosen = profiles.load(args.profile, root, profiles.chapters(root))
         from .book import build
@@ -53,6 +70,41 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     print(f"{'done' if code == 0 else 'failed'} in {time.time() - start:.1f} s")
+    return code
+
+
+def make_pdf(root: Path, output: Path | None) -> int:
+    """``python -m embedding_geometry pdf``: the built book as one PDF (``book.pdf``)."""
+    from .book import pdf
+
+    try:
+        made = pdf.make(root, output)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"wrote {made.path} ({made.path.stat().st_size / 1e6:.1f} MB, {sum(made.charts.values())} charts as "
+          f"pictures) in {made.seconds:.1f} s")
+    return 0
+
+
+def _atlas(args, root: Path, start: float) -> int:
+    """The atlas command: a bad input is one line; an interrupted run keeps its finished shards."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args.root = root
+    try:
+        from .book import atlas, build
+
+        build.install_sigterm_handler()
+
+        code = atlas.main(args)
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("atlas interrupted: the shards written so far are kept; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    print(f"done in {time.time() - start:.1f} s")
     return code
 
 

@@ -280,7 +280,7 @@ def _stderr_to(log: Path):
             os.close(saved)
 
 
-SOURCES = ("_config.yml", "_toc.yml", "_static", "book", "notebooks", "params")
+SOURCES = ("_config.yml", "_toc.yml", "_static", "_templates", "book", "notebooks", "params")
 """What a book is made of (everything else under the root is a build product or the package)."""
 
 

@@ -45,7 +45,9 @@ class Chapter:
     inputs: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     ran: dict[str, dict[str, Any]] = field(default_factory=dict)  # every model run: id → ModelInfo dict
-    other_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # model id → its metrics, judged too
+    other_models: dict[str, dict[str, Any]] = field(default_factory=dict)  # model id → its metrics
+    judged: list[str] = field(default_factory=list)  # the other models judged with the ledger (judge_model)
+    _not_measured: dict[str, str] = field(default_factory=dict, repr=False)  # model → why some claims are not
     _verdicts: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (claim, model) → Verdict
 
     @classmethod
@@ -115,14 +117,17 @@ class Chapter:
 
     # ------------------------------------------------------------------ prose and results
 
-    def add_metrics(self, part: Mapping[str, Any]) -> None:
+    def add_metrics(self, part: Mapping[str, Any], model: str | None = None) -> None:
         """``metrics.update(part)``, except that the ``per_unit`` values of ``part`` (what a
         metric averages: per sentence, pair or query, keyed by the metric's path) join
-        ``metrics["per_unit"]`` instead of replacing it."""
+        ``metrics["per_unit"]`` instead of replacing it. With ``model`` (another model's id),
+        ``part`` joins that model's metrics instead, judged with :meth:`judge_model`."""
+        main = model is None or model == self.model.info.id
+        target = self.metrics if main else self.other_models.setdefault(model, {})
         part = dict(part)
         if "per_unit" in part:
-            self.metrics.setdefault("per_unit", {}).update(part.pop("per_unit"))
-        self.metrics.update(part)
+            target.setdefault("per_unit", {}).update(part.pop("per_unit"))
+        target.update(part)
 
     def glue(self, **values: Any) -> None:
         """Glue each value under its name for the page's ``{glue:text}`` references. A NumPy
@@ -139,10 +144,24 @@ class Chapter:
         ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
         self.glue(**metric_values(results.to_jsonable(self.metrics)))
 
-    def judge_model(self, model: str, metrics: Mapping[str, Any]) -> None:
-        """Judge the chapter's ledger on another model's ``metrics`` too (a second encoder measured
-        the same way): its verdicts join the claims table, the dashboard and the results JSON."""
-        self.other_models[model] = dict(metrics)
+    def record_models(self, infos: Any) -> None:
+        """Record models another run measured (``ModelInfo``s: an atlas's, whose results the
+        chapter reads) among the models of this run's results, with their weights' SHA-256."""
+        for info in infos:
+            self.ran.setdefault(info.id, info.to_dict())
+
+    def judge_model(self, model: str, metrics: Mapping[str, Any] | None = None, not_measured: str | None = None) -> None:
+        """Judge the chapter's ledger on another model too (a second encoder measured the same
+        way): ``metrics``, or what :meth:`add_metrics` records for it, before or after this call.
+        Its verdicts join the claims table, the dashboard and the results JSON (its metrics under
+        ``other_models``). With ``not_measured`` (why), the chapter measures that model for some
+        claims only: a claim whose metric its metrics lack is *not measured* on it, for that reason."""
+        if metrics is not None:
+            self.other_models[model] = dict(metrics)
+        self.other_models.setdefault(model, {})
+        self.judged = [*dict.fromkeys([*self.judged, model])]
+        if not_measured:
+            self._not_measured[model] = not_measured
 
     @cached_property
     def ledger(self) -> claims.Ledger:
@@ -159,6 +178,8 @@ class Chapter:
             if not found:
                 raise KeyError(f"claim {claim_id!r} is not in {self.slug}.yaml")
             metrics = self.metrics if model == self.model.info.id else self.other_models[model]
+            if model in self._not_measured:
+                metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
             single = claims.Ledger(self.slug, found)
             self._verdicts[claim_id, model] = claims.evaluate(single, metrics, model, seed=self.params.get("seed", 0))[0]
         return self._verdicts[claim_id, model]
@@ -168,12 +189,20 @@ class Chapter:
         a cell's output, right under the measurement that decides them."""
         from IPython.display import Markdown
 
-        found = [self.verdict(c, m) for c in claim_ids for m in [self.model.info.id, *self.other_models]]
+        found = [self.verdict(c, m) for c in claim_ids for m in self._models_of(c)]
         return Markdown(words.report(found))
 
     def verdicts(self) -> list[claims.Verdict]:
         """Every claim of the ledger on every model judged (the main model first)."""
-        return [self.verdict(c.id, m) for m in [self.model.info.id, *self.other_models] for c in self.ledger.claims]
+        return [self.verdict(c.id, m) for m in [self.model.info.id, *self.judged] for c in self.ledger.claims
+                if m in self._models_of(c.id)]
+
+    def _models_of(self, claim_id: str) -> list[str]:
+        """The models a claim is judged on: the main model, then every model of :meth:`judge_model`
+        — except for a claim ``measured_on`` a named model, which the main model's metrics hold
+        (a row of a table of models): it is judged once."""
+        named = any(c.id == claim_id and c.measured_on for c in self.ledger.claims)
+        return [self.model.info.id] if named else [self.model.info.id, *self.judged]
 
     FINDINGS = "findings"
     """The display id of the chapter's "What this run found" box (:meth:`findings`)."""
@@ -195,7 +224,9 @@ class Chapter:
 
         found = self.verdicts() if verdicts else []
         model = self.model.info.to_dict() if "model" in self.params else {}
-        results.write_results(self.slug, model=model, params=self.params, inputs=self.inputs, metrics=self.metrics,
+        others = {m: {k: v for k, v in found.items() if k != "per_unit"} for m, found in self.other_models.items()}
+        metrics = {**self.metrics, "other_models": others} if others else self.metrics
+        results.write_results(self.slug, model=model, params=self.params, inputs=self.inputs, metrics=metrics,
                               claims=found, models=list(self.ran.values()),
                               device=str(self.model.device) if model else "none", started=self.started)
         if not verdicts:
@@ -228,6 +259,24 @@ def metric_values(tree: Any, path: str = "") -> dict[str, Any]:
         return {path: "not measured" if tree is None else tree}
     return {key: value for name, item in pairs
             for key, value in metric_values(item, f"{path}.{name}" if path else name).items()}
+
+
+def _with_none(metrics: dict[str, Any], path: str, reason: str) -> dict[str, Any]:
+    """``metrics`` with ``path`` ("a.b") set to None and ``not_measured[path]`` to ``reason`` when
+    the path is missing (the nested mappings on the way copied, never changed in place)."""
+    try:
+        claims.lookup(metrics, path)
+        return metrics
+    except KeyError:
+        pass
+    out = dict(metrics)
+    node, parts = out, path.split(".")
+    for part in parts[:-1]:
+        node[part] = dict(node[part]) if isinstance(node.get(part), Mapping) else {}
+        node = node[part]
+    node[parts[-1]] = None
+    out["not_measured"] = {**out.get("not_measured", {}), path: reason}
+    return out
 
 
 def seed_everything(seed: int) -> None:

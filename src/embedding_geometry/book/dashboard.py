@@ -19,6 +19,7 @@ import pandas as pd
 from ..core import paths
 from . import readback
 from .claims import words
+from .pages import DOWNLOADS, chapter_label, chapter_number
 
 COLUMNS = ["chapter", "id", "kind", "home", "counted", "headline", "claim", "source", "published", "published model",
            "model", "this run", "depth", "result", "adjusted interval", "method", "null", "verdict", "raw", "fragile",
@@ -144,13 +145,16 @@ class ClaimsDashboard:
     def _filters(self) -> str:
         def options(column: str) -> list[tuple[str, str]]:
             counts = self.frame[column].value_counts(sort=False)
-            return [(value, f"{_short(str(value)).replace('_', ' ')} ({n})") for value, n in counts.items()]
+            label = chapter_label if column == "chapter" else (lambda v: _short(str(v)).replace("_", " "))
+            return [(value, f"{label(value)} ({n})") for value, n in counts.items()]
 
         return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
                 + "".join(_select(column, f"all {plural}", options(column))
                           for column, plural in [("chapter", "chapters"), ("model", "models"), ("kind", "kinds"),
                                                  ("verdict", "verdicts")])
-                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} verdicts</span></div>')
+                + f'<span class="eg-filter-count" aria-live="polite">{len(self.frame)} of {len(self.frame)} '
+                + "verdicts</span>"
+                + f'<a class="eg-download" href="../../{DOWNLOADS}/claims.csv" download>every verdict as CSV</a></div>')
 
     def _row(self, r: dict[str, Any]) -> str:
         home = r["home"] or r["chapter"]
@@ -168,7 +172,8 @@ class ClaimsDashboard:
             verdict += f"<small>{_e(r['reason'])}</small>"
         if not r["counted"]:
             verdict += f"<small>not counted ({_e(_why_not_counted(r))})</small>"
-        cells = [("chapter", f'<span title="{_e(r["chapter"])}">{_e(r["chapter"].split("_", 1)[0])}</span>'),
+        number = chapter_number(r["chapter"])
+        cells = [("chapter", f'<span title="{_e(r["chapter"])}">{"" if number is None else number}</span>'),
                  ("claim", claim), ("model", _e(_short(r["model"]))), ("result", _e(r["result"])), ("verdict", verdict)]
         return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
                 f'data-verdict="{_e(r["verdict"])}">'

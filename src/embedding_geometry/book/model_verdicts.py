@@ -71,11 +71,35 @@ def roster(infos: Iterable[ModelInfo]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def evaluate(ledger: claims.Ledger, by_model: Mapping[str, Mapping[str, Any]], seed: int = 0) -> dict[str, list[dict]]:
+def evaluate(ledger: claims.Ledger, by_model: Mapping[str, Mapping[str, Any]], seed: int = 0,
+             judged: Mapping[str, list[dict]] | None = None) -> dict[str, list[dict]]:
     """The ledger's verdict records on every model's metrics (:func:`claims.evaluate`, seeded
-    alike), by model id."""
-    return {model: claims.records(claims.evaluate(ledger, metrics, model, seed=seed))
-            for model, metrics in by_model.items()}
+    alike), by model id; a model in ``judged`` (records already made, as by the chapter's own
+    verdicts: :func:`records_by_model`) keeps its records and is not judged again."""
+    judged = judged or {}
+    return {model: list(judged[model]) if model in judged else
+            claims.records(claims.evaluate(ledger, metrics, model, seed=seed)) for model, metrics in by_model.items()}
+
+
+def records_by_model(verdicts: Iterable[claims.Verdict]) -> dict[str, list[dict]]:
+    """Verdicts (a chapter's, every model's) as records grouped by model id, in order."""
+    found: dict[str, list[dict]] = {}
+    for verdict in verdicts:
+        found.setdefault(verdict.model, []).append(verdict.record())
+    return found
+
+
+def without_controls(ledger: claims.Ledger, verdicts: Mapping[str, list[dict]],
+                     trained: Mapping[str, Mapping[str, Any]], seed: int = 0) -> dict[str, list[dict]]:
+    """The trained models' records as they would read without random-init controls: the claims
+    whose null is a control judged again on ``trained`` (metrics without the controls' per-unit
+    values), every other record as in ``verdicts``."""
+    again = claims.Ledger(ledger.chapter, [c for c in ledger.claims if (c.null or {}).get("kind") == "control"])
+    found = {}
+    for model, metrics in trained.items():
+        redone = {r["id"]: r for r in claims.records(claims.evaluate(again, metrics, model, seed=seed))}
+        found[model] = [redone.get(r["id"], r) for r in verdicts[model]]
+    return found
 
 
 def judged_interval(record: Mapping[str, Any], named: bool = True) -> str:

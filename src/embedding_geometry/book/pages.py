@@ -18,22 +18,74 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims, readback, rules
+from . import claims, readback, rules, tables
 from .claims import words
 from ..core import paths
+
+DOWNLOADS = "downloads"
+"""Where the site keeps what a reader can take away (``sphinx_pages.copy_downloads``): each
+chapter's results JSON under ``results/`` and every claim as ``claims.csv``."""
+
+
+def chapter_number(slug: str) -> int | None:
+    """A chapter's number: the number its slug starts with ("07_training_objective" → 7) for the
+    model page (0) and the chapters that test claims (1–8); None for the primer ("00b_…") and
+    the reference pages (98, 99), which are not numbered."""
+    head = slug.split("_", 1)[0]
+    return int(head) if head.isdigit() and int(head) < 90 else None
+
+
+def chapter_label(slug: str) -> str:
+    """"7 · training objective": a chapter's number and its slug in words (the slug alone when
+    it has no number)."""
+    number, words = chapter_number(slug), slug.split("_", 1)[-1].replace("_", " ")
+    return f"{number} · {words}" if number is not None else words
+
+
+def results_href(slug: str, prefix: str = "../../") -> str:
+    """The link to a chapter's results JSON in the site, from a page ``prefix`` below its root."""
+    return f"{prefix}{DOWNLOADS}/results/{slug}.json"
+
+
+class ResultsFile(type(Path())):
+    """The path of a chapter's results JSON (what ``Chapter.finish`` returns), shown on the page
+    as a link to its copy in the site rather than as a path of the machine that built it."""
+
+    def _repr_html_(self) -> str:
+        return (f'<p class="eg-results-link">This page\'s numbers, as data: <a href="{results_href(self.stem)}" '
+                f'download>{_e(self.name)}</a> (the chapter\'s results JSON; its keys are described on the '
+                f'<a href="../methods.html">Methods</a> page).</p>')
+
+
+class Folded:
+    """HTML content folded under a one-line summary (a ``<details>`` the reader opens)."""
+
+    def __init__(self, content: Any, summary: str):
+        self.content, self.summary = content, summary
+
+    def __repr__(self) -> str:
+        return f"{self.summary}\n{self.content!r}"
+
+    def _repr_html_(self) -> str:
+        return tables.fold(self.content._repr_html_(), self.summary)
+
 
 def parameter_table(slug: str) -> pd.DataFrame:
     """A chapter's parameters — name, default, type, meaning, expects — read from the
     ``parameters`` cell of ``notebooks/<slug>.ipynb`` (the meaning is the cell's end-of-line
     comment) and from the chapter's rules (``expects``: what the rule accepts and what the
-    chapter's computations need of the value, in words)."""
+    chapter's computations need of the value, in words). On the page (:mod:`.tables`) it is
+    folded under one line, names and defaults as code."""
     import papermill
 
     notebook = (paths.project_root() or Path.cwd()) / "notebooks" / f"{slug}.ipynb"
     declared = papermill.inspect_notebook(str(notebook))
     rows = [{"parameter": name, "default": spec["default"], "type": _literal_type(spec),
              "meaning": spec["help"], "expects": rules.expects(slug, name)} for name, spec in declared.items()]
-    return pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning", "expects"])
+    frame = pd.DataFrame(rows, columns=["parameter", "default", "type", "meaning", "expects"])
+    frame.attrs.update(fold=f"The chapter's {len(frame)} parameters: default, type, what each expects and means",
+                       code=["parameter", "default"])
+    return frame
 
 
 def _literal_type(spec: dict[str, Any]) -> str:
@@ -54,20 +106,55 @@ def load_results(chapter: str) -> dict[str, Any]:
     return readback.read(paths.results_dir() / f"{chapter}.json")
 
 
-def provenance(document: dict[str, Any]) -> pd.DataFrame:
-    """Model, weights, parameters, package versions, device and run time of one results JSON."""
-    model, env = document["model"], document["environment"]
-    rows = [
-        ("model", model.get("id")),
-        ("weights", model.get("sha256") or model.get("revision") or "—"),
-        ("depths × width", f"{model.get('layers')} + 1 × {model.get('hidden')}"),
-        ("parameters", json.dumps(document["params"], sort_keys=True)),
-        ("python / torch / transformers", f"{env['python']} / {env['torch']} / {env['transformers']}"),
-        ("embedding_geometry", env.get("embedding_geometry", "—")),
-        ("device", env["device"]),
-        ("run time", f"{env['seconds']:.1f} s"),
-    ]
-    return pd.DataFrame(rows, columns=["", "this build"]).set_index("")
+def provenance(document: dict[str, Any]) -> "Provenance":
+    """Model, weights, package versions, device, run time and results file of one results JSON,
+    with the parameters of its run folded under them."""
+    return Provenance(document)
+
+
+class Provenance:
+    """The Provenance section's body: ``frame`` (what ran, where and how long) as a table, then
+    ``parameters`` (name → value, the values this build used) folded."""
+
+    def __init__(self, document: dict[str, Any]):
+        model, env = document["model"], document["environment"]
+        self.chapter = document.get("chapter", "")
+        rows = [
+            ("model", model.get("id") or "—"),
+            ("weights (SHA-256)", _short_hash(model.get("sha256")) or model.get("revision") or "—"),
+            ("depths × width", f"{model.get('layers')} + 1 × {model.get('hidden')}" if model.get("layers") else "—"),
+            ("python / torch / transformers", f"{env['python']} / {env['torch']} / {env['transformers']}"),
+            ("embedding_geometry", env.get("embedding_geometry", "—")),
+            ("device", env["device"]),
+            ("run time", f"{env['seconds']:.1f} s"),
+        ]
+        self.frame = pd.DataFrame(rows, columns=["", "this build"]).set_index("")
+        params = document.get("params") or {}
+        self.parameters = pd.DataFrame({"parameter": list(params), "value": [_literal(v) for v in params.values()]})
+
+    def __repr__(self) -> str:
+        return f"provenance of {self.chapter}: " + "; ".join(f"{k} {v}" for k, v in self.frame["this build"].items())
+
+    def _repr_html_(self) -> str:
+        body = tables.frame_html(self.frame)
+        if self.chapter:
+            body += ResultsFile(f"{self.chapter}.json")._repr_html_()
+        if len(self.parameters):
+            shown = self.parameters.copy()
+            shown.attrs.update(fold=f"The {len(shown)} parameters this page was computed with",
+                               code=["parameter", "value"])
+            body += tables.frame_html(shown)
+        return body
+
+
+def _short_hash(digest: str | None) -> str | None:
+    """A SHA-256 by its first 16 hex digits (the results JSON, linked beside it, has all 64)."""
+    return f"{digest[:16]}…" if digest else None
+
+
+def _literal(value: Any) -> str:
+    """A parameter's value as the Python literal a notebook would hold (``None``, ``True``, a list)."""
+    return repr(value) if not isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -76,8 +163,18 @@ def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
 
-def claims_table(verdicts: list) -> "CardTable":
-    """A chapter's claims table as HTML, one card per claim whose row carries its anchor
+def claims_table(verdicts: list) -> Folded:
+    """A chapter's claims table (:func:`claims_cards`) folded under one line that counts its
+    claims (``_static/book.js`` unfolds it when a link names one of its rows)."""
+    cards = claims_cards(verdicts)
+    n = len(cards.frame)
+    models = "" if "verdict" in cards.frame.columns else ", one cell per model"
+    return Folded(cards, f"The {n} claim{'s' if n != 1 else ''} this chapter tests, one card each{models}: "
+                         "published value, this run, test, interval and verdict")
+
+
+def claims_cards(verdicts: list) -> "CardTable":
+    """A chapter's claims as HTML, one card per claim whose row carries its anchor
     (:func:`claim_anchor`, the dashboard's link target): :func:`claims.words.row` for a chapter
     judged on one model; on several, the claim, its published value and one cell per model
     (the verdict, then the test with its result)."""
@@ -92,8 +189,8 @@ def claims_table(verdicts: list) -> "CardTable":
     for records in by_claim.values():
         first = next(iter(records.values()))
         published = first.get("published")
-        rows.append({"claim": first["statement"],
-                     "published (model)": f"{words.number(published['value'])} ({published['model']})" if published else "—",
+        shown = f"{words.number(published['value'])} ({published['model']})" if published else "—"
+        rows.append({"claim": first["statement"], "published (model)": shown,
                      **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
                         if m in records else "—" for m in models}})
     return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
@@ -125,10 +222,18 @@ def numbers(values: dict[str, Any], column: str = "this run") -> "HtmlTable":
     return HtmlTable(pd.DataFrame({"": list(shown), column: list(shown.values())}))
 
 
-def errata_table(ledger: claims.Ledger) -> pd.DataFrame:
-    """The post's internal inconsistencies: what the prose says, what its own data says."""
-    columns = ["statement", "prose_value", "data_value", "evidence"]
-    return pd.DataFrame([{k: e.get(k) for k in columns} for e in ledger.errata], columns=columns)
+ERRATA_COLUMNS = {"statement": "where the text contradicts itself", "prose_value": "its prose says",
+                  "data_value": "its own data say", "evidence": "evidence"}
+
+
+def errata_table(ledger: claims.Ledger) -> Folded:
+    """The ledger's errata — where the text's prose and its own data disagree — as a table with
+    its columns named in words, folded under one line."""
+    frame = pd.DataFrame([{v: e.get(k) for k, v in ERRATA_COLUMNS.items()} for e in ledger.errata],
+                         columns=list(ERRATA_COLUMNS.values()))
+    n = len(frame)
+    summary = f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree"
+    return Folded(HtmlTable(frame), summary)
 
 
 def _short(model: str) -> str:
@@ -141,11 +246,13 @@ _EMPTY = ' class="eg-empty"'
 
 
 class HtmlTable:
-    """A DataFrame as a plain HTML table: every cell escaped and wrapped, never cut; each row has
-    an id where ``row_ids`` gives one (a link target, ``page.html#<id>``); ``foot`` is a closing
-    row (a total)."""
+    """A DataFrame as a plain HTML table: every cell written as :mod:`.tables` writes it
+    (missing values "—", numbers rounded per column), escaped and wrapped between words, never
+    cut; each row has an id where ``row_ids`` gives one (a link target, ``page.html#<id>``);
+    ``foot`` is a closing row (a total). A table wider than its column scrolls in its own box."""
 
     classes = "eg-table"
+    scrolls = True
 
     def __init__(self, frame: pd.DataFrame, row_ids: list[str] | None = None, foot: list[Any] | None = None):
         self.frame, self.row_ids, self.foot = frame, row_ids, foot
@@ -157,12 +264,19 @@ class HtmlTable:
         ids = self.row_ids or [None] * len(self.frame)
         head = "".join(f'<th scope="col">{_e(c)}</th>' for c in self.frame.columns)
         labels = [_e(c) for c in self.frame.columns]
+        columns = [self.frame.iloc[:, i] for i in range(self.frame.shape[1])]
+        decimals = [tables.column_decimals(column) for column in columns]
+        numeric = [' class="eg-num"' if pd.api.types.is_numeric_dtype(c) and not pd.api.types.is_bool_dtype(c) else ""
+                   for c in columns]
+        rows = ([tables.cell_text(v, d) for v, d in zip(row, decimals)] for row in self.frame.itertuples(index=False))
         body = "".join((f'<tr id="{_e(i)}">' if i else "<tr>")
-                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else ""}>{_e(v)}</td>'
-                                 for label, v in zip(labels, row)) + "</tr>"
-                       for i, row in zip(ids, self.frame.itertuples(index=False)))
-        foot = f'<tfoot><tr>{"".join(f"<td>{_e(v)}</td>" for v in self.foot)}</tr></tfoot>' if self.foot else ""
-        return f'<table class="{self.classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>{foot}</table>'
+                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else number}>{_e(v)}</td>'
+                                 for label, number, v in zip(labels, numeric, row)) + "</tr>"
+                       for i, row in zip(ids, rows))
+        foot = (f'<tfoot><tr>{"".join(f"<td>{_e(tables.cell_text(v))}</td>" for v in self.foot)}</tr></tfoot>'
+                if self.foot else "")
+        table = f'<table class="{self.classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>{foot}</table>'
+        return f'<div class="eg-table-wrap">{table}</div>' if self.scrolls else table
 
 
 class SortableTable(HtmlTable):
@@ -176,152 +290,8 @@ class CardTable(HtmlTable):
     on a line of its own, the others labelled with their column (``_static/book.css``)."""
 
     classes = "eg-table eg-cards"
+    scrolls = False
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value))
-
-
-# --------------------------------------------------------------------------- performance
-
-SENSES = {"≥": float.__ge__, "≤": float.__le__, "<": float.__lt__}
-"""How a benchmark figure is judged against its target."""
-FIGURE = {"section": str, "figure": str, "value": (int, float), "detail": str}
-CHAPTER_TIMES = {"wall_s": (int, float), "forward_s": (int, float), "analysis_s": (int, float),
-                 "fixed_s": (int, float), "to_first_model_use_s": (int, float), "model_used": bool}
-
-
-def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
-    """The figures ``make bench`` wrote (``name`` relative to the book's root), checked (what the
-    page shows: ``figures``, ``machine``, the builds' chapters), or None when the benchmarks
-    were not run. A damaged file is one line naming it and ``make bench``."""
-    path = (paths.project_root() or Path.cwd()) / name
-    if not path.is_file():
-        return None
-    bench = readback.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
-    if problem := _bench_problem(bench):
-        raise readback.DamagedResultsError(f"benchmark file {readback._name(path)} is not usable: {problem}; {remedy}")
-    return bench
-
-
-def _bench_problem(bench: dict[str, Any]) -> str | None:
-    figures, machine = bench.get("figures", []), bench.get("machine", {})
-    if not isinstance(figures, list) or not isinstance(machine, dict):
-        return "figures is not a list, or machine not an object"
-    for i, f in enumerate(figures):
-        if not isinstance(f, dict) or (problem := readback._fields(f, FIGURE, f"figures[{i}].")):
-            return problem or f"figures[{i}] is not an object"
-        if not (f.get("sense") is None or f["sense"] in SENSES and isinstance(f.get("target"), (int, float))) \
-                or not isinstance(f.get("met"), (bool, type(None))):
-            return f"figures[{i}] has no valid sense, target and met"
-    for section in ("build", "mpnet_build"):
-        chapters = bench.get(section, {}).get("chapters", {}) if isinstance(bench.get(section), dict) else {}
-        for slug, times in chapters.items() if isinstance(chapters, dict) else [("", None)]:
-            if not isinstance(times, dict) or (problem := readback._fields(times, CHAPTER_TIMES, f"{section}.{slug}.")):
-                return problem or f"{section}.chapters is not a mapping of objects"
-    return None
-
-
-def figure(section: str, name: str, value: float, sense: str | None, target: float | None, detail: str = "",
-           met: bool | None = None) -> dict[str, Any]:
-    """One figure of ``make bench`` as ``build/bench.json`` records it: ``met`` is judged as
-    ``value sense target`` (:data:`SENSES`) unless given; a figure without a target is
-    information (met None). ``section`` is the benchmark section that measured it."""
-    if met is None and sense is not None:
-        met = bool(SENSES[sense](float(value), float(target)))
-    return {"section": section, "figure": name, "value": value, "sense": sense, "target": target,
-            "met": met, "detail": detail}
-
-
-def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
-    """One row per recorded figure: figure, measured, target ("≥ 0.7", or "information"), met
-    (yes / no / —), detail."""
-    rows = [(f["figure"], f["value"], f"{f['sense']} {f['target']:g}" if f["sense"] else "information",
-             {True: "yes", False: "no"}.get(f["met"], "—"), f["detail"]) for f in bench.get("figures", [])]
-    return pd.DataFrame(rows, columns=["figure", "measured", "target", "met", "detail"])
-
-
-def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
-    """The cold build of ``section`` per chapter: wall seconds split into model calls (forward
-    passes, training steps), analysis and fixed overhead, and the seconds from the kernel's start to its first model use
-    (to its open, for a page that calls no model), wall and the kernel's CPU seconds."""
-    chapters = bench.get(section, {}).get("chapters", {})
-    rows = [(slug, c["wall_s"], c["forward_s"], c["analysis_s"], c["fixed_s"],
-             c["to_first_model_use_s"] if c["model_used"] else f"{c['to_first_model_use_s']} (no model)",
-             c.get("cpu_to_first_model_use_s") or "—") for slug, c in chapters.items()]
-    return pd.DataFrame(rows, columns=["chapter", "wall s", "model s", "analysis s", "fixed s",
-                                       "start → first model use s", "its CPU s"])
-
-
-class PerformanceReport:
-    """The Performance page's body: the figures with their targets and met flags, the cold
-    build per chapter and the machine; without a benchmark file, one sentence and the command."""
-
-    def __init__(self, bench: dict[str, Any] | None):
-        self.bench = bench
-
-    def __repr__(self) -> str:
-        return f"performance report: {len(performance_table(self.bench or {}))} figures"
-
-    def _repr_html_(self) -> str:
-        table = performance_table(self.bench or {})
-        if table.empty:
-            return ("<p>The benchmarks were not run for this build. Run <code>make bench</code>, then "
-                    "<code>make book</code>.</p>")
-        machine = pd.DataFrame(list(self.bench.get("machine", {}).items()), columns=["machine", "value"])
-        parts = [("Figures", HtmlTable(table)), ("The cold build, chapter by chapter", HtmlTable(build_table(self.bench))),
-                 ("The cold build on params/mpnet.yaml, chapter by chapter",
-                  HtmlTable(build_table(self.bench, "mpnet_build"))),
-                 ("Machine and command", HtmlTable(machine))]
-        return "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts if not part.frame.empty)
-
-
-FAMILY_NAMES = {"float": "float (× scale)", "share": "share", "count": "count (× total)", "noise": "noise (decades)"}
-"""The columns of the float-path table: each family of the reproducibility contract, with its unit."""
-
-
-def float_path_table(found: dict[str, Any]) -> pd.DataFrame:
-    """Per perturbed float path (``make tolerances``), the largest deviation of each family of
-    metric from the build on the book's own path, and how many verdicts changed; the last row the
-    tolerance the contract derives from them."""
-    rows = [{"perturbed path": spec["spec"], **{label: words.number(spec["largest"].get(family, {}).get("max", 0.0))
-                                                for family, label in FAMILY_NAMES.items()},
-             "verdicts changed": len(found["verdict_changes"][name])}
-            for name, spec in found["perturbations"].items()]
-    rows.append({"perturbed path": f"tolerance ({words.number(found['margin'])} × the largest, a power of ten up)",
-                 **{label: words.number(found["tolerances"][family]) for family, label in FAMILY_NAMES.items()},
-                 "verdicts changed": "—"})
-    return pd.DataFrame(rows)
-
-
-class FloatPathReport:
-    """The measured float-path deviations and the contract's tolerances (:func:`float_path_table`),
-    the verdicts a perturbed path changed, and the command, commit and CPU they were measured
-    with; without figures, one sentence and the command."""
-
-    def __init__(self, found: dict[str, Any] | None):
-        self.found = found
-
-    def __repr__(self) -> str:
-        return f"float-path figures: {len((self.found or {}).get('perturbations', {}))} perturbed paths"
-
-    def _repr_html_(self) -> str:
-        if not self.found:
-            return "<p>The float-path figures were not measured. Run <code>make tolerances</code>.</p>"
-        run = self.found["run"]
-        flips = pd.DataFrame([{"path": self.found["perturbations"][name]["spec"], "chapter": f["chapter"],
-                               "claim": f["claim"], "own path": f["default"], "perturbed": f["perturbed"],
-                               "fragile by its margin": "yes" if f["fragile_by_margin"] else "no"}
-                              for name, flips in self.found["verdict_changes"].items() for f in flips])
-        where = pd.DataFrame([{"path": spec["spec"], "family": family, "largest at": worst["where"]}
-                              for spec in self.found["perturbations"].values()
-                              for family, worst in spec["largest"].items() if worst["max"] > 0])
-        measured = (f"<p>Measured with <code>{_e(run['command'])}</code> (profile {_e(run['profile'])}) at commit "
-                    f"{_e(run['commit'])} on {_e(run['date'])}, on a {_e(run['machine'])}.</p>")
-        parts = [HtmlTable(float_path_table(self.found))._repr_html_(), measured]
-        if not flips.empty:
-            parts.append("<h4>Verdicts a perturbed path changed (each is marked fragile)</h4>" + HtmlTable(flips)._repr_html_())
-        if not where.empty:
-            parts.append("<details><summary>Where each largest deviation is</summary>"
-                         + HtmlTable(where)._repr_html_() + "</details>")
-        return "".join(parts)

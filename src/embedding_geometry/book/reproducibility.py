@@ -68,6 +68,10 @@ FAMILIES: list[tuple[str, str, str]] = [
     # (chapter glob, key-path glob, family); the first match wins, then the type decides
     ("00_the_model", "exercises.batch_size_1_max_abs_diff", "noise"),
     ("00_the_model", "meanpool_vs_model.*max_abs_diff", "noise"),
+    ("05_embeddings_without_tears", "library.padding_max_abs_diff", "noise"),
+    ("05_embeddings_without_tears", "library.max_norm_deviation", "noise"),
+    ("05_embeddings_without_tears", "library.meanpool_vs_model.*", "noise"),
+    ("0[56]_*", "*texts_per_second", "noise"),  # a speed timed on the machine: its order of magnitude
     ("*", "per_unit.*", "float"),
     ("*", "recall_at_k.*", "share"),
 ]

@@ -80,14 +80,16 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     },
     "05_embeddings_without_tears": {
         **MODEL, **COMPARED,
+        "pair_sample": p.optional(p.integer(2)),
         "fit_fraction": p.number(0.05, 0.95), "n_keys": p.integer(1), "k_max": p.integer(1),
         "n_positions": p.optional(p.integer(CLS_POSITIONS)),
     },
     "06_search_in_practice": {
-        **MODEL,
+        **MODEL, "models": p.text_list(0), "pair_sample": p.optional(p.integer(2)),
         "n_long_docs": p.integer(2), "long_words": p.integer(2), "window_words": p.integer(1),
         "stride_words": p.integer(1), "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
-        "finetune": p.boolean,
+        "finetune": p.boolean, "finetune_model": p.optional(p.text), "finetune_seeds": p.integer(1, 64),
+        "finetune_epochs": p.integer(1, 10_000),
     },
     "07_training_objective": {
         **MODEL, "workers": p.integer(1, 64),
@@ -105,6 +107,8 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "08_across_models": {
         **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
         "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
+        "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
+        "atlas_results": p.optional(p.text),
     },
     "98_performance": {"bench_file": p.text},
     "99_claims_dashboard": {"chapters": p.text_list(0)},

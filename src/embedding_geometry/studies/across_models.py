@@ -1,150 +1,176 @@
-"""Chapter 8, *Across models, on relative depth*: the headline per-depth measurements of chapters
-1–4 on several models, one metrics dict per model, so that one claims ledger judges each of them.
+"""Chapter 8, *Across models, on relative depth*: the per-depth measurements of chapters 1–4 on
+every model an atlas run measured (``book.atlas``), one metrics dict per model, so that one claims
+ledger judges each of them.
 
-Nothing is measured here that another study does not define. This module gathers, per model,
-what those studies return, on the very texts their chapters use (so every forward pass is a
-cache hit when chapters 1–3 ran first), with their schemas unchanged:
+The texts are those of the chapters the claims come from (:func:`text_sets`), each measured by a
+mergeable accumulator (``studies.accumulators``) — so a run on MiniLM and MPNet here, and a run
+on fifty models and a corpus of any size on a cluster, give results of the same form:
 
-inputs(corpus_texts, seed): the texts
-    sentences      chapter 1's varied sentences (``layer_by_layer.inputs``)
-    pairs          chapter 2's hard, medium and easy pairs; ``pair_sets`` its hard and easy sets of pairs
-    corpus         chapter 3's corpus (all of it, or a seeded sample of ``corpus_texts``)
-measure(extract, texts) → (one model's metrics, its corpus mean pools [L + 1, N, D]):
-    layer_by_layer.collapse         intra_sentence_cosine, cross_sentence_baseline, collapse_gap [L + 1]
-    layer_by_layer.separability     separability_ratio [L + 1]
-    layer_by_layer.cls_alignment    cls_mean_alignment, pc1_mean_alignment [L + 1]
-    similarity_attractor.pair_similarity   pair_cosine {hard, medium, easy}, cls_cosine {…} [L + 1]
-    similarity_attractor.pair_sets         pair_sets {hard, easy, gap, gap_relative, …}
-    anisotropy.cone_formation       anisotropy, anisotropy_rise [L + 1], final_step_share, anisotropy_peak_depth
-    per_unit                        every study's per-unit values, merged (book.intervals)
-head_pass(model, n_texts, length, seed, batch_size) → chapter 4's measures of one model
-    (``context_similarity.metrics`` on ``n_texts`` windows of ``length`` tokens of the corpus, chapter
-    4's default thresholds), of which it keeps: separator_attention, mean_pair_distance,
-    same_sentence_fraction [L] (per block), separator_share, same_sentence_chance, head_grid
-    {mean_pair_distance, separator_attention: [L][H]} and their per-text values
-no_head_pass(reason): the same keys as None, with ``not_measured`` saying why
-heads(model, params): head_pass on a trained model with the chapter's head_texts, head_length, seed
-    and batch_size; no_head_pass on a random-init control
-with_controls(by_model, control_of): each trained model's metrics gain ``control``, its random-init
-    control's collapse_gap, separability_ratio, pair_sets {hard, easy} and anisotropy: the
-    ledger's nulls
-without_units(by_model): the metrics without ``per_unit`` (what the results JSON keeps per model)
-without_controls(by_model, control_of): the trained models' metrics alone, as without controls
-sample_anisotropy(pools, sample, corpus, extract): anisotropy per depth of a sample of the corpus
+=============  ===========  ===========================================================================
+set            units        what it measures (keys of its metrics)
+=============  ===========  ===========================================================================
+``sentences``  sentences    chapter 1's varied sentences: within-sentence cosine, cross-sentence
+                            baseline, separability, CLS and PC1 alignment, token norms, coherence
+                            of updates, peak writes, the depth-0 ↔ final correlation of each dimension
+``twins``      documents    chapter 1's hard set: each document with its negation and its role
+                            reversal (``negation``, ``role_reversal``, ``cls.*``, ``maxsim*``)
+``easy_pairs`` pairs        chapter 2's easy pairs: chapter 1's sentences paired in order (``easy``)
+``corpus``     sentences    chapter 3's sentences (``corpus_texts`` of its corpus, spread over the
+                            topics as chapter 3 takes them): anisotropy of mean pools and of tokens
+``heads``      windows      chapter 4's head pass on ``head_texts`` windows of ``head_length`` tokens
+=============  ===========  ===========================================================================
+
+:func:`model_metrics` flattens one model's results into the dict the ledger reads: each set's
+metrics under its name (``sentences.intra_sentence_cosine``), its per-unit values under
+``per_unit["<set>.<key>"]``, and ``pair_sets``, chapter 2's hard-versus-easy statistics paired
+unit by unit (the hard pairs are the twins' document and negation, pair i of each set one
+unit of the gap). :func:`with_controls` gives each trained model its controls' per-unit values,
+seed by seed, under ``per_unit["control.<key>"]`` [S, n, …]: the ledger's nulls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import corpora, streaming, windows
-from ..core.activations import Activations
-from ..core.models import LoadedModel
-from . import (
-    anisotropy,
-    cone_exercises,
-    context_similarity,
-    layer_by_layer,
-    similarity_attractor,
-)
+from ..core import corpora
+from ..core.models import ModelInfo
+from . import cone, layer_by_layer, similarity_attractor
+from .accumulators import SAMPLE_SIZE, TextSet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Metrics = dict[str, Any]
-Extract = Callable[[list[str]], Activations]
+MIDDLE = 0.5
+"""The post's L12 of 24, where chapter 2 reads the hard pairs "in the middle"."""
+
+
+def text_sets(params: Mapping[str, Any]) -> tuple[TextSet, ...]:
+    """The chapter's text sets (module docstring) from its parameters ``corpus_texts``,
+    ``head_texts``, ``head_length``, ``sample_size`` and ``seed``; each list of texts is the one
+    its chapter passes to the model, so that the forward passes hit the activation cache."""
+    seed, size = params.get("seed", 0), params.get("sample_size", SAMPLE_SIZE)
+    twins = corpora.retrieval_set("hard")["pool"]
+    easy = similarity_attractor.pair_set_texts()["easy"]
+    corpus = cone.chapter_corpus("project", params.get("corpus_texts"), seed)["sentence"].tolist()
+    return (TextSet("sentences", "texts", tuple(layer_by_layer.inputs()["sentences"]), seed=seed, sample_size=size),
+            TextSet("twins", "tuples", tuple(twins), names=("negation", "role_reversal"), maxsim=True),
+            TextSet("easy_pairs", "tuples", tuple(easy), names=("easy",)),
+            TextSet("corpus", "texts", tuple(corpus), seed=seed, sample_size=size),
+            TextSet("heads", "windows", source="corpus", windows=params.get("head_texts", 32),
+                    length=params.get("head_length", 128), seed=seed))
+
+
+def pair_sets(twins: Mapping[str, Any], easy: Mapping[str, Any]) -> Metrics:
+    """Chapter 2's statistics of the hard pairs (each document and its negation) against the easy
+    pairs, per pair [n, L + 1] (pair i of each set one unit): the mean-pool cosines ``hard`` and
+    ``easy``, their difference ``gap`` and its depth-0 value ``gap_first`` (``gap_relative`` is
+    the ratio of their means), the hard pairs' MaxSim of shared and of discriminative tokens and
+    their difference ``maxsim_gap``, CLS and mean MaxSim minus mean-pool cosine, ``hard_rise``,
+    the hard cosine minus its depth-0 value, and ``reversal_minus_negation``, each document's
+    cosine with its role reversal minus that with its negation (chapter 1)."""
+    t, e = twins["per_unit"], easy["per_unit"]
+    if len(t["negation"]) != len(e["easy"]):
+        raise ValueError(f"the hard and easy sets need as many pairs; got {len(t['negation'])} and {len(e['easy'])}")
+    hard = t["negation"]
+    gap = hard - e["easy"]
+    units = {"hard": hard, "easy": e["easy"], "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
+             "maxsim_shared": t["maxsim_shared"], "maxsim_discriminative": t["maxsim_discriminative"],
+             "maxsim_gap": t["maxsim_shared"] - t["maxsim_discriminative"],
+             "maxsim_minus_mean_pool": t["maxsim"] - hard, "hard_rise": hard - hard[:, :1],
+             "reversal_minus_negation": t["role_reversal"] - hard}
+    if "cls.negation" in t:
+        units["cls_minus_mean_pool"] = t["cls.negation"] - hard
+    means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
+    return {**means, "gap_relative": means["gap"] / gap[:, 0].mean(), "n_pairs": len(gap), "per_unit": units}
+
 
 HEAD_KEYS = ("separator_attention", "separator_share", "mean_pair_distance", "same_sentence_fraction",
-             "same_sentence_chance", "head_grid")
-HEAD_UNITS = ("separator_attention.separators", "separator_attention.attended", "mean_pair_distance.distance",
-              "high_pairs", "same_sentence_fraction.same")
-CONTROL_KEYS = ("collapse_gap", "separability_ratio", "anisotropy")
+             "same_sentence_chance")
+"""The head pass's metrics the ledger reads: None on a model without the pass (a control)."""
+NO_HEAD_PASS = "the head pass runs on trained models only (chapter 4's nulls are exact: chance, uniform attention)"
 
 
-def inputs(corpus_texts: int | None = None, seed: int = 0) -> dict[str, Any]:
-    """Every text the chapter measures, taken where chapters 1–3 take theirs."""
-    attractor = similarity_attractor.inputs()
-    return {"sentences": layer_by_layer.inputs()["sentences"], "pairs": attractor["pairs"],
-            "pair_sets": attractor["pair_sets"],
-            "corpus": corpora.load_corpus("project", corpus_texts, seed)["sentence"].tolist()}
-
-
-def merged(*parts: Mapping[str, Any]) -> Metrics:
-    """The union of study results, their ``per_unit`` values joined rather than replaced."""
+def model_metrics(sets: Mapping[str, Mapping[str, Any]]) -> Metrics:
+    """One model's metrics by set (an atlas result's ``metrics``) as the ledger reads them
+    (module docstring); without the head pass (a random-init control), its metrics are None and
+    ``not_measured`` says why."""
+    if "heads" not in sets:
+        sets = {**sets, "heads": dict.fromkeys(HEAD_KEYS)}
+        return {**model_metrics(sets), "not_measured": {f"heads.{key}": NO_HEAD_PASS for key in HEAD_KEYS}}
     found: Metrics = {"per_unit": {}}
-    for part in parts:
-        part = dict(part)
-        found["per_unit"].update(part.pop("per_unit", {}))
-        found.update(part)
+    for name, metrics in {**sets, "pair_sets": pair_sets(sets["twins"], sets["easy_pairs"])}.items():
+        metrics = dict(metrics)
+        found["per_unit"].update({f"{name}.{key}": value for key, value in metrics.pop("per_unit", {}).items()})
+        found[name] = metrics
     return found
-
-
-def measure(extract: Extract, texts: Mapping[str, Any]) -> tuple[Metrics, np.ndarray]:
-    """One model's metrics (module docstring) and the mean pools of the corpus; ``extract`` runs
-    the model on a list of texts (each list as its chapter passes it, so that the cache hits)."""
-    sentences = extract(texts["sentences"])
-    pairs = {name: extract(pair) for name, pair in texts["pairs"].items()}
-    hard, easy = (extract(texts["pair_sets"][name]) for name in ("hard", "easy"))
-    pools = extract(texts["corpus"]).mean_pool("all")
-    return merged(layer_by_layer.collapse(sentences), layer_by_layer.separability(sentences),
-                  layer_by_layer.cls_alignment(sentences), similarity_attractor.pair_similarity(pairs),
-                  similarity_attractor.pair_sets(hard, easy), anisotropy.cone_formation(pools)), pools
-
-
-def head_pass(model: LoadedModel, n_texts: int, length: int, seed: int, batch_size: int) -> Metrics:
-    """Chapter 4's streaming pass on ``n_texts`` texts of ``length`` tokens of the corpus, reduced
-    to the measures the chapter compares (module docstring)."""
-    settings = context_similarity.Settings()
-    texts = windows.from_source(model.tokenizer, "corpus", n_texts, length, seed)
-    run = context_similarity.measure(streaming.stream(model, texts, batch_size, total=n_texts), settings)
-    found = context_similarity.metrics(run.stats, settings)
-    grid = {key: found["heads"][key] for key in ("mean_pair_distance", "separator_attention")}
-    return {**{key: found[key] for key in HEAD_KEYS if key != "head_grid"}, "head_grid": grid,
-            "per_unit": {key: found["per_unit"][key] for key in HEAD_UNITS}}
-
-
-def no_head_pass(reason: str) -> Metrics:
-    """The head measures of a model the head pass did not run on: None, and why."""
-    return {**dict.fromkeys(HEAD_KEYS), "not_measured": dict.fromkeys(
-        ("separator_attention", "mean_pair_distance", "same_sentence_fraction"), reason)}
-
-
-def heads(model: LoadedModel, params: Mapping[str, Any]) -> Metrics:
-    """:func:`head_pass` of a trained model with the chapter's ``head_texts``, ``head_length``,
-    ``seed`` and ``batch_size``; a random-init control gets :func:`no_head_pass`."""
-    if model.info.source == "control":
-        return no_head_pass("the head pass runs on the trained models only")
-    return head_pass(model, params["head_texts"], params["head_length"], params["seed"], params["batch_size"])
 
 
 def with_controls(by_model: Mapping[str, Metrics], control_of: Mapping[str, str]) -> dict[str, Metrics]:
-    """``by_model`` with, for each trained model that has a control (``control_of``: control id →
-    trained id), ``control``: the control's series that the ledger's nulls name."""
-    found = {name: dict(metrics) for name, metrics in by_model.items()}
-    for control, trained in control_of.items():
-        series = by_model[control]
-        found[trained]["control"] = {**{key: series[key] for key in CONTROL_KEYS},
-                                     "pair_sets": {name: series["pair_sets"][name] for name in ("hard", "easy")}}
+    """``by_model`` where each trained model with controls (``control_of``: control id → trained
+    id) gains ``per_unit["control.<key>"]``: its controls' per-unit values stacked seed by seed
+    [S, n, …], for every key they all have with one shape."""
+    found = {name: {**metrics, "per_unit": dict(metrics["per_unit"])} for name, metrics in by_model.items()}
+    for trained in dict.fromkeys(control_of.values()):
+        seeds = [by_model[c]["per_unit"] for c, t in control_of.items() if t == trained]
+        shared = [k for k in seeds[0] if all(k in s and np.shape(s[k]) == np.shape(seeds[0][k]) for s in seeds)]
+        found[trained]["per_unit"].update({f"control.{key}": np.stack([s[key] for s in seeds]) for key in shared})
     return found
 
 
+def measured(found: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Metrics], dict[str, ModelInfo]]:
+    """An atlas's results (``book.atlas.read``: model id → its results) as the chapter judges
+    them: each model's metrics (:func:`model_metrics`), a trained model's with its controls'
+    per-unit values (:func:`with_controls`), and each model's :class:`ModelInfo` (with its
+    weights' SHA-256), by model id."""
+    infos = {name: ModelInfo(**document["model"]) for name, document in found.items()}
+    by_model = {name: model_metrics(document["metrics"]) for name, document in found.items()}
+    trained = [name for name, info in infos.items() if info.source != "control"]
+    control_of = {name: next((t for t in trained if name.startswith(f"{t} [")), None)
+                  for name, info in infos.items() if info.source == "control"}
+    return with_controls(by_model, {c: t for c, t in control_of.items() if t}), infos
+
+
+def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]) -> dict[str, Metrics]:
+    """The trained models' metrics alone, without their controls' per-unit values: the chapter
+    as it would read without random-init controls."""
+    return {name: {**metrics, "per_unit": {k: v for k, v in metrics["per_unit"].items()
+                                           if not k.startswith("control.")}}
+            for name, metrics in by_model.items() if infos[name].source != "control"}
+
+
+def sample_table(by_model: Mapping[str, Metrics], sets: Sequence[str] = ("corpus",),
+                 key: str = "anisotropy") -> "pd.DataFrame":
+    """Per model (its id without the organisation) and set: ``key`` at its peak depth over every
+    unit and over the seeded sample the claims are judged on, their largest difference over
+    depths, and the two sizes."""
+    import pandas as pd
+
+    rows = []
+    for name, metrics in by_model.items():
+        for part in sets:
+            full, sampled = np.asarray(metrics[part][key]), np.asarray(metrics[part]["sampled"][key])
+            rows.append({"model": name.rsplit("/", 1)[-1], "set": part, "units": metrics[part]["n_units"],
+                         "sampled units": metrics[part]["sampled"]["n_units"],
+                         f"{key}, peak, all units": full.max(), f"{key}, peak, sample": sampled.max(),
+                         "largest difference over depths": np.abs(full - sampled).max()})
+    return pd.DataFrame(rows).set_index(["model", "set"])
+
+
 def without_units(by_model: Mapping[str, Metrics]) -> dict[str, Metrics]:
-    """Every model's metrics without their per-unit values."""
+    """Every model's metrics without their per-unit values (what the results JSON keeps per model)."""
     return {name: {key: value for key, value in metrics.items() if key != "per_unit"}
             for name, metrics in by_model.items()}
 
 
-def without_controls(by_model: Mapping[str, Metrics], control_of: Mapping[str, str]) -> dict[str, Metrics]:
-    """The trained models' metrics without their controls' series: what the chapter measures when
-    ``random_control`` is false (``control_of``: control id → trained id)."""
-    return {name: {key: value for key, value in metrics.items() if key != "control"}
-            for name, metrics in by_model.items() if name not in control_of}
-
-
-def sample_anisotropy(pools: np.ndarray, sample: Sequence[str], corpus: Sequence[str], extract: Extract) -> Metrics:
-    """Anisotropy per depth of the texts ``sample`` (columns of the corpus's ``pools`` where it can),
-    the depth of its peak, and its largest |difference| from the whole corpus's curve."""
-    series = anisotropy.anisotropy_per_depth(cone_exercises.sample_pools(sample, corpus, pools, extract))
-    full = anisotropy.anisotropy_per_depth(pools)
-    return {"anisotropy": series, "peak_depth": int(np.argmax(series)), "full_peak_depth": int(np.argmax(full)),
-            "max_difference": float(np.abs(series - full).max())}
+def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]],
+               limit: int | None = None) -> dict[str, dict[str, Any]]:
+    """The per-head grids [L][H] of the head pass (mean pair distance and separator share) of
+    the first ``limit`` trained models (default: all), by the model's label."""
+    trained = [m for m in by_model if models[m]["kind"] == "trained" and (by_model[m].get("heads") or {}).get("heads")]
+    return {models[m]["label"]: {key: by_model[m]["heads"]["heads"][key] for key in ("mean_pair_distance",
+                                                                                     "separator_attention")}
+            for m in trained[:limit]}

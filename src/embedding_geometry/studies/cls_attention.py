@@ -20,11 +20,12 @@ Metrics: ``position_study`` → cls_attention_by_position {n_positions T, n_text
 (labels), shares {b0_10, b11_50, b51_100, b101_plus}, uniform [4], article_table [4] (the
 published shares), article_code_512 and article_code_T [4] (the article's power law over 512 and
 T positions), closest_length and closest_rms (the length whose power law comes nearest the
-table), to_cls = profile[0], early_ratio = shares[0] / uniform[0], power_law {alpha, r2,
+table), to_cls = profile[0], early_ratio = shares[0] / uniform[0], early_excess = shares[0] −
+uniform[0] (what positions 0–10 get beyond uniform attention), power_law {alpha, r2,
 spearman}, profile [T] (rounded to 6 decimals), entropy (``pooling.attention_entropy``, mean),
 uniform_shares {b0_10, …} and uniform_early_ratio (the uniform-attention null), power_law_by_text
 {mean_r2: the mean over texts of each text's own fit's R²}}; per_unit {"cls_attention_by_position.
-shares.<bucket>", ".early_ratio", ".power_law_by_text.mean_r2": [N]}.
+shares.<bucket>", ".early_ratio", ".early_excess", ".power_law_by_text.mean_r2": [N]}.
 ``short_summary`` keeps {n_positions, shares [4], uniform, power_law}.
 """
 
@@ -57,17 +58,20 @@ def n_positions(value: int | None, max_seq_length: int) -> int:
     ParameterError unless MIN_POSITIONS ≤ T ≤ max_seq_length."""
     chosen = max_seq_length if value is None else value
     if isinstance(chosen, bool) or not isinstance(chosen, int) or not MIN_POSITIONS <= chosen <= max_seq_length:
-        raise ParameterError("n_positions", f"an integer in [{MIN_POSITIONS}, {max_seq_length}] (the model's limit)", value)
+        raise ParameterError(
+            "n_positions", f"an integer in [{MIN_POSITIONS}, {max_seq_length}] (the model's limit)", value
+        )
     return chosen
 
 
 # --------------------------------------------------------------------------- buckets and the power law
 
+
 def bucket_shares(weights: np.ndarray, buckets: Sequence[tuple[int, int | None]] = BUCKETS) -> np.ndarray:
     """Σ of ``weights`` ([T], indexed by position) inside each inclusive (first, last) bucket
     (last None: to the end) → [len(buckets)]; positions a text does not reach add nothing."""
     weights = np.asarray(weights, dtype=np.float64)
-    return np.array([weights[first:None if last is None else last + 1].sum() for first, last in buckets])
+    return np.array([weights[first : None if last is None else last + 1].sum() for first, last in buckets])
 
 
 def uniform_shares(n_positions: int, buckets: Sequence[tuple[int, int | None]] = BUCKETS) -> np.ndarray:
@@ -89,8 +93,9 @@ def article_code_table(n_positions: int = ARTICLE_POSITIONS, alpha: float = ARTI
     return bucket_shares(power_law(n_positions, alpha))
 
 
-def closest_length(table: Sequence[float] = ARTICLE_TABLE, alpha: float = ARTICLE_ALPHA,
-                   lengths: Sequence[int] = range(102, 2049)) -> tuple[int, float]:
+def closest_length(
+    table: Sequence[float] = ARTICLE_TABLE, alpha: float = ARTICLE_ALPHA, lengths: Sequence[int] = range(102, 2049)
+) -> tuple[int, float]:
     """The sequence length whose power-law bucket shares come closest to ``table`` (least
     squares), and the root-mean-square difference there."""
     table = np.asarray(table, dtype=np.float64)
@@ -114,15 +119,22 @@ def fit_power_law(profile: np.ndarray) -> dict[str, float]:
     n = len(profile)
     if n < 3 or np.ptp(profile) == 0:
         raise ValueError("fitting a decay needs a non-constant profile of at least 3 positions")
-    result = optimize.minimize_scalar(lambda log_a: np.sum((power_law(n, np.exp(log_a)) - profile) ** 2),
-                                      bounds=(np.log(1e-6), np.log(1e3)), method="bounded")
+    result = optimize.minimize_scalar(
+        lambda log_a: np.sum((power_law(n, np.exp(log_a)) - profile) ** 2),
+        bounds=(np.log(1e-6), np.log(1e3)),
+        method="bounded",
+    )
     sse = float(result.fun)
     sst = float(np.sum((profile - profile.mean()) ** 2))
-    return {"alpha": float(np.exp(result.x)), "r2": 1.0 - sse / sst,
-            "spearman": float(stats.spearmanr(np.arange(n), profile).statistic)}
+    return {
+        "alpha": float(np.exp(result.x)),
+        "r2": 1.0 - sse / sst,
+        "spearman": float(stats.spearmanr(np.arange(n), profile).statistic),
+    }
 
 
 # --------------------------------------------------------------------------- the study
+
 
 def position_study(acts: Activations, article_table: Sequence[float] = ARTICLE_TABLE) -> dict[str, object]:
     """{cls_attention_by_position, per_unit} (see the module docstring) from texts of one length
@@ -134,23 +146,49 @@ def position_study(acts: Activations, article_table: Sequence[float] = ARTICLE_T
     shares, uniform = by_text.mean(axis=0), uniform_shares(T)
     closest, closest_rms = closest_length(article_table)
     text_r2 = np.array([fit_power_law(r)["r2"] for r in rows])
-    found = {"n_positions": T, "n_texts": acts.n_texts, "buckets": list(BUCKET_LABELS),
-             "shares": dict(zip(SHARE_KEYS, shares.tolist())), "uniform": uniform.tolist(),
-             "article_table": list(article_table), "article_code_512": article_code_table().tolist(),
-             "article_code_T": article_code_table(T).tolist(), "closest_length": closest,
-             "closest_rms": closest_rms, "to_cls": float(profile[0]), "early_ratio": float(shares[0] / uniform[0]),
-             "power_law": fit_power_law(profile), "profile": profile.tolist(),
-             "entropy": float(attention_entropy(acts).mean()),
-             "uniform_shares": dict(zip(SHARE_KEYS, uniform.tolist())), "uniform_early_ratio": 1.0,
-             "power_law_by_text": {"mean_r2": float(text_r2.mean())}}
+    found = {
+        "n_positions": T,
+        "n_texts": acts.n_texts,
+        "buckets": list(BUCKET_LABELS),
+        "shares": dict(zip(SHARE_KEYS, shares.tolist())),
+        "uniform": uniform.tolist(),
+        "article_table": list(article_table),
+        "article_code_512": article_code_table().tolist(),
+        "article_code_T": article_code_table(T).tolist(),
+        "closest_length": closest,
+        "closest_rms": closest_rms,
+        "to_cls": float(profile[0]),
+        "early_ratio": float(shares[0] / uniform[0]),
+        "early_excess": float(shares[0] - uniform[0]),
+        "power_law": fit_power_law(profile),
+        "profile": profile.tolist(),
+        "entropy": float(attention_entropy(acts).mean()),
+        "uniform_shares": dict(zip(SHARE_KEYS, uniform.tolist())),
+        "uniform_early_ratio": 1.0,
+        "power_law_by_text": {"mean_r2": float(text_r2.mean())},
+    }
     key = "cls_attention_by_position"
-    per_unit = {**{f"{key}.shares.{name}": by_text[:, b] for b, name in enumerate(SHARE_KEYS)},
-                f"{key}.early_ratio": by_text[:, 0] / uniform[0], f"{key}.power_law_by_text.mean_r2": text_r2}
+    per_unit = {
+        **{f"{key}.shares.{name}": by_text[:, b] for b, name in enumerate(SHARE_KEYS)},
+        f"{key}.early_ratio": by_text[:, 0] / uniform[0],
+        f"{key}.early_excess": by_text[:, 0] - uniform[0],
+        f"{key}.power_law_by_text.mean_r2": text_r2,
+    }
     return {key: found, "per_unit": per_unit}
+
+
+def exercise(acts: Activations, key: str = "exercise_n_positions") -> dict[str, object]:
+    """{key: ``short_summary``} of ``position_study`` on another set of texts (an exercise's
+    length T)."""
+    return {key: short_summary(position_study(acts)["cls_attention_by_position"])}
 
 
 def short_summary(study: dict[str, object]) -> dict[str, object]:
     """The part of a ``position_study`` an exercise compares: n_positions, shares as a list
     [4] in bucket order, uniform and power_law."""
-    return {"n_positions": study["n_positions"], "shares": [study["shares"][k] for k in SHARE_KEYS],
-            "uniform": study["uniform"], "power_law": study["power_law"]}
+    return {
+        "n_positions": study["n_positions"],
+        "shares": [study["shares"][k] for k in SHARE_KEYS],
+        "uniform": study["uniform"],
+        "power_law": study["power_law"],
+    }

@@ -61,6 +61,7 @@ def compound_texts(data: dict[str, list]) -> dict[str, list[str]]:
 
 # --------------------------------------------------------------------------- measurements
 
+
 def word_index(tokenizer, text: str, word: str) -> int:
     """The tokenizer's word id of the first occurrence of ``word`` in ``text`` (any case)."""
     at = text.lower().find(word.lower())
@@ -99,8 +100,13 @@ def composition(compounds: np.ndarray, parts: Sequence[np.ndarray]) -> dict[str,
     midpoints = np.stack([np.asarray(p, dtype=np.float64).mean(axis=0) for p in parts])
     sims = cosine_matrix(midpoints, compounds)
     hits = (np.argmax(sims, axis=1) == np.arange(len(compounds))).astype(np.float64)
-    return {"cosine": np.diag(sims).tolist(), "mean_cosine": float(np.mean(np.diag(sims))),
-            "hits": hits.tolist(), "top1": float(np.mean(hits)), "chance": 1.0 / len(compounds)}
+    return {
+        "cosine": np.diag(sims).tolist(),
+        "mean_cosine": float(np.mean(np.diag(sims))),
+        "hits": hits.tolist(),
+        "top1": float(np.mean(hits)),
+        "chance": 1.0 / len(compounds),
+    }
 
 
 def stability(vectors: np.ndarray) -> float:
@@ -108,8 +114,9 @@ def stability(vectors: np.ndarray) -> float:
     return mean_pairwise_cosine(vectors)
 
 
-def pair_margin(vectors: np.ndarray, positives: Sequence[tuple[int, int]],
-                negatives: Sequence[tuple[int, int]]) -> float:
+def pair_margin(
+    vectors: np.ndarray, positives: Sequence[tuple[int, int]], negatives: Sequence[tuple[int, int]]
+) -> float:
     """mean cos over ``positives`` − mean cos over ``negatives`` (pairs of row indices of ``vectors``)."""
     vectors = np.asarray(vectors, dtype=np.float64)
 
@@ -130,43 +137,70 @@ def _word_stability(acts: Activations, tokenizer, start: int, contexts: Sequence
 
 # --------------------------------------------------------------------------- the study
 
-def subword_study(data: dict[str, list], bare: Activations, uses: Activations, tokenizer,
-                  pooling_mode: str) -> dict[str, object]:
+
+def subword_study(
+    data: dict[str, list], bare: Activations, uses: Activations, tokenizer, pooling_mode: str
+) -> dict[str, object]:
     """{subword, per_unit} (see the module docstring) from the records of ``compound_texts(data)``:
     ``bare`` of its bare words, ``uses`` of its sentences; ``pooling_mode`` is the model's."""
     compounds, controls = data["compounds"], data["controls"]
     vectors = model_pooling(bare, pooling_mode)
     bounds = np.cumsum([0] + [len(c["parts"]) for c in compounds]) + len(compounds)
-    composed = composition(vectors[:len(compounds)], [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+    composed = composition(vectors[: len(compounds)], [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
     mean_vectors, subword_vectors = pool(uses, "mean"), pool(uses, "subword")
     rows = []
     for n, (c, cosine) in enumerate(zip(compounds, composed["cosine"])):
         own = list(range(4 * n, 4 * n + 4))
         stable, pieces = _word_stability(uses, tokenizer, 4 * n, c["contexts"], c["compound"])
-        rows.append({"compound": c["compound"], "pieces": " ".join(tokenizer.tokenize(c["compound"])),
-                     "n_pieces": pieces, "composition_cosine": cosine, "stability": stable,
-                     "margin_mean_pool": pair_margin(mean_vectors[own], POSITIVES, NEGATIVES),
-                     "margin_subword_pool": pair_margin(subword_vectors[own], POSITIVES, NEGATIVES)})
+        rows.append(
+            {
+                "compound": c["compound"],
+                "pieces": " ".join(tokenizer.tokenize(c["compound"])),
+                "n_pieces": pieces,
+                "composition_cosine": cosine,
+                "stability": stable,
+                "margin_mean_pool": pair_margin(mean_vectors[own], POSITIVES, NEGATIVES),
+                "margin_subword_pool": pair_margin(subword_vectors[own], POSITIVES, NEGATIVES),
+            }
+        )
     control_rows, start = [], 4 * len(compounds)
     for c in controls:
         stable, pieces = _word_stability(uses, tokenizer, start, c["contexts"], c["word"])
         control_rows.append({"word": c["word"], "n_pieces": pieces, "stability": stable})
         start += len(c["contexts"])
-    mean_of = lambda key, table: float(np.mean([r[key] for r in table]))
-    found = {"compounds": rows, "controls": control_rows,
-             "split_fraction": float(np.mean([r["n_pieces"] > 1 for r in rows])),
-             "composition_mean_cosine": composed["mean_cosine"], "composition_top1": composed["top1"],
-             "composition_chance": composed["chance"], "stability_compound": mean_of("stability", rows),
-             "stability_control": mean_of("stability", control_rows),
-             "margin_mean_pool": mean_of("margin_mean_pool", rows),
-             "margin_subword_pool": mean_of("margin_subword_pool", rows)}
-    column = lambda key: np.array([r[key] for r in rows], dtype=np.float64)
-    per_unit = {"subword.composition_mean_cosine": column("composition_cosine"),
-                "subword.composition_top1": np.asarray(composed["hits"]),
-                "subword.stability_gap": found["stability_control"] - column("stability"),
-                "subword.confused_fraction": (column("margin_mean_pool") < 0).astype(np.float64),
-                "subword.margin_gain": column("margin_subword_pool") - column("margin_mean_pool")}
-    return {"subword": {**found, "stability_gap": found["stability_control"] - found["stability_compound"],
-                        "confused_fraction": float(np.mean([r["margin_mean_pool"] < 0 for r in rows])),
-                        "margin_gain": found["margin_subword_pool"] - found["margin_mean_pool"]},
-            "per_unit": per_unit}
+
+    def mean_of(key: str, table: list[dict]) -> float:
+        return float(np.mean([r[key] for r in table]))
+
+    found = {
+        "compounds": rows,
+        "controls": control_rows,
+        "split_fraction": float(np.mean([r["n_pieces"] > 1 for r in rows])),
+        "composition_mean_cosine": composed["mean_cosine"],
+        "composition_top1": composed["top1"],
+        "composition_chance": composed["chance"],
+        "stability_compound": mean_of("stability", rows),
+        "stability_control": mean_of("stability", control_rows),
+        "margin_mean_pool": mean_of("margin_mean_pool", rows),
+        "margin_subword_pool": mean_of("margin_subword_pool", rows),
+    }
+
+    def column(key: str) -> np.ndarray:
+        return np.array([r[key] for r in rows], dtype=np.float64)
+
+    per_unit = {
+        "subword.composition_mean_cosine": column("composition_cosine"),
+        "subword.composition_top1": np.asarray(composed["hits"]),
+        "subword.stability_gap": found["stability_control"] - column("stability"),
+        "subword.confused_fraction": (column("margin_mean_pool") < 0).astype(np.float64),
+        "subword.margin_gain": column("margin_subword_pool") - column("margin_mean_pool"),
+    }
+    return {
+        "subword": {
+            **found,
+            "stability_gap": found["stability_control"] - found["stability_compound"],
+            "confused_fraction": float(np.mean([r["margin_mean_pool"] < 0 for r in rows])),
+            "margin_gain": found["margin_subword_pool"] - found["margin_mean_pool"],
+        },
+        "per_unit": per_unit,
+    }

@@ -21,30 +21,37 @@ cone's axis), Σ_{i≠j} x̂_i · x̂_j = ‖Σ_i x̂_i‖² − n = n²κ² −
 
     mean c = (n κ² − 1) / (n − 1)  ≈ κ²                   (the article says E[cos θ] = cos α = κ)
 
-**Per-sentence values** (the sampling unit of these claims; each averages over the sentences to
-its metric, ``sentence_values``): a_i = the mean cosine of x̂_i with the other rows (mean: mean c);
-u_i = x̂_i · Σ_j x̂_j / n (mean: avg_sim); s_i = (1 − sign(mean c) · a_i + var_iso) / 2 (mean: the
-score, with the variance term held at its value on all n rows); k_i = x̂_i · m̂ (mean: κ).
+**Pairwise kernels** (the sampling unit of these claims is the sentence, and every statistic
+above is a mean over *pairs* of sentences: a U-statistic, resampled by recomputing it over the
+pairs of distinct resampled sentences, ``pair_kernels``): K_ij = x̂_i · x̂_j (its U-statistic is
+mean c); A_ij = ((n − 1)/n) K_ij + 1/n (its U-statistic is avg_sim, the diagonal's n ones
+included); S_ij = (1 − sign(mean c) K_ij + var_iso)/2 (its U-statistic is the score, with the
+variance term held at its value on all n rows: exact whenever var c · d ≥ 1 caps it at 1). The
+cone's κ = mean_i x̂_i · m̂ is a plain mean over sentences (k_i = x̂_i · m̂, the axis m̂ fixed).
+Pairwise statistics are measured on a seeded sample of the corpus (``pair_sample``), the same
+sentences for every model and control, so that a kernel [n, n] stays small.
 
 Metrics (the chapter's results JSON):
 
     reference_study  → isotropy_reference {identical, orthonormal, isotropic} (``reference_scores``),
                        isotropic_mean_cos (mean c of the isotropic sample: the chance null of a
-                       cone); per_unit "isotropy_reference.orthonormal": s_i of the d basis vectors
-    model_row        one model's corpus embeddings: isotropy_components, anisotropy_warning and
-                     retrieval.summary (recall@10, nDCG@10) of its query embeddings, with its
-                     per_sentence values (``isotropy_study`` moves them to per_unit)
+                       cone); per_unit "isotropy_reference.orthonormal": the score kernel of the d
+                       basis vectors
+    model_row        one model's embeddings of the pair sample: isotropy_components,
+                     anisotropy_warning, and with its corpus and query embeddings retrieval.summary
+                     (recall@10, nDCG@10); its ``kernels`` (``isotropy_study`` moves them to per_unit)
     isotropy_study   → isotropy_score, isotropy (the main model's row), isotropy_by_model {model
                      id: row}, isotropy_article_models {article name: score, None when not run},
-                     isotropy_reference, isotropy_control {mean_cos, avg_sim, score, warns} of the
-                     random-init control (None values without one); per_unit "isotropy.mean_cos",
-                     "isotropy.avg_sim", "isotropy_score", "isotropy_control.mean_cos" and
-                     ".avg_sim", "isotropy_article_models.<name>" (s_i)
+                     isotropy_reference, isotropy_control {mean_cos, avg_sim, score, seeds} of the
+                     main model's random-init controls (means over their seeds; None values without
+                     them); per_unit kernels "isotropy.mean_cos" and ".avg_sim",
+                     "isotropy_article_models.<name>" (the score's) [n, n], and the controls'
+                     "isotropy_control.mean_cos" and ".avg_sim" [S, n, n], each ``stored``
     cone_study       → cone {cone_concentration, article_abs_error = |mean c − κ|, article_error =
                      mean c − κ, simulated {alpha_degrees, mean_pairwise_cosine} of a cone of
-                     angle arccos κ, trained_minus_control (mean c of the model − the control's,
-                     paired by sentence; None without a control)}; per_unit "cone.article_error"
-                     (a_i − k_i), "cone.trained_minus_control" (a_i − a_i of the control)
+                     angle arccos κ, trained_minus_control (mean c of the model − the controls',
+                     the same pairs; None without controls)}; per_unit "cone.to_axis" (k_i), so that
+                     article_error is the U-statistic of K minus the mean of k
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..core.geometry import mean_pairwise_cosine, row_mean_cosine, unit_rows
+from ..core.geometry import mean_pairwise_cosine, unit_rows
 from . import retrieval
 
 WARNING_THRESHOLD = 0.6
@@ -61,6 +68,7 @@ WARNING_THRESHOLD = 0.6
 
 
 # --------------------------------------------------------------------------- the article's score
+
 
 def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
     """``x`` as float64, checked to be an [n, d] array of n ≥ 2 vectors (a one-line ValueError)."""
@@ -85,8 +93,15 @@ def isotropy_components(x: np.ndarray) -> dict[str, float]:
     d = np.asarray(x).shape[1]
     mean, var = mean_pairwise_cosine(x), float(np.var(cosines))
     mean_iso, var_iso = 1.0 - abs(mean), min(var * d, 1.0)
-    return {"mean_cos": mean, "var_cos": var, "expected_var": 1.0 / d, "var_ratio": var * d,
-            "mean_iso": mean_iso, "var_iso": var_iso, "score": (mean_iso + var_iso) / 2}
+    return {
+        "mean_cos": mean,
+        "var_cos": var,
+        "expected_var": 1.0 / d,
+        "var_ratio": var * d,
+        "mean_iso": mean_iso,
+        "var_iso": var_iso,
+        "score": (mean_iso + var_iso) / 2,
+    }
 
 
 def isotropy_score(x: np.ndarray) -> float:
@@ -106,18 +121,49 @@ def anisotropy_warning(x: np.ndarray, threshold: float = WARNING_THRESHOLD) -> d
     """``avg_sim`` of the rows of ``x``, the mean over distinct pairs only, and whether the
     article's rule (avg_sim > threshold) fires."""
     value = avg_sim(x)
-    return {"avg_sim": value, "mean_offdiagonal": mean_pairwise_cosine(x),
-            "threshold": threshold, "warns": bool(value > threshold)}
+    return {
+        "avg_sim": value,
+        "mean_offdiagonal": mean_pairwise_cosine(x),
+        "threshold": threshold,
+        "warns": bool(value > threshold),
+    }
 
 
-def sentence_values(x: np.ndarray) -> dict[str, np.ndarray]:
-    """Per row of ``x`` ([n, d]): ``mean_cos`` a_i, ``avg_sim`` u_i and ``score`` s_i (see the
-    module docstring), each [n], each averaging to its metric over the rows."""
+def pair_kernels(x: np.ndarray) -> dict[str, np.ndarray]:
+    """The kernels [n, n] of the rows of ``x`` ([n, d]) whose U-statistics (the mean over pairs
+    i ≠ j) are mean c (``mean_cos``: K), avg_sim (``avg_sim``: A) and the score (``score``: S),
+    as the module docstring defines them."""
     unit = unit_rows(vector_set(x))
-    parts = isotropy_components(x)
-    a = row_mean_cosine(unit)
-    return {"mean_cos": a, "avg_sim": unit @ unit.sum(axis=0) / len(unit),
-            "score": (1.0 - np.sign(parts["mean_cos"]) * a + parts["var_iso"]) / 2}
+    n, parts = len(unit), isotropy_components(x)
+    k = unit @ unit.T
+    return {
+        "mean_cos": k,
+        "avg_sim": (n - 1) / n * k + 1 / n,
+        "score": (1.0 - np.sign(parts["mean_cos"]) * k + parts["var_iso"]) / 2,
+    }
+
+
+KERNEL_DIGITS = 7
+"""Decimals (relative to a kernel's largest |entry|) a kernel keeps in the results JSON."""
+
+
+def stored(kernel: np.ndarray) -> np.ndarray:
+    """``kernel`` as the results JSON keeps it: rounded to KERNEL_DIGITS decimals of its largest
+    |entry| (its U-statistic moves by under 10⁻⁷ of that scale, far inside the 10⁻⁴ to which a
+    claim's samples must rebuild its metric), so that [n, n] numbers stay a few MB of text."""
+    kernel = np.asarray(kernel, dtype=np.float64)
+    scale = float(np.max(np.abs(kernel))) if kernel.size else 0.0
+    return kernel if scale == 0 else np.round(kernel, KERNEL_DIGITS - int(np.ceil(np.log10(scale))))
+
+
+def pair_sample(n: int, size: int | None, seed: int = 0) -> np.ndarray:
+    """The sorted indices of a seeded sample of ``size`` of range(n) (all of them when ``size``
+    is None or at least n): the sentences whose pairs a chapter's pairwise statistics measure."""
+    if size is None or size >= n:
+        return np.arange(n)
+    if size < 2:
+        raise ValueError(f"a pair sample needs at least 2 sentences; got {size}")
+    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
 
 
 def isotropic_sample(n: int, d: int, seed: int = 0) -> np.ndarray:
@@ -130,19 +176,24 @@ def reference_scores(d: int, n: int, seed: int = 0) -> dict[str, float]:
     an ``orthonormal`` set of min(n, d) vectors (0.5: no variance), n ``isotropic`` random
     directions (≈ 1)."""
     identical = np.tile(np.eye(d)[:1], (n, 1))
-    return {"identical": isotropy_score(identical), "orthonormal": isotropy_score(np.eye(d)[:min(n, d)]),
-            "isotropic": isotropy_score(isotropic_sample(n, d, seed))}
+    return {
+        "identical": isotropy_score(identical),
+        "orthonormal": isotropy_score(np.eye(d)[: min(n, d)]),
+        "isotropic": isotropy_score(isotropic_sample(n, d, seed)),
+    }
 
 
 def reference_study(d: int, n: int, seed: int = 0) -> dict[str, object]:
-    """isotropy_reference, isotropic_mean_cos and the orthonormal set's per-vector scores
-    (see the module docstring)."""
-    return {"isotropy_reference": reference_scores(d, n, seed),
-            "isotropic_mean_cos": mean_pairwise_cosine(isotropic_sample(n, d, seed)),
-            "per_unit": {"isotropy_reference.orthonormal": sentence_values(np.eye(d)[:min(n, d)])["score"]}}
+    """isotropy_reference (``reference_scores``) and isotropic_mean_cos, the mean pairwise
+    cosine of n isotropic directions in R^d (see the module docstring)."""
+    return {
+        "isotropy_reference": reference_scores(d, n, seed),
+        "isotropic_mean_cos": mean_pairwise_cosine(isotropic_sample(n, d, seed)),
+    }
 
 
 # --------------------------------------------------------------------------- cone arithmetic
+
 
 def cone_concentration(x: np.ndarray) -> dict[str, float]:
     """κ, the mean cosine of the rows of ``x`` with the direction of their summed unit vectors;
@@ -150,8 +201,13 @@ def cone_concentration(x: np.ndarray) -> dict[str, float]:
     unit = unit_rows(vector_set(x))
     n = len(unit)
     kappa = float(np.linalg.norm(unit.sum(axis=0)) / n)
-    return {"kappa": kappa, "mean_pairwise_cosine": mean_pairwise_cosine(unit),
-            "identity": (n * kappa ** 2 - 1) / (n - 1), "kappa_squared": kappa ** 2, "article": kappa}
+    return {
+        "kappa": kappa,
+        "mean_pairwise_cosine": mean_pairwise_cosine(unit),
+        "identity": (n * kappa**2 - 1) / (n - 1),
+        "kappa_squared": kappa**2,
+        "article": kappa,
+    }
 
 
 def cap_boundary_sample(n: int, d: int, alpha: float, seed: int = 0) -> np.ndarray:
@@ -166,55 +222,104 @@ def cap_boundary_sample(n: int, d: int, alpha: float, seed: int = 0) -> np.ndarr
 
 # --------------------------------------------------------------------------- the chapter's metrics
 
-def model_row(docs: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant) -> dict[str, object]:
-    """One model's row of the isotropy table: the score's terms and the article's warning on its
-    corpus embeddings ``docs`` ([N, d]), recall@10 / nDCG@10 of ranking them for ``queries``, and
-    its ``per_sentence`` values (``sentence_values``)."""
-    ranking = retrieval.summary(retrieval.cosine_scores(queries, docs), relevant, ks=(10,))
-    return {**isotropy_components(docs), **anisotropy_warning(docs), **ranking, "per_sentence": sentence_values(docs)}
+
+def model_row(
+    pairs: np.ndarray,
+    docs: np.ndarray | None = None,
+    queries: np.ndarray | None = None,
+    relevant: retrieval.Relevant | None = None,
+    texts_per_second: float | None = None,
+) -> dict[str, object]:
+    """One model's row of the isotropy table: the score's terms and the article's warning on the
+    embeddings of the pair sample ``pairs`` ([n, d]) with their ``kernels`` (``pair_kernels``);
+    with its corpus embeddings ``docs`` ([N, d]) and ``queries``, recall@10 and nDCG@10 of ranking
+    the corpus for them (None for a control, which the table does not search with); and the
+    encoding speed measured in the run (``pooling.encoding_speed``; None for a control)."""
+    ranking = {"recall_at_10": None, "ndcg_at_10": None}
+    if docs is not None:
+        ranking = retrieval.summary(retrieval.cosine_scores(queries, docs), relevant, ks=(10,))
+    return {
+        **isotropy_components(pairs),
+        **anisotropy_warning(pairs),
+        **ranking,
+        "texts_per_second": texts_per_second,
+        "kernels": pair_kernels(pairs),
+    }
 
 
-def isotropy_study(by_model: Mapping[str, Mapping], main: str, control: str | None, article_rows: list[dict],
-                   references: dict[str, float]) -> dict[str, object]:
+def controls_of(model: str, by_model: Mapping[str, object]) -> list[str]:
+    """The ids among ``by_model`` of the random-init controls of ``model`` (``models.random_control``
+    names them "<model> [random-init control, seed s]"), in seed order."""
+    return [m for m in by_model if m.startswith(f"{model} [random-init control")]
+
+
+def isotropy_study(
+    by_model: Mapping[str, Mapping], main: str, article_rows: list[dict], references: dict[str, float]
+) -> dict[str, object]:
     """isotropy_score, isotropy, isotropy_by_model, isotropy_article_models, isotropy_reference,
-    isotropy_control and per_unit (see the module docstring) from ``model_row`` per model id, the
-    main model's id, the control's id (or None), the article's table rows ({name, model, score})
-    and ``reference_scores``."""
-    rows = {m: {k: v for k, v in row.items() if k != "per_sentence"} for m, row in by_model.items()}
-    units = {m: row.get("per_sentence") for m, row in by_model.items()}
-    row, of_control = rows[main], rows[control] if control else {}
-    per_unit = {}
-    if units[main] is not None:
-        per_unit.update({"isotropy.mean_cos": units[main]["mean_cos"], "isotropy.avg_sim": units[main]["avg_sim"],
-                         "isotropy_score": units[main]["score"]})
-    if control and units[control] is not None:
-        per_unit.update({f"isotropy_control.{k}": units[control][k] for k in ("mean_cos", "avg_sim")})
-    per_unit.update({f"isotropy_article_models.{r['name']}": units[r["model"]]["score"]
-                     for r in article_rows if units.get(r["model"]) is not None})
-    return {"isotropy_score": row["score"], "isotropy": dict(row), "isotropy_by_model": rows,
-            "isotropy_article_models": {r["name"]: rows[r["model"]]["score"] if r["model"] in rows else None
-                                        for r in article_rows},
-            "isotropy_reference": dict(references),
-            "isotropy_control": {k: of_control.get(k) for k in ("mean_cos", "avg_sim", "score", "warns")},
-            "per_unit": per_unit}
+    isotropy_control and per_unit (see the module docstring) from ``model_row`` per model id (the
+    random-init controls of ``main`` among them), the id of the model whose claims these are, the
+    article's table rows ({name, model, score}) and ``reference_scores``."""
+    rows = {m: {k: v for k, v in row.items() if k != "kernels"} for m, row in by_model.items()}
+    kernels = {m: row["kernels"] for m, row in by_model.items()}
+    controls = controls_of(main, by_model)
+    per_unit = {
+        "isotropy.mean_cos": stored(kernels[main]["mean_cos"]),
+        "isotropy.avg_sim": stored(kernels[main]["avg_sim"]),
+    }
+    if controls:
+        per_unit.update(
+            {
+                f"isotropy_control.{k}": np.stack([stored(kernels[c][k]) for c in controls])
+                for k in ("mean_cos", "avg_sim")
+            }
+        )
+    per_unit.update(
+        {
+            f"isotropy_article_models.{r['name']}": stored(kernels[r["model"]]["score"])
+            for r in article_rows
+            if r["model"] in kernels
+        }
+    )
+    control = {
+        k: float(np.mean([rows[c][k] for c in controls])) if controls else None
+        for k in ("mean_cos", "avg_sim", "score")
+    }
+    return {
+        "isotropy_score": rows[main]["score"],
+        "isotropy": dict(rows[main]),
+        "isotropy_by_model": rows,
+        "isotropy_article_models": {
+            r["name"]: rows[r["model"]]["score"] if r["model"] in rows else None for r in article_rows
+        },
+        "isotropy_reference": dict(references),
+        "isotropy_control": {**control, "seeds": len(controls)},
+        "per_unit": per_unit,
+    }
 
 
-def cone_study(x: np.ndarray, control_rows: np.ndarray | None, seed: int = 0) -> dict[str, object]:
-    """{cone, per_unit} (see the module docstring) of the rows of ``x`` ([n, d]), with a simulated
-    cone of n vectors in R^d at the same angle (seeded), and the control's per-sentence mean
-    cosines a_i on the same sentences (``isotropy_control.mean_cos`` of per_unit; None without one)."""
+def cone_study(x: np.ndarray, by_model: Mapping[str, Mapping], model: str, seed: int = 0) -> dict[str, object]:
+    """{cone, per_unit} (see the module docstring) of the rows of ``x`` ([n, d], ``model``'s
+    embeddings of the pair sample), with a simulated cone of n vectors in R^d at the same angle
+    (seeded), and the mean over seeds of the mean c of ``model``'s random-init controls among the
+    ``model_row``s of ``by_model`` (None without controls)."""
+    controls = controls_of(model, by_model)
+    control_mean_cos = float(np.mean([by_model[c]["mean_cos"] for c in controls])) if controls else None
     cone = cone_concentration(x)
     n, d = np.shape(x)
     alpha = float(np.arccos(cone["kappa"]))
     simulated = mean_pairwise_cosine(cap_boundary_sample(n, d, alpha, seed))
     unit = unit_rows(vector_set(x))
-    rows, to_axis = row_mean_cosine(unit), unit @ (unit.sum(axis=0) / np.linalg.norm(unit.sum(axis=0)))
-    per_unit = {"cone.article_error": rows - to_axis}
-    if control_rows is not None:
-        per_unit["cone.trained_minus_control"] = rows - np.asarray(control_rows, dtype=np.float64)
-    return {"cone": {**cone, "article_abs_error": abs(cone["mean_pairwise_cosine"] - cone["kappa"]),
-                     "article_error": cone["mean_pairwise_cosine"] - cone["kappa"],
-                     "simulated": {"alpha_degrees": float(np.degrees(alpha)), "mean_pairwise_cosine": simulated},
-                     "trained_minus_control": None if control_rows is None
-                     else float(np.mean(per_unit["cone.trained_minus_control"]))},
-            "per_unit": per_unit}
+    to_axis = unit @ (unit.sum(axis=0) / np.linalg.norm(unit.sum(axis=0)))
+    return {
+        "cone": {
+            **cone,
+            "article_abs_error": abs(cone["mean_pairwise_cosine"] - cone["kappa"]),
+            "article_error": cone["mean_pairwise_cosine"] - cone["kappa"],
+            "simulated": {"alpha_degrees": float(np.degrees(alpha)), "mean_pairwise_cosine": simulated},
+            "trained_minus_control": None
+            if control_mean_cos is None
+            else cone["mean_pairwise_cosine"] - control_mean_cos,
+        },
+        "per_unit": {"cone.to_axis": to_axis},
+    }

@@ -27,9 +27,10 @@ The long-document test: each document's sentences are queries (their own sentenc
 a query is answered when the nearest document (cosine) is its own, recall@1, split by whether
 truncation reads the whole sentence.
 
-Metrics: ``long_text_study`` → long_text {n_docs, words_per_doc, windows_per_doc, token_budget B,
-coverage {truncation, windows}, windows_over_limit_fraction (windows of more than B tokens),
-sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
+Metrics: ``coverage_study`` → long_text {n_docs, words_per_doc, windows_per_doc, token_budget B,
+coverage {truncation, windows}, windows_over_limit_fraction (windows of more than B tokens)} and
+per_unit "long_text.coverage.windows": what the tokenizer alone decides. ``long_text_study`` →
+long_text {those and sentences_beyond_truncation, recall_at_1 {truncation, windows_max, windows_mean: {all,
 read_by_truncation, beyond_truncation (None when no sentence is)}}, tokens_per_word (of the
 corpus), words_in_budget = B / tokens_per_word, windows_minus_truncation and max_minus_mean
 (recall@1 over all sentences)}; per_unit, per document (the sampling unit: a document's
@@ -55,8 +56,10 @@ WINDOW_POOLINGS = ("max", "mean")
 
 # --------------------------------------------------------------------------- building texts
 
-def dilution_sets(sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int,
-                  seed: int = 0, key_last: bool = False) -> dict[str, list]:
+
+def dilution_sets(
+    sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int, seed: int = 0, key_last: bool = False
+) -> dict[str, list]:
     """``n_keys`` key sentences (seeded) and, for each, texts key + k fillers for k = 0..k_max
     (``key_last``: the k fillers, then the key), the fillers drawn (seeded, without repeats)
     from topics other than the key's; the same seed gives the same keys and fillers.
@@ -82,13 +85,16 @@ def dilution_sets(sentences: Sequence[str], topics: Sequence[str], n_keys: int, 
 KEY_POSITIONS = ("key first", "key last")
 
 
-def dilution_texts(sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int,
-                   seed: int = 0) -> dict[str, dict[str, list]]:
+def dilution_texts(
+    sentences: Sequence[str], topics: Sequence[str], n_keys: int, k_max: int, seed: int = 0
+) -> dict[str, dict[str, list]]:
     """``dilution_sets`` with the key first and with the key last (same keys and fillers), by
     position name (KEY_POSITIONS); ``flat_texts`` lists their texts in the order
     ``pooling.dilution_study`` reads them."""
-    return {position: dilution_sets(sentences, topics, n_keys, k_max, seed, key_last=position == "key last")
-            for position in KEY_POSITIONS}
+    return {
+        position: dilution_sets(sentences, topics, n_keys, k_max, seed, key_last=position == "key last")
+        for position in KEY_POSITIONS
+    }
 
 
 def flat_texts(sets: dict[str, dict[str, list]]) -> list[str]:
@@ -143,6 +149,7 @@ def _cut(sentences: Sequence[str], min_words: int, seed: int) -> list[list[int]]
 
 # --------------------------------------------------------------------------- the article's windows
 
+
 def word_windows(text: str, window: int = 256, stride: int = 128) -> list[str]:
     """The article's ``_encode_long`` windows: ``window`` words every ``stride`` words, only full
     windows (a text of ≤ ``window`` words is returned whole)."""
@@ -151,7 +158,7 @@ def word_windows(text: str, window: int = 256, stride: int = 128) -> list[str]:
     words = text.split()
     if len(words) <= window:
         return [text]
-    return [" ".join(words[i:i + window]) for i in range(0, len(words) - window + 1, stride)]
+    return [" ".join(words[i : i + window]) for i in range(0, len(words) - window + 1, stride)]
 
 
 def window_starts(n_words: int, window: int, stride: int) -> list[int]:
@@ -171,11 +178,13 @@ def pool_windows(vectors: np.ndarray, method: WindowPooling = "max") -> np.ndarr
 
 # --------------------------------------------------------------------------- what the model reads
 
+
 def word_token_offsets(tokenizer, text: str) -> np.ndarray:
     """Token offsets of the words of ``text.split()``: word w owns tokens offsets[w]:offsets[w+1]
     (no special tokens) → [W + 1]."""
     words = text.split()
-    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+    # a whole long text, past the model's limit on purpose: no warning that it is longer
+    encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=False, verbose=False)
     counts = np.bincount([w for w in encoding.word_ids() if w is not None], minlength=len(words))
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
@@ -185,8 +194,9 @@ def budget(tokenizer, max_length: int) -> int:
     return max_length - tokenizer.num_special_tokens_to_add(pair=False)
 
 
-def read_mask(offsets: np.ndarray, n_budget: int, starts: Sequence[int] | None = None,
-              window: int | None = None) -> np.ndarray:
+def read_mask(
+    offsets: np.ndarray, n_budget: int, starts: Sequence[int] | None = None, window: int | None = None
+) -> np.ndarray:
     """Which tokens the model reads ([offsets[-1]] bool): the first ``n_budget`` tokens
     (truncation, ``starts`` None) or, per window starting at word s of ``window`` words, the
     first ``n_budget`` tokens of words s..s + window − 1."""
@@ -198,7 +208,7 @@ def read_mask(offsets: np.ndarray, n_budget: int, starts: Sequence[int] | None =
     n_words = len(offsets) - 1
     for s in starts:
         first, last = int(offsets[s]), int(offsets[min(s + window, n_words)])
-        mask[first:min(last, first + n_budget)] = True
+        mask[first : min(last, first + n_budget)] = True
     return mask
 
 
@@ -217,6 +227,7 @@ def tokens_per_word(tokenizer, texts: Sequence[str]) -> float:
 
 
 # --------------------------------------------------------------------------- the long-document test
+
 
 @dataclass(frozen=True)
 class LongDocuments:
@@ -239,8 +250,9 @@ class LongDocuments:
         return self.texts + [w for ws in self.windows for w in ws]
 
 
-def long_documents(sentences: Sequence[str], min_words: int, n_docs: int, window: int = 256, stride: int = 128,
-                   seed: int = 0) -> LongDocuments:
+def long_documents(
+    sentences: Sequence[str], min_words: int, n_docs: int, window: int = 256, stride: int = 128, seed: int = 0
+) -> LongDocuments:
     """``n_docs`` documents of ≥ ``min_words`` words from a seeded shuffle of ``sentences``, with
     their windows of ``window`` words every ``stride`` words."""
     docs = documents(sentences, min_words, n_docs, seed)
@@ -248,49 +260,93 @@ def long_documents(sentences: Sequence[str], min_words: int, n_docs: int, window
     return LongDocuments(docs, texts, [word_windows(t, window, stride) for t in texts], window, stride)
 
 
-def long_text_study(docs: LongDocuments, vectors: np.ndarray, sentences: Sequence[str], sentence_vectors: np.ndarray,
-                    tokenizer, max_length: int) -> dict[str, object]:
-    """{long_text, per_unit} (see the module docstring) of ``docs``, whose ``encoded`` texts have the
-    (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
-    its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
-    reads ``max_length`` tokens, special tokens included."""
+def coverage_study(
+    docs: LongDocuments, tokenizer, max_length: int, key: str = "long_text", samples: bool = True
+) -> dict[str, object]:
+    """{long_text, per_unit} of what a model that reads ``max_length`` tokens (special tokens
+    included) reads of ``docs`` — the tokenizer alone decides it, no forward pass: n_docs,
+    words_per_doc, windows_per_doc, token_budget, coverage {truncation, windows},
+    windows_over_limit_fraction; per_unit "long_text.coverage.windows" (per document). ``key``
+    renames long_text (an exercise's run), ``samples`` False leaves per_unit out."""
     n_budget = budget(tokenizer, max_length)
-    bounds = np.cumsum([len(docs.texts)] + [len(ws) for ws in docs.windows])
-    windows = [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    pooled = {"truncation": np.asarray(vectors[:len(docs.texts)]),
-              **{f"windows_{m}": np.stack([pool_windows(w, m) for w in windows]) for m in WINDOW_POOLINGS}}
-    coverage = {"truncation": [], "windows": []}
-    over_limit, read_by_truncation, queries, relevant = [], [], [], []
-    for d, (doc, text) in enumerate(zip(docs.documents, docs.texts)):
+    coverage, over_limit = {"truncation": [], "windows": []}, []
+    for text in docs.texts:
         offsets = word_token_offsets(tokenizer, text)
         starts = window_starts(len(text.split()), docs.window, docs.stride)
         coverage["truncation"].append(read_mask(offsets, n_budget).mean())
         coverage["windows"].append(read_mask(offsets, n_budget, starts, docs.window).mean())
         over_limit += [int(offsets[min(s + docs.window, len(offsets) - 1)] - offsets[s]) > n_budget for s in starts]
-        read_by_truncation += [end <= n_budget for _, end in sentence_spans(offsets, [len(sentences[i].split()) for i in doc])]
+    found = {
+        "n_docs": len(docs.texts),
+        "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
+        "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])),
+        "token_budget": n_budget,
+        "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
+        "windows_over_limit_fraction": float(np.mean(over_limit)),
+    }
+    if not samples:
+        return {key: found}
+    return {key: found, "per_unit": {f"{key}.coverage.windows": np.asarray(coverage["windows"])}}
+
+
+def long_text_study(
+    docs: LongDocuments,
+    vectors: np.ndarray,
+    sentences: Sequence[str],
+    sentence_vectors: np.ndarray,
+    tokenizer,
+    max_length: int,
+    key: str = "long_text",
+    samples: bool = True,
+) -> dict[str, object]:
+    """{long_text, per_unit} (see the module docstring) of ``docs``, whose ``encoded`` texts have the
+    (unnormalised) embeddings ``vectors`` [len(encoded), D]; each document is searched for with
+    its own sentences' vectors (``sentence_vectors`` [N, D], rows of ``sentences``); the model
+    reads ``max_length`` tokens, special tokens included. ``key`` renames long_text (an exercise's
+    run), ``samples`` False leaves per_unit out."""
+    n_budget = budget(tokenizer, max_length)
+    bounds = np.cumsum([len(docs.texts)] + [len(ws) for ws in docs.windows])
+    windows = [vectors[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    pooled = {
+        "truncation": np.asarray(vectors[: len(docs.texts)]),
+        **{f"windows_{m}": np.stack([pool_windows(w, m) for w in windows]) for m in WINDOW_POOLINGS},
+    }
+    read = coverage_study(docs, tokenizer, max_length)
+    read_by_truncation, queries, relevant = [], [], []
+    for d, (doc, text) in enumerate(zip(docs.documents, docs.texts)):
+        offsets = word_token_offsets(tokenizer, text)
+        read_by_truncation += [
+            end <= n_budget for _, end in sentence_spans(offsets, [len(sentences[i].split()) for i in doc])
+        ]
         queries += doc
         relevant += [d] * len(doc)
-    recall, hits = _recall_by_reach(pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation))
-    found = {"n_docs": len(docs.texts), "words_per_doc": float(np.mean([len(t.split()) for t in docs.texts])),
-             "windows_per_doc": float(np.mean([len(ws) for ws in docs.windows])), "token_budget": n_budget,
-             "coverage": {k: float(np.mean(v)) for k, v in coverage.items()},
-             "windows_over_limit_fraction": float(np.mean(over_limit)),
-             "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))), "recall_at_1": recall,
-             "tokens_per_word": tokens_per_word(tokenizer, sentences)}
+    recall, hits = _recall_by_reach(
+        pooled, np.asarray(sentence_vectors)[queries], relevant, np.asarray(read_by_truncation)
+    )
+    found = {
+        **read["long_text"],
+        "sentences_beyond_truncation": float(np.mean(~np.asarray(read_by_truncation))),
+        "recall_at_1": recall,
+        "tokens_per_word": tokens_per_word(tokenizer, sentences),
+    }
     found["words_in_budget"] = n_budget / found["tokens_per_word"]
-    per_doc = lambda values: np.bincount(relevant, weights=values, minlength=len(docs.texts))
-    per_unit = {"long_text.coverage.windows": np.asarray(coverage["windows"])}
-    for key, (a, b) in {"windows_minus_truncation": ("windows_max", "truncation"),
-                        "max_minus_mean": ("windows_max", "windows_mean")}.items():
-        per_unit[f"long_text.{key}.hits"] = per_doc(hits[a] - hits[b])
-        per_unit[f"long_text.{key}.sentences"] = per_doc(np.ones(len(relevant)))
-    return {"long_text": {**found, "windows_minus_truncation": recall["windows_max"]["all"] - recall["truncation"]["all"],
-                          "max_minus_mean": recall["windows_max"]["all"] - recall["windows_mean"]["all"]},
-            "per_unit": per_unit}
+    per_unit = dict(read["per_unit"])
+    for name, (a, b) in {
+        "windows_minus_truncation": ("windows_max", "truncation"),
+        "max_minus_mean": ("windows_max", "windows_mean"),
+    }.items():
+        per_unit[f"long_text.{name}.hits"] = np.bincount(relevant, weights=hits[a] - hits[b], minlength=len(docs.texts))
+        per_unit[f"long_text.{name}.sentences"] = np.bincount(relevant, minlength=len(docs.texts)).astype(np.float64)
+    found.update(
+        windows_minus_truncation=recall["windows_max"]["all"] - recall["truncation"]["all"],
+        max_minus_mean=recall["windows_max"]["all"] - recall["windows_mean"]["all"],
+    )
+    return {key: found, "per_unit": per_unit} if samples else {key: found}
 
 
-def _recall_by_reach(pooled: dict[str, np.ndarray], queries: np.ndarray, relevant: list[int],
-                     read: np.ndarray) -> tuple[dict[str, dict[str, float | None]], dict[str, np.ndarray]]:
+def _recall_by_reach(
+    pooled: dict[str, np.ndarray], queries: np.ndarray, relevant: list[int], read: np.ndarray
+) -> tuple[dict[str, dict[str, float | None]], dict[str, np.ndarray]]:
     """recall@1 of each method's document vectors for the sentence ``queries``: over all of
     them, over those truncation reads whole (``read``) and over the rest (None when empty); and
     each method's per-query hits (1 when the query's own document ranks first) → [Q]."""
@@ -300,5 +356,7 @@ def _recall_by_reach(pooled: dict[str, np.ndarray], queries: np.ndarray, relevan
         hits[method] = recall_per_query(scores, relevant, 1)
         recall[method] = {"all": recall_at_k(scores, relevant, 1)}
         for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):
-            recall[method][group] = recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
+            recall[method][group] = (
+                recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
+            )
     return recall, hits

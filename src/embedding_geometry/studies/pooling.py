@@ -21,10 +21,10 @@ Length bias: Spearman's ρ between ‖m‖ (unnormalised sentence vector) and it
 and the R² = r² of the averaging law ‖m‖² = a + b / n (r: Pearson's, of ‖m‖² and 1/n);
 dilution: cos(pool(key), pool(key + k others)).
 
-Per-unit values (``per_unit``, each averaging over its first axis to the metric it names): a
-correlation is the mean of per-sentence products z(x)_i z(y)_i (population standard scores; of
-ranks for Spearman's ρ, times sign ρ for |ρ|); dilution values are per key, the mean over the key
-positions (and, for the entropy, over k); retrieval differences are per query (paired).
+Per-unit values (``per_unit``): a correlation is resampled from its per-sentence moments x, y,
+x², y², xy (``correlation_moments``: r is recomputed from the weighted means of each resample;
+ranks for Spearman's ρ, with x times sign ρ for |ρ|); dilution values are per key, the mean over
+the key positions (and, for the entropy, over k); retrieval differences are per query (paired).
 
 Metrics (the chapter's results JSON, one function per key):
 
@@ -35,8 +35,9 @@ Metrics (the chapter's results JSON, one function per key):
                           min_cosine}, special_token_cosine = mean_s cos(m(s), w(s)) with w the
                           mean of the word tokens only}
     length_norm_relation → length_bias {spearman, p_value, abs_spearman, averaging_law_r2,
-                          averaging_law_r, averaging_law_slope}; per_unit
-                          {length_bias.abs_spearman, length_bias.averaging_law_r: [N]}
+                          averaging_law_r, averaging_law_slope}; per_unit the moments
+                          "length_bias.abs_spearman.<x|y|xx|yy|xy>" and
+                          "length_bias.averaging_law_r.<…>" [N, 1] (``correlation_moments``)
     dilution_study      → length_dilution {k: [0..K], key_first / key_last: {mean, cls,
                           attention: curve [K + 1]}, attention_gain = mean over key positions of
                           (attention − mean) at k = K, mean_drop {key_first / key_last: the mean
@@ -45,7 +46,7 @@ Metrics (the chapter's results JSON, one function per key):
                           k_max = K, final {key_first / key_last: {mean, cls, attention}} at k = K};
                           per_unit {length_dilution.mean_drop.<position>: [keys],
                           length_dilution.attention_gain, length_dilution.attention_entropy: [keys]}
-    pooling_retrieval   → pooling_retrieval {mean, cls, attention, subword: retrieval.summary,
+    pooling_retrieval   → pooling_retrieval {mean, cls, subword: retrieval.summary,
                           cls_minus_mean, subword_minus_mean (nDCG@10 differences)}; per_unit
                           {pooling_retrieval.cls_minus_mean, .subword_minus_mean: [Q]}
 """
@@ -68,6 +69,7 @@ POOLINGS = ("mean", "cls", "attention", "subword")
 
 
 # --------------------------------------------------------------------------- pooling one text
+
 
 def attention_weighted_pool(states: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Σ_t a_t h_t / Σ_t a_t for states [T, D] and non-negative weights [T] → [D]."""
@@ -98,6 +100,7 @@ def subword_aware_pool(states: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the last layer's attention
 
+
 def _last_layer_maps(acts: Activations, i: int) -> np.ndarray:
     """A of text i: the last layer's attention maps [H, T_i, T_i] in float64."""
     if acts.attentions is None:
@@ -125,6 +128,7 @@ def attention_entropy(acts: Activations) -> np.ndarray:
 
 # --------------------------------------------------------------------------- pooling a record
 
+
 def pool(acts: Activations, method: Pooling, depth: int = -1) -> np.ndarray:
     """One vector per text of ``acts`` at ``depth`` (default: the final one) → [N, D].
     ``attention`` needs a record extracted with ``attentions=True`` (it weighs the final depth)."""
@@ -135,10 +139,18 @@ def pool(acts: Activations, method: Pooling, depth: int = -1) -> np.ndarray:
     if method == "cls":
         return acts.cls()[depth].astype(np.float64)
     if method == "attention":
-        return np.stack([attention_weighted_pool(acts.token_states(depth, i, "all"), weights)
-                         for i, weights in enumerate(cls_attention(acts))])
-    return np.stack([subword_aware_pool(acts.token_states(depth, i, "all"), acts.word_ids[acts.rows(i)])
-                     for i in range(acts.n_texts)])
+        return np.stack(
+            [
+                attention_weighted_pool(acts.token_states(depth, i, "all"), weights)
+                for i, weights in enumerate(cls_attention(acts))
+            ]
+        )
+    return np.stack(
+        [
+            subword_aware_pool(acts.token_states(depth, i, "all"), acts.word_ids[acts.rows(i)])
+            for i in range(acts.n_texts)
+        ]
+    )
 
 
 def model_pooling(acts: Activations, mode: str) -> np.ndarray:
@@ -147,19 +159,33 @@ def model_pooling(acts: Activations, mode: str) -> np.ndarray:
     return pool(acts, "cls" if mode == "cls" else "mean")
 
 
+RETRIEVAL_POOLINGS = ("mean", "cls", "subword")
+"""The poolings the retrieval comparison ranks with: those that need no attention maps, so that the
+corpus is read by the same forward pass as chapter 3's (the activation cache)."""
+
+
 def pooling_retrieval(docs: Activations, queries: Activations, relevant: retrieval.Relevant) -> dict[str, object]:
-    """Rank ``docs`` for ``queries`` (both extracted with attentions) by cosine under every
-    pooling → {pooling_retrieval, per_unit} (see the module docstring)."""
-    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in POOLINGS}
+    """Rank ``docs`` for ``queries`` by cosine under every pooling of RETRIEVAL_POOLINGS →
+    {pooling_retrieval, per_unit} (see the module docstring)."""
+    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in RETRIEVAL_POOLINGS}
     found = {m: retrieval.summary(s, relevant) for m, s in scores.items()}
     ndcg = {m: r["ndcg_at_10"] for m, r in found.items()}
-    per_unit = {f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
-                for m in ("cls", "subword")}
-    return {"pooling_retrieval": {**found, "cls_minus_mean": ndcg["cls"] - ndcg["mean"],
-                                  "subword_minus_mean": ndcg["subword"] - ndcg["mean"]}, "per_unit": per_unit}
+    per_unit = {
+        f"pooling_retrieval.{m}_minus_mean": retrieval.paired_ndcg(scores[m], scores["mean"], relevant)
+        for m in ("cls", "subword")
+    }
+    return {
+        "pooling_retrieval": {
+            **found,
+            "cls_minus_mean": ndcg["cls"] - ndcg["mean"],
+            "subword_minus_mean": ndcg["subword"] - ndcg["mean"],
+        },
+        "per_unit": per_unit,
+    }
 
 
 # --------------------------------------------------------------------------- length bias and dilution
+
 
 def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str, dict]:
     """How the norm of unnormalised sentence vectors ([N, D]) depends on their token counts
@@ -171,20 +197,34 @@ def length_norm_relation(vectors: np.ndarray, n_tokens: np.ndarray) -> dict[str,
     if len(norms) != len(n_tokens) or len(norms) < 3 or np.ptp(n_tokens) == 0:
         raise ValueError("the length relation needs ≥ 3 vectors with token counts that are not all equal")
     rho = stats.spearmanr(norms, n_tokens)
-    fit = stats.linregress(1.0 / n_tokens, norms ** 2)
-    found = {"spearman": float(rho.statistic), "p_value": float(rho.pvalue), "abs_spearman": abs(float(rho.statistic)),
-             "averaging_law_r2": float(fit.rvalue ** 2), "averaging_law_r": float(fit.rvalue),
-             "averaging_law_slope": float(fit.slope)}
-    ranks = (stats.rankdata(norms), stats.rankdata(n_tokens))
-    per_unit = {"length_bias.abs_spearman": np.sign(rho.statistic) * standard_products(*ranks),
-                "length_bias.averaging_law_r": standard_products(1.0 / n_tokens, norms ** 2)}
+    fit = stats.linregress(1.0 / n_tokens, norms**2)
+    found = {
+        "spearman": float(rho.statistic),
+        "p_value": float(rho.pvalue),
+        "abs_spearman": abs(float(rho.statistic)),
+        "averaging_law_r2": float(fit.rvalue**2),
+        "averaging_law_r": float(fit.rvalue),
+        "averaging_law_slope": float(fit.slope),
+    }
+    ranks = (np.sign(rho.statistic) * stats.rankdata(norms), stats.rankdata(n_tokens))
+    per_unit = {
+        **correlation_moments("length_bias.abs_spearman", *ranks),
+        **correlation_moments("length_bias.averaging_law_r", 1.0 / n_tokens, norms**2),
+    }
     return {"length_bias": found, "per_unit": per_unit}
 
 
-def standard_products(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """z(x)_i · z(y)_i with population standard scores → [n]: their mean is Pearson's r."""
-    z = [(v - v.mean()) / v.std() for v in (np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))]
-    return z[0] * z[1]
+def correlation_moments(key: str, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-unit moments of one correlation, ``<key>.x``, ``.y``, ``.xx``, ``.yy``, ``.xy``
+    ([n, 1] each, centred and scaled for numerical safety: r is unchanged): Pearson's
+    r = (E[xy] − E[x]E[y]) / √((E[x²] − E[x]²)(E[y²] − E[y]²)) of any weighting of the units is a
+    function of their weighted means, which is how a resample recomputes it."""
+    x, y = (np.asarray(v, dtype=np.float64) for v in (x, y))
+    x, y = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+    return {
+        f"{key}.{name}": value[:, None]
+        for name, value in (("x", x), ("y", y), ("xx", x * x), ("yy", y * y), ("xy", x * y))
+    }
 
 
 def dilution_curves(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
@@ -208,23 +248,36 @@ def dilution_study(acts: Activations, positions: Sequence[str], k_max: int) -> d
         raise ValueError(f"{acts.n_texts} texts are not {len(positions)} positions × keys × {k_max + 1} lengths")
     grid = (len(positions), per_position // (k_max + 1), k_max + 1, -1)
     vectors = {m: pool(acts, m).reshape(grid) for m in ("mean", "cls", "attention")}
-    per_key = {pos.replace(" ", "_"): {m: dilution_curves(v[p][:, 0], v[p]) for m, v in vectors.items()}
-               for p, pos in enumerate(positions)}
+    per_key = {
+        pos.replace(" ", "_"): {m: dilution_curves(v[p][:, 0], v[p]) for m, v in vectors.items()}
+        for p, pos in enumerate(positions)
+    }
     curves = {pos: {m: c.mean(axis=0) for m, c in by.items()} for pos, by in per_key.items()}
     gain = float(np.mean([c["attention"][-1] - c["mean"][-1] for c in curves.values()]))
     entropy = attention_entropy(acts)
-    per_unit = {**{f"length_dilution.mean_drop.{pos}": by["mean"][:, 0] - by["mean"][:, -1] for pos, by in per_key.items()},
-                "length_dilution.attention_gain": np.mean([c["attention"][:, -1] - c["mean"][:, -1]
-                                                           for c in per_key.values()], axis=0),
-                "length_dilution.attention_entropy": entropy.reshape(grid[:3]).mean(axis=(0, 2))}
-    return {"length_dilution": {"k": list(range(k_max + 1)), **curves, "attention_gain": gain,
-                                "attention_entropy": float(entropy.mean()), "k_max": k_max,
-                                "mean_drop": {pos: float(c["mean"][0] - c["mean"][-1]) for pos, c in curves.items()},
-                                "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()}},
-            "per_unit": per_unit}
+    per_unit = {
+        **{f"length_dilution.mean_drop.{pos}": by["mean"][:, 0] - by["mean"][:, -1] for pos, by in per_key.items()},
+        "length_dilution.attention_gain": np.mean(
+            [c["attention"][:, -1] - c["mean"][:, -1] for c in per_key.values()], axis=0
+        ),
+        "length_dilution.attention_entropy": entropy.reshape(grid[:3]).mean(axis=(0, 2)),
+    }
+    return {
+        "length_dilution": {
+            "k": list(range(k_max + 1)),
+            **curves,
+            "attention_gain": gain,
+            "attention_entropy": float(entropy.mean()),
+            "k_max": k_max,
+            "mean_drop": {pos: float(c["mean"][0] - c["mean"][-1]) for pos, c in curves.items()},
+            "final": {pos: {m: float(c[-1]) for m, c in by.items()} for pos, by in curves.items()},
+        },
+        "per_unit": per_unit,
+    }
 
 
 # --------------------------------------------------------------------------- what the library does
+
 
 def library_checks(pipeline, texts: Sequence[str]) -> dict[str, object] | None:
     """What a sentence-transformers ``pipeline`` (``models.sentence_transformer``; None when the
@@ -237,26 +290,58 @@ def library_checks(pipeline, texts: Sequence[str]) -> dict[str, object] | None:
     texts = list(texts)
     if len(texts) < 2 or len({len(t) for t in texts}) < 2:
         raise ValueError("the padding check needs at least two texts of different lengths")
-    encode = lambda batch: np.asarray(pipeline.encode(batch, batch_size=len(texts), convert_to_numpy=True,
-                                                      show_progress_bar=False), dtype=np.float64)
+
+    def encode(batch: list[str]) -> np.ndarray:
+        found = pipeline.encode(batch, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False)
+        return np.asarray(found, dtype=np.float64)
+
     together = encode(texts)
     alone = np.vstack([encode([text]) for text in texts])
-    return {"modules": [type(module).__name__ for module in pipeline],
-            "max_norm_deviation": float(np.max(np.abs(np.linalg.norm(together, axis=1) - 1.0))),
-            "padding_max_abs_diff": float(np.max(np.abs(together - alone)))}
+    return {
+        "modules": [type(module).__name__ for module in pipeline],
+        "max_norm_deviation": float(np.max(np.abs(np.linalg.norm(together, axis=1) - 1.0))),
+        "padding_max_abs_diff": float(np.max(np.abs(together - alone))),
+    }
 
 
-def library_metrics(info: ModelInfo, checks: dict | None, against_model: dict | None,
-                    acts: Activations) -> dict[str, dict]:
+def encoding_speed(pipeline, texts: Sequence[str], batch_size: int = 32) -> float | None:
+    """Texts per second of the sentence-transformers ``pipeline``'s own ``encode`` over ``texts``
+    (after one warm-up batch), timed in this run on this machine: the "speed" of the article's
+    benchmark. None when the model has no sentence-transformers configuration (``pipeline`` None)."""
+    import time
+
+    from ..core import clock
+
+    if pipeline is None:
+        return None
+    texts = list(texts)
+    if not texts:
+        raise ValueError("encoding speed needs at least one text")
+    with clock.model_call():
+        pipeline.encode(texts[:batch_size], batch_size=batch_size, show_progress_bar=False)
+        start = time.perf_counter()
+        pipeline.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        seconds = time.perf_counter() - start
+    return len(texts) / seconds
+
+
+def library_metrics(
+    info: ModelInfo, checks: dict | None, against_model: dict | None, acts: Activations
+) -> dict[str, dict]:
     """model_facts and library (see the module docstring) from the model's description, its
     ``library_checks``, ``activations.check_against_model`` (None without a configuration) and
     the record of the texts the chapter pools."""
     checks = checks or {}
     special = float(pair_cosine(acts.mean_pool("all")[-1], acts.mean_pool("word")[-1]).mean())
-    return {"model_facts": {"hidden": info.hidden, "layers": info.layers, "max_seq_length": info.max_seq_length},
-            "library": {"modules": checks.get("modules"), "pooling_mode": info.pooling,
-                        "pooling_is_mean": float(info.pooling == "mean"),
-                        "max_norm_deviation": checks.get("max_norm_deviation"),
-                        "padding_max_abs_diff": checks.get("padding_max_abs_diff"),
-                        "meanpool_vs_model": against_model or {"max_abs_diff": None},
-                        "special_token_cosine": special}}
+    return {
+        "model_facts": {"hidden": info.hidden, "layers": info.layers, "max_seq_length": info.max_seq_length},
+        "library": {
+            "modules": checks.get("modules"),
+            "pooling_mode": info.pooling,
+            "pooling_is_mean": float(info.pooling == "mean"),
+            "max_norm_deviation": checks.get("max_norm_deviation"),
+            "padding_max_abs_diff": checks.get("padding_max_abs_diff"),
+            "meanpool_vs_model": against_model or {"max_abs_diff": None},
+            "special_token_cosine": special,
+        },
+    }

@@ -58,7 +58,7 @@ exercises(reversal, paraphrase, negation, hard)
                                 negation_maxsim_final {a_to_b_mean, a_to_b_min, b_to_a {token of b: float}}}
 
 token_animation(four): the PCA animation of the hard and easy pairs, chapter 1's
-:func:`~embedding_geometry.studies.layer_by_layer.token_pca` fitted at depth 0. ``per_unit``
+:func:`~embedding_geometry.studies.pca_views.token_pca` fitted at depth 0. ``per_unit``
 (merged into ``metrics["per_unit"]``) holds the values each bootstrap resamples, whose mean over
 axis 0 is the metric (book/claims/samples.py): per word token of a (tokens) ``maxsim_mean`` [n_a, L + 1]
 and ``final_depth_differences.maxsim_minus_mean_pool`` [n_a]; per pair (pairs) every key of
@@ -77,7 +77,7 @@ import numpy as np
 
 from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
-from . import layer_by_layer, retrieval
+from . import pca_views, retrieval
 
 PARAPHRASE = "Share prices rallied when the Federal Reserve lowered borrowing costs"
 """Exercise 2: a paraphrase of the *surged* sentence in other words."""
@@ -136,8 +136,8 @@ def forward_passes(extract: Extract, model: Any, texts: Mapping[str, Any]) -> di
 def token_animation(four: Activations) -> Metrics:
     """The word tokens of the hard and easy pairs (one record of their four texts) on a 2-D PCA
     fitted at depth 0 and kept for every depth (chapter 1's
-    :func:`~embedding_geometry.studies.layer_by_layer.token_pca`)."""
-    return {"token_animation": layer_by_layer.token_pca(four, fit_depth=0)}
+    :func:`~embedding_geometry.studies.pca_views.token_pca`)."""
+    return {"token_animation": pca_views.token_pca(four, fit_depth=0)}
 
 
 def mean_pool_cosine(pair: Activations) -> np.ndarray:

@@ -17,30 +17,30 @@ A direction with λ ≈ 0 is multiplied by 1/√ε = 1000; ``null_space_share`` 
 the whitened held-out vectors lies in such directions (with n_F ≤ d there are at least d − n_F + 1
 of them). Anisotropy is the mean pairwise cosine (``geometry.mean_pairwise_cosine``) throughout.
 
-Two evaluations (the chapter's results JSON):
+The evaluation (the chapter's results JSON):
 
-    whitening_study       → whitening: the first one, kept as it was. Fitted on the unnormalised
-                          embeddings of the fit split; anisotropy on the held-out split, but
-                          retrieval ranks *all* documents (fitted and held-out) for the queries.
-                          {n_fit, n_held_out, dims, zero_eigenvalues (λ < 1e-10 λ_max),
-                          held_out {none, center, whiten: {anisotropy, isotropy_score}},
-                          anisotropy_reduction (none − whiten), retrieval {method: summary},
-                          ndcg_at_10 {method: nDCG@10}, retrieval_change (whiten − none),
-                          borrowed (domain_transfer), borrowed_minus_own (centering)}
     held_out_study        → whitening_fair: the article's setting. Fitted on the L2-normalised
                           embeddings of the fit split (what the article's ``model.encode`` returns);
                           every measure on held-out documents only: the queries rank the held-out
                           split, each against its relevant held-out sentences (queries with none
-                          are left out). The keys of ``whitening`` and: fit_per_dim = n_F / d,
+                          are left out). {n_fit, n_held_out, dims, zero_eigenvalues (λ < 1e-10 λ_max),
+                          held_out {none, center, whiten: {anisotropy, isotropy_score}},
+                          anisotropy_reduction (none − whiten), retrieval {method: summary},
+                          ndcg_at_10 {method: nDCG@10}, retrieval_change (whiten − none),
+                          borrowed (domain_transfer), borrowed_minus_own (centering),
+                          fit_per_dim = n_F / d,
                           article_fit_size (10,000, the article's ``sample_size``),
                           n_queries, null_space_share, centering_change (center − none), and a
                           sensitivity table {variant: nDCG@10} of the VARIANTS, with
-                          sensitivity_minus_raw {variant: variant − raw}, best_variant and
-                          best_minus_raw (the best whitening variant − raw).
+                          sensitivity_minus_raw {variant: variant − raw}.
                           per_unit: "whitening_fair.anisotropy_reduction" and
-                          ".borrowed_minus_own" per held-out sentence (row means of cosines);
-                          ".retrieval_change", ".centering_change", ".best_minus_raw" per query
-                          (paired nDCG@10 differences)
+                          ".borrowed_minus_own", kernels over pairs of held-out sentences (of domain
+                          B for the second): K_ij before minus after whitening, after the borrowed
+                          minus after the own centering (their U-statistics, the mean over pairs
+                          i ≠ j, are the metrics: anisotropy is a pairwise statistic);
+                          ".retrieval_change", ".centering_change" per query (paired nDCG@10
+                          differences). An exercise's evaluation goes under another ``key``, without
+                          per_unit (``samples=False``).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.geometry import mean_pairwise_cosine, row_mean_cosine, unit_rows
+from ..core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
 from . import retrieval
-from .isotropy import isotropy_score, vector_set
+from .isotropy import isotropy_score, stored, vector_set
 
 EPS = 1e-6
 """The article's ε in ``whiten_embeddings``."""
@@ -66,6 +66,7 @@ ZERO = 1e-10
 
 
 # --------------------------------------------------------------------------- centering and whitening
+
 
 @dataclass(frozen=True)
 class Transform:
@@ -106,7 +107,7 @@ def fit(x: np.ndarray, method: Method = "whiten", eps: float = EPS, keep: int | 
     matrix = None
     if method == "whiten":
         kept = eigenvectors[:, -keep:] if keep else eigenvectors
-        scale = 1.0 / np.sqrt(np.clip(eigenvalues[-kept.shape[1]:], 0.0, None) + eps)
+        scale = 1.0 / np.sqrt(np.clip(eigenvalues[-kept.shape[1] :], 0.0, None) + eps)
         matrix = kept @ np.diag(scale) @ kept.T
     return Transform(method=method, mean=mean, matrix=matrix, eigenvalues=eigenvalues, n_fit=len(x))
 
@@ -128,7 +129,9 @@ def split(n: int, fit_fraction: float, seed: int = 0) -> tuple[np.ndarray, np.nd
     return np.sort(order[:n_fit]), np.sort(order[n_fit:])
 
 
-def domain_transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0) -> dict[str, object]:
+def domain_transfer(
+    x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0
+) -> dict[str, object]:
     """Is a transform portable between domains? The labels (topics) are split, seeded, into two
     halves A and B; centering and whitening fitted on B's fit rows ("own") or on A's fit rows
     ("borrowed") are applied to B's held-out rows. → anisotropy (mean pairwise cosine) of those
@@ -136,10 +139,11 @@ def domain_transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.n
     return _transfer(x, labels, fit_rows, held_rows, seed)[0]
 
 
-def _transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray,
-              seed: int) -> tuple[dict[str, object], np.ndarray]:
-    """``domain_transfer`` and, per held-out row of B, its mean cosine with the other rows after
-    the borrowed centering minus after the own (their mean: borrowed − own)."""
+def _transfer(
+    x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray, seed: int
+) -> tuple[dict[str, object], np.ndarray]:
+    """``domain_transfer`` and the kernel over pairs of B's held-out rows of their cosine after
+    the borrowed centering minus after the own (its U-statistic: borrowed − own)."""
     labels = np.asarray(labels)
     names = list(dict.fromkeys(labels.tolist()))
     domain_a = _domain_a(names, seed)
@@ -148,13 +152,18 @@ def _transfer(x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray
     held_b = held_rows[~in_a[held_rows]]
     x = np.asarray(x, dtype=np.float64)
     raw = mean_pairwise_cosine(x[held_b])
-    result: dict[str, object] = {"domain_a": sorted(domain_a), "domain_b": sorted(set(names) - domain_a),
-                                 "n_fit_own": len(fit_b), "n_fit_borrowed": len(fit_a), "n_held_out": len(held_b)}
+    result: dict[str, object] = {
+        "domain_a": sorted(domain_a),
+        "domain_b": sorted(set(names) - domain_a),
+        "n_fit_own": len(fit_b),
+        "n_fit_borrowed": len(fit_a),
+        "n_held_out": len(held_b),
+    }
     for method in ("center", "whiten"):
         own, borrowed = fit(x[fit_b], method).apply(x[held_b]), fit(x[fit_a], method).apply(x[held_b])
         result[method] = {"raw": raw, "own": mean_pairwise_cosine(own), "borrowed": mean_pairwise_cosine(borrowed)}
         if method == "center":
-            gap = row_mean_cosine(borrowed) - row_mean_cosine(own)
+            gap = cosine_matrix(borrowed) - cosine_matrix(own)
     return result, gap
 
 
@@ -168,9 +177,9 @@ def _domain_a(names: list[str], seed: int) -> set[str]:
 
 def split_shortfall(relevant: retrieval.Relevant, labels, fit_fraction: float, seed: int = 0) -> str | None:
     """What the split ``split(len(labels), fit_fraction, seed)`` leaves too small for
-    :func:`whitening_study` and :func:`held_out_study` with draw ``seed``, in words; None when
-    nothing: each side at least 2 rows, a query of ``relevant`` with a relevant held-out row, and
-    in ``domain_transfer`` at least 2 fit rows in each domain and 2 held-out rows in B."""
+    :func:`held_out_study` with draw ``seed``, in words; None when nothing: each side at least
+    2 rows, a query of ``relevant`` with a relevant held-out row, and in ``domain_transfer`` at
+    least 2 fit rows in each domain and 2 held-out rows in B."""
     labels = np.asarray(labels)
     n, n_fit = len(labels), int(round(fit_fraction * len(labels)))
     if not 2 <= n_fit <= n - 2:
@@ -180,8 +189,11 @@ def split_shortfall(relevant: retrieval.Relevant, labels, fit_fraction: float, s
     if not any(r in held for r in relevant for r in ([r] if np.isscalar(r) else r)):
         return "no judged query has a relevant sentence in the held-out split"
     in_a = np.isin(labels, list(_domain_a(list(dict.fromkeys(labels.tolist())), seed)))
-    sizes = {"fit sentences in domain A": in_a[fit_rows].sum(), "fit sentences in domain B": (~in_a[fit_rows]).sum(),
-             "held-out sentences in domain B": (~in_a[held_rows]).sum()}
+    sizes = {
+        "fit sentences in domain A": in_a[fit_rows].sum(),
+        "fit sentences in domain B": (~in_a[fit_rows]).sum(),
+        "held-out sentences in domain B": (~in_a[held_rows]).sum(),
+    }
     small = next((name for name, size in sizes.items() if size < 2), None)
     return None if small is None else f"the domain transfer has {sizes[small]} {small} (needs 2)"
 
@@ -192,7 +204,7 @@ def null_space_share(fit_split: np.ndarray, whitened: np.ndarray) -> float:
     eigenvalues, eigenvectors = np.linalg.eigh(covariance(fit_split))
     null = eigenvectors[:, eigenvalues < ZERO * eigenvalues.max()]
     whitened = np.asarray(whitened, dtype=np.float64)
-    return float(np.sum((whitened @ null) ** 2) / np.sum(whitened ** 2))
+    return float(np.sum((whitened @ null) ** 2) / np.sum(whitened**2))
 
 
 def held_out_queries(relevant: retrieval.Relevant, held_rows: np.ndarray) -> tuple[np.ndarray, list[list[int]]]:
@@ -208,47 +220,46 @@ def held_out_queries(relevant: retrieval.Relevant, held_rows: np.ndarray) -> tup
 
 # --------------------------------------------------------------------------- the chapter's metrics
 
-def whitening_study(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant, labels,
-                    fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0) -> dict[str, object]:
-    """whitening (see the module docstring): every method fitted on ``x[fit_rows]`` and judged on
-    ``x[held_rows]`` (anisotropy, score) and on ranking all of ``x`` for ``queries`` (both
-    transformed); ``domain_transfer`` over ``labels`` with the same split."""
-    transforms = {method: fit(x[fit_rows], method) for method in METHODS}
-    held = {method: t.apply(x[held_rows]) for method, t in transforms.items()}
-    scores = {m: {"anisotropy": mean_pairwise_cosine(y), "isotropy_score": isotropy_score(y)} for m, y in held.items()}
-    ranking = {m: retrieval.summary(retrieval.cosine_scores(t.apply(queries), t.apply(x)), relevant)
-               for m, t in transforms.items()}
-    transfer = domain_transfer(x, labels, fit_rows, held_rows, seed)
-    eigenvalues = transforms["whiten"].eigenvalues
-    return {"n_fit": len(fit_rows), "n_held_out": len(held_rows), "dims": np.shape(x)[1],
-            "zero_eigenvalues": int(np.sum(eigenvalues < 1e-10 * eigenvalues.max())), "held_out": scores,
-            "anisotropy_reduction": scores["none"]["anisotropy"] - scores["whiten"]["anisotropy"],
-            "retrieval": ranking, "ndcg_at_10": {m: r["ndcg_at_10"] for m, r in ranking.items()},
-            "retrieval_change": ranking["whiten"]["ndcg_at_10"] - ranking["none"]["ndcg_at_10"],
-            "borrowed": transfer, "borrowed_minus_own": transfer["center"]["borrowed"] - transfer["center"]["own"]}
-
-
-VARIANTS = {"raw": ("none", {}), "centred": ("center", {}), "whitened": ("whiten", {}),
-            "unnormalised_input": ("whiten", {"normalised": False}), "eps_1e-2": ("whiten", {"eps": 1e-2}),
-            "top_third": ("whiten", {"top": 1 / 3}), "fit_on_all": ("whiten", {"fit_all": True})}
+VARIANTS = {
+    "raw": ("none", {}),
+    "centred": ("center", {}),
+    "whitened": ("whiten", {}),
+    "unnormalised_input": ("whiten", {"normalised": False}),
+    "eps_1e-2": ("whiten", {"eps": 1e-2}),
+    "top_third": ("whiten", {"top": 1 / 3}),
+    "fit_on_all": ("whiten", {"fit_all": True}),
+}
 """The sensitivity table: name → (method, what changes from the held-out evaluation): the input
 left unnormalised, ε = 1e-2 instead of 1e-6, only the top d/3 directions whitened (128 of
 MiniLM's 384), or the fit made on every document (the held-out ones included)."""
 
 
-def held_out_study(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant, labels,
-                   fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0) -> dict[str, object]:
-    """{whitening_fair, per_unit} (see the module docstring): centering and whitening fitted on
-    the unit rows of ``x[fit_rows]`` and judged on the held-out rows only — their anisotropy, and
-    ranking them for the ``queries`` that have a relevant held-out sentence — with the sensitivity
-    table of VARIANTS and ``domain_transfer`` over ``labels``."""
+def held_out_study(
+    x: np.ndarray,
+    queries: np.ndarray,
+    relevant: retrieval.Relevant,
+    labels,
+    fit_rows: np.ndarray,
+    held_rows: np.ndarray,
+    seed: int = 0,
+    key: str = "whitening_fair",
+    samples: bool = True,
+) -> dict[str, object]:
+    """{whitening_fair, per_unit} (see the module docstring; ``key`` renames whitening_fair, and
+    ``samples`` False leaves per_unit out): centering and whitening fitted on the unit rows of
+    ``x[fit_rows]`` and judged on the held-out rows only — their anisotropy, and ranking them for
+    the ``queries`` that have a relevant held-out sentence — with the sensitivity table of
+    VARIANTS and ``domain_transfer`` over ``labels``."""
     kept, pool_relevant = held_out_queries(relevant, held_rows)
-    inputs = {True: (unit_rows(x), unit_rows(queries)[kept]),
-              False: (np.asarray(x, dtype=np.float64), np.asarray(queries, dtype=np.float64)[kept])}
+    inputs = {
+        True: (unit_rows(x), unit_rows(queries)[kept]),
+        False: (np.asarray(x, dtype=np.float64), np.asarray(queries, dtype=np.float64)[kept]),
+    }
     unit = inputs[True][0]
 
-    def variant(method: str, normalised: bool = True, eps: float = EPS, top: float | None = None,
-                fit_all: bool = False) -> tuple[Transform, np.ndarray]:
+    def variant(
+        method: str, normalised: bool = True, eps: float = EPS, top: float | None = None, fit_all: bool = False
+    ) -> tuple[Transform, np.ndarray]:
         """One variant's transform, and its cosine scores of the kept queries against the held-out rows."""
         docs, asks = inputs[normalised]
         transform = fit(docs if fit_all else docs[fit_rows], method, eps, round(top * docs.shape[1]) if top else None)
@@ -257,26 +268,37 @@ def held_out_study(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relev
     fitted = {name: variant(method, **change) for name, (method, change) in VARIANTS.items()}
     base = dict(zip(METHODS, ("raw", "centred", "whitened")))
     held = {method: fitted[name][0].apply(unit[held_rows]) for method, name in base.items()}
-    rows = {m: row_mean_cosine(y) for m, y in held.items()}
+    pairs = {m: cosine_matrix(y) for m, y in held.items()}
     ndcg = {name: retrieval.ndcg_per_query(scores, pool_relevant) for name, (_, scores) in fitted.items()}
-    best = max((name for name, (method, _) in VARIANTS.items() if method == "whiten"), key=lambda n: ndcg[n].mean())
     transfer, gap = _transfer(unit, labels, fit_rows, held_rows, seed)
     ranking = {method: retrieval.summary(fitted[name][1], pool_relevant) for method, name in base.items()}
     eigenvalues, scores = fitted["whitened"][0].eigenvalues, {m: mean_pairwise_cosine(y) for m, y in held.items()}
-    found = {"n_fit": len(fit_rows), "n_held_out": len(held_rows), "dims": unit.shape[1],
-             "fit_per_dim": len(fit_rows) / unit.shape[1], "article_fit_size": ARTICLE_FIT_SIZE,
-             "n_queries": len(kept), "zero_eigenvalues": int(np.sum(eigenvalues < ZERO * eigenvalues.max())),
-             "null_space_share": null_space_share(unit[fit_rows], held["whiten"]),
-             "held_out": {m: {"anisotropy": scores[m], "isotropy_score": isotropy_score(y)} for m, y in held.items()},
-             "anisotropy_reduction": scores["none"] - scores["whiten"],
-             "retrieval": ranking, "ndcg_at_10": {m: r["ndcg_at_10"] for m, r in ranking.items()},
-             "retrieval_change": float(np.mean(ndcg["whitened"] - ndcg["raw"])),
-             "centering_change": float(np.mean(ndcg["centred"] - ndcg["raw"])),
-             "sensitivity": {n: float(v.mean()) for n, v in ndcg.items()},
-             "sensitivity_minus_raw": {n: float(np.mean(v - ndcg["raw"])) for n, v in ndcg.items()},
-             "best_variant": best, "best_minus_raw": float(np.mean(ndcg[best] - ndcg["raw"])),
-             "borrowed": transfer, "borrowed_minus_own": transfer["center"]["borrowed"] - transfer["center"]["own"]}
-    per_unit = {"anisotropy_reduction": rows["none"] - rows["whiten"], "borrowed_minus_own": gap,
-                **{key: ndcg[name] - ndcg["raw"] for key, name in
-                   (("retrieval_change", "whitened"), ("centering_change", "centred"), ("best_minus_raw", best))}}
-    return {"whitening_fair": found, "per_unit": {f"whitening_fair.{k}": v for k, v in per_unit.items()}}
+    found = {
+        "n_fit": len(fit_rows),
+        "n_held_out": len(held_rows),
+        "dims": unit.shape[1],
+        "fit_per_dim": len(fit_rows) / unit.shape[1],
+        "article_fit_size": ARTICLE_FIT_SIZE,
+        "n_queries": len(kept),
+        "zero_eigenvalues": int(np.sum(eigenvalues < ZERO * eigenvalues.max())),
+        "null_space_share": null_space_share(unit[fit_rows], held["whiten"]),
+        "held_out": {m: {"anisotropy": scores[m], "isotropy_score": isotropy_score(y)} for m, y in held.items()},
+        "anisotropy_reduction": scores["none"] - scores["whiten"],
+        "retrieval": ranking,
+        "ndcg_at_10": {m: r["ndcg_at_10"] for m, r in ranking.items()},
+        "retrieval_change": float(np.mean(ndcg["whitened"] - ndcg["raw"])),
+        "centering_change": float(np.mean(ndcg["centred"] - ndcg["raw"])),
+        "sensitivity": {n: float(v.mean()) for n, v in ndcg.items()},
+        "sensitivity_minus_raw": {n: float(np.mean(v - ndcg["raw"])) for n, v in ndcg.items()},
+        "borrowed": transfer,
+        "borrowed_minus_own": transfer["center"]["borrowed"] - transfer["center"]["own"],
+    }
+    if not samples:
+        return {key: found}
+    per_unit = {
+        "anisotropy_reduction": stored(pairs["none"] - pairs["whiten"]),
+        "borrowed_minus_own": stored(gap),
+        "retrieval_change": ndcg["whitened"] - ndcg["raw"],
+        "centering_change": ndcg["centred"] - ndcg["raw"],
+    }
+    return {key: found, "per_unit": {f"{key}.{k}": v for k, v in per_unit.items()}}

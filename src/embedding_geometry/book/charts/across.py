@@ -17,11 +17,14 @@ import pandas as pd
 
 from ..claims import lookup
 from .frames import per_layer_frame, published_frame
-from .theme import PUBLISHED_COLOR, _theme
+from .theme import PUBLISHED_COLOR, _theme, published_label
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
 KINDS = {"trained": "trained", "control": "random-init control"}
+PICK_ABOVE = 3
+"""Above this many trained models a chart draws one (with its controls) at a time, chosen in a
+model picker under the chart: more lines than that do not read on a phone."""
 PUBLISHED_DASHES = [[1, 0], [2, 2], [8, 3, 2, 3]]
 """Dash patterns of the published curves, in order (all thin and grey)."""
 
@@ -46,19 +49,13 @@ def published_gap(figure: Mapping[str, Any], minuend: str = "within-sentence",
     return {**figure, "series": {name: list(np.subtract(series[minuend], series[subtrahend]))}}
 
 
-def _published_label(series: str, model: str) -> str:
-    """"within-sentence — published (mxbai-embed-large-v1)"; the model left out where the series names it."""
-    short = model.rsplit("/", 1)[-1]
-    return f"{series} — published" + ("" if short in series else f" ({short})")
-
-
 def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None, title: str = "",
                  y_zero: bool = True) -> alt.LayerChart | alt.Chart:
     """The frame of :func:`models_frame` on relative depth: a colour per trained model, its
     control dashed in the same colour; published curves (``charts.published_frame``) thin and
     grey underneath. One legend names every line."""
     theirs = pd.DataFrame() if published is None else published.assign(
-        series=[_published_label(s, m) for s, m in zip(published["series"], published["model"])])
+        series=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     palette = _theme()["config"]["range"]["category"]
     families = list(dict.fromkeys(run["family"]))
     lines = run.drop_duplicates("series")
@@ -76,6 +73,9 @@ def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None
     ours = alt.Chart(run).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), color=colour, strokeDash=dash,
         tooltip=tooltip)
+    if len(families) > PICK_ABOVE:  # many models: one trained model and its controls at a time, picked
+        pick = alt.param(name="model", value=families[0], bind=alt.binding_select(options=families, name="model "))
+        ours = ours.add_params(pick).transform_filter(alt.datum.family == pick)
     if not n_published:
         return ours.properties(title=title)
     grey = alt.Chart(theirs).mark_line(strokeWidth=1.2).encode(x=x, y="value:Q", color=colour, strokeDash=dash,
@@ -101,8 +101,8 @@ def head_grid_frame(grids: Mapping[str, Mapping[str, Sequence[Sequence[float]]]]
 
 
 def head_grids(frame: pd.DataFrame, titles: Mapping[str, str], title: str = "") -> alt.VConcatChart:
-    """One block × head heatmap per measure (rows; colour scale ``titles[measure]``) and model
-    (side by side), each cell labelled with its value."""
+    """One block × head heatmap per measure (colour scale ``titles[measure]``) and model, one
+    under the other, each cell labelled with its value."""
     rows = []
     for measure, legend in titles.items():
         panels = []
@@ -115,5 +115,5 @@ def head_grids(frame: pd.DataFrame, titles: Mapping[str, str], title: str = "") 
                 text=alt.Text("value:Q", format=".2~g"),
                 color=alt.condition(f"datum.value > {float(part['value'].max()) / 2}", alt.value("white"), alt.value("black")))
             panels.append(alt.layer(cells, text).properties(width=alt.Step(26), height=alt.Step(20)))
-        rows.append(alt.hconcat(*panels))
+        rows += panels  # one panel a row: a 12 × 12 grid fits a phone's column
     return alt.vconcat(*rows).resolve_scale(color="independent").properties(title=title)

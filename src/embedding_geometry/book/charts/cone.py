@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..claims import lookup
+from ..tables import number_text
 from .frames import per_layer_frame, published_frame
 from .theme import PUBLISHED_COLOR, _theme
 
@@ -73,7 +74,7 @@ def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | N
 
 def _listed(values: Any) -> str:
     """Numbers as "0.123, 0.456"; "—" for None or none."""
-    return "—" if values is None or len(values) == 0 else ", ".join(f"{float(v):.3f}" for v in values)
+    return "—" if values is None or len(values) == 0 else ", ".join(number_text(v, 3) for v in values)
 
 
 def rotation_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -82,11 +83,11 @@ def rotation_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     and the final anisotropy of the model and of each control ("—" without controls)."""
     def column(f: Mapping[str, Any]) -> dict[str, str]:
         r = f["rotation"]
-        chance = {key: "—" if r[key] is None else f"{r[key]:.3f}" for key in ("chance", "chance_q99")}
+        chance = {key: "—" if r[key] is None else number_text(r[key], 3) for key in ("chance", "chance_q99")}
         return {"|cos| model vs each control": _listed(r["axis_cos"]),
                 "|cos| controls among themselves": _listed(r["controls_axis_cos"]),
                 "random directions: mean |cos|": chance["chance"], "random directions: 99 % quantile": chance["chance_q99"],
-                "final anisotropy, model": f"{f['anisotropy'][-1]:.3f}",
+                "final anisotropy, model": number_text(f["anisotropy"][-1], 3),
                 "final anisotropy, each control": _listed(f["controls"]["final_anisotropy"])}
 
     return pd.DataFrame({short_model(name): column(f) for name, f in found.items()})

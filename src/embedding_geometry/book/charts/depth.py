@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from .theme import PUBLISHED_COLOR, _theme
+from .theme import PUBLISHED_COLOR, _theme, published_label, short_name
 
 
 def depth_slider(n_layers: int, name: str = "depth", value: int | None = None) -> alt.Parameter:
@@ -24,12 +24,13 @@ def layer_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None 
     ``y_zero=False`` lets the y-axis start near the data instead of at 0."""
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
+    run = run.assign(label=[short_name(s) for s in run["series"]])
     ours = alt.Chart(run).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)),
-        color=alt.Color("series:N", title=None, sort=None), tooltip=tooltip)
+        color=alt.Color("label:N", title=None, sort=None), tooltip=tooltip)
     if published is None or published.empty:
         return ours.properties(title=title)
-    labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
+    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     theirs = alt.Chart(labelled).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
         x=x, y="value:Q", detail="label:N", strokeDash=alt.StrokeDash("label:N", title=None), tooltip=tooltip)
     return alt.layer(theirs, ours).resolve_scale(strokeDash="independent").properties(title=title)
@@ -91,11 +92,12 @@ def depth_bars(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None =
     n = max(int(run["depth"].max()), 1)
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4g")]
+    run = run.assign(label=[short_name(s) for s in run["series"]])
     ours = alt.Chart(run).mark_bar(size=max(3, int(360 / n))).encode(
-        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color("series:N", title=None), tooltip=tooltip)
+        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color("label:N", title=None), tooltip=tooltip)
     if published is None or published.empty:
         return ours.properties(title=title)
-    labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
+    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
         x=x, y="value:Q", detail="label:N", shape=alt.Shape("label:N", title=None), tooltip=tooltip)
     return alt.layer(ours, theirs).resolve_scale(shape="independent").properties(title=title)
@@ -111,7 +113,7 @@ def histogram_chart(run: pd.DataFrame, x_title: str, published: pd.DataFrame | N
         tooltip=["series:N", "model:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
     if published is None or published.empty:
         return ours.properties(title=title)
-    labelled = published.assign(label=published["series"] + " — published (" + published["model"] + ")")
+    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
         x="centre:Q", y="fraction:Q", shape=alt.Shape("label:N", title=None),
         tooltip=["label:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
@@ -128,8 +130,10 @@ def value_bars(frame: pd.DataFrame, value: str, label: str, x_title: str, title:
     if band is None:
         return bars.properties(title=title, width=300)
     low, high, caption = band
-    shade = alt.Chart(pd.DataFrame({"low": [low], "high": [high], "caption": [caption]})).mark_rect(
-        color=PUBLISHED_COLOR, opacity=0.6).encode(x="low:Q", x2="high:Q", tooltip=["caption:N"])
+    shade = alt.Chart(pd.DataFrame({"low": [low], "high": [high], "caption": [caption]})).mark_rect(opacity=0.6).encode(
+        x="low:Q", x2="high:Q", tooltip=["caption:N"],
+        color=alt.Color("caption:N", title=None, scale=alt.Scale(range=[PUBLISHED_COLOR]),
+                        legend=alt.Legend(symbolType="square", orient="bottom")))
     return alt.layer(bars, shade).properties(title=title, width=300)
 
 

@@ -60,7 +60,7 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
         named = published.assign(label=published["series"] + " — published (" + short + ")")
         layers.append(alt.Chart(named).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR, opacity=0.8).encode(
             x=x, y="value:Q", detail="label:N", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
-            opacity=alt.Opacity("label:N", title=None, legend=legend, scale=alt.Scale(range=[0.8]))))
+            opacity=alt.Opacity("label:O", title=None, legend=legend, scale=alt.Scale(range=[0.8]))))
     if zero_rule:
         layers.append(alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=PUBLISHED_COLOR).encode(y="y:Q"))
     chart = alt.layer(*layers, ours) if layers else ours
@@ -89,7 +89,7 @@ def binned_lines(frame: pd.DataFrame, x_title: str, published: pd.DataFrame | No
     named = published.assign(label="published (" + published["model"].str.split("/").str[-1] + ")",
                              bin_start=published["centre"] - (published["centre"].diff().median() / 2))
     theirs = alt.Chart(named).mark_line(interpolate="step-after", strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
-        x="bin_start:Q", y="fraction:Q", opacity=alt.Opacity("label:N", title=None, legend=legend,
+        x="bin_start:Q", y="fraction:Q", opacity=alt.Opacity("label:O", title=None, legend=legend,
                                                              scale=alt.Scale(range=[0.9])),
         tooltip=["label:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q"])
     return alt.layer(theirs, ours).resolve_scale(opacity="independent").properties(title=title)

@@ -30,18 +30,33 @@ def matrix_frame(matrix: Mapping[str, Mapping[str, float | None]], missing: str 
     return pd.DataFrame(rows, columns=["row", "column", "value", "label"])
 
 
+def covering(domain: tuple[float, float], values: pd.Series, diverging: bool = False) -> tuple[float, float]:
+    """``domain`` widened to cover every value (symmetric about 0 when ``diverging``), so that a
+    colour scale never clips what it shows."""
+    finite = pd.to_numeric(values, errors="coerce").dropna()
+    low, high = float(domain[0]), float(domain[1])
+    if len(finite):
+        low, high = min(low, float(finite.min())), max(high, float(finite.max()))
+    if diverging:
+        reach = max(abs(low), abs(high))
+        low, high = -reach, reach
+    return low, high
+
+
 def matrix_heatmap(frame: pd.DataFrame, title: str = "", value_title: str = "value",
                    domain: tuple[float, float] = (0.0, 1.0), diverging: bool = False) -> alt.LayerChart:
     """A square heatmap of ``matrix_frame`` rows, each cell labelled (rows and columns in the
-    frame's order). Colours span ``domain`` (values outside are clamped); ``diverging`` uses a
-    blue–white–red scale centred on 0 for signed values. Cells without a value are grey."""
+    frame's order). Colours span ``domain``, widened to cover every value (:func:`covering`), so
+    the scale never clips; ``diverging`` uses a blue–white–red scale centred on 0 for signed
+    values. Cells without a value are grey."""
+    domain = covering(domain, frame["value"], diverging)
     order = list(dict.fromkeys(frame["row"]))
     big = len(order) > 6
     axis = alt.Axis(labelLimit=360)
     base = alt.Chart(frame).encode(x=alt.X("column:N", title=None, sort=order, axis=alt.Axis(labelLimit=360, labelAngle=-40)),
                                    y=alt.Y("row:N", title=None, sort=order, axis=axis))
-    scale = alt.Scale(scheme="redblue", reverse=True, domain=list(domain), domainMid=0, clamp=True) if diverging \
-        else alt.Scale(scheme="viridis", domain=list(domain), clamp=True)
+    scale = alt.Scale(scheme="redblue", reverse=True, domain=list(domain), domainMid=0) if diverging \
+        else alt.Scale(scheme="viridis", domain=list(domain))
     cells = base.mark_rect().encode(
         color=alt.condition("isValid(datum.value)", alt.Color("value:Q", title=value_title, scale=scale),
                             alt.value("#dddddd")),
@@ -73,8 +88,9 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
                 color: str = "series") -> alt.LayerChart | alt.Chart:
     """Per-block series (``layer`` 1..L on x, ``value`` on y, one line per ``color``); an optional
     grey dashed rule marks the chance level."""
-    x = alt.X("layer:Q", title="block l", scale=alt.Scale(domain=[1, int(frame["layer"].max())]),
-              axis=alt.Axis(tickMinStep=1, format="d"))
+    blocks = int(frame["layer"].max())
+    x = alt.X("layer:Q", title="block l", scale=alt.Scale(domain=[1, blocks]),
+              axis=alt.Axis(values=list(range(1, blocks + 1)), format="d"))  # one tick per block, however narrow
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color(f"{color}:N", title=None),
         tooltip=[alt.Tooltip(f"{color}:N", title=color), alt.Tooltip("layer:Q", title="block"),

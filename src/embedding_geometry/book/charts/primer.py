@@ -117,7 +117,9 @@ def angle_chart(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
 
 def pair_scatter(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """Toy token states (from ``toy_pair_frame``) as labelled points, coloured by sentence;
-    CLS tokens are squares and mean pools diamonds, each joined to the origin by a line."""
+    CLS tokens are squares and mean pools diamonds, each joined to the origin by a line. Labels
+    sit towards the middle (left of points right of 0, and the reverse), a mean pool's below its
+    point and the others' above, so that they stay inside the chart and off each other."""
     reach = float(frame[["x", "y"]].abs().max().max()) * 1.25
     scale = alt.Scale(domain=[-reach, reach], nice=False)
     base = alt.Chart(frame).encode(x=alt.X("x:Q", scale=scale, title="dimension 1"),
@@ -127,8 +129,10 @@ def pair_scatter(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
                                                            range=["circle", "square", "diamond"]))
     rays = _from_origin(base).mark_rule(opacity=0.5).encode(x="origin:Q", y="origin:Q", x2="x:Q", y2="y:Q")
     points = base.mark_point(filled=True, size=110).encode(shape=shape, tooltip=["sentence:N", "token:N", "kind:N", "x:Q", "y:Q"])
-    labels = base.mark_text(align="left", dx=8, dy=-8, fontSize=12).encode(text="token:N")
-    return alt.layer(rays, points, labels).properties(title=title, width=340, height=340)
+    labels = [base.transform_filter(side & place).mark_text(align=align, dx=dx, dy=dy, fontSize=12).encode(text="token:N")
+              for side, align, dx in ((alt.datum.x >= 0, "right", -9), (alt.datum.x < 0, "left", 9))
+              for place, dy in ((alt.datum.kind == "mean pool", 16), (alt.datum.kind != "mean pool", -9))]
+    return alt.layer(rays, points, *labels).properties(title=title, width=340, height=340)
 
 
 def artefact_chart(frames: Mapping[str, pd.DataFrame], title: str = "") -> alt.VConcatChart:

@@ -3,8 +3,10 @@
 Altair's default HTML loads Vega from a CDN, which fails offline. The book instead ships one
 JavaScript bundle (``vl_convert.javascript_bundle()``, wrapped in an IIFE so its top-level names
 do not clash with Sphinx's global ``_``) in ``_static/``, and the ``book`` renderer emits HTML
-that calls ``vegaEmbed`` from that bundle. Div ids come from the spec's hash, so an unchanged
-chart gets the same id on every rerun.
+that hands the spec to ``_static/charts.js``: it lays the chart out for the width of its column
+(never drawn wide and scaled down), keeps every text at ``MIN_FONT`` px or more, and offers the
+chart's data for download. Div ids come from the spec's hash, so an unchanged chart gets the
+same id on every rerun.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 import altair as alt
 import pandas as pd
+
+from .. import tables
 
 
 
@@ -35,6 +39,25 @@ PUBLISHED_COLOR = "#9a9a9a"
 _ids: Counter[str] = Counter()
 
 
+def short_name(name: str) -> str:
+    """A legend's name for a series: a model id or path without its organisation or folders
+    ("sentence-transformers/all-MiniLM-L6-v2" → "all-MiniLM-L6-v2"); other names as they are.
+    Tooltips keep the full name."""
+    name = str(name)
+    return name.rstrip("/").rsplit("/", 1)[-1] if "/" in name and " " not in name.strip() else name
+
+
+def published_label(series: str, model: str) -> str:
+    """A published curve's legend name: "within-sentence — published (mxbai-embed-large-v1)",
+    the model left out where the series already names it."""
+    short = short_name(model)
+    return f"{short_name(series)} — published" + ("" if short in str(series) else f" ({short})")
+
+
+MIN_FONT = 11
+"""The smallest text a chart draws, in px (``_static/charts.js`` raises any smaller size to it)."""
+
+
 def _theme() -> alt.theme.ThemeConfig:
     return {
         "config": {
@@ -42,7 +65,9 @@ def _theme() -> alt.theme.ThemeConfig:
             "font": "system-ui, -apple-system, Segoe UI, sans-serif",
             "axis": {"labelFontSize": 12, "titleFontSize": 13, "grid": True, "gridOpacity": 0.4},
             "legend": {"labelFontSize": 12, "titleFontSize": 12, "orient": "bottom", "labelLimit": 480},
-            "title": {"fontSize": 15, "anchor": "start"},
+            "header": {"labelFontSize": 12, "titleFontSize": 13},
+            "text": {"fontSize": 12},
+            "title": {"fontSize": 15, "anchor": "start", "subtitleFontSize": 12},
             "range": {"category": ["#1f5fa8", "#d2691e", "#2e8b57", "#8b3a8b", "#b8860b", "#4682b4"]},
             "line": {"strokeWidth": 2.5},
         }
@@ -50,9 +75,11 @@ def _theme() -> alt.theme.ThemeConfig:
 
 
 def chart_html(spec: Mapping) -> str:
-    """HTML for one chart: a div and a script calling the bundle's ``vegaEmbed`` on the spec as
-    fitted to the column's width (``_static/charts.js``: ``egFit`` before, ``egShrink`` after)."""
-    text = json.dumps(spec, sort_keys=True)
+    """HTML for one chart: a div and a script handing the spec to ``window.egChart``
+    (``_static/charts.js``), which lays it out for the column's width, draws it with the bundle's
+    ``vegaEmbed`` and offers its data for download. The script waits for the page's scripts
+    (the bundle may load deferred); outside the book (no bundle), the div says what is missing."""
+    text = json.dumps(_compact(spec), sort_keys=True)
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     _ids[digest] += 1
     div = f"eg-chart-{digest}" + (f"-{_ids[digest]}" if _ids[digest] > 1 else "")
@@ -61,19 +88,35 @@ def chart_html(spec: Mapping) -> str:
 (function () {{
   var spec = {text};
   function show() {{
-    var element = document.getElementById("{div}");
-    var fitted = window.egFit ? window.egFit(spec, element.clientWidth) : spec;
-    window.vegaEmbed(element, fitted, {{actions: false, renderer: "svg"}})
-      .then(function () {{ if (window.egShrink) window.egShrink(element); }})
-      .catch(function (error) {{ element.textContent = "Chart error: " + error; }});
+    if (window.egChart && window.vegaEmbed) {{ window.egChart("{div}", spec); }}
+    else {{ document.getElementById("{div}").textContent =
+      "This chart needs the book's {BUNDLE_NAME} and charts.js."; }}
   }}
-  if (window.vegaEmbed) {{ show(); }}
-  else {{ window.addEventListener("load", function () {{
-    if (window.vegaEmbed) {{ show(); }}
-    else {{ document.getElementById("{div}").textContent = "This chart needs the book's {BUNDLE_NAME}."; }}
-  }}); }}
+  if (document.readyState === "loading") {{ document.addEventListener("DOMContentLoaded", show); }} else {{ show(); }}
 }})();
 </script>"""
+
+
+SIGNIFICANT = 6
+"""Significant digits a chart's data keeps (the results JSON keeps every digit)."""
+
+
+def _compact(spec: Mapping) -> dict:
+    """``spec`` with the numbers of its data rounded to :data:`SIGNIFICANT` digits: the page
+    carries less, and what a reader can see or download of a chart changes in the 7th digit."""
+    def rounded(value):
+        if isinstance(value, float):
+            return float(f"{value:.{SIGNIFICANT}g}")
+        if isinstance(value, list):
+            return [rounded(v) for v in value]
+        if isinstance(value, dict):
+            return {k: rounded(v) for k, v in value.items()}
+        return value
+
+    spec = dict(spec)
+    if "datasets" in spec:
+        spec["datasets"] = rounded(spec["datasets"])
+    return spec
 
 
 def _render(spec: Mapping, **_: object) -> dict[str, str]:
@@ -92,6 +135,7 @@ def use_theme() -> None:
     alt.data_transformers.enable("default", max_rows=20_000)
     pd.set_option("display.max_colwidth", 120)
     pd.set_option("display.precision", 4)
+    tables.register()
 
 
 def write_bundle(static_dir: str | Path) -> Path:

@@ -260,17 +260,27 @@ def _outcome(test: str, args, interval: resample.Interval, null, which: str) -> 
     claim's direction: holds when both hold, does not hold when either does not."""
     outcomes = [shape_tests.judge(test, args, (interval.low, interval.high))]
     key = "difference" if which == "interval" else "adjusted_difference"
-    if null and null.get(key) and test not in ("between", shape_tests.LOCATION):
-        direction = "below" if test == "below" else "above"
+    if null and null.get(key) and (direction := _null_side(test, null)):
         outcomes.append(shape_tests.judge(direction, {"bound": 0.0}, tuple(null[key])))
     if FAILS in outcomes:
         return FAILS
     return HOLDS if all(o == HOLDS for o in outcomes) else INCONCLUSIVE
 
 
+def _null_side(test: str, null) -> str | None:
+    """The side of its null a claim's statistic must lie on: the side of an above/below test, the
+    null's ``side`` for a between test (a value inside a band and, like the published one, above
+    or below what the null gives), none for a location."""
+    if test in ("above", "below"):
+        return test
+    if test == shape_tests.LOCATION:
+        return None
+    return null.get("side") if test == "between" else "above"
+
+
 def _margin(test: str, args, interval: resample.Interval, null) -> float:
     found = shape_tests.margin(test, args, (interval.low, interval.high))
-    if null and null.get("adjusted_difference") and test not in ("between", shape_tests.LOCATION):
+    if null and null.get("adjusted_difference") and _null_side(test, null):
         found = min(found, min(abs(x) for x in null["adjusted_difference"]))
     return found
 

@@ -26,6 +26,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
                                   # default: the claim's metric key; {draws: <path>, n_units: <path>}
                                   # for resamples a chapter drew itself (a hierarchical bootstrap)
         null: {kind: control, samples: <spec>}   # a distribution, compared unit by unit: a statistic of
+                                  # (side: above | below, with a between test: the value must also lie
+                                  # on that side of the null, as the published value does)
                                   # the same units, with seeds (≥ 3 random-init controls), or
                                   # {kind: …, draws: <path>} (a permutation distribution), or
                                   # {kind: chance, value: 0.25} (an exact expectation)
@@ -133,6 +135,9 @@ class Claim:
                          f"got {dict(self.null)}")
         if "value" in self.null and kind not in EXACT_NULLS:
             self._refuse(f"a '{kind}' null is a distribution, not a number: give samples or draws")
+        if self.null.get("side") not in (None, "above", "below"):
+            self._refuse(f"null side must be above or below (the side of the null a between test's value lies on); "
+                         f"got {self.null.get('side')!r}")
 
     def _check_shape(self) -> None:
         if self.shape is None:

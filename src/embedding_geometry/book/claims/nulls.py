@@ -34,7 +34,7 @@ def judge_null(claim: Claim, metrics, judged, resamples: int, rng, m: int, reduc
         return None
     spec, kind = claim.null, claim.null["kind"]
     record = {"kind": kind, "label": NULL_KINDS[kind], "value": None, "distribution": None, "difference": None,
-              "adjusted_difference": None, "note": None}
+              "adjusted_difference": None, "note": None, "side": spec.get("side")}
     if "value" in spec:
         record.update(value=float(spec["value"]), distribution="exact")
         return _difference(record, judged.point - record["value"], judged.draws - record["value"], m)

@@ -66,9 +66,12 @@ COUNTED_ORDER = ("shape transfers", "does not transfer", "inconclusive")
 
 
 def number(x: Any) -> str:
-    """A number as the book writes it: four significant digits; text as it is."""
+    """A number as the book writes it: four significant digits, a whole number below 10⁷ whole
+    (10000, not 1e+04); text as it is."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return str(x)
+    if float(x).is_integer() and abs(x) < 1e7:
+        return str(int(x))
     text = f"{x:.4g}"
     return "0" if text in ("-0", "-0.0") else text
 

@@ -1,0 +1,192 @@
+"""A Sphinx extension for what the book's pages carry around their text.
+
+- **Nothing raw.** A number pasted into the prose that rounds to zero carries no sign ("-0.00").
+- **Numbers.** A chapter's number is the number its file name starts with
+  (``book/chapters/07_training_objective`` is chapter 7, :func:`pages.chapter_number`); its page
+  title, the sidebar and every link to it read "7. One backbone, two losses…", as the dashboard
+  and the Methods page do.
+- **Lighter pages.** The chart bundle (``vega-bundle.js``, ``charts.js``) loads only on pages that
+  draw a chart, MathJax (its loader, without menu: :data:`MATHJAX`) only on pages with maths; the
+  theme's 1.5 MB icon script and its icon font give way to ``_static/icons.css``, and the search
+  index loads on the search page only (``_templates/layout.html``).
+- **Downloads.** Every chapter's results JSON is copied to ``downloads/results/<chapter>.json``
+  and every claim of the build to ``downloads/claims.csv`` (the dashboard's columns), so that the
+  pages link them and they work offline.
+- **Footer.** The licences, a link to "Cite this book", and the commit and date of the build.
+- **Repository.** One setting, ``repository.url`` in ``_config.yml``: when it names a public
+  repository, the repository button and the Binder/Colab launch buttons appear; without it,
+  neither does (a button that opens a placeholder is worse than none).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+
+from . import dashboard, pages
+
+CHART_SCRIPTS = ("vega-bundle.js", "charts.js")
+MATH_MARKS = ('class="math', "\\(", "\\[", "$$", "<mjx-")
+"""What marks maths in a page's body: Sphinx's math nodes render as ``\\(…\\)`` / ``\\[…\\]``."""
+LAUNCH = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
+
+
+def number_titles(app, doctree) -> None:
+    """Prefix a chapter page's title with its number ("7. "), before Sphinx records the title
+    for the sidebar and for links."""
+    number = pages.chapter_number(Path(app.env.docname).name) if app.env.docname.startswith("book/chapters/") else None
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if number is None or section is None or not section.children or not isinstance(section[0], nodes.title):
+        return
+    title = section[0]
+    if not title.astext().startswith(f"{number}. "):
+        title.insert(0, nodes.Text(f"{number}. "))
+
+
+NEGATIVE_ZERO = re.compile(r"^-(?=0(?:\.0+)?(?:%|[eE][+-]?\d+)?$)")
+"""A number that rounds to zero with a sign in front ("-0.00"): the sign means nothing."""
+
+
+def unsigned_zeros(app, doctree, docname) -> None:
+    """A number pasted into the prose (``{glue:text}``) that its format rounds to zero reads "0.00",
+    not "-0.00"."""
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" in node.get("classes", []) and NEGATIVE_ZERO.match(node.astext()):
+            node.children = [nodes.Text(node.astext()[1:])]
+
+
+def has_maths(body: str) -> bool:
+    """Whether a page's body holds maths for MathJax to typeset (:data:`MATH_MARKS`)."""
+    return any(mark in body for mark in MATH_MARKS)
+
+
+def _named(asset: Any, names: list[str]) -> bool:
+    """Whether a script or stylesheet of the page is one of ``names`` (a file name, or "mathjax":
+    its files and its inline configuration)."""
+    filename = str(getattr(asset, "filename", asset) or "")
+    inline = str(getattr(asset, "attributes", {}).get("body", ""))
+    return any(name in filename or (name == "mathjax" and "MathJax" in inline) for name in names)
+
+
+def prune_assets(app, pagename, templatename, context, doctree) -> None:
+    """Drop the chart scripts from pages without a chart, MathJax from pages without maths, and
+    sphinx-design's stylesheet from pages without its dropdowns or cards."""
+    body = context.get("body", "")
+    scripts, styles = context.get("script_files"), context.get("css_files")
+    drop = ([] if "eg-chart" in body else list(CHART_SCRIPTS)) + ([] if has_maths(body) else ["mathjax"])
+    if isinstance(scripts, list):
+        scripts[:] = [s for s in scripts if not _named(s, drop)]
+    if isinstance(styles, list) and 'class="sd-' not in body and " sd-" not in body:
+        styles[:] = [s for s in styles if not _named(s, ["sphinx-design"])]
+
+
+def build_stamp() -> tuple[str, str]:
+    """(commit, date) of this build: the short commit of the package's checkout (with "+" when it
+    has uncommitted changes; "unknown" outside git) and today's date (UTC)."""
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    package = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        try:
+            found = subprocess.run(["git", *args], cwd=package, capture_output=True, text=True, timeout=20)
+            return found.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return "unknown", date
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return head + ("+" if dirty else ""), date
+
+
+MATHJAX = {"path": "mathjax/startup.js",
+           "config": {"loader": {"load": ["input/tex", "output/chtml"]}}}
+"""MathJax without its menu and accessibility tools: the loader with TeX input (its usual packages,
+others loaded when a page names them) and HTML output, about 0.75 MB instead of the 1.16 MB of
+``tex-chtml.js``, from the offline copy sphinx-mathjax-offline puts in ``_static/mathjax``."""
+
+
+def configure(app, config) -> None:
+    """MathJax's lighter loader, the footer (licences, citation, commit and date) and the
+    repository setting."""
+    config.mathjax_path = MATHJAX["path"]
+    config.mathjax3_config = {**MATHJAX["config"], **(config.mathjax3_config or {})}
+    options = config.html_theme_options
+    commit, date = build_stamp()
+    repository = options.get("repository_url") or ""
+    placeholder = not repository or "executablebooks/jupyter-book" in repository  # Jupyter Book's default
+    options["use_repository_button"] = not placeholder
+    options["use_issues_button"] = False
+    buttons = dict(options.get("launch_buttons") or {})
+    options["launch_buttons"] = {**buttons, **{key: "" if placeholder else buttons.get(key) or url
+                                              for key, url in LAUNCH.items()}}
+    source = "" if placeholder else f' · <a href="{repository}">source</a>'
+    options["extra_footer"] = (
+        f'<p class="eg-footer">Code: MIT licence; text and figures: CC BY 4.0 (see LICENSE). '
+        f'<a href="{{pathto}}book/cite.html">Cite this book</a>{source}. '
+        f'Built {date} from commit <code>{commit}</code>.</p>')
+
+
+def footer_links(app, pagename, templatename, context, doctree) -> None:
+    """Resolve the footer's link to the citation page relative to this page."""
+    footer = context.get("theme_extra_footer")
+    if footer and "{pathto}" in footer:
+        context["theme_extra_footer"] = footer.replace("{pathto}book/cite.html", context["pathto"]("book/cite"))
+
+
+ICON_GLYPHS = frozenset(
+    "f002 f00c f00d f010 f015 f019 f03a f03b f042 f04b f057 f058 f05a f062 f064 f065 f066 f06a f071 f078 f08e "
+    "f0c1 f0c5 f0c9 f0eb f0f3 f104 f105 f121 f135 f15b f15c f185 f186 f1c1 f303 f35d "  # solid
+    "f09b f092 f296 e5ae f171".split())  # brands
+"""The Font Awesome glyphs of the subset fonts in ``_static/fonts`` (``_static/icons.css`` says how
+they were made): the icons the theme and its buttons draw."""
+ICON_RULE = re.compile(r'(?:\.fa-[a-z0-9-]+:(?:before|after),?)+\{content:"\\([0-9a-f]+)"\}')
+THEME_CSS = "_static/styles/pydata-sphinx-theme.css"
+
+
+def trim_icon_rules(outdir: Path) -> None:
+    """Drop from the theme's stylesheet the rules of the ~1,900 icons the subset fonts do not draw
+    (85 kB of ``.fa-<name>:before{content:…}``); the rules of :data:`ICON_GLYPHS` stay."""
+    path = outdir / THEME_CSS
+    if path.is_file():
+        text = path.read_text(encoding="utf-8")
+        kept = ICON_RULE.sub(lambda m: m.group(0) if m.group(1) in ICON_GLYPHS else "", text)
+        path.write_text(kept, encoding="utf-8")
+
+
+def trim_theme(app, exception) -> None:
+    """:func:`trim_icon_rules` of a finished HTML build."""
+    if exception is None and app.builder.format == "html":
+        trim_icon_rules(Path(app.outdir))
+
+
+def copy_downloads(app, exception) -> None:
+    """Copy each chapter's results JSON and write every claim as CSV under ``downloads/``."""
+    if exception is not None or app.builder.format != "html":
+        return
+    results = Path(app.srcdir) / "build" / "results"
+    target = Path(app.outdir) / pages.DOWNLOADS / "results"
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(results.glob("[!.]*.json")):
+        shutil.copy2(path, target / path.name)
+    if any(results.glob("[!.]*.json")):
+        dashboard.claims_frame(results).to_csv(target.parent / "claims.csv", index=False)
+
+
+def setup(app) -> dict[str, Any]:
+    app.connect("config-inited", configure)
+    app.connect("doctree-read", number_titles, priority=400)  # before the title collector (500)
+    app.connect("doctree-resolved", unsigned_zeros)
+    app.connect("html-page-context", prune_assets, priority=900)  # after MathJax adds itself (500)
+    app.connect("html-page-context", footer_links, priority=901)
+    app.connect("build-finished", copy_downloads)
+    app.connect("build-finished", trim_theme)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+

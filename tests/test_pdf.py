@@ -1,0 +1,45 @@
+"""``make pdf`` on the tiny-model book: one PDF, offline, every chapter's charts in it as pictures.
+
+Needs Debian's ``chromium``, ``chromium-driver`` and ``poppler-utils`` (``make pdf`` and
+``.ci/run`` install them when absent and run as root).
+"""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def pdf_images(path) -> list[int]:
+    """The page of every colour picture drawn in the PDF (``pdfimages -list``; masks and grey
+    pictures, such as a shadow the printer drew, left out)."""
+    listing = subprocess.run(["pdfimages", "-list", str(path)], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in listing.splitlines()[2:]]
+    return [int(row[0]) for row in rows if len(row) > 5 and row[2] == "image" and row[5] != "gray"]
+
+
+def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_book):
+    if not all(shutil.which(tool) for tool in ("chromium", "chromedriver", "pdfinfo", "pdfimages")):
+        pytest.skip("the PDF test needs Debian's chromium, chromium-driver and poppler-utils")
+    from embedding_geometry.book import pdf
+
+    root, result = built_book
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    made = pdf.make(root)
+    info = subprocess.run(["pdfinfo", str(made.path)], capture_output=True, text=True, check=True).stdout
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    assert 40 <= pages <= 400, f"{pages} pages"
+    site = root / "_build" / "html" / "book" / "chapters"
+    for page in sorted(site.glob("0*.html")):  # every chapter's charts, each a picture in its own section
+        html = page.read_text()
+        title = re.sub(r"<[^>]+>|#", "", re.search(r"<h1>(.*?)</h1>", html, re.S).group(1)).strip()
+        assert title in made.charts, f"{page.name}: {title!r} is not a section of the PDF ({list(made.charts)})"
+        drawn = html.count('class="eg-chart"')
+        assert made.charts[title] == drawn, f"{page.name}: {drawn} charts on the site, {made.charts[title]} in the PDF"
+    total = sum(made.charts.values())
+    assert total > 40 and len(pdf_images(made.path)) == total
+    text = subprocess.run(["pdftotext", str(made.path), "-"], capture_output=True, text=True, check=True).stdout
+    assert "Cite this book" in text and "Chart error" not in text and "needs the book" not in text

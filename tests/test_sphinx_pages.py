@@ -1,0 +1,130 @@
+"""The Sphinx extension around the pages (book/sphinx_pages.py): numbers, lighter pages, downloads,
+footer and repository setting; and the citation files it points to."""
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.utils import new_document
+
+from conftest import ROOT
+from embedding_geometry.book import dashboard, pages, sphinx_pages
+
+
+def doctree(title: str) -> nodes.document:
+    document = new_document("page", get_default_settings(Parser))
+    section = nodes.section()
+    section += nodes.title(text=title)
+    document += section
+    return document
+
+
+def test_a_chapter_title_carries_the_number_its_file_name_starts_with():
+    for docname, title, expected in [("book/chapters/07_training_objective", "One backbone", "7. One backbone"),
+                                     ("book/chapters/00_the_model", "The model", "0. The model"),
+                                     ("book/chapters/00b_primer", "A primer", "A primer"),
+                                     ("book/chapters/99_claims_dashboard", "Claims", "Claims"),
+                                     ("book/methods", "Methods", "Methods")]:
+        tree = doctree(title)
+        sphinx_pages.number_titles(SimpleNamespace(env=SimpleNamespace(docname=docname)), tree)
+        assert next(iter(tree.findall(nodes.title))).astext() == expected
+    assert [pages.chapter_number(s) for s in ("01_a", "08_b", "00b_c", "98_d", "x")] == [1, 8, None, None, None]
+    assert pages.chapter_label("07_training_objective") == "7 · training objective"
+
+
+def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
+    def scripts():
+        return [SimpleNamespace(filename=name, attributes={}) for name in
+                ("jquery.js", "vega-bundle.js", "charts.js", "book.js", "mathjax/startup.js")] + [
+            SimpleNamespace(filename="", attributes={"body": "window.MathJax = {}"})]
+
+    def kept(body):
+        context = {"body": body, "script_files": scripts(), "css_files": [SimpleNamespace(filename="sphinx-design.min.css")]}
+        sphinx_pages.prune_assets(None, "page", "page.html", context, None)
+        return [s.filename or "config" for s in context["script_files"] + context["css_files"]]
+
+    assert kept("<p>text</p>") == ["jquery.js", "book.js"]
+    assert kept('<div class="eg-chart"></div>') == ["jquery.js", "vega-bundle.js", "charts.js", "book.js"]
+    assert kept('<span class="math notranslate nohighlight">\\(x\\)</span>') == [
+        "jquery.js", "book.js", "mathjax/startup.js", "config"]
+    assert kept('<details class="sd-sphinx-override sd-dropdown">') == ["jquery.js", "book.js", "sphinx-design.min.css"]
+
+
+def test_a_pasted_number_that_rounds_to_zero_has_no_sign():
+    tree = doctree("t")
+    for text in ("-0.00", "-0.0%", "-0.01", "-3"):
+        tree += nodes.inline(text, text, classes=["pasted-text"])
+    sphinx_pages.unsigned_zeros(None, tree, "page")
+    assert [n.astext() for n in tree.findall(nodes.inline)] == ["0.00", "0.0%", "-0.01", "-3"]
+
+
+def config(**options):
+    return SimpleNamespace(html_theme_options=dict(options), mathjax_path="", mathjax3_config=None)
+
+
+def test_one_repository_setting_turns_the_repository_and_launch_buttons_on():
+    default = config(repository_url="https://github.com/executablebooks/jupyter-book",
+                     launch_buttons={"binderhub_url": "", "colab_url": "", "notebook_interface": "classic"})
+    sphinx_pages.configure(SimpleNamespace(srcdir=str(ROOT)), default)
+    options = default.html_theme_options
+    assert not options["use_repository_button"] and not any(options["launch_buttons"][k] for k in sphinx_pages.LAUNCH)
+    assert "source</a>" not in options["extra_footer"]
+    assert re.search(r"Built \d{4}-\d\d-\d\d from commit <code>[0-9a-f]+\+?|unknown</code>", options["extra_footer"])
+    assert "MIT" in options["extra_footer"] and "CC BY 4.0" in options["extra_footer"]
+    assert default.mathjax_path == "mathjax/startup.js" and "loader" in default.mathjax3_config
+    public = config(repository_url="https://github.com/someone/embedding-geometry", launch_buttons={})
+    sphinx_pages.configure(SimpleNamespace(srcdir=str(ROOT)), public)
+    options = public.html_theme_options
+    assert options["use_repository_button"] and options["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
+    assert '<a href="https://github.com/someone/embedding-geometry">source</a>' in options["extra_footer"]
+
+
+def test_the_theme_keeps_only_the_icon_rules_its_subset_fonts_draw(tmp_path):
+    css = tmp_path / sphinx_pages.THEME_CSS
+    css.parent.mkdir(parents=True)
+    css.write_text('a{color:red}.fa-bars:before,.fa-navicon:before{content:"\\f0c9"}.fa-ad:before{content:"\\f641"}b{x:y}')
+    sphinx_pages.trim_icon_rules(tmp_path)
+    assert css.read_text() == 'a{color:red}.fa-bars:before,.fa-navicon:before{content:"\\f0c9"}b{x:y}'
+    subset = (ROOT / "_static" / "icons.css").read_text()
+    assert set(re.findall(r"U\+([0-9a-f]+)", subset)) == set(sphinx_pages.ICON_GLYPHS)  # one list of glyphs
+
+
+def test_the_site_carries_each_chapters_results_and_every_claim_as_csv(tmp_path):
+    from test_dashboard import claim, result
+
+    results = tmp_path / "book" / "build" / "results"
+    results.mkdir(parents=True)
+    (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "shape transfers")])))
+    app = SimpleNamespace(srcdir=str(tmp_path / "book"), outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"))
+    sphinx_pages.copy_downloads(app, None)
+    downloads = tmp_path / "html" / pages.DOWNLOADS
+    assert json.loads((downloads / "results" / "01_a.json").read_text())["chapter"] == "01_a"
+    header, row = (downloads / "claims.csv").read_text().splitlines()[:2]
+    assert header.split(",") == dashboard.COLUMNS and row.startswith("01_a,c,published,,True,")
+
+
+def test_the_citation_file_and_the_cite_page_name_the_same_book():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    title = yaml.safe_load((ROOT / "_config.yml").read_text())["title"]
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert cff["cff-version"] == "1.2.0" and cff["title"] == title and cff["version"] == version
+    assert cff["license"] == ["MIT", "CC-BY-4.0"]
+    page = (ROOT / "book" / "cite.md").read_text()
+    bibtex = re.search(r"```bibtex\n(.*?)```", page, re.S).group(1)
+    assert f"title   = {{{title}}}" in bibtex and f"version = {{{version}}}" in bibtex
+    licence = (ROOT / "LICENSE").read_text()
+    assert "MIT License" in licence and "Creative Commons Attribution 4.0" in licence
+    assert "book/cite" in (ROOT / "_toc.yml").read_text() and "book/glossary" in (ROOT / "_toc.yml").read_text()
+
+
+def test_the_table_of_contents_lists_the_chapters_in_the_order_of_their_numbers():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [Path(c["file"]).name for part in toc["parts"] for c in part["chapters"]]
+    numbers = [pages.chapter_number(f) for f in files if pages.chapter_number(f) is not None]
+    assert numbers == sorted(numbers) == list(range(9))
