@@ -9,6 +9,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 from test_layer_by_layer import E1, E2, record
 
 from embedding_geometry.book import charts, claims, objective_text
@@ -167,6 +168,27 @@ def test_sentence_measures_average_their_units_to_the_curves():
     np.testing.assert_allclose(curves[study.RATIO], layer_by_layer.separability(acts)["separability_ratio"])
 
 
+def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
+    """2 r_s − θ averages to θ, and resampling it spreads as the U-statistic recomputed among the
+    resampled units does (the engine's Pairwise), where the row means alone spread half as much."""
+    from embedding_geometry.book.claims import resample, samples
+
+    x = np.random.default_rng(0).normal(size=(60, 3)) + np.array([1.0, 0.0, 0.0])
+    kernel = x @ x.T
+    kernel[np.arange(60), np.arange(60)] = 0.0
+    theta = kernel.sum() / (60 * 59)
+    units = study.projection(kernel)
+    assert units.mean() == pytest.approx(theta)
+
+    def spread(statistic):
+        return np.std(resample.bootstrap(statistic, 4000, np.random.default_rng(1)))
+
+    exact = spread(samples.Pairwise(kernel))
+    assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)
+    assert spread(samples.Mean(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
+    np.testing.assert_allclose(study.projection(kernel.sum(axis=1) / 59, rows=True), units)
+
+
 # --------------------------------------------------------------------------- comparing over paired seeds
 
 def fake_measured(rng, seeds, n_units=6, depths=4, shift=0.0):
@@ -193,7 +215,10 @@ def comparison(seeds=(0, 1, 2, 3), shift=0.2):
 def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences():
     measured, block = comparison()
     seeds = block["seeds"]
-    within = lambda variant, s: measured[variant][s][0]["intra_sentence_cosine"]  # noqa: E731
+
+    def within(variant, s):
+        return measured[variant][s][0]["intra_sentence_cosine"]
+
     per_seed = np.stack([within("mean_pool", s) - within("maxsim", s) for s in seeds])
     np.testing.assert_allclose(block["per_seed_difference"]["intra_sentence_cosine"], per_seed)
     np.testing.assert_allclose(block["difference"]["intra_sentence_cosine"], per_seed.mean(axis=0))
@@ -202,8 +227,11 @@ def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences(
     assert final["per_seed"] == pytest.approx(per_seed[:, -1])
     assert final["interval"][0] > 0 and final["n_seeds"] == 4 and final["n_units"] == 6  # a shift of 0.2 ≫ the noise
     assert final["p_value"] == hierarchical.sign_flip_test(per_seed[:, -1]) == pytest.approx(2 / 16)
-    terms = lambda v, s, name: measured[v][s][1][f"{study.RATIO}.{name}"].mean(0)  # noqa: E731
-    ratio = lambda v, s: terms(v, s, "between") / terms(v, s, "within")  # noqa: E731
+
+    def ratio(v, s):
+        terms = measured[v][s][1]
+        return terms[f"{study.RATIO}.between"].mean(0) / terms[f"{study.RATIO}.within"].mean(0)
+
     expected = [ratio("mean_pool", s) - ratio("maxsim", s) for s in seeds]
     np.testing.assert_allclose(block["per_seed_difference"][study.RATIO], expected)
     change = block["change"]["maxsim"]["anisotropy"]
@@ -265,10 +293,11 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
     assert block["loss"]["maxsim"]["seed_1"]["last"] == 0.5  # reported, but its geometry is not
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
-    assert set(objective_runs.models_run({"scratch": records})) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
+    ran = objective_runs.models_run({"scratch": records})
+    assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
-    assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {"value": None, "interval": None,
-                                                                                           "n_seeds": None}
+    assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {
+        "value": None, "interval": None, "draws": None, "n_seeds": None}
     reasons = objective_runs.not_measured({"scratch": nobody})
     assert reasons["objectives.scratch.judged.collapse_difference.value"].startswith("1 of 3 seeds kept")
 
@@ -296,16 +325,64 @@ def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
     assert len(todo) == 7 + 6
 
 
-def test_ledger_judges_every_claim_on_an_interval_over_seeds():
+def test_ledger_judges_every_claim_on_draws_over_seeds():
     ledger = claims.load(SLUG)
     for claim in ledger.claims:
         arm = claim.metric.split(".")[1]
-        assert claim.unit == "seeds" and claim.samples["interval"] == claim.metric.replace(".value", ".interval")
+        assert claim.unit == "seeds" and claim.samples == {"draws": claim.metric.replace(".value", ".draws"),
+                                                           "n_units": claim.metric.replace(".value", ".n_seeds")}
         assert claim.metric.startswith(f"objectives.{arm}.judged.") and claim.null is None
         assert (claim.measured_on is not None) == (arm == "scratch")
     names = {c.metric.split(".")[3] for c in ledger.claims}
     assert names <= set(objective_runs.judged(None, True))
     assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse-scratch", "maxsim-keeps-spread"}
+
+
+def test_the_engine_reads_both_intervals_from_the_arms_draws():
+    """Each scratch claim judged on a fake arm: its 95 % and adjusted intervals are the
+    percentiles of the draws the arm stored, the adjusted one (1 − 0.05/m) the wider, deciding."""
+    block = objective_runs.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
+    scratch = claims.Ledger(SLUG, [c for c in claims.load(SLUG).claims if ".scratch." in c.metric])
+    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
+    m = claims.family_size()
+    for verdict in verdicts:
+        draws = block["judged"][verdict.claim.metric.split(".")[3]]["draws"]
+        stat = verdict.statistic
+        assert stat["n_units"] == 5 and stat["adjusted_level"] == pytest.approx(1 - 0.05 / m)
+        np.testing.assert_allclose(stat["interval"], np.percentile(draws, [2.5, 97.5]))
+        assert stat["adjusted"][0] <= stat["interval"][0] and stat["adjusted"][1] >= stat["interval"][1]
+        assert verdict.verdict in ("shape transfers", "does not transfer", "inconclusive")
+
+
+def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
+    # row 0 peaks at depth 1 (margin min(0.5, 0.4) = 0.4), row 1 at depth 2 (min(0.3, 0.6) = 0.3)
+    means = np.array([[0.0, 0.5, 0.2, 0.1], [0.0, 0.1, 0.3, -0.3]])
+    np.testing.assert_allclose(study.peak_statistic(means), [0.4, 0.3])
+    band = np.array([[0.0, 0.2, 0.6], [0.2, 0.6, 1.0]])
+    found = hierarchical.Hierarchical(value=np.array([0.1, 0.4, 0.8]), band=band,
+                                      draws=np.array([[0.3, 0.1, 0.8], [0.0, 0.5, 0.9]]), n_seeds=5, n_units=7)
+    # noise n = 0.1, 0.2, 0.2: the estimate's |d| / n = 1, 2, 4; draw 0: 3, 0.5, 4; draw 1: 0, 2.5, 4.5
+    every = study.visibility(found, 0.0)
+    assert every["value"] == pytest.approx(1.0)
+    np.testing.assert_allclose(every["draws"], [0.5, 0.0])
+    back = study.visibility(found, 0.5)  # depths 1 and 2 of L = 2
+    assert back["value"] == pytest.approx(2.0)
+    np.testing.assert_allclose(back["draws"], [0.5, 2.5])
+    np.testing.assert_allclose(study.visibility(found, 1.0)["draws"], [4.0, 4.5])
+
+
+def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
+    """The chapter's needs build what its cells build (the task, the split, the batches, the
+    encoder's shape) and refuse before any run what those would refuse mid-chapter."""
+    from embedding_geometry.book import profiles, rules
+
+    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{SLUG}.ipynb")
+    rules.check(SLUG, defaults)
+    for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
+                      ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),
+                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch")):
+        with pytest.raises(ParameterError, match=f"parameter '{name}'"):
+            rules.check(SLUG, {**defaults, **bad})
 
 
 def test_charts_and_sentences_of_an_arm():
@@ -324,8 +401,8 @@ def test_charts_and_sentences_of_an_arm():
     assert charts.reach_text({"depth": 2, "present": [0] * 5, "depth_interval": [1, None]}) == "0.50 [0.25, none]"
     assert set(charts.dense_colbert_endpoints()) == {"mxbai_end", "jina_end", "jina_peak", "jina_peak_layer"}
     few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
-    assert few.startswith("With the first 2 seeds (2 of them kept) the final-depth difference is ") and "width" in few
-    assert objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0).count("not measured") == 1
+    assert list(few["seeds kept"].values()) == [2, 3] and all(w > 0 for w in few["width"].values())
+    assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)

@@ -1,9 +1,10 @@
 """Chapter 7's run-dependent sentences, written from its metrics and verdicts (Markdown), and the
-values its exercises' answers quote.
+tables its exercises' answers show.
 
-Nothing here judges: the verdicts come from the claims engine (:mod:`.claims`), the numbers from
-the chapter's metrics (``metrics["objectives"]``, see :mod:`..studies.objective_runs`). A page
-shows each text as a cell output, so that it reads the same in plain Jupyter.
+Nothing here judges: the verdicts come from the claims engine (:mod:`.claims`) and are put in
+words by :mod:`.claims.words`, the numbers come from the chapter's metrics
+(``metrics["objectives"]``, see :mod:`..studies.objective_runs`). A page shows each text or table
+as a cell output, so that it reads the same in plain Jupyter.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from . import claim_text
+from . import claims
+from .claims import words
 from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
 from ..studies import objective_geometry
 
@@ -64,10 +66,11 @@ def _kept(block: Mapping[str, Any]) -> str:
             "are kept")
 
 
-def answers(verdicts: Iterable[Any], blocks: Mapping[str, Mapping[str, Any]]) -> str:
-    """Each arm's answer, one generated sentence per claim of :data:`ANSWER_CLAIMS` (Markdown);
-    an arm that kept fewer than 2 seeds says so instead."""
-    by_id = {r["id"]: r for r in claim_text._records(verdicts)}
+def answers(verdicts: Iterable[claims.Verdict], blocks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each arm's answer: its claims of :data:`ANSWER_CLAIMS` in the engine's words
+    (:func:`.claims.words.report`: badge, plain sentence, test, result and adjusted interval), in
+    the order the page reads them (Markdown); an arm that kept fewer than 2 seeds says so instead."""
+    by_id = {v.claim.id: v for v in verdicts}
     lines = []
     for arm, ids in ANSWER_CLAIMS.items():
         if arm not in blocks:
@@ -76,8 +79,7 @@ def answers(verdicts: Iterable[Any], blocks: Mapping[str, Mapping[str, Any]]) ->
         if blocks[arm].get("not_measured"):
             lines.append(f"- Not measured: {blocks[arm]['not_measured']}.\n")
             continue
-        lines += [f"- `{i}` · {claim_text.sentence(by_id[i])}" for i in ids if i in by_id]
-        lines.append("")
+        lines.append(words.report([by_id[i] for i in ids if i in by_id]))
     return "\n".join(lines) + "\n"
 
 
@@ -110,51 +112,65 @@ def _at_end(curves: Mapping[str, Sequence[float]], key: str) -> float:
     return float(np.asarray(curves[key])[-1])
 
 
-def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> str:
-    """The scratch arm's final-depth collapse difference with its interval on the first ``n``
-    seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all
-    kept seeds' (one sentence)."""
+def exercises(records: Mapping[str, Mapping[str, Mapping[int, Any]]], blocks: Mapping[str, Mapping[str, Any]],
+              scratch_seeds: int, hard_twin: str, seed: int) -> dict[str, Any]:
+    """The numbers of the chapter's three exercises, as tables ({column: {row: value}}, missing
+    values "—"): ``fewer_seeds`` (half the from-scratch seeds), ``twin`` (the other hard twin) and
+    ``one_topic`` (the one-topic sentences), each computed from this build's copies."""
+    half = max(2, scratch_seeds // 2)
+    other = objective_geometry.TWINS[1 - objective_geometry.TWINS.index(hard_twin)]
+    return {"half": half, "other_twin": other,
+            "fewer_seeds": fewer_seeds(records["scratch"], blocks["scratch"]["kept"], half, seed),
+            "twin": twin_answer(blocks["finetune"], other), "one_topic": one_topic_answer(blocks["finetune"])}
+
+
+def _table(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Rows {row: {column: value}} as columns {column: {row: value}}, "—" where a row has none."""
+    columns = list(dict.fromkeys(c for row in rows.values() for c in row))
+    return {c: {name: row.get(c, "—") for name, row in rows.items()} for c in columns}
+
+
+def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n: int, seed: int) -> dict:
+    """The scratch arm's final-depth collapse difference with its 95 % interval on the first ``n``
+    seeds (what a run with ``n`` seeds measures: a copy depends only on its seed), beside all kept
+    seeds' (a table; a row with fewer than 2 kept seeds has no interval)."""
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
     first = [s for s in sorted(records["mean_pool"])[:n] if s in kept]
-    found = {}
-    for name, seeds in (("few", first), ("all", list(kept))):
-        if len(seeds) < 2:
-            found[name] = "not measured (fewer than 2 kept seeds)"
-            continue
-        final = objective_geometry.compare(measured, seeds, ["intra_sentence_cosine"], seed)["final"]["difference"]
-        value, (low, high) = final["intra_sentence_cosine"]["value"], final["intra_sentence_cosine"]["interval"]
-        found[name] = f"{value:.4f} [{low:.4f}, {high:.4f}] (width {high - low:.4f})"
-    return (f"With the first {n} seeds ({len(first)} of them kept) the final-depth difference is {found['few']}; "
-            f"with all {len(kept)} kept seeds of this build it is {found['all']}.")
+    rows = {}
+    for name, seeds in ((f"the first {n} seeds", first), ("every seed of this build", list(kept))):
+        rows[name] = {"seeds kept": len(seeds)}
+        if len(seeds) >= 2:
+            final = objective_geometry.compare(measured, seeds, [objective_geometry.FINGERPRINT], seed)
+            found = final["final"]["difference"][objective_geometry.FINGERPRINT]
+            low, high = found["interval"]
+            rows[name].update({"difference": found["value"], "95 % low": low, "95 % high": high, "width": high - low})
+    return _table(rows)
 
 
-def twin_answer(block: Mapping[str, Any], other: str) -> str:
+def twin_answer(block: Mapping[str, Any], other: str) -> dict:
     """The fine-tuning arm's final-depth scores of the other twin pairs, mean over kept seeds,
-    before and after each loss (one sentence)."""
+    before and after each loss, under both scores (a table)."""
     if not block["comparison"]:
-        return f"Not measured: {block['not_measured']}."
+        return {"not measured": {"why": block["not_measured"]}}
     mean = block["comparison"]["mean"]
-    score = lambda v: " and ".join(f"{_at_end(mean[v], f'other_twin_{s}'):.3f} ({name})"  # noqa: E731
-                                   for s, name in (("mean_pool", "mean pool"), ("maxsim", "MaxSim")))
-    return (f"At the final depth, mean over the kept seeds, the {other.replace('_', ' ')} pairs score {score('before')} "
-            f"on the backbone, {score('mean_pool')} after the mean-pool loss, and {score('maxsim')} after the "
-            "MaxSim loss.")
+    return {OBJECTIVE_LABELS[v]: {f"{other.replace('_', ' ')} pairs, {name}": _at_end(mean[v], f"other_twin_{s}")
+                                  for s, name in (("mean_pool", "mean-pool cosine"), ("maxsim", "MaxSim"))}
+            for v in objective_geometry.VARIANTS}
 
 
-def one_topic_answer(block: Mapping[str, Any]) -> str:
+def one_topic_answer(block: Mapping[str, Any]) -> dict:
     """The fine-tuning arm's final-depth within-sentence cosine and collapse gap on the one-topic
-    sentences, mean over kept seeds, before and after each loss, beside the build's sentence set
-    (one sentence)."""
+    sentences, mean over kept seeds, before and after each loss, beside the gap on this build's
+    sentence set (a table)."""
     if not block["comparison"]:
-        return f"Not measured: {block['not_measured']}."
+        return {"not measured": {"why": block["not_measured"]}}
     kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
-    parts = []
-    for variant, label in (("before", "on the backbone"), ("mean_pool", "after the mean-pool loss"),
-                           ("maxsim", "after the MaxSim loss")):
+    columns = {}
+    for variant in objective_geometry.VARIANTS:
         runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
                 or list(topic[variant].values()))
-        within, gap = (np.mean([_at_end(r, key) for r in runs]) for key in ("intra_sentence_cosine", "collapse_gap"))
-        parts.append(f"{within:.3f} {label} (gap {gap:.3f}; on this build's sentences "
-                     f"{_at_end(mean[variant], 'collapse_gap'):.3f})")
-    return ("On the five sentences, mean over the kept seeds, the final-depth within-sentence cosine is "
-            + ", ".join(parts) + ".")
+        columns[OBJECTIVE_LABELS[variant]] = {
+            "within-sentence cosine, one topic": float(np.mean([_at_end(r, "intra_sentence_cosine") for r in runs])),
+            "collapse gap, one topic": float(np.mean([_at_end(r, "collapse_gap") for r in runs])),
+            "collapse gap, this build's sentences": _at_end(mean[variant], "collapse_gap")}
+    return columns

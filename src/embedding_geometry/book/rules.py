@@ -96,7 +96,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
         "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(2, 1_000_000),
         "scratch_pairs_per_batch": p.integer(2, 512), "finetune_pairs_per_batch": p.integer(2, 512),
-        "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(1, 24),
+        "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(2, 24),
         "scratch_width": p.integer(8, 1024), "concepts": p.integer(8, 256), "task_pairs": p.integer(16, 1_000_000),
         "task_held_out": p.integer(4, 10_000),
         "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(2, 1_000_000),
@@ -255,6 +255,86 @@ def _documents_within_corpus(values):
     return None
 
 
+def _refusal(call) -> tuple[Any, str] | None:
+    """The value and message of the ParameterError that ``call()`` raises, or None."""
+    from ..core.errors import ParameterError
+
+    try:
+        call()
+    except ParameterError as error:
+        return error.got, error.expected
+    return None
+
+
+def _scratch_task(values: Mapping[str, Any]):
+    from ..studies import synthetic_retrieval
+
+    return synthetic_retrieval.Task(concepts=values["concepts"], train_pairs=values["task_pairs"],
+                                    held_out=values["task_held_out"], seed=values["seed"])
+
+
+@p.need("concepts", "a synthetic task the corpus can make: at most half its content words as concepts, and "
+        "task_pairs plus task_held_out distinct documents of them")
+def _task_within_corpus(values):
+    from ..studies import synthetic_retrieval
+
+    return _refusal(lambda: synthetic_retrieval.texts(_scratch_task(values)))
+
+
+@p.need("scratch_width", "a width the small encoder's attention heads divide")
+def _width_fits_heads(values):
+    from ..studies import synthetic_retrieval
+
+    return _refusal(lambda: synthetic_retrieval.Shape(layers=values["scratch_layers"], width=values["scratch_width"]))
+
+
+@p.need("held_out_pairs", "a split of the book's training pairs that holds out that many pairs sharing no text")
+def _split_holds_out(values):
+    from ..studies import objectives
+
+    return _refusal(lambda: objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"]))
+
+
+EPOCHS_CHECKED = 3
+"""Batches are checked over the first epochs of every seed (a batch that cannot be filled shows there)."""
+
+
+def _fills_batches(pairs, size: int, steps: int, seeds: range) -> tuple[Any, str] | None:
+    """Whether every seed's first :data:`EPOCHS_CHECKED` epochs of ``size``-pair batches fill."""
+    from ..studies import objectives
+
+    checked = min(steps, EPOCHS_CHECKED * max(1, len(pairs) // max(size, 1)))
+    for s in seeds:
+        if found := _refusal(lambda s=s: objectives.batches(pairs, size, checked, s)):
+            return found
+    return None
+
+
+@p.need("scratch_pairs_per_batch", "batches the synthetic task's training pairs fill without a text twice")
+def _scratch_batches_fill(values):
+    from ..studies import synthetic_retrieval
+
+    try:
+        train = synthetic_retrieval.texts(_scratch_task(values))["train"]
+    except ValueError:
+        return None  # the task's own need says why
+    seeds = range(values["seed"], values["seed"] + values["scratch_seeds"])
+    return _fills_batches(train, values["scratch_pairs_per_batch"], values["scratch_steps"], seeds)
+
+
+@p.need("finetune_pairs_per_batch", "batches the book's training pairs (less those held out) fill without a "
+        "text twice")
+def _finetune_batches_fill(values):
+    from ..studies import objectives
+
+    try:
+        train, _ = objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"])
+    except ValueError:
+        return None  # held_out_pairs's own need says why
+    seeds = range(values["seed"], values["seed"] + values["finetune_seeds"])
+    return _fills_batches(train, values["finetune_pairs_per_batch"], values["finetune_steps"], seeds)
+
+
 NEEDS: dict[str, tuple[p.Need, ...]] = {
     "00_the_model": (_words("extra_sentences", 1, "a word token to measure"),),
     "00b_primer": (_words("pair", 1, "MaxSim matches word tokens"),),
@@ -269,6 +349,10 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
     "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
                                     _positions_within_model),
     "06_search_in_practice": (_documents_within_corpus,),
+    "07_training_objective": (
+        _task_within_corpus, _width_fits_heads, _split_holds_out, _scratch_batches_fill, _finetune_batches_fill,
+        _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
+    ),
     "08_across_models": (_positions("head_length"),),
 }
 

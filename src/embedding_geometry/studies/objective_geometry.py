@@ -33,12 +33,17 @@ start and batches, so differences are taken seed by seed and unit by unit:
     change[o][s, u, l]  = o[s, u, l] − before[s, u, l]         (o: one of the two objectives)
 
 Each statistic (the mean over seeds and units; the ratio of the means of B and W for the
-separability ratio) gets its 95 % interval over seeds *and* units from
-:func:`core.hierarchical.hierarchical_interval` (crossed: the same units on every copy), and each
-final-depth difference the exact sign-flip test over its per-seed values. **Reach**
+separability ratio) gets its draws and 95 % interval over seeds *and* units from
+:func:`core.hierarchical.hierarchical_interval` (crossed: the same units on every copy; Student's
+t at the seed level), and each final-depth difference the exact sign-flip test over its per-seed
+values. The draws of the judged statistics go to the claims engine, which reads its 95 % and
+multiplicity-adjusted intervals from them (``samples: {draws, n_units}``). **Reach**
 (:func:`reach`): at depth l the difference is *visible* when |d_l| exceeds n_l, the half-width of
 its own 95 % interval; counting back from depth L, the run of depths where it is visible gives
-the share of the L + 1 depths, whose interval comes from the same hierarchical draws.
+the share of the L + 1 depths, whose interval comes from the same draws. The claims judge it as
+**visibility** (:func:`visibility`): the weakest depth's |d_l| / n_l over a span of depths, the
+weakest depth found again in each draw. **Peak margin** (:func:`peak_statistic`): how far the
+MaxSim copy's mean curve peaks strictly inside, the peak found again in each draw.
 """
 
 from __future__ import annotations
@@ -83,15 +88,33 @@ def texts(sentences: Sequence[str] | None = None, hard_twin: str = "negation") -
 
 def sentence_measures(acts: Activations) -> Measured:
     """The sentence measures of the table on one record: (curves, per-unit values), the ratio's
-    per-unit values as ``separability_ratio.between`` and ``.within``."""
+    per-unit values as ``separability_ratio.between`` and ``.within``. The pairwise measures (the
+    cross-sentence baseline, the anisotropy) get per-sentence values by :func:`projection`."""
     curves, units = {}, {}
     parts = (layer_by_layer.collapse(acts), layer_by_layer.cls_alignment(acts), cone_formation(acts.mean_pool("all")))
     for part in parts:
-        units.update({k: v for k, v in part.pop("per_unit", {}).items() if k in SENTENCE_MEASURES})
+        found = part.pop("per_unit", {})
+        units.update({k: v for k, v in found.items() if k in SENTENCE_MEASURES})
+        units.update({k.removesuffix(".pairs"): projection(v) for k, v in found.items()
+                      if k.removesuffix(".pairs") == "cross_sentence_baseline"})
         curves.update({k: v for k, v in part.items() if k in SENTENCE_MEASURES})
+    units["anisotropy"] = projection(units["anisotropy"], rows=True)
+    units["collapse_gap"] = units["intra_sentence_cosine"] - units["cross_sentence_baseline"]
     units.update({f"{RATIO}.{key}": value for key, value in layer_by_layer.separability_units(acts).items()})
     curves[RATIO] = units[f"{RATIO}.between"].mean(axis=0) / units[f"{RATIO}.within"].mean(axis=0)
     return curves, units
+
+
+def projection(kernel: np.ndarray, rows: bool = False) -> np.ndarray:
+    """Per-unit values of a pairwise statistic θ = mean_{s≠t} K_st [N, N, …] (diagonal zeroed)
+    whose mean is θ and whose resampling gives θ's standard error: the Hájek projection
+    2 r_s − θ, with r_s = mean_{t≠s} K_st the unit's row mean (``rows``: given the row means
+    [N, …] instead). Row means alone as units would give half the standard error (the influence
+    of a unit on a U-statistic of order 2 is twice its row's deviation); the projection is right
+    to first order, as the plug-in terms of B are (:func:`.layer_by_layer.separability_units`)."""
+    n = kernel.shape[0]
+    row = kernel if rows else kernel.sum(axis=1) / (n - 1)
+    return 2 * row - row.mean(axis=0)
 
 
 def pair_scores(acts: Activations) -> tuple[np.ndarray, np.ndarray]:
@@ -117,15 +140,22 @@ def kept_seeds(retrieval: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> list
     return sorted(s for s in by_objective[0] if all(r[s]["beats_chance"] for r in by_objective))
 
 
-def ratio_statistic(values: np.ndarray) -> np.ndarray:
-    """B / W from values[s, u, l, 2] (B and W per unit): the ratio of their means."""
-    means = values.mean(axis=(0, 1))
+def ratio_statistic(means: np.ndarray) -> np.ndarray:
+    """B / W from the means [B, …, 2] of B and W over seeds and units: the ratio of the means."""
     return means[..., 0] / means[..., 1]
 
 
-def ratio_difference(values: np.ndarray) -> np.ndarray:
-    """B_a / W_a − B_b / W_b from values[s, u, l, 4] (B_a, W_a, B_b, W_b per unit)."""
-    return ratio_statistic(values[..., :2]) - ratio_statistic(values[..., 2:])
+def ratio_difference(means: np.ndarray) -> np.ndarray:
+    """B_a / W_a − B_b / W_b from the means [B, …, 4] of (B_a, W_a, B_b, W_b)."""
+    return ratio_statistic(means[..., :2]) - ratio_statistic(means[..., 2:])
+
+
+def peak_statistic(means: np.ndarray) -> np.ndarray:
+    """The peak margin of mean curves [B, L + 1]: with p_b the inside depth of row b's highest
+    point, min(x_p − x_0, x_p − x_L) — the peak found again in every row (every draw)."""
+    rows = np.arange(len(means))
+    p = 1 + np.argmax(means[:, 1:-1], axis=1)
+    return np.minimum(means[rows, p] - means[:, 0], means[rows, p] - means[:, -1])
 
 
 def generator(seed: int, name: str) -> np.random.Generator:
@@ -134,13 +164,20 @@ def generator(seed: int, name: str) -> np.random.Generator:
 
 
 def final_summary(found: hierarchical.Hierarchical, per_seed: np.ndarray | None = None) -> dict[str, Any]:
-    """The final-depth value of a statistic, its interval and the numbers of seeds and units;
-    with per-seed values, the exact two-sided sign-flip p-value of their mean."""
-    out = {"value": float(found.value[-1]), "interval": [float(x) for x in found.band[:, -1]],
+    """The final-depth value of a statistic, its 95 % interval and the numbers of seeds and
+    units; with per-seed values, the exact two-sided sign-flip p-value of their mean."""
+    out = {"value": float(np.asarray(found.value).reshape(-1)[-1]),
+           "interval": [float(x) for x in np.asarray(found.band).reshape(2, -1)[:, -1]],
            "n_seeds": found.n_seeds, "n_units": found.n_units}
     if per_seed is not None:
         out.update(per_seed=[float(x) for x in per_seed], p_value=hierarchical.sign_flip_test(per_seed))
     return out
+
+
+def judged(found: hierarchical.Hierarchical, per_seed: np.ndarray | None = None) -> dict[str, Any]:
+    """:func:`final_summary` with the final-depth ``draws`` [B] the claims engine reads
+    (``samples: {draws, n_units}``)."""
+    return {**final_summary(found, per_seed), "draws": np.asarray(found.draws).reshape(len(found.draws), -1)[:, -1]}
 
 
 def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int], keys: Sequence[str],
@@ -148,33 +185,41 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
     """The comparison block of the module docstring for ``measured`` ({variant: {seed: (curves,
     units)}}) over the kept ``seeds``, for the measures ``keys``: ``mean``, ``band``,
     ``difference``, ``change``, their bands, the per-seed differences, the final-depth summaries
-    (``final``) and the ``reach`` of every difference; ``draws`` (the difference draws) is
-    popped by the caller."""
+    (``final``) and the ``reach`` of every difference; ``judged_final`` holds the same summaries
+    with their draws (:func:`judged`; {"difference": {key: …}, "change": {o: {key: …}}}) and the
+    :func:`visibility` of the :data:`FINGERPRINT` difference, for the claims (popped by the
+    caller, which keeps the judged ones: every draw of every measure would be too many to record)."""
     block: dict[str, Any] = {"seeds": list(seeds), "mean": {}, "band": {}, "difference": {}, "difference_band": {},
                              "per_seed_difference": {}, "change": {o: {} for o in objectives.OBJECTIVES},
                              "change_band": {o: {} for o in objectives.OBJECTIVES}, "reach": {},
-                             "final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}}}
+                             "final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}},
+                             "judged_final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}}}
     for key in keys:
-        values = {v: _values(measured[v], seeds, key) for v in VARIANTS}
-        statistic = ratio_statistic if key == RATIO else hierarchical.mean_statistic
+        values = {v: unit_values(measured[v], seeds, key) for v in VARIANTS}
+        statistic = ratio_statistic if key == RATIO else hierarchical.identity
         for variant, array in values.items():
             found = hierarchical.hierarchical_interval(array, statistic, generator(seed, f"{variant}.{key}"), resamples)
             block["mean"].setdefault(variant, {})[key] = found.value
             block["band"].setdefault(variant, {})[key] = found.band
         diff = _paired(values["mean_pool"], values["maxsim"], key, generator(seed, f"difference.{key}"), resamples)
-        per_seed = _per_seed(values["mean_pool"], values["maxsim"], key)
+        per_seed = seed_differences(values["mean_pool"], values["maxsim"], key)
         block["difference"][key], block["difference_band"][key] = diff.value, diff.band
         block["per_seed_difference"][key] = per_seed
         block["final"]["difference"][key] = final_summary(diff, per_seed[:, -1])
+        block["judged_final"]["difference"][key] = judged(diff, per_seed[:, -1])
         block["reach"][key] = reach(diff)
+        if key == FINGERPRINT:
+            block["judged_final"]["visibility"] = {name: visibility(diff, r) for name, r in VISIBILITY.items()}
         for o in objectives.OBJECTIVES:
             change = _paired(values[o], values["before"], key, generator(seed, f"change.{o}.{key}"), resamples)
+            per_seed_change = seed_differences(values[o], values["before"], key)[:, -1]
             block["change"][o][key], block["change_band"][o][key] = change.value, change.band
-            block["final"]["change"][o][key] = final_summary(change, _per_seed(values[o], values["before"], key)[:, -1])
+            block["final"]["change"][o][key] = final_summary(change, per_seed_change)
+            block["judged_final"]["change"][o][key] = judged(change, per_seed_change)
     return block
 
 
-def _values(by_seed: Mapping[int, Measured], seeds: Sequence[int], key: str) -> np.ndarray:
+def unit_values(by_seed: Mapping[int, Measured], seeds: Sequence[int], key: str) -> np.ndarray:
     """values[s, u, l] (for the ratio: [s, u, l, 2], B and W) over ``seeds``."""
     if key == RATIO:
         return np.stack([np.stack([by_seed[s][1][f"{RATIO}.between"], by_seed[s][1][f"{RATIO}.within"]], axis=-1)
@@ -190,14 +235,21 @@ def _paired(a: np.ndarray, b: np.ndarray, key: str, rng: np.random.Generator,
     return hierarchical.hierarchical_interval(a - b, seed=rng, resamples=resamples)
 
 
-def _per_seed(a: np.ndarray, b: np.ndarray, key: str) -> np.ndarray:
-    """[S, L + 1]: each seed's statistic of a minus that of b."""
+def seed_differences(a: np.ndarray, b: np.ndarray, key: str) -> np.ndarray:
+    """[S, L + 1]: each seed's statistic of a minus that of b (values[s, u, l], as :func:`compare`
+    takes them): the per-seed differences of the chapter's table."""
     if key == RATIO:
-        return np.stack([ratio_statistic(x[None]) - ratio_statistic(y[None]) for x, y in zip(a, b)])
+        return np.stack([ratio_difference(np.concatenate([x, y], axis=-1).mean(axis=0)[None])[0] for x, y in zip(a, b)])
     return (a - b).mean(axis=1)
 
 
 # --------------------------------------------------------------------------- how far back
+
+FINGERPRINT = "intra_sentence_cosine"
+"""The measure whose difference the fingerprint claims judge depth by depth."""
+VISIBILITY = {"final": 1.0, "back_half": 0.5, "every_depth": 0.0}
+"""The depths a visibility statistic spans: those at relative depth l / L ≥ r."""
+
 
 def reach(found: hierarchical.Hierarchical) -> dict[str, Any]:
     """How far back a difference is visible (module docstring): ``present`` [L + 1] (|d_l| >
@@ -219,20 +271,32 @@ def reach(found: hierarchical.Hierarchical) -> dict[str, Any]:
             "n_seeds": found.n_seeds, "n_units": found.n_units}
 
 
+def visibility(found: hierarchical.Hierarchical, r: float) -> dict[str, Any]:
+    """The weakest depth's signal over its noise in the span of depths at relative depth ≥ r,
+    min_{l/L ≥ r} |d_l| / n_l (above 1: the difference is visible at every depth of the span), on
+    the estimate and on each draw (the weakest depth found again in each; n_l held: the noise the
+    reach defines), with the numbers of seeds and units."""
+    noise = found.half_width
+    n_layers = len(noise) - 1
+    span = np.arange(n_layers + 1) >= r * n_layers - 1e-9
+    scale = np.where(noise[span] > 0, noise[span], np.nan)
+
+    def ratio(d: np.ndarray) -> np.ndarray:
+        return np.nanmin(np.abs(d[..., span]) / scale, axis=-1)
+
+    return {"value": float(ratio(found.value)), "draws": ratio(found.draws), "n_seeds": found.n_seeds,
+            "n_units": found.n_units}
+
+
 def _run_back(present: np.ndarray) -> int:
     """The length of the run of True at the end of ``present``."""
     return len(present) if present.all() else int(np.argmin(present[::-1]))
 
 
 def peak_margin(values: np.ndarray, seed: int, name: str, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
-    """How far the mean curve of values[s, u, l] peaks strictly inside: with p the inside depth
-    of its highest point, min(x_p − x_0, x_p − x_L) (p located once, on the estimate, and held
-    in every draw), with its interval over seeds and units."""
+    """How far the mean curve of values[s, u, l] peaks strictly inside (:func:`peak_statistic`),
+    with its draws over seeds and units — the peak found again in every draw — and the depth of
+    the estimate's peak."""
+    found = hierarchical.hierarchical_interval(values, peak_statistic, generator(seed, name), resamples)
     curve = values.mean(axis=(0, 1))
-    p = 1 + int(np.argmax(curve[1:-1]))
-    def margin(v: np.ndarray) -> np.ndarray:
-        mean = v.mean(axis=(0, 1))
-        return np.atleast_1d(min(mean[p] - mean[0], mean[p] - mean[-1]))
-
-    found = hierarchical.hierarchical_interval(values, margin, generator(seed, name), resamples)
-    return {**final_summary(found), "peak_depth": p}
+    return {**judged(found), "peak_depth": 1 + int(np.argmax(curve[1:-1]))}

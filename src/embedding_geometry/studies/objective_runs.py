@@ -209,12 +209,12 @@ def losses(records: Mapping[str, Mapping[int, Any]]) -> dict[str, dict[str, dict
 
 def retrieval_match(records: Mapping[str, Mapping[int, Any]], seeds: Sequence[int], seed: int, resamples: int) -> dict:
     """The mean-pool copy's held-out recall minus the MaxSim copy's, each with its own score,
-    paired by seed and query, with its interval over seeds and queries and its sign-flip test."""
+    paired by seed and query, with its draws over seeds and queries and its sign-flip test."""
     values = np.stack([records["mean_pool"][s]["retrieval"]["mean_pool"] - records["maxsim"][s]["retrieval"]["maxsim"]
                        for s in seeds])[..., None]
     found = hierarchical.hierarchical_interval(
         values, seed=objective_geometry.generator(seed, "retrieval_match"), resamples=resamples)
-    return objective_geometry.final_summary(found, values.mean(axis=1)[:, 0])
+    return objective_geometry.judged(found, values.mean(axis=1)[:, 0])
 
 
 def cone(records: Mapping[str, Mapping[int, Any]], seeds: Sequence[int]) -> dict[str, Any]:
@@ -267,40 +267,55 @@ def block(records: Mapping[str, Mapping[int, Any]], arm: Arm, seed: int = 0,
     keys = objective_geometry.SENTENCE_MEASURES + (objective_geometry.PAIR_MEASURES if arm.pair_sets else ())
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
     out["comparison"] = objective_geometry.compare(measured, kept, keys, seed, resamples)
-    out["comparison"]["retrieval_match"] = retrieval_match(records, kept, seed, resamples)
-    within = np.stack([measured["maxsim"][s][1]["intra_sentence_cosine"] for s in kept])
-    out["comparison"]["peak_margin"] = objective_geometry.peak_margin(within, seed, f"{arm.name}.peak", resamples)
+    final = out["comparison"].pop("judged_final")
+    final["retrieval_match"] = retrieval_match(records, kept, seed, resamples)
+    within = np.stack([measured["maxsim"][s][1][objective_geometry.FINGERPRINT] for s in kept])
+    final["peak_margin"] = objective_geometry.peak_margin(within, seed, f"{arm.name}.peak", resamples)
+    out["comparison"]["peak_margin"] = {k: v for k, v in final["peak_margin"].items() if k != "draws"}
     if arm.model is not None:
         out["cone"] = cone(records, kept)
-    out["judged"] = judged(out["comparison"], arm.model is not None)
+    out["judged"] = judged(final, arm.model is not None)
     return out
 
 
-JUDGED = {"collapse_difference": ("difference", "intra_sentence_cosine"),
-          "separability_difference": ("difference", objective_geometry.RATIO)}
-FINETUNE_JUDGED = {"maxsim_change": ("change", "maxsim", "intra_sentence_cosine"),
+JUDGED = {"collapse_difference": ("difference", objective_geometry.FINGERPRINT),
+          "separability_difference": ("difference", objective_geometry.RATIO),
+          **{f"visibility_{name}": ("visibility", name) for name in objective_geometry.VISIBILITY},
+          "peak_margin": ("peak_margin",), "retrieval_match": ("retrieval_match",)}
+FINETUNE_JUDGED = {"maxsim_change": ("change", "maxsim", objective_geometry.FINGERPRINT),
                    **{f"{m}_change_{o}": ("change", o, key) for o in objectives.OBJECTIVES
                       for m, key in (("anisotropy", "anisotropy"), ("easy", "easy_mean_pool"))}}
 
 
-def judged(comparison: Mapping[str, Any] | None, finetune: bool) -> dict[str, dict[str, Any] | None]:
-    """The statistics the chapter's claims judge, each {value, interval, n_seeds} (all three None
-    when the arm kept fewer than 2 seeds): the final-depth differences of within-sentence cosine and
-    separability, the within-sentence ``fingerprint_share`` (the reach), the MaxSim copy's
-    ``peak_margin``, the ``retrieval_match``; on a fine-tuning arm also the final-depth changes
-    (MaxSim copy's within-sentence cosine; each copy's anisotropy and easy-pair cosine)."""
+def judged(final: Mapping[str, Any] | None, finetune: bool) -> dict[str, dict[str, Any]]:
+    """The statistics the chapter's claims judge, each {value, interval, draws, n_seeds, n_units}
+    (None throughout when the arm kept fewer than 2 seeds), picked from ``final`` (the comparison's
+    ``judged_final``, with ``retrieval_match`` and ``peak_margin``): the final-depth differences of
+    within-sentence cosine and separability, the within-sentence difference's ``visibility`` at the
+    final depth, over the back half and at every depth, the MaxSim copy's ``peak_margin``, the
+    ``retrieval_match``; on a fine-tuning arm also the final-depth changes (the MaxSim copy's
+    within-sentence cosine; each copy's anisotropy and easy-pair cosine)."""
     paths = {**JUDGED, **(FINETUNE_JUDGED if finetune else {})}
-    names = [*paths, "fingerprint_share", "peak_margin", "retrieval_match"]
-    if comparison is None:
-        return {name: {"value": None, "interval": None, "n_seeds": None} for name in names}
-    final = comparison["final"]
-    found = {name: (final[path[0]][path[1]] if len(path) == 2 else final[path[0]][path[1]][path[2]])
-             for name, path in paths.items()}
-    reach = comparison["reach"]["intra_sentence_cosine"]
-    found["fingerprint_share"] = {"value": reach["share"], "interval": reach["share_interval"],
-                                  "n_seeds": reach["n_seeds"]}
-    found.update(peak_margin=comparison["peak_margin"], retrieval_match=comparison["retrieval_match"])
+    if final is None:
+        return {name: {"value": None, "interval": None, "draws": None, "n_seeds": None} for name in paths}
+    found = {}
+    for name, path in paths.items():
+        entry = final
+        for part in path:
+            entry = entry[part]
+        found[name] = {**entry, "draws": recorded(entry["draws"])}
     return found
+
+
+DRAW_DIGITS = 6
+"""Significant digits a judged statistic's draws keep: 20,000 draws of each land in the results JSON,
+and six digits move no percentile by more than a millionth of its value."""
+
+
+def recorded(draws: np.ndarray) -> np.ndarray:
+    """``draws`` rounded to :data:`DRAW_DIGITS` significant digits (what the claims engine and the
+    results JSON both read)."""
+    return np.array([float(f"{x:.{DRAW_DIGITS}g}") for x in np.asarray(draws, dtype=float)])
 
 
 def not_measured(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

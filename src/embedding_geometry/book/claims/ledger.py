@@ -66,8 +66,7 @@ KINDS = ("published", "hypothesis", "pipeline")
 """A distinct published claim, the book's own hypothesis, or a check of the pipeline."""
 
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
-              "uniform_attention": "uniform attention", "random_positions": "random positions",
-              "seeds": "seeds of one loss"}
+              "uniform_attention": "uniform attention", "random_positions": "random positions"}
 EXACT_NULLS = {"chance", "uniform_attention"}
 """Nulls whose value is an exact expectation (closed form): a number is their distribution's mean,
 and the claim's own interval carries the noise."""
