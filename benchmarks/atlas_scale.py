@@ -1,6 +1,6 @@
 """The atlas at scale (issue 31): streamed memory, Ray's overhead, and a projection to GPUs.
 
-    memory      peak RSS of chapter 1's per-depth statistics (``studies.accumulators.TextStatistics``)
+    memory      peak RSS of chapter 1's per-depth statistics (``studies.depth_statistics.TextStatistics``)
                 streamed over n texts, one fresh process per size, largest ÷ smallest       ≤ 1.10
     overhead    the same atlas plan on a local Ray instance (``--workers`` CPUs) ÷ in process,
                 activation cache off, each into an empty folder                              ≤ 1.30
@@ -57,7 +57,7 @@ def child(model: str, n_texts: int, batch_size: int) -> dict:
     """Chapter 1's statistics streamed over ``n_texts`` texts, a batch at a time, nothing cached:
     peak RSS, seconds, and the seconds spent in the forward passes and in the statistics."""
     from embedding_geometry.core import activations, models
-    from embedding_geometry.studies.accumulators import TextStatistics
+    from embedding_geometry.studies.depth_statistics import TextStatistics
 
     loaded, chosen = models.load(model, device="cpu"), texts(n_texts)
     statistics, forward, summing, start = TextStatistics(), 0.0, 0.0, time.perf_counter()

@@ -178,7 +178,7 @@ def atlas(sizes: list[int], workers: int) -> dict:
 
 
 def atlas_figures(r: dict) -> list[dict]:
-    from embedding_geometry.book.pages import figure
+    from embedding_geometry.book.performance import figure
 
     runs = ", ".join(f"{x['n_texts']:,} texts: {x['peak_rss_mib']:,} MiB" for x in r["memory"]["runs"])
     o, p = r["overhead"], r["projection"]

@@ -13,6 +13,7 @@ from synthetic_records import record
 
 from embedding_geometry.core import streaming, windows
 from embedding_geometry.studies import accumulators as acc
+from embedding_geometry.studies import depth_statistics as stats
 from embedding_geometry.studies import anisotropy, layer_by_layer
 
 DEPTHS, WIDTH = 4, 5
@@ -25,12 +26,12 @@ def states(n_texts: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def text_pass(stacks: list[np.ndarray], cuts: list[int], order: list[int] | None = None,
-              sample_size: int = 6) -> acc.TextStatistics:
+              sample_size: int = 6) -> stats.TextStatistics:
     """TextStatistics of the texts cut at ``cuts`` into shards, merged in ``order``."""
     bounds = [0, *sorted(cuts), len(stacks)]
     parts = []
     for a, b in zip(bounds, bounds[1:]):
-        part = acc.TextStatistics(sample_size=sample_size, seed=3)
+        part = stats.TextStatistics(sample_size=sample_size, seed=3)
         part.update(record(stacks[a:b]), range(a, b))
         parts.append(part)
     return acc.merged(parts[i] for i in (order or range(len(parts))))
@@ -74,10 +75,10 @@ def test_tuple_statistics_merged_over_any_sharding_equal_one_pass(sharding):
     cuts, order = sharding
     bounds, parts = [0, *sorted(cuts), N], []
     for a, b in zip(bounds, bounds[1:]):
-        part = acc.TupleStatistics(names=("negation", "role_reversal"))
+        part = stats.TupleStatistics(names=("negation", "role_reversal"))
         part.update(record(stacks[3 * a:3 * b]), range(a, b))
         parts.append(part)
-    single = acc.TupleStatistics(names=("negation", "role_reversal"))
+    single = stats.TupleStatistics(names=("negation", "role_reversal"))
     single.update(record(stacks), range(N))
     assert_same(acc.merged(parts[i] for i in order).result(), single.result())
 
@@ -139,9 +140,9 @@ def test_the_peak_write_block_is_the_block_of_each_dimensions_largest_summed_upd
 
 def test_a_shard_merged_twice_is_an_error_not_a_double_count():
     stacks = states(6)
-    part = acc.TextStatistics(sample_size=4)
+    part = stats.TextStatistics(sample_size=4)
     part.update(record(stacks[:3]), range(3))
-    twice = acc.TextStatistics(sample_size=4)
+    twice = stats.TextStatistics(sample_size=4)
     twice.update(record(stacks[:3]), range(3))
     with pytest.raises(ValueError, match="counted twice"):
         part.merge(twice).result()
@@ -149,14 +150,14 @@ def test_a_shard_merged_twice_is_an_error_not_a_double_count():
 
 def test_head_statistics_of_shards_in_any_order_equal_one_pass(tiny_bert):
     cut = list(windows.from_source(tiny_bert.tokenizer, "corpus", 6, 24, 0))
-    one = acc.HeadStatistics()
+    one = stats.HeadStatistics()
     start = 0
     for captured in streaming.stream(tiny_bert, cut, 2):
         one.update(captured, range(start, start + len(captured.windows)))
         start += len(captured.windows)
     parts = []
     for a, b in ((0, 2), (2, 5), (5, 6)):
-        part = acc.HeadStatistics()
+        part = stats.HeadStatistics()
         for captured in streaming.stream(tiny_bert, cut[a:b], 4):
             part.update(captured, range(a, b))
         parts.append(part)

@@ -533,3 +533,12 @@ def test_results_write_is_atomic_and_refuses_nan(tmp_path, monkeypatch):
         _write({"curve": np.array([0.1, np.nan])})
     assert (tmp_path / "ch.json").read_text() == good
     assert [p.name for p in tmp_path.iterdir()] == ["ch.json"]
+
+
+def test_a_plain_sentence_keeps_an_acronym_or_a_name_in_capitals_at_its_start():
+    from embedding_geometry.book.claims.words import _lowered
+
+    assert _lowered("CLS alignment dips") == "CLS alignment dips"
+    assert _lowered("MaxSim keeps the spread") == "MaxSim keeps the spread"
+    assert _lowered("L6 is a dip") == "L6 is a dip"
+    assert _lowered("Within-sentence cosine rises") == "within-sentence cosine rises"

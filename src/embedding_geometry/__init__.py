@@ -58,6 +58,8 @@ a study never imports ``book``):
     ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel, and each arm's results
     ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
+    ``accumulators``        mergeable building blocks: rows per unit, sums, co-moments, a bottom-K sample
+    ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -80,7 +82,7 @@ a study never imports ``book``):
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``heads`` (chapter 4), ``practice`` (chapters 5 and 6), ``objectives`` (chapter 7),
+                        ``heads`` (chapter 4), ``practice`` and ``practice_search`` (chapters 5 and 6), ``objectives`` (chapter 7),
                         ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
@@ -88,8 +90,15 @@ a study never imports ``book``):
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
     ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
+    ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall
+    ``derived``         what the site derives from the chapters: the table of contents, the Methods stubs
+    ``scaffold``        a new chapter's notebook with the conventions in place (``new-chapter``)
+    ``atlas``           chapter 8's measurements on many models, streamed and sharded: ``plan`` (models ×
+                        shards), ``shards`` (one shard's statistics, written once, atomically),
+                        ``executors`` (in-process or Ray tasks)
 
-``python -m embedding_geometry build`` (``__main__``) builds the book. Importing the package has
+``python -m embedding_geometry build`` (``__main__``) builds the book; ``atlas``, ``pdf`` and
+``new-chapter`` are its other commands. Importing the package has
 no side effects: ``book.chapter.Chapter.open`` sets the chart theme and seeds every generator.
 """
 

@@ -315,3 +315,19 @@ def read_alike(texts: Mapping[str, str], view: ModelView) -> Fault:
             return text, f"{where} reads as {seen[ids]} once tokenized"
         seen[ids] = where
     return None
+
+
+def declared(spec: Mapping[str, Any]) -> dict[str, Rule]:
+    """The rules a chapter's ledger states for its parameters (``parameters:``): each name maps to
+    ``boolean`` or ``text``, or to ``{integer: [low, high]}``, ``{number: [low, high]}``,
+    ``{texts: n}`` (a list of at least n strings) or ``{one_of: [choices]}``. Another form is a
+    ValueError that names the parameter and the forms."""
+    forms = {"integer": integer, "number": number, "boolean": boolean, "text": text, "texts": text_list,
+             "one_of": one_of}
+    table = {}
+    for name, form in spec.items():
+        kind, args = (form, None) if isinstance(form, str) else next(iter(form.items()), (None, None))
+        if kind not in forms or (isinstance(form, Mapping) and len(form) != 1):
+            raise ValueError(f"parameter '{name}' has no rule form {form!r}; expected one of {sorted(forms)}")
+        table[name] = forms[kind] if args is None else forms[kind](*(args if isinstance(args, list) else [args]))
+    return table

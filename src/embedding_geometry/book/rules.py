@@ -357,30 +357,9 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
 }
 
 
-DECLARABLE = {"integer": p.integer, "number": p.number, "boolean": p.boolean, "text": p.text,
-              "texts": p.text_list, "one_of": p.one_of}
-"""The rules a ledger may state for a chapter that has no entry in :data:`CHAPTERS`."""
-
-
-def declared(slug: str, spec: Mapping[str, Any]) -> dict[str, p.Rule]:
-    """A chapter's rules as its ledger states them (``parameters:``), on top of :data:`MODEL`: each
-    name maps to ``boolean`` or ``text``, or to ``{integer: [low, high]}``, ``{number: [low, high]}``,
-    ``{texts: n}`` (a list of at least n strings) or ``{one_of: [choices]}``. A form outside these
-    is a ledger error that names the chapter and the parameter."""
-    table = dict(MODEL)
-    for name, form in spec.items():
-        kind, args = (form, None) if isinstance(form, str) else next(iter(form.items()), (None, None))
-        if kind not in DECLARABLE or (isinstance(form, Mapping) and len(form) != 1):
-            raise LedgerError(f"{slug}.yaml: parameter '{name}' has no rule form {form!r}; "
-                              f"expected one of {sorted(DECLARABLE)}")
-        maker = DECLARABLE[kind]
-        table[name] = maker if args is None else maker(*(args if isinstance(args, list) else [args]))
-    return table
-
-
 def rules_for(slug: str) -> dict[str, p.Rule]:
     """The rule table of chapter ``slug``: its entry in :data:`CHAPTERS`, or the rules its ledger
-    declares (:func:`declared`); KeyError names the known chapters when there are neither."""
+    declares (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the known chapters when there are neither."""
     if slug in CHAPTERS:
         return CHAPTERS[slug]
     try:
@@ -388,7 +367,10 @@ def rules_for(slug: str) -> dict[str, p.Rule]:
     except FileNotFoundError:
         raise KeyError(f"no parameter rules for chapter {slug!r}: write its ledger, data/claims/{slug}.yaml "
                        f"(CONTRIBUTING.md); chapters with rules here: {sorted(CHAPTERS)}") from None
-    return declared(slug, found.parameters)
+    try:
+        return {**MODEL, **p.declared(found.parameters)}
+    except ValueError as error:
+        raise LedgerError(f"{slug}.yaml: {error}") from None
 
 
 def needs_for(slug: str) -> tuple[p.Need, ...]:

@@ -12,10 +12,10 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import joblib
 import numpy as np
+import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
@@ -25,9 +25,6 @@ from .architectures import SpecialTokens
 from .capture import run_with_cache
 from .errors import ParameterError
 from .models import LoadedModel
-
-if TYPE_CHECKING:  # annotations only
-    import pandas as pd
 
 
 # --------------------------------------------------------------------------- the record
@@ -347,8 +344,6 @@ def token_frame(record: Activations, values: np.ndarray | None = None, name: str
     """One row per token (text, sentence, position, token, word_id, kind); with ``values`` of
     shape [L + 1, n_tokens], one row per token and depth, the value in column ``name``.
     ``sentence`` is ``labels[text]`` (default: the text itself)."""
-    import pandas as pd
-
     starts = np.repeat(record.offsets[:-1], record.lengths)
     frame = pd.DataFrame({
         "text": record.text_index(),
@@ -366,8 +361,6 @@ def token_frame(record: Activations, values: np.ndarray | None = None, name: str
 
 def tokenization_table(record: Activations) -> "pd.DataFrame":
     """Per text: its pieces, token counts, and the words WordPiece split into several pieces."""
-    import pandas as pd
-
     rows = []
     for i, text in enumerate(record.texts):
         rows_i = record.rows(i)

@@ -38,7 +38,8 @@ import numpy as np
 from ..core import corpora
 from ..core.models import ModelInfo
 from . import cone, layer_by_layer, similarity_attractor
-from .accumulators import SAMPLE_SIZE, TextSet
+from .accumulators import SAMPLE_SIZE
+from .depth_statistics import TextSet
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import profiles
 from ...studies import across_models
-from ...studies.accumulators import TextSet
+from ...studies.depth_statistics import TextSet
 
 SLUG = "08_across_models"
 """The chapter whose parameters an atlas run takes."""

@@ -9,8 +9,8 @@
   with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
 - ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
   the first text's matrices encoded for the explorer);
-- ``practice``: the tables and charts of chapters 5 and 6 (isotropy, whitening, dilution,
-  [CLS] by position, compounds, long texts, hybrid retrieval);
+- ``practice``, ``practice_search``: the tables and charts of chapters 5 and 6 (isotropy,
+  whitening, dilution, [CLS] by position; compounds, long texts, quantization, hybrid retrieval);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth);
 - ``layers``: chapter 1's charts, one measurement of every model run side by side on relative

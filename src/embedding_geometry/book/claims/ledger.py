@@ -39,7 +39,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
     errata:
       - id, statement, prose_value, data_value, evidence
     parameters:                   # a chapter without an entry in book/rules.py states its own rules here
-      n_texts: {integer: [3, 1000]}   # (book.rules.declared): integer / number [low, high], boolean,
+      n_texts: {integer: [3, 1000]}   # (book.parameters.declared): integer / number [low, high], boolean,
       corpus: {one_of: [a, b]}        # text, texts (a list of at least n strings), one_of [choices]
 
 **Multiplicity.** The book's published claims with a shape test form one family per model: their

@@ -196,13 +196,20 @@ def _subject(record: Mapping[str, Any]) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _lowered(text: str) -> str:
+    """``text`` with its first letter in lower case, unless its first word is an acronym or a
+    name in capitals ("CLS alignment", "MaxSim", "L6")."""
+    first = text.split(" ", 1)[0]
+    return text if sum(c.isupper() for c in first) > 1 or any(c.isdigit() for c in first) else text[:1].lower() + text[1:]
+
+
 def plain_sentence(record: Mapping[str, Any]) -> str:
     """The claim's finding in plain words, no numbers: "On all-MiniLM-L6-v2 the shape transfers:
     within-sentence similarity is higher at the final depth than at depth 0."."""
     record = _records([record])[0]
     word, subject = verdict_of(record), _subject(record)
     model = record["model"].rsplit("/", 1)[-1]
-    claim = subject[:1].lower() + subject[1:]
+    claim = _lowered(subject)
     if word in ("shape transfers", "supported", "passes"):
         return f"On {model}, {claim}."
     if word in ("does not transfer", "not supported", "fails"):
