@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test test-fast lint format bench tolerances pdf setup strip clean serve
+.PHONY: book test test-fast lint bench tolerances pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -23,13 +23,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
 
-# Lint: ruff's checks and its format check (pyproject.toml [tool.ruff]); `make format` rewrites.
+# Lint: ruff's checks (pyproject.toml [tool.ruff]; why the formatter is not enforced is there too).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check
-	$(VENV)/bin/ruff format --check
-
-format: $(STAMP)
-	$(VENV)/bin/ruff format
 
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml
