@@ -63,7 +63,8 @@ def build(name: str, spec: str, profile: str, fresh: bool) -> float | None:
     if root.exists():
         subprocess.run(["rm", "-rf", str(root)], check=True)
     copy_sources(ROOT, root)
-    env = {**os.environ, "EMBEDDING_GEOMETRY_FLOAT_PATH": spec, "EMBEDDING_GEOMETRY_CACHE": str(root / "build" / "cache"),
+    env = {**os.environ, "EMBEDDING_GEOMETRY_FLOAT_PATH": spec,
+           "EMBEDDING_GEOMETRY_CACHE": str(root / "build" / "cache"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("EMBEDDING_GEOMETRY_RESULTS", None)
     start = time.time()
@@ -71,7 +72,8 @@ def build(name: str, spec: str, profile: str, fresh: bool) -> float | None:
                "--no-site", *[arg for slug in expected for arg in ("--only", slug)]]
     done = subprocess.run(command, env=env)
     if done.returncode:
-        raise SystemExit(f"the build over '{spec or 'the default path'}' failed (exit {done.returncode}); see {root}/build/logs")
+        raise SystemExit(f"the build over '{spec or 'the default path'}' failed (exit {done.returncode}); "
+                         f"see {root}/build/logs")
     return time.time() - start
 
 
@@ -82,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--each", action="store_true", help="also build each perturbation alone")
     parser.add_argument("--write-golden", action="store_true",
-                        help="write the default build as the golden test's reference (a deliberate act: commit it with the reason)")
+                        help="write the default build as the golden test's reference "
+                             "(a deliberate act: commit it with the reason)")
     args = parser.parse_args(argv)
     from embedding_geometry.book import reproducibility
 
@@ -96,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:>18}  {'reused' if seconds[name] is None else f'{seconds[name]:.0f} s'}", flush=True)
     measured = reproducibility.measure({name: FOLDER / name / "build" / "results" for name in names},
                                        {name: PATHS[name] for name in names})
-    measured["run"] = {"command": COMMAND, "profile": args.profile, "commit": _commit(), "date": time.strftime("%Y-%m-%d"),
+    measured["run"] = {"command": COMMAND, "profile": args.profile, "commit": _commit(),
+                       "date": time.strftime("%Y-%m-%d"),
                        "machine": reproducibility.machine(), "python": platform.python_version()}
     target = reproducibility.FIGURES
     target.write_text(json.dumps(measured, indent=1, sort_keys=True) + "\n")
@@ -115,7 +119,8 @@ def write_golden(results: Path, run: dict) -> None:
     as the golden test's reference."""
     from embedding_geometry.book import reproducibility
 
-    chapters = {p.stem: reproducibility.golden_record(json.loads(p.read_text())) for p in sorted(results.glob("0*.json"))}
+    chapters = {p.stem: reproducibility.golden_record(json.loads(p.read_text()))
+                for p in sorted(results.glob("0*.json"))}
     about = {**run, "command": f"{COMMAND} --compare-only --write-golden", "float_path": ""}
     GOLDEN.write_text(json.dumps({"about": about, "chapters": chapters}, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN.relative_to(ROOT)} ({len(chapters)} chapters)")

@@ -32,7 +32,8 @@ flag (``performance.figure``). Skipped sections keep their last measured figures
 
     .venv/bin/python benchmarks/run.py --skip mpnet_build          # what `make bench` runs
     .venv/bin/python benchmarks/run.py --skip roofline cache batching memory atlas build   # the MPNet build only
-    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory atlas   # a quick check
+    # a quick check:
+    .venv/bin/python benchmarks/run.py --texts 64 --mpnet-texts 32 --skip build mpnet_build memory atlas
 """
 
 from __future__ import annotations
@@ -116,7 +117,8 @@ def roofline(loaded, texts: list[str], batch_size: int, runs: int = 5) -> tuple[
              "peak_gflops": [round(p, 1) for p in around], "peak_shapes": best["shapes"],
              "ratios": [round(r, 3) for r in ratios], "ratio": round(statistics.median(ratios), 3),
              "time_split": rl.time_split(ours, flops, best["peak_gflops"])},
-            {**common, "bare_tokens_per_s": round(tokens / min(t_bare)), "extract_tokens_per_s": round(tokens / min(t_ours)),
+            {**common, "bare_tokens_per_s": round(tokens / min(t_bare)),
+             "extract_tokens_per_s": round(tokens / min(t_ours)),
              "ratio": round(min(t_bare) / min(t_ours), 3)})
 
 
@@ -184,7 +186,8 @@ def atlas_figures(r: dict) -> list[dict]:
     o, p = r["overhead"], r["projection"]
     out = [figure("atlas", "atlas, chapter 1's statistics streamed: peak RSS, largest ÷ smallest", r["memory"]["ratio"],
                   "≤", 1.10, runs),
-           figure("atlas", f"atlas on a local Ray instance ÷ in process ({o['workers']} workers)", o["ratio"], "≤", 1.30,
+           figure("atlas", f"atlas on a local Ray instance ÷ in process ({o['workers']} workers)",
+                  o["ratio"], "≤", 1.30,
                   f"{o['ray']} s vs {o['inprocess']} s, {o['shards']} shards of {o['texts']} texts")]
     for model, hours in p["hours"].items():
         out.append(figure("atlas", f"projected hours, {model.rsplit('/', 1)[-1]}, {p['texts']:,} texts × {p['tokens']}",
@@ -313,12 +316,13 @@ def figures(results: dict) -> list[dict]:
     for name, label in MODELS.items():
         if r := results.get("memory", {}).get(name):
             peaks = ", ".join(f"{x['n_texts']:,} texts: {x['peak_rss_mib']:,} MiB" for x in r["runs"])
-            out.append(figure("memory", f"chapter 4 peak RSS, {label} (largest ÷ smallest)", r["ratio"], "≤", 1.10, peaks))
+            out.append(figure("memory", f"chapter 4 peak RSS, {label} (largest ÷ smallest)", r["ratio"], "≤", 1.10,
+                              peaks))
             p = r["projected"]
-            out.append(figure("memory", f"paper scale, {label}: projected peak RSS ÷ smallest measured", p["ratio"], "≤",
-                              1.10, f"{p['n_texts']:,} texts of {r['text_length']} tokens: {p['peak_rss_mib']:,} MiB "
-                              f"({p['kept_kib_per_text']} KiB kept per text), {p['hours']} h at "
-                              f"{p['texts_per_s']} texts/s"))
+            out.append(figure("memory", f"paper scale, {label}: projected peak RSS ÷ smallest measured", p["ratio"],
+                              "≤", 1.10, f"{p['n_texts']:,} texts of {r['text_length']} tokens: "
+                              f"{p['peak_rss_mib']:,} MiB ({p['kept_kib_per_text']} KiB kept per text), "
+                              f"{p['hours']} h at {p['texts_per_s']} texts/s"))
     if r := results.get("atlas"):
         out += atlas_figures(r)
     for section, label in (("build", ""), ("mpnet_build", " (params/mpnet.yaml)")):
@@ -381,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = {"roofline": ["roofline", "extraction"], "mpnet_build": ["mpnet_build"]}
     results: dict = {key: previous[key] for name in args.skip for key in kept.get(name, [name]) if key in previous}
     for name, n_texts in (("minilm", args.texts), ("mpnet", args.mpnet_texts)):
-        steps = [s for s in ("roofline", "cache", "batching") if s not in args.skip and (s != "batching" or name == "minilm")]
+        steps = [s for s in ("roofline", "cache", "batching")
+                 if s not in args.skip and (s != "batching" or name == "minilm")]
         if not steps:
             continue
         seed_everything(0)
@@ -416,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
         results["figures"].append(performance.figure("bench", "this benchmark's own time (s)", round(seconds), "≤", 900,
                                                f"skipped: {', '.join(args.skip) or 'nothing'}; the MPNet build, "
                                                f"when measured, is not counted"))
-    results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(),
+                          "torch_threads": torch.get_num_threads(),
                           "python": platform.python_version(), "torch": torch.__version__,
                           "measured_at": _now(), "commit": _commit(),
                           "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])}

@@ -50,7 +50,8 @@ near_valid = st.one_of(
 shaped = near_valid | st.tuples(texts, texts) | st.frozensets(st.integers(), max_size=3)
 
 values = st.recursive(st.one_of(scalars, shaped),
-                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts | st.integers(), inner, max_size=3),
+                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts | st.integers(), inner,
+                                                                                  max_size=3),
                       max_leaves=12)
 """Any value: scalars, near-valid shapes, and lists and mappings nesting both."""
 

@@ -52,14 +52,16 @@ def test_roster_names_each_controls_trained_model_and_depth():
 
 
 def test_training_when_every_trained_model_clears_its_controls_seeds():
-    found = {A: verdict("shape transfers", difference=(0.1, 0.3)), B: verdict("shape transfers", difference=(0.05, 0.2)),
+    found = {A: verdict("shape transfers", difference=(0.1, 0.3)),
+             B: verdict("shape transfers", difference=(0.05, 0.2)),
              CA: verdict("shape transfers"), CB: verdict("shape transfers")}
     kind, sentence = mv.reading(found, ROSTER)
     assert kind == "training" and "model-a (6 blocks): Δ 0.2 [0.1, 0.3], 3 seed SDs" in sentence
 
 
 def test_architecture_when_every_control_shows_the_shape_and_training_adds_nothing_clear():
-    found = {A: verdict("shape transfers", difference=(-0.1, 0.3)), B: verdict("shape transfers", difference=(0.05, 0.2)),
+    found = {A: verdict("shape transfers", difference=(-0.1, 0.3)),
+             B: verdict("shape transfers", difference=(0.05, 0.2)),
              CA: verdict("shape transfers"), CB: verdict("shape transfers")}
     assert mv.reading(found, ROSTER)[0] == "architecture"
 
@@ -96,8 +98,8 @@ SYNTHETIC = {
 def test_table_has_one_row_per_claim_trained_columns_first_and_the_reading():
     table = mv.table({CA: SYNTHETIC[CA], A: SYNTHETIC[A], B: SYNTHETIC[B], CB: SYNTHETIC[CB]}, ROSTER)
     frame = table.frame
-    assert list(frame.columns) == ["claim", "model-a (6 blocks)", "model-b (12 blocks)", "model-a · random-init control",
-                                   "model-b · random-init control", "reading"]
+    assert list(frame.columns) == ["claim", "model-a (6 blocks)", "model-b (12 blocks)",
+                                   "model-a · random-init control", "model-b · random-init control", "reading"]
     assert list(frame["claim"]) == ["shape of x", "shape of y"] and table.row_ids == ["across-x", "across-y"]
     assert frame.loc[0, "model-a (6 blocks)"] == "shape transfers\n[0.25, 0.5]"
     assert list(frame["reading"]) == ["follows training", "depends on the model"]

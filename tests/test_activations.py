@@ -47,7 +47,8 @@ def test_mean_pool_word_pool_and_cls(record):
     for i in range(record.n_texts):
         states = record.hidden[:, record.rows(i)]
         np.testing.assert_allclose(pools[:, i], states.mean(1), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(words[:, i], states[:, record.word_mask[record.rows(i)]].mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(words[:, i], states[:, record.word_mask[record.rows(i)]].mean(1),
+                                   rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(cls[:, i], states[:, 0])
 
 
@@ -134,7 +135,8 @@ def assert_mean_pool_is_sentence_transformers_encode(loaded, name, tmp_path):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize
 
-    texts = ["The quick brown fox jumps over the lazy dog", "A short one", "Retrieval augmented generation improves factual accuracy in language models"]
+    texts = ["The quick brown fox jumps over the lazy dog", "A short one",
+             "Retrieval augmented generation improves factual accuracy in language models"]
     record = activations.extract(loaded, texts, cache_dir=tmp_path, progress=False)
     full = SentenceTransformer(str(models.embedded_model_path(name)), device="cpu")
     unnormalised = SentenceTransformer(modules=[m for m in full if not isinstance(m, Normalize)], device="cpu")

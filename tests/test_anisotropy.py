@@ -212,7 +212,8 @@ def test_topic_measurements_shapes_and_too_few_topics():
 
 
 def test_per_topic_removal_averages_to_the_offdiagonal_mean():
-    matrix = {"p": {"p": 1.0, "q": 0.2, "r": 0.4}, "q": {"p": 0.6, "q": 1.0, "r": 0.0}, "r": {"p": -0.2, "q": 0.5, "r": 1.0}}
+    matrix = {"p": {"p": 1.0, "q": 0.2, "r": 0.4}, "q": {"p": 0.6, "q": 1.0, "r": 0.0},
+              "r": {"p": -0.2, "q": 0.5, "r": 1.0}}
     columns = centering.column_offdiagonal_means(matrix)
     np.testing.assert_allclose(columns, [0.2, 0.35, 0.2])
     assert columns.mean() == pytest.approx(centering.offdiagonal_mean(matrix))
@@ -419,7 +420,8 @@ def test_sample_size_check_summarises_the_sample_curve():
 
 
 def test_listed_in_top_counts_the_post_tokens_in_the_vocabulary():
-    vocab = {"post_tokens": [{"token": "a", "in_vocabulary": True, "rank": 3}, {"token": "b", "in_vocabulary": True, "rank": 150},
+    vocab = {"post_tokens": [{"token": "a", "in_vocabulary": True, "rank": 3},
+                             {"token": "b", "in_vocabulary": True, "rank": 150},
                              {"token": "c", "in_vocabulary": False, "rank": None}]}
     assert ex.listed_in_top(vocab, 100) == {"k": 100, "in_top": 1, "of": 2, "best_rank": 3}
     assert ex.listed_in_top({"post_tokens": []}, 5) == {"k": 5, "in_top": 0, "of": 0, "best_rank": None}
@@ -501,11 +503,13 @@ def test_pooling_gap_is_sentence_minus_cross_text_token_anisotropy():
     for depth in range(2):
         assert result["token_anisotropy"][depth] == pytest.approx(brute_cross_text(hidden[depth, words],
                                                                                   acts.text_index()[words]))
-        assert result["token_anisotropy_all"][depth] == pytest.approx(brute_cross_text(hidden[depth], acts.text_index()))
+        assert result["token_anisotropy_all"][depth] == pytest.approx(brute_cross_text(hidden[depth],
+                                                                                       acts.text_index()))
     np.testing.assert_allclose(result["anisotropy_gap"], an.anisotropy_per_depth(pools) - result["token_anisotropy"])
     np.testing.assert_allclose(result["pooling_share"], result["anisotropy_gap"] / an.anisotropy_per_depth(pools))
     np.testing.assert_allclose(result["token_set_effect"],
-                               (result["token_anisotropy_all"] - result["token_anisotropy_word"]) / result["anisotropy_gap"])
+                               (result["token_anisotropy_all"] - result["token_anisotropy_word"])
+                               / result["anisotropy_gap"])
     assert result["n_tokens"] == 6
     units = result["per_unit"]
     ratio = samples.find({"per_unit": units}, {"numerator": {"pairwise": "token_anisotropy.pairs"},
@@ -525,7 +529,8 @@ def test_control_formation_keeps_one_kernel_per_seed_and_nothing_without_control
     curves = np.stack([an.anisotropy_per_depth(c) for c in controls])
     np.testing.assert_allclose(result["controls"]["anisotropy"], curves)
     np.testing.assert_allclose(result["controls"]["final_anisotropy"], curves[:, -1])
-    np.testing.assert_allclose(result["random_control"]["anisotropy_excess"], curves.mean(0) - an.anisotropy_per_depth(pools))
+    np.testing.assert_allclose(result["random_control"]["anisotropy_excess"],
+                               curves.mean(0) - an.anisotropy_per_depth(pools))
     kernels = result["per_unit"]["controls.anisotropy.pairs"]
     assert kernels.shape == (3, 6, 6, 3)
     seeded = samples.find({"per_unit": result["per_unit"]}, {"seeds": {"pairwise": "controls.anisotropy.pairs"}})
@@ -563,7 +568,8 @@ def test_run_models_gives_each_trained_model_its_controls():
         return SimpleNamespace(mean_pool=lambda tokens: np.full((2, len(texts), 3), len(calls), dtype=float))
 
     models = [encoder("m"), encoder("n"), encoder("m [random-init control, seed 0]", "control"),
-              encoder("m [random-init control, seed 1]", "control"), encoder("n [random-init control, seed 0]", "control")]
+              encoder("m [random-init control, seed 1]", "control"),
+              encoder("n [random-init control, seed 0]", "control")]
     runs = cone.run_models(models, extract, ["a", "b"])
     assert list(runs) == ["m", "n"] and all(source == "corpus" for _, source in calls)
     assert list(runs["m"].controls) == ["m [random-init control, seed 0]", "m [random-init control, seed 1]"]
@@ -583,7 +589,8 @@ def test_axis_comparison_of_every_model_and_the_post_family():
     assert result["cone_axis_family"] == {"within_min": None, "to_outsider_max": None} and result["per_unit"] == {}
     assert result["chance_axis_cosine"] == pytest.approx(np.sqrt(1 / np.pi))
     family = ax.axis_comparison({"trained": CONE, "other": CONE * [1.0, 2.0], "base": CONTROL_CONE}, POST)
-    assert family["cone_axis_family"] == {"within_min": pytest.approx(1.0), "to_outsider_max": pytest.approx(0.0, abs=1e-12)}
+    assert family["cone_axis_family"] == {"within_min": pytest.approx(1.0),
+                                          "to_outsider_max": pytest.approx(0.0, abs=1e-12)}
     for key, value in family["cone_axis_family"].items():  # per dimension, averaging to the |cos|
         assert family["per_unit"][f"cone_axis_family.{key}"].mean() == pytest.approx(value, abs=1e-12)
 
@@ -633,7 +640,8 @@ def test_centred_anisotropy_and_permuted_removal():
     draws = centering.permuted_removal(states, labels, 3, seed=7)
     order = np.random.default_rng(7)
     shuffles = [order.permutation(np.asarray(labels)) for _ in range(3)]
-    np.testing.assert_allclose(draws, [centering.offdiagonal_mean(centering.centering_removal(states, s)) for s in shuffles])
+    np.testing.assert_allclose(draws, [centering.offdiagonal_mean(centering.centering_removal(states, s))
+                                       for s in shuffles])
     result = centering.topic_measurements(states[None], labels, seed=7, permutations=3)
     np.testing.assert_allclose(result["topic_centering_removal_offdiag_permutations"], draws)
 

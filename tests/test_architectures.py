@@ -146,7 +146,8 @@ def gpt2_dir(tmp_path_factory):
 
     directory = tmp_path_factory.mktemp("gpt2")
     tokenizer = tiny_models._decoder_tokenizer("none")
-    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4, n_positions=64)).save_pretrained(directory)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=4,
+                         n_positions=64)).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
 

@@ -81,8 +81,9 @@ def test_projection_to_paper_scale():
 
 def test_a_run_keeps_the_figures_of_what_it_skips():
     assert bench.kept_sections(["mpnet_build"]) == {"mpnet_build"}  # make bench: its own time is measured
+    # the MPNet build alone: the bench time stays
     assert bench.kept_sections(["roofline", "cache", "batching", "memory", "atlas", "build"]) == {
-        "roofline", "cache", "batching", "memory", "atlas", "build", "bench"}  # the MPNet build alone: the bench time stays
+        "roofline", "cache", "batching", "memory", "atlas", "build", "bench"}
     assert bench.kept_sections([]) == set()
 
 
@@ -118,9 +119,9 @@ def test_figures_carry_targets_and_met_flags():
                                        "peak_samples": [150, 140, 145, 150], "peak_gflops": [150, 145, 150],
                                        "time_split": {"gemm_share": 0.78, "gemm_efficiency": 0.87,
                                                       "others": {"aten::copy_": 0.07, "aten::gelu": 0.05}}}},
-               "build": {"profile": "default", "overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0, "site_s": 10.0,
-                         "max_to_first_model_use_s": 1.2, "slowest_start": "01_a", "warm_fraction": 0.1,
-                         "warm_s": 10.0, "warm_skipped_every_chapter": False}}
+               "build": {"profile": "default", "overhead_ratio": 2.5, "cold_s": 100.0, "forward_s": 30.0,
+                         "site_s": 10.0, "max_to_first_model_use_s": 1.2, "slowest_start": "01_a",
+                         "warm_fraction": 0.1, "warm_s": 10.0, "warm_skipped_every_chapter": False}}
     found = bench.figures(results)
     def got(start):
         return next(f for f in found if f["figure"].startswith(start))
@@ -231,7 +232,8 @@ def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, mo
         papermill.execute_notebook(str(root / "notebooks" / "98_performance.ipynb"), str(tmp_path / "out.ipynb"),
                                    cwd=str(root), kernel_name="python3", progress_bar=False)
         cells = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
-        return "".join(o.get("data", {}).get("text/html", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+        return "".join(o.get("data", {}).get("text/html", "") for c in cells if c.cell_type == "code"
+                       for o in c.outputs)
 
     without = page()
     assert "<code>make bench</code>" in without and "<table" not in without

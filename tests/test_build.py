@@ -150,7 +150,8 @@ def test_internal_links_resolve(built_book):
                 target = target / "index.html"
             if not target.exists():
                 broken.append(f"{page.relative_to(site)} → {href}")
-            elif parts.fragment and target.suffix == ".html" and target in parsed and parts.fragment not in parsed[target].ids:
+            elif (parts.fragment and target.suffix == ".html" and target in parsed
+                  and parts.fragment not in parsed[target].ids):
                 broken.append(f"{page.relative_to(site)} → {href} (no such anchor)")
     assert broken == []
 

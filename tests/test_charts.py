@@ -156,5 +156,6 @@ def test_bars_and_heatmap_charts():
     assert bars.to_dict()["layer"][1]["mark"]["type"] == "rect"
     heat = charts.depth_heatmap(pd.DataFrame({"row": ["a", "a"], "depth": [0, 1], "m": [0.2, 0.9]}), "m").to_dict()
     assert heat["layer"][0]["encoding"]["y"]["sort"] is None
-    grouped = charts.grouped_bars(pd.DataFrame({"t": ["a", "a"], "g": ["L0", "L1"], "v": [1, 2]}), "t", "v", "g", "v").to_dict()
+    grouped = charts.grouped_bars(pd.DataFrame({"t": ["a", "a"], "g": ["L0", "L1"], "v": [1, 2]}),
+                                  "t", "v", "g", "v").to_dict()
     assert grouped["encoding"]["xOffset"]["field"] == "g"

@@ -239,7 +239,8 @@ def test_a_claim_can_hold_raw_and_be_inconclusive_once_adjusted(tmp_path):
     rng = np.random.default_rng(4)
     values = 0.5 + 0.035 + 0.1 * rng.standard_normal(60)
     values += 0.535 - values.mean()  # a mean 2.9 standard errors above the bound
-    verdict = judged(tmp_path, per_unit_ledger(), {"score": float(values.mean()), "per_unit": {"score": values}})["score"]
+    verdict = judged(tmp_path, per_unit_ledger(),
+                     {"score": float(values.mean()), "per_unit": {"score": values}})["score"]
     assert (verdict.raw, verdict.outcome) == ("holds", "inconclusive")
     assert "inconclusive (unadjusted: shape transfers)" in words.verdict_cell(verdict.record())
 
@@ -284,11 +285,14 @@ claims:
     metric: cos0
     shape: {test: above, args: {bound: 0.5}}
 """
-    found = judged(tmp_path, text, {"cos0": 1.0, "colbert": None, "not_measured": {"colbert": "jina-colbert-v2 was not run"}})
+    found = judged(tmp_path, text,
+                   {"cos0": 1.0, "colbert": None, "not_measured": {"colbert": "jina-colbert-v2 was not run"}})
     assert found["same-token"].record()["verdict"] == "by construction"
-    assert found["colbert"].record()["verdict"] == "not measured" and found["colbert"].reason == "jina-colbert-v2 was not run"
+    assert found["colbert"].record()["verdict"] == "not measured"
+    assert found["colbert"].reason == "jina-colbert-v2 was not run"
     assert found["exact"].record()["verdict"] == "descriptive" and found["exact"].measured == 1.0
-    assert found["no-unit"].record()["verdict"] == "descriptive" and found["no-unit"].reason == "no sampling unit declared"
+    assert found["no-unit"].record()["verdict"] == "descriptive"
+    assert found["no-unit"].reason == "no sampling unit declared"
     assert not any(v.counted for v in found.values())
 
 
@@ -364,9 +368,11 @@ claims:
     found = judged(tmp_path, text, {"curve": at_three.mean(0), "per_unit": {"curve": at_three}})["peak"]
     assert found.outcome == "holds" and found.statistic["value"] == 0.5
     at_one = _curves(1)
-    assert judged(tmp_path, text, {"curve": at_one.mean(0), "per_unit": {"curve": at_one}})["peak"].outcome == "does not hold"
+    assert judged(tmp_path, text,
+                  {"curve": at_one.mean(0), "per_unit": {"curve": at_one}})["peak"].outcome == "does not hold"
     flat = 0.5 + 0.05 * np.random.default_rng(2).standard_normal((30, 7))
-    assert judged(tmp_path, text, {"curve": flat.mean(0), "per_unit": {"curve": flat}})["peak"].outcome == "inconclusive"
+    assert judged(tmp_path, text,
+                  {"curve": flat.mean(0), "per_unit": {"curve": flat}})["peak"].outcome == "inconclusive"
 
 
 def test_a_series_test_finds_its_peak_again_in_every_resample(tmp_path):
@@ -400,7 +406,8 @@ claims:
     assert sensitivity["holds_below"] == pytest.approx(lo / 20) and sensitivity["fails_from"] == pytest.approx(hi / 20)
     assert found.outcome == "holds" and 0.5 < sensitivity["holds_below"]
     row = words.row(found.record())
-    assert "0.5 × the published 20" in row["test: result [95 % interval]"] or "0.5 × the published 20" in words.test_text(found.record())
+    assert ("0.5 × the published 20" in row["test: result [95 % interval]"]
+            or "0.5 × the published 20" in words.test_text(found.record()))
     assert row["sensitivity"].startswith("f = 0.5; holds for f < ")
 
 

@@ -51,7 +51,8 @@ def test_seeded_pairwise_is_the_mean_over_seeds_of_each_seeds_u_statistic():
     np.testing.assert_allclose(found.per_seed(), each)
     np.testing.assert_allclose(found.point(), each.mean(axis=0))
     w, v = weights(4, 7), weights(4, 3, seed=2)
-    np.testing.assert_allclose(found.values(w, v), np.einsum("bs,sbk->bk", v, [samples.pairwise_values(k, w) for k in kernels]))
+    np.testing.assert_allclose(found.values(w, v), np.einsum("bs,sbk->bk", v,
+                                                             [samples.pairwise_values(k, w) for k in kernels]))
     assert "must be [S, n, n, …]" in samples.find({"per_unit": {"c": kernels[:, :, :4]}}, {"seeds": {"pairwise": "c"}})
 
 
@@ -79,9 +80,11 @@ def test_results_record_a_large_per_unit_array_by_its_shape(tmp_path, monkeypatc
     big, small = np.zeros((30, 30, 30)), np.arange(4.0)
     metrics = {"x": 1.0, "per_unit": {"big": big, "small": small}}
     compact = results.compact_units(metrics)
-    assert compact["per_unit"]["big"]["shape"] == [30, 30, 30] and "not recorded" in compact["per_unit"]["big"]["values"]
+    assert compact["per_unit"]["big"]["shape"] == [30, 30, 30]
+    assert "not recorded" in compact["per_unit"]["big"]["values"]
     assert compact["per_unit"]["small"] is small and metrics["per_unit"]["big"] is big  # the input is not changed
     assert results.compact_units({"x": 1.0}) == {"x": 1.0}
-    path = results.write_results("c", model={}, params={}, inputs={}, metrics=metrics, claims=[], device="cpu", started=0.0)
+    path = results.write_results("c", model={}, params={}, inputs={}, metrics=metrics, claims=[], device="cpu",
+                                 started=0.0)
     written = json.loads(path.read_text())["metrics"]["per_unit"]
     assert written["small"] == [0.0, 1.0, 2.0, 3.0] and written["big"]["shape"] == [30, 30, 30]

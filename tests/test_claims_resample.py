@@ -119,8 +119,9 @@ def test_a_unit_left_out_is_the_jackknife():
 
 # --------------------------------------------------------------------------- interval methods and coverage
 
-@pytest.mark.parametrize("n, linear, expected", [(3, True, None), (4, False, None), (5, True, "studentized"),
-                                                 (12, False, "BCa"), (19, True, "studentized"), (20, False, "percentile")])
+@pytest.mark.parametrize("n, linear, expected", [(3, True, None), (4, False, None),
+                                                 (5, True, "studentized"), (12, False, "BCa"),
+                                                 (19, True, "studentized"), (20, False, "percentile")])
 def test_the_interval_method_follows_n_and_the_statistic(n, linear, expected):
     assert r.method_for(n, linear) == expected
 

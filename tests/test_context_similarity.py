@@ -235,7 +235,8 @@ def test_two_heads_on_two_occurrences_of_one_token():
     assert rows["focus_ids_null"][0] == pytest.approx(3 * (1 - 0.8 ** 2) + (1 - 0.6 ** 2))  # ids 101 7 8 7 102: 1.72
     m = cs.metrics(stats, cs.Settings(q=0.9, common_min_count=2))
     assert m["unique_focus_fraction"].tolist() == [1.0] and m["unique_focus_ids_fraction"].tolist() == [0.5]
-    assert m["unique_focus_fraction_null"] == pytest.approx(0.9) and m["unique_focus_ids_fraction_null"] == pytest.approx(0.86)
+    assert m["unique_focus_fraction_null"] == pytest.approx(0.9)
+    assert m["unique_focus_ids_fraction_null"] == pytest.approx(0.86)
 
 
 def test_metrics_divide_pooled_counts():
@@ -555,7 +556,8 @@ def test_separator_attention_at_another_threshold_comes_from_the_sensitivity_cou
     low = cx.at_attention_threshold(m, stats, 0.1)
     np.testing.assert_array_equal(low["separator_attention"], m["sensitivity"]["separator_attention"][0])
     units = low["per_unit"]
-    np.testing.assert_allclose(units["separator_attention.separators"].sum(0) / units["separator_attention.attended"].sum(0),
+    np.testing.assert_allclose(units["separator_attention.separators"].sum(0)
+                               / units["separator_attention.attended"].sum(0),
                                low["separator_attention"])
     assert (units["separator_attention.attended"] >= m["per_unit"]["separator_attention.attended"]).all()  # a lower bar
     at_tau = cx.at_attention_threshold(m, stats, 0.3)  # τ itself: the chapter's own numbers
@@ -601,7 +603,8 @@ def test_the_every_threshold_claim_judges_the_largest_ratio_found_again_in_each_
         assert found.verdict == expected and found.statistic["n_units"] == 40
         assert found.statistic["interval"][0] < centre < found.statistic["interval"][1]
     missing = _claim_verdict("long-to-short-range-every-threshold", {
-        "n_texts": 40, "sensitivity": {"max_distance_last_over_first": None, "max_distance_last_over_first_draws": None}})
+        "n_texts": 40,
+        "sensitivity": {"max_distance_last_over_first": None, "max_distance_last_over_first_draws": None}})
     assert missing.verdict == "not measured"
 
 
@@ -648,7 +651,8 @@ def test_same_sentence_separator_and_segmentation_claims_meet_their_nulls_text_b
                             "same_sentence_chance.same": chance_same, "same_sentence_chance.pairs": pairs}}
     found = _claim_verdict("same-sentence-in-final-layers", metrics)
     assert found.verdict == "shape transfers" and found.null["label"] == "chance"
-    assert found.null["value"] == pytest.approx(chance_same[:, 1].mean() / 100) and "unit by unit" in found.null["distribution"]
+    assert found.null["value"] == pytest.approx(chance_same[:, 1].mean() / 100)
+    assert "unit by unit" in found.null["distribution"]
     at_chance = {**metrics, "per_unit": {**metrics["per_unit"], "same_sentence_chance.same": same}}
     assert _claim_verdict("same-sentence-in-final-layers", at_chance).null["difference"] == [0.0, 0.0]
     separators = _texts(60, 8, spread=1)  # 0.08 of the attended tokens in the last block
@@ -736,7 +740,8 @@ def test_the_rule_table_checks_every_setting_and_names_the_parameter():
 
 def test_the_study_and_its_core_modules_import_no_book_module():
     package = Path(cm.__file__).parents[1]
-    for path in [package / "studies" / f"context_{n}.py" for n in ("matrices", "stats", "batch", "heads", "exercises", "similarity")] + [
+    for path in [package / "studies" / f"context_{n}.py"
+                 for n in ("matrices", "stats", "batch", "heads", "exercises", "similarity")] + [
             package / "core" / "windows.py", package / "core" / "streaming.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
@@ -857,7 +862,8 @@ def test_chapter_exercise_answers_on_the_tiny_model(built_book):
     m, L, H = document["metrics"], document["model"]["layers"], document["model"]["heads"]
     exercises = m["exercises"]
     low = m["sensitivity"]["thresholds"].index(0.1)
-    assert exercises["attention_threshold_0.1"]["separator_attention_last"] == m["sensitivity"]["separator_attention"][low][-1]
+    assert (exercises["attention_threshold_0.1"]["separator_attention_last"]
+            == m["sensitivity"]["separator_attention"][low][-1])
     assert exercises["attention_threshold_0.1"]["separator_share"] == m["separator_share"]
     strict = exercises["repeat_share_threshold_0.5"]
     assert sum(strict["heads"].values()) == L * H

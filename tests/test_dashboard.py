@@ -38,7 +38,8 @@ def results(tmp_path):
     one = [claim("peak", "shape transfers", published=MXBAI), claim("gap", "does not transfer"),
            claim("rise", "inconclusive"), claim("start", "by construction"),
            claim("own", "supported", kind="hypothesis"), claim("check", "passes", kind="pipeline"),
-           claim("size", "descriptive", published={"value": 1.0, "model": "org/minilm"}, numeric_verdict="not reproduced")]
+           claim("size", "descriptive", published={"value": 1.0, "model": "org/minilm"},
+                 numeric_verdict="not reproduced")]
     mpnet = [claim("peak", "does not transfer", model="org/mpnet"), claim("gap", "census", model="org/mpnet")]
     eight = [claim("peak", "shape transfers", model="org/mpnet", home="01_a")]
     (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", one + mpnet)))
@@ -57,16 +58,19 @@ def test_one_row_per_claim_and_model_with_its_test_and_result(results):
 
 def test_distinct_published_claims_count_each_claim_once_at_its_home(results):
     frame = dashboard.claims_frame(results)
-    assert dashboard.distinct_published(frame) == 5  # peak, gap, rise, start, size: re-judgements and own ideas left out
+    # peak, gap, rise, start, size: re-judgements and own ideas left out
+    assert dashboard.distinct_published(frame) == 5
     counts = dashboard.model_counts(frame).set_index("model")
-    assert counts.loc["org/minilm", ["judged", "shape transfers", "does not transfer", "inconclusive"]].tolist() == [3, 1, 1, 1]
+    assert counts.loc["org/minilm", ["judged", "shape transfers", "does not transfer",
+                                     "inconclusive"]].tolist() == [3, 1, 1, 1]
     assert counts.loc["org/mpnet", ["judged", "does not transfer", "census"]].tolist() == [1, 1, 1]
     assert dashboard.numeric_counts(frame) == (0, 1)
 
 
 def test_the_count_sentence_separates_shape_from_reproduction_and_says_what_is_not_counted(results):
     text = dashboard.count_sentence(dashboard.claims_frame(results))
-    assert text.startswith("5 distinct published claims; on **minilm**: shape transfers 1, does not transfer 1, inconclusive 1")
+    assert text.startswith("5 distinct published claims; on **minilm**: "
+                           "shape transfers 1, does not transfer 1, inconclusive 1")
     assert "numeric reproduction: 0 of 1, where this build ran the published model" in text
     assert "1 of the book's own hypotheses, 1 checks of the pipeline, 2 re-judgements" in text
 

@@ -39,7 +39,8 @@ def test_training_takes_bert_s_own_path(tiny_bert, monkeypatch):
     assert isinstance(model.encoder.layer[0].attention.self, fused_qkv.FusedBertSelfAttention)  # deepcopy keeps it
     calls = []
     own = modeling_bert.BertSelfAttention.forward
-    monkeypatch.setattr(modeling_bert.BertSelfAttention, "forward", lambda self, *a, **k: calls.append(1) or own(self, *a, **k))
+    monkeypatch.setattr(modeling_bert.BertSelfAttention, "forward",
+                        lambda self, *a, **k: calls.append(1) or own(self, *a, **k))
     batch = tiny_bert.tokenizer(TEXTS, padding=True, return_tensors="pt")
     model(**batch).last_hidden_state.sum().backward()
     assert len(calls) == model.config.num_hidden_layers  # every block, through BERT's forward
@@ -71,4 +72,5 @@ def test_other_modules_are_left_alone():
 @pytest.mark.slow
 def test_the_embedded_model_is_bitwise_unchanged(embedded):
     own, fused = _forward(embedded, fused=False), _forward(embedded, fused=True)
-    assert all(torch.equal(a, b) for a, b in zip(own.hidden_states + own.attentions, fused.hidden_states + fused.attentions))
+    assert all(torch.equal(a, b) for a, b in zip(own.hidden_states + own.attentions,
+                                                 fused.hidden_states + fused.attentions))

@@ -259,8 +259,8 @@ def test_every_accepted_parameter_set_runs_or_is_refused_in_one_line_as_the_chap
 FOUND = {
     # what failed inside a cell before, now refused before any forward pass: (chapter, values, parameter). The
     # emoji sentence is the issue's; the fuzz found n_texts 2 and n_positions 130; reading the split found seed 554.
-    "the issue's emoji sentence": ("01_layer_by_layer", {"sentences": ["The cat sat on the mat", "A dog barked", "🙂🙂"]},
-                                   "sentences"),
+    "the issue's emoji sentence": ("01_layer_by_layer",
+                                   {"sentences": ["The cat sat on the mat", "A dog barked", "🙂🙂"]}, "sentences"),
     "a rank correlation of two sentences": ("03_inside_the_cone", {"n_texts": 2, "k_extremes": 1}, "n_texts"),
     "CLS positions beyond what the model reads": ("05_embeddings_without_tears", {"n_positions": 130}, "n_positions"),
     "a held-out split without a judged query": ("05_embeddings_without_tears", {"fit_fraction": 0.95, "seed": 554},

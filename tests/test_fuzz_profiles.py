@@ -173,7 +173,8 @@ REAL = [(ROOT / "params" / name).read_bytes() for name in ("default.yaml", "publ
 damage = st.one_of(
     st.tuples(st.just("truncate"), st.integers(0, 2000), st.just(b"")),
     st.tuples(st.just("insert"), st.integers(0, 2000), st.binary(min_size=1, max_size=4)),
-    st.tuples(st.just("insert"), st.integers(0, 2000), st.sampled_from([b"\xff", b"\xc3", b"\t", b":", b"- [", b"\n  x"])),
+    st.tuples(st.just("insert"), st.integers(0, 2000),
+              st.sampled_from([b"\xff", b"\xc3", b"\t", b":", b"- [", b"\n  x"])),
     st.tuples(st.just("latin-1"), st.integers(0, 2000), st.just("é".encode("latin-1"))),
 )
 

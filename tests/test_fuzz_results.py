@@ -34,7 +34,8 @@ CLAIM = {"id": "hard-start", "statement": "The hard pair starts at cosine 0.899.
          "numeric_verdict": None, "shape": None, "kind": "published", "status": "descriptive",
          "verdict": "descriptive", "counted": False}
 DOCUMENT = {"chapter": SLUG, "model": {"id": "m", "sha256": "ab", "layers": 3, "hidden": 40},
-            "params": {"seed": 0}, "inputs": {"pairs": {"hard": ["a", "b"]}}, "metrics": {"pair_cosine": {"hard": [0.9]}},
+            "params": {"seed": 0}, "inputs": {"pairs": {"hard": ["a", "b"]}},
+            "metrics": {"pair_cosine": {"hard": [0.9]}},
             "claims": [CLAIM, {**CLAIM, "id": "gap", "published": None, "measured": None}],
             "environment": {"python": "3.11", "torch": "2", "transformers": "5", "numpy": "2",
                             "embedding_geometry": "0.1.0", "device": "cpu", "seconds": 1.5}}
@@ -42,7 +43,8 @@ GOOD = json.dumps(DOCUMENT, indent=1).encode()
 OTHER = json.dumps({**DOCUMENT, "chapter": "00_the_model"}, indent=1).encode()
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                       max_size=3),
                            max_leaves=8)
 paths = st.lists(st.sampled_from(["chapter", "model", "params", "claims", "environment", "seconds", "device",
                                   "python", "statement", "published", "value", "model", 0, 1, "measured"]),
@@ -54,7 +56,8 @@ def mutate(document: dict, path: list, value, delete: bool) -> dict:
     document = copy.deepcopy(document)
     node = document
     for key in path[:-1]:
-        nxt = node[key] if isinstance(node, dict) and key in node or isinstance(node, list) and isinstance(key, int) and key < len(node) else None
+        nxt = node[key] if (isinstance(node, dict) and key in node
+                            or isinstance(node, list) and isinstance(key, int) and key < len(node)) else None
         if not isinstance(nxt, (dict, list)):
             break
         node = nxt
@@ -68,7 +71,8 @@ def mutate(document: dict, path: list, value, delete: bool) -> dict:
 
 damaged = st.one_of(
     st.integers(0, len(GOOD) - 1).map(lambda n: GOOD[:n]),                               # truncated
-    st.tuples(st.integers(0, len(GOOD)), st.binary(min_size=1, max_size=3)).map(lambda t: GOOD[:t[0]] + t[1] + GOOD[t[0]:]),
+    st.tuples(st.integers(0, len(GOOD)),
+              st.binary(min_size=1, max_size=3)).map(lambda t: GOOD[:t[0]] + t[1] + GOOD[t[0]:]),
     st.binary(max_size=40), st.sampled_from([b"", b"   \n", b"\xff\xfe{}", "{\"chapter\": \"é\"}".encode("latin-1")]),
     json_values.map(lambda v: json.dumps(v).encode()),                                    # any JSON
     st.tuples(paths, json_values, st.booleans()).map(lambda t: json.dumps(mutate(DOCUMENT, *t)).encode()),
@@ -143,7 +147,8 @@ def test_a_damaged_benchmark_file_names_itself(tmp_path_factory, content):
         try:
             performance.load_bench()
         except readback.DamagedResultsError as error:
-            assert one_line(str(error)) and "build/bench.json" in str(error) and str(error).endswith("make bench"), str(error)
+            assert one_line(str(error)) and "build/bench.json" in str(error), str(error)
+            assert str(error).endswith("make bench"), str(error)
 
 
 # --------------------------------------------------------------------------- the activation cache

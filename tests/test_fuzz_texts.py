@@ -24,8 +24,9 @@ from fuzz_values import FUZZ, ODD_TEXT, one_line, snapshot, unchanged
 SPECIAL = ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "<s>", "</s>"]
 text = st.one_of(
     st.sampled_from(ODD_TEXT), st.text(max_size=30),
-    st.text(st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "So"]), max_size=6),  # controls, formats, marks, symbols
-    st.text(st.characters(categories=["Cs"]), min_size=1, max_size=2),                          # lone surrogates
+    # controls, formats, marks, symbols
+    st.text(st.characters(categories=["Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "So"]), max_size=6),
+    st.text(st.characters(categories=["Cs"]), min_size=1, max_size=2),  # lone surrogates
     st.lists(st.sampled_from(SPECIAL + [" ", "word"]), min_size=1, max_size=5).map(" ".join),
     st.sampled_from([None, 5, b"bytes", ["nested"]]),
 )

@@ -95,7 +95,8 @@ def test_kernels_are_recorded_by_value_or_when_large_by_shape(document):
               "token_anisotropy.counts": [n, n, 1], "cone_axis_topic_eta2.between": [n]}
     for key, shape in shapes.items():
         if np.prod(shape) > results.PER_UNIT_INLINE:
-            assert units[key] == {"shape": shape, "values": units[key]["values"]} and "not recorded" in units[key]["values"]
+            assert units[key] == {"shape": shape, "values": units[key]["values"]}
+            assert "not recorded" in units[key]["values"]
         else:
             assert list(np.shape(units[key])) == shape, key
 
@@ -107,7 +108,8 @@ def test_every_claim_is_judged_on_both_models_with_its_interval_or_reason_and_nu
     for r in records:
         assert r["interval"] is not None or (r["reason"] and r["status"] in ("descriptive", "not measured")), r["id"]
         if ledger[r["id"]].null and r["measured"] is not None and r["status"] is None:
-            assert r["null"]["value"] is not None and r["null"]["distribution"] != "a single value (no distribution)", r["id"]
+            assert r["null"]["value"] is not None, r["id"]
+            assert r["null"]["distribution"] != "a single value (no distribution)", r["id"]
     by_id = {(r["id"], r["model"]): r for r in records}
     assert by_id["anisotropy-peak", MINILM]["null"]["distribution"] == "3 seeds, unit by unit"
     assert by_id["cone-axis-content", MINILM]["null"]["distribution"] == "200 draws"
@@ -137,6 +139,7 @@ def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
     record = activations.extract(tiny_bert, sample, batch_size=8, cache=False, progress=False)
     answer = exercises["n_texts_64"]
     assert answer["sample"]["n"] == 64
-    assert answer["sample_anisotropy"][-1] == pytest.approx(geometry.mean_pairwise_cosine(record.mean_pool("all")[-1]), abs=1e-5)
+    assert answer["sample_anisotropy"][-1] == pytest.approx(geometry.mean_pairwise_cosine(record.mean_pool("all")[-1]),
+                                                            abs=1e-5)
     assert set(exercises["k_extremes_20"]) == set(metrics["by_model"])
     assert all(a["of"] >= 1 for a in exercises["k_vocab_100"].values())

@@ -383,15 +383,17 @@ def model_info(name: str, source: str = "local", layers: int = 3) -> ModelInfo:
                      heads=2, vocab=10, parameters=1, pooling="mean", max_seq_length=32)
 
 
-SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "easy_pool": 6, "hard_queries": 5, "hard_pool": 15,
-         "negation_pair": 2, "role_reversal_pair": 2, "final_view": 4, "token_pair_alone": 2, "exercise_one_topic": 3}
+SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "easy_pool": 6, "hard_queries": 5,
+         "hard_pool": 15, "negation_pair": 2, "role_reversal_pair": 2, "final_view": 4, "token_pair_alone": 2,
+         "exercise_one_topic": 3}
 """Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/resample.py)."""
 
 
 def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, layer_runs.Run]:
     """A trained model "m" and ``seeds`` random-init controls of it, on random activations."""
     rng = np.random.default_rng(seed)
-    runs = {"m": layer_runs.Run(model_info("m"), {name: random_record(rng, SIZES[name]) for name in layer_runs.TRAINED_TEXTS})}
+    runs = {"m": layer_runs.Run(model_info("m"),
+                                {name: random_record(rng, SIZES[name]) for name in layer_runs.TRAINED_TEXTS})}
     for s in range(seeds):
         name = f"m [random-init control, seed {s}]"
         texts = {n: random_record(rng, SIZES[n]) for n in layer_runs.CONTROL_TEXTS}

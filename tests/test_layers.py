@@ -74,7 +74,8 @@ def test_the_package_docstring_names_every_module():
     named = set(re.findall(r"``(\w+)``", doc))
     missing = [p.relative_to(PACKAGE).as_posix() for p in modules()
                if p.stem not in named and p.parent.name != "charts" and p.stem != "__main__"]
-    charts = [p.stem for p in (PACKAGE / "book" / "charts").glob("*.py") if p.stem != "__init__" and f"``{p.stem}``" not in doc]
+    charts = [p.stem for p in (PACKAGE / "book" / "charts").glob("*.py")
+              if p.stem != "__init__" and f"``{p.stem}``" not in doc]
     assert not missing and not charts, f"not in the package docstring: {missing + charts}"
 
 

@@ -28,17 +28,20 @@ def write_notebook(folder, slug, source):
 
 def test_parameter_table_reads_the_parameters_cell_and_the_rules(tmp_path, monkeypatch):
     (tmp_path / "_config.yml").write_text("title: t\n")
-    write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\nflag: bool = False\nn = None  # None: all\n')
+    write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\n'
+                   'flag: bool = False\nn = None  # None: all\n')
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(rules.CHAPTERS, "01_x", {"model": p.text, "sizes": p.number_list(0, 5), "flag": p.boolean,
                                                  "n": p.optional(p.integer(1))})
     table = pages.parameter_table("01_x")
     assert table.to_dict("records") == [
-        {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model", "expects": "a non-empty string"},
+        {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model",
+         "expects": "a non-empty string"},
         {"parameter": "sizes", "default": "[1, 2]", "type": "list", "meaning": "some sizes",
          "expects": "a non-empty list of numbers in [0, 5]"},
         {"parameter": "flag", "default": "False", "type": "bool", "meaning": "", "expects": "true or false"},
-        {"parameter": "n", "default": "None", "type": "optional", "meaning": "None: all", "expects": "None or an integer ≥ 1"},
+        {"parameter": "n", "default": "None", "type": "optional", "meaning": "None: all",
+         "expects": "None or an integer ≥ 1"},
     ]
 
 
@@ -61,8 +64,9 @@ def result(chapter, claims):
 
 
 def test_chapter_claims_table_rows_carry_their_anchor():
-    ledger = claims.Ledger(chapter="01_a", claims=[claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap"),
-                                                   claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
+    ledger = claims.Ledger(chapter="01_a",
+                           claims=[claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap"),
+                                   claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
     found = claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
     html = pages.claims_table(found)._repr_html_()
     assert html.startswith('<details class="eg-fold"><summary>The 2 claims this chapter tests')  # folded
@@ -116,7 +120,8 @@ def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch)
     for damaged in ({"figures": [{"figure": "x"}]}, {"figures": [{**BENCH["figures"][0], "sense": ">"}]},
                     {"build": {"chapters": {"01_a": {"wall_s": "slow"}}}}, {"figures": {}}):
         (tmp_path / "build" / "bench.json").write_text(json.dumps(damaged))
-        with pytest.raises(readback.DamagedResultsError, match=r"^benchmark file build/bench.json is not usable: .*make bench$"):
+        with pytest.raises(readback.DamagedResultsError,
+                           match=r"^benchmark file build/bench.json is not usable: .*make bench$"):
             performance.load_bench()
 
 
@@ -126,7 +131,8 @@ def test_the_performance_report_with_and_without_figures(tmp_path):
     html = performance.PerformanceReport(BENCH)._repr_html_()
     assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
     assert "benchmarks/run.py" in html and "params/mpnet.yaml" not in html
-    with_mpnet = performance.PerformanceReport({**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
+    with_mpnet = performance.PerformanceReport(
+        {**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
     assert with_mpnet._repr_html_().count("<table") == 4  # its own per-chapter table, under its own heading
     assert "<h3>The cold build on params/mpnet.yaml, chapter by chapter</h3>" in with_mpnet._repr_html_()
 
@@ -141,7 +147,8 @@ def test_without_bench_figures_the_performance_page_shows_the_chapter_times_the_
     assert times["chapter"].tolist() == ["1 · a"] and times["seconds"].tolist() == [12.3]
     html = performance.PerformanceReport(None, times)._repr_html_()
     assert "12 s in all" in html and "<td data-label=\"chapter\">1 · a</td>" in html
-    stamped = performance.PerformanceReport({**BENCH, "machine": {"measured_at": "2026-11-20 10:00", "commit": "abc1234"}})
+    stamped = performance.PerformanceReport(
+        {**BENCH, "machine": {"measured_at": "2026-11-20 10:00", "commit": "abc1234"}})
     assert "on 2026-11-20 10:00 at commit <code>abc1234</code>" in stamped._repr_html_()
 
 

@@ -5,8 +5,8 @@ import pytest
 from embedding_geometry.book import parameters, rules
 from embedding_geometry.core.errors import ParameterError
 
-TABLE = {**rules.CHAPTERS["00_the_model"], **rules.CHAPTERS["04_attention_context_similarity"], **rules.CHAPTERS["01_layer_by_layer"],
-         "threshold": parameters.number(0.0, 1.0)}
+TABLE = {**rules.CHAPTERS["00_the_model"], **rules.CHAPTERS["04_attention_context_similarity"],
+         **rules.CHAPTERS["01_layer_by_layer"], "threshold": parameters.number(0.0, 1.0)}
 
 
 @pytest.mark.parametrize("name, value, expected", [
@@ -25,7 +25,8 @@ TABLE = {**rules.CHAPTERS["00_the_model"], **rules.CHAPTERS["04_attention_contex
     ("model", "m\udc80",
      "parameter 'model' expects a non-empty string of valid Unicode (no lone surrogates); got 'm\\udc80'"),
     ("trust_remote_code", "yes", "parameter 'trust_remote_code' expects true or false; got 'yes'"),
-    ("models", "one-model", "parameter 'models' expects a non-empty list of model ids or local directories; got 'one-model'"),
+    ("models", "one-model",
+     "parameter 'models' expects a non-empty list of model ids or local directories; got 'one-model'"),
     ("extra_sentences", "a sentence",
      "parameter 'extra_sentences' expects a list (possibly empty) of non-empty, distinct strings; got 'a sentence'"),
 ])

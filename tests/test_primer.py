@@ -209,7 +209,8 @@ def test_measure_on_hand_made_texts(measured):
     assert (measured["toy_cosine"][0.0], measured["toy_cosine"][60.0], measured["toy_cosine"][90.0]) == (1.0, 0.5, 0.0)
     # depth 0: text a's tokens (1, 1), (1, 0), (2, 0), (1, 1) average (5/4, 1/2); text b's (11/4, 1/2)
     assert list(measured["reference_pair_cosine"]) == ["a · b"]
-    assert measured["reference_pair_cosine"]["a · b"][0] == pytest.approx(geometry.cosine([5 / 4, 1 / 2], [11 / 4, 1 / 2]))
+    assert measured["reference_pair_cosine"]["a · b"][0] == pytest.approx(geometry.cosine([5 / 4, 1 / 2],
+                                                                                          [11 / 4, 1 / 2]))
     for mode in primer.SIMILARITY_MODES:
         np.testing.assert_allclose(measured["pooling_cosine"][mode], 1.0)  # a text against itself
     assert measured["toy_pooling"] == pytest.approx(primer.toy_similarities())
@@ -225,7 +226,8 @@ def test_measure_centres_each_depth_and_finds_the_cone(measured):
     assert int(np.argmax(aniso)) == 1
     assert curve["model_peak_depth"][0] == pytest.approx(aniso[1])
     assert curve["model_last_depth"][0] == pytest.approx(aniso[-1])
-    np.testing.assert_allclose(measured["anisotropy_centred"], [anisotropy.anisotropy(p - p.mean(axis=0)) for p in CONE_POOLS])
+    np.testing.assert_allclose(measured["anisotropy_centred"],
+                               [anisotropy.anisotropy(p - p.mean(axis=0)) for p in CONE_POOLS])
     assert curve["model_last_depth"][-1] == pytest.approx(measured["anisotropy_centred"][-1])  # centering = 1
     assert curve["toy"][0] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(primer.CONE_POINTS, 3.0, seed=2)))
 
@@ -261,8 +263,10 @@ def test_every_interactive_chart_has_one_bound_slider(name):
     cloud, cone, alphas = primer.elongated_cloud(8, 0.02), primer.toy_cone(10, 3.0), [0.0, 0.5, 1.0]
     chart = {
         "angle": lambda: charts.angle_chart(primer.angle_frame([0, 45, 90], [1.0, 2.0])),
-        "artefact": lambda: charts.artefact_chart(charts.artefact_frames(cloud, primer.refit_artefact(cloud, [0, 45, 90], 0.05), 0.05)),
-        "centering": lambda: charts.centering_chart(charts.centering_frames(cone, {"toy": primer.centering_curve(cone, alphas)}, alphas)),
+        "artefact": lambda: charts.artefact_chart(
+            charts.artefact_frames(cloud, primer.refit_artefact(cloud, [0, 45, 90], 0.05), 0.05)),
+        "centering": lambda: charts.centering_chart(
+            charts.centering_frames(cone, {"toy": primer.centering_curve(cone, alphas)}, alphas)),
         "depth": lambda: charts.depth_chart(charts.depth_grid({"a": 4, "b": 8}, [0.0, 0.5, 1.0])),
     }[name]()
     bound = [p for p in _params(chart.to_dict()) if "bind" in p]
@@ -318,7 +322,8 @@ def test_primer_results_are_consistent(results):
 @pytest.mark.slow
 def test_primer_exercise_answers_are_computed(results):
     ex, m = results["metrics"]["exercises"], results["metrics"]
-    assert ex["toy_offset_0"] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(20, 0.0, seed=results["params"]["seed"])))
+    assert ex["toy_offset_0"] == pytest.approx(anisotropy.anisotropy(primer.toy_cone(20, 0.0,
+                                                                                     seed=results["params"]["seed"])))
     assert set(ex["easy_pair"]) == set(primer.SIMILARITY_MODES)
     for mode, gap in ex["hard_minus_easy"].items():
         assert gap == pytest.approx(m["pooling_cosine"][mode][-1] - ex["easy_pair"][mode])

@@ -76,7 +76,8 @@ document.querySelectorAll('.eg-chart svg').forEach(function (svg) {
     if (!text || !box.width) return;
     var size = parseFloat(getComputedStyle(t).fontSize) * scale;
     smallest = Math.min(smallest, size);
-    if (size < arguments_min - 0.01) problems.push(id + ': "' + text.slice(0, 40) + '" drawn at ' + size.toFixed(1) + ' px');
+    if (size < arguments_min - 0.01)
+      problems.push(id + ': "' + text.slice(0, 40) + '" drawn at ' + size.toFixed(1) + ' px');
     if (/\u2026$/.test(text)) problems.push(id + ': "' + text.slice(0, 60) + '" is cut');
     if (box.left < limit.left - 1 || box.right > limit.right + 1)
       problems.push(id + ': "' + text.slice(0, 40) + '" lies outside its chart');
@@ -94,7 +95,9 @@ while ((node = walker.nextNode())) {
   var range = document.createRange(); range.selectNodeContents(node);
   if (!range.getClientRects().length) continue;
   var size = parseFloat(getComputedStyle(parent).fontSize);
-  if (size < smallest[0]) smallest = [size, parent.tagName.toLowerCase() + '.' + (parent.className || '') + ': ' + node.textContent.trim().slice(0, 40)];
+  if (size < smallest[0])
+    smallest = [size, parent.tagName.toLowerCase() + '.' + (parent.className || '') + ': ' +
+                node.textContent.trim().slice(0, 40)];
 }
 return smallest;
 """
@@ -120,7 +123,8 @@ return broken.slice(0, 10);
 VISIBLE_TEXT = """
 var article = (document.querySelector('article') || document.body).cloneNode(true);
 article.querySelectorAll('details').forEach(function (d) { d.open = true; });
-article.querySelectorAll('.cell_input, code, script, style, svg, mjx-container, .eg-chart').forEach(function (e) { e.remove(); });
+article.querySelectorAll('.cell_input, code, script, style, svg, mjx-container, .eg-chart')
+  .forEach(function (e) { e.remove(); });
 article.querySelectorAll('pre').forEach(function (e) { if (!e.closest('.cell_output')) e.remove(); });  // outputs stay
 article.style.position = 'absolute'; article.style.left = '-99999px';
 document.body.appendChild(article);
@@ -156,7 +160,8 @@ def visit(browser, url):  # noqa: F811
     browser.get(url)
     wait_for(lambda: browser.execute_script(
         "return document.readyState === 'complete' && Array.from(document.querySelectorAll('.eg-chart'))"
-        ".every(function (c) { return c.getAttribute('data-eg-ready') || (!window.egChart && c.querySelector('svg')); })"),
+        ".every(function (c) { return c.getAttribute('data-eg-ready') "
+        "|| (!window.egChart && c.querySelector('svg')); })"),
         timeout=60)
     wait_for(lambda: browser.execute_script("return !window.MathJax || !!(MathJax.startup && MathJax.startup.promise)"),
              timeout=30)
@@ -196,7 +201,8 @@ def raw_strings(text: str) -> list[str]:
     found = []
     for name, pattern in RAW.items():
         for match in re.finditer(pattern, text):
-            if name == "a Python boolean" and re.search(r"\w_\w+[ =:]+$", text[max(0, match.start() - 60):match.start()]):
+            if name == "a Python boolean" and re.search(r"\w_\w+[ =:]+$",
+                                                        text[max(0, match.start() - 60):match.start()]):
                 continue
             context = text[max(0, match.start() - 30):match.end() + 30].replace("\n", " ")
             found.append(f"{name}: …{context}…")
@@ -229,7 +235,8 @@ def problems_of(page: str, width: int, seen: dict) -> list[str]:
     problems += [f"{where}: the text contains {s!r}" for s in seen["leftovers"]]
     limit, loaded = WEIGHT[seen["charts"] > 0], seen["weight"] - seen["own"]
     if loaded > limit:
-        problems.append(f"{where}: the page loads {loaded / 1e6:.2f} MB besides its HTML (at most {limit / 1e6:.1f} MB)")
+        problems.append(f"{where}: the page loads {loaded / 1e6:.2f} MB besides its HTML "
+                        f"(at most {limit / 1e6:.1f} MB)")
     if seen["own"] > OWN:
         problems.append(f"{where}: the page's HTML weighs {seen['own'] / 1e6:.2f} MB (at most {OWN / 1e6:.1f} MB)")
     return problems

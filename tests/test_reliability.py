@@ -25,21 +25,29 @@ BAD_PARAMETERS = [
     ("00_the_model", {"batch_size": "8"}, "parameter 'batch_size' expects an integer in [1, 4096]; got '8'"),
     ("00_the_model", {"batch_size": -4}, "parameter 'batch_size' expects an integer in [1, 4096]; got -4"),
     ("00_the_model", {"device": "tpu"}, "parameter 'device' expects one of 'auto', 'cpu', 'cuda'; got 'tpu'"),
-    ("00_the_model", {"extra_sentences": "one sentence"}, "parameter 'extra_sentences' expects a list (possibly empty) of non-empty, distinct strings"),
-    ("00_the_model", {"extra_sentences": [NO_WORD_TOKENS]}, "parameter 'extra_sentences' expects texts that each contain at least one word token"),
-    ("00_the_model", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("00_the_model", {"extra_sentences": "one sentence"},
+     "parameter 'extra_sentences' expects a list (possibly empty) of non-empty, distinct strings"),
+    ("00_the_model", {"extra_sentences": [NO_WORD_TOKENS]},
+     "parameter 'extra_sentences' expects texts that each contain at least one word token"),
+    ("00_the_model", {"model": "nobody/not-a-real-model"},
+     "model 'nobody/not-a-real-model' is not available offline"),
     ("00_the_model", {"model": NOT_A_MODEL}, "is a local path but not a model directory (no config.json in it)"),
-    ("00_the_model", {"model": NEEDS_CODE}, "needs custom modelling code (auto_map in its config.json); set trust_remote_code: true"),
+    ("00_the_model", {"model": NEEDS_CODE},
+     "needs custom modelling code (auto_map in its config.json); set trust_remote_code: true"),
     ("01_layer_by_layer", {"sentences": []}, "parameter 'sentences' expects"),
-    ("01_layer_by_layer", {"sentences": ["The cat sat.", NO_WORD_TOKENS, "A dog ran."]}, "parameter 'sentences' expects texts that each contain at least one word token"),
+    ("01_layer_by_layer", {"sentences": ["The cat sat.", NO_WORD_TOKENS, "A dog ran."]},
+     "parameter 'sentences' expects texts that each contain at least one word token"),
     ("01_layer_by_layer", {"easy_k": -1}, "parameter 'easy_k' expects"),
     ("01_layer_by_layer", {"batch_size": 2.5}, "parameter 'batch_size' expects an integer"),
-    ("01_layer_by_layer", {"models": ["nobody/not-a-real-model"]}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("01_layer_by_layer", {"models": ["nobody/not-a-real-model"]},
+     "model 'nobody/not-a-real-model' is not available offline"),
     ("01_layer_by_layer", {"model": NOT_A_MODEL}, "is a local path but not a model directory"),
     ("02_similarity_attractor", {"pairs": {"mine": ["only one sentence"]}}, "parameter 'pairs' expects"),
-    ("02_similarity_attractor", {"pairs": {"mine": ["A cat sat.", NO_WORD_TOKENS]}}, "expects texts that each contain at least one word token"),
+    ("02_similarity_attractor", {"pairs": {"mine": ["A cat sat.", NO_WORD_TOKENS]}},
+     "expects texts that each contain at least one word token"),
     ("02_similarity_attractor", {"batch_size": 0}, "parameter 'batch_size' expects an integer in [1, 4096]; got 0"),
-    ("02_similarity_attractor", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("02_similarity_attractor", {"model": "nobody/not-a-real-model"},
+     "model 'nobody/not-a-real-model' is not available offline"),
     ("03_inside_the_cone", {"n_texts": -5}, "parameter 'n_texts' expects"),
     ("03_inside_the_cone", {"token_set": "special"}, "parameter 'token_set' expects"),
     ("03_inside_the_cone", {"k_extremes": "5"}, "parameter 'k_extremes' expects"),
@@ -47,14 +55,17 @@ BAD_PARAMETERS = [
     ("03_inside_the_cone", {"models": [NOT_A_MODEL]}, "is a local path but not a model directory"),
     ("04_attention_context_similarity", {"q": 1.5}, "parameter 'q' expects"),
     ("04_attention_context_similarity", {"attention_threshold": -0.1}, "parameter 'attention_threshold' expects"),
-    ("04_attention_context_similarity", {"sensitivity_thresholds": [0.2, 2.0]}, "parameter 'sensitivity_thresholds' expects"),
+    ("04_attention_context_similarity", {"sensitivity_thresholds": [0.2, 2.0]},
+     "parameter 'sensitivity_thresholds' expects"),
     ("04_attention_context_similarity", {"n_texts": -1}, "parameter 'n_texts' expects"),
     ("04_attention_context_similarity", {"text_length": 100000}, "parameter 'text_length' expects"),
-    ("04_attention_context_similarity", {"model": "nobody/not-a-real-model"}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("04_attention_context_similarity", {"model": "nobody/not-a-real-model"},
+     "model 'nobody/not-a-real-model' is not available offline"),
     ("05_embeddings_without_tears", {"fit_fraction": 1.5}, "parameter 'fit_fraction' expects"),
     ("05_embeddings_without_tears", {"k_max": -1}, "parameter 'k_max' expects"),
     ("05_embeddings_without_tears", {"n_positions": 100000}, "parameter 'n_positions' expects an integer in [102, "),
-    ("05_embeddings_without_tears", {"models": ["nobody/not-a-real-model"]}, "model 'nobody/not-a-real-model' is not available offline"),
+    ("05_embeddings_without_tears", {"models": ["nobody/not-a-real-model"]},
+     "model 'nobody/not-a-real-model' is not available offline"),
     ("06_search_in_practice", {"window_words": 0}, "parameter 'window_words' expects"),
     ("06_search_in_practice", {"reranker": NOT_A_MODEL}, "is a local path but not a model directory"),
 ]
@@ -115,7 +126,8 @@ def test_sigterm_mid_chapter_leaves_nothing_partial_and_the_next_build_completes
     assert (root / "build" / "results" / "00_the_model.json").is_file()
 
 
-DETERMINISM_CHAPTERS = [c for c in ("00_the_model", "01_layer_by_layer") if (ROOT / "notebooks" / f"{c}.ipynb").is_file()]
+DETERMINISM_CHAPTERS = [c for c in ("00_the_model", "01_layer_by_layer")
+                        if (ROOT / "notebooks" / f"{c}.ipynb").is_file()]
 
 
 def _without_timing(document):
@@ -135,6 +147,7 @@ def test_two_forced_builds_give_identical_results(tmp_path):
             args += ["--only", chapter]
         done = run_build(root, *args, cache=tmp_path / f"cache-{attempt}")
         assert done.returncode == 0, done.stdout + done.stderr
-        runs.append({c: json.loads((root / "build" / "results" / f"{c}.json").read_text()) for c in DETERMINISM_CHAPTERS})
+        runs.append({c: json.loads((root / "build" / "results" / f"{c}.json").read_text())
+                     for c in DETERMINISM_CHAPTERS})
     for chapter in DETERMINISM_CHAPTERS:
         assert _without_timing(runs[0][chapter]) == _without_timing(runs[1][chapter]), chapter

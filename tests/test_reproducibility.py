@@ -22,7 +22,8 @@ def test_a_float_path_spec_reads_back_as_written():
     path = float_path.parse("threads=1, onednn=off,attention=unfused,batch_size=7")
     assert path == float_path.FloatPath(threads=1, onednn=False, fused_attention=False, batch_size=7)
     assert float_path.parse(path.spec) == path and float_path.parse("") == float_path.FloatPath()
-    assert float_path.FloatPath().spec == "" and path.forward_batch(32) == 7 and float_path.FloatPath().forward_batch(32) == 32
+    assert float_path.FloatPath().spec == "" and path.forward_batch(32) == 7
+    assert float_path.FloatPath().forward_batch(32) == 32
 
 
 @pytest.mark.parametrize("bad", ["threads=0", "threads=x", "onednn=on", "attention=fused", "speed=fast"])
@@ -73,7 +74,8 @@ def test_moving_an_interval_by_less_than_its_margin_keeps_the_verdict():
     for _ in range(500):
         lo = rng.uniform(-1, 1)
         interval, bound = (lo, lo + rng.uniform(0, 1)), rng.uniform(-1, 1)
-        verdict, margin = shapes.judge("above", {"bound": bound}, interval), shapes.margin("above", {"bound": bound}, interval)
+        verdict, margin = (shapes.judge("above", {"bound": bound}, interval),
+                           shapes.margin("above", {"bound": bound}, interval))
         shift = rng.uniform(-0.99, 0.99) * margin
         assert shapes.judge("above", {"bound": bound}, (interval[0] + shift, interval[1] + shift)) == verdict
 

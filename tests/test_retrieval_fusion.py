@@ -109,7 +109,8 @@ def test_hybrid_study_of_a_three_sentence_corpus():
     assert study["rerank_minus_dense"] is None and "hybrid_retrieval.rerank_minus_dense" not in per_unit
     def judge(pairs):
         return [1.0 if "metformin" in d and "metformin" in q else 0.0 for q, d in pairs]
-    reranked = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), judge, 3)
+    reranked = retrieval.hybrid_study(queries, documents, vectors, np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+                                      judge, 3)
     assert reranked["hybrid_retrieval"]["dense + rerank"]["keyword"]["recall_at_1"] == 1.0
     gains = reranked["per_unit"]["hybrid_retrieval.rerank_minus_dense"]
     assert reranked["hybrid_retrieval"]["rerank_minus_dense"] > 0 and gains[1] == 0.0
@@ -120,7 +121,8 @@ def test_per_query_values_average_to_recall_and_ndcg():
     scores = np.array([[0.9, 0.8, 0.7, 0.6], [0.1, 0.2, 0.3, 0.4]])
     relevant = [[0, 2], [0]]
     ndcg = retrieval.ndcg_per_query(scores, relevant, k=10)
-    assert ndcg[0] == pytest.approx((1 + 1 / np.log2(4)) / (1 + 1 / np.log2(3))) and ndcg[1] == pytest.approx(1 / np.log2(5))
+    assert ndcg[0] == pytest.approx((1 + 1 / np.log2(4)) / (1 + 1 / np.log2(3)))
+    assert ndcg[1] == pytest.approx(1 / np.log2(5))
     assert ndcg.mean() == pytest.approx(retrieval.ndcg_at_k(scores, relevant, 10))
     assert retrieval.recall_per_query(scores, relevant, 1).tolist() == [0.5, 0.0]
     assert retrieval.paired_ndcg(scores, scores[::-1], [[0, 2], [0]]) == pytest.approx(

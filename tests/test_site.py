@@ -92,7 +92,8 @@ def test_every_slider_changes_its_chart(built_book, site, browser):
         if not n_sliders:
             continue
         wait_for(lambda: browser.execute_script(
-            "return Array.from(document.querySelectorAll('.eg-chart')).every(function (c) { return c.querySelector('svg'); })"))
+            "return Array.from(document.querySelectorAll('.eg-chart'))"
+            ".every(function (c) { return c.querySelector('svg'); })"))
         for i in range(n_sliders):
             svg = ("var s = document.querySelectorAll('.eg-chart input[type=range]')[%d];"
                    "return s.closest('.eg-chart').querySelector('svg').outerHTML;" % i)
@@ -101,7 +102,8 @@ def test_every_slider_changes_its_chart(built_book, site, browser):
                 "var s = document.querySelectorAll('.eg-chart input[type=range]')[%d];"
                 "s.value = (s.value == s.min) ? s.max : s.min;"
                 "s.dispatchEvent(new Event('input', {bubbles: true}));" % i)
-            assert wait_for(lambda: browser.execute_script(svg) != before), f"{page}: slider {i} did not change its chart"
+            assert wait_for(lambda: browser.execute_script(svg) != before), \
+                f"{page}: slider {i} did not change its chart"
             checked += 1
     assert checked >= 1
 
@@ -114,7 +116,8 @@ def test_maths_is_typeset_offline(site, browser):
 
 def test_claims_dashboard_sorts_on_header_click(site, browser):
     browser.get(f"{site}/book/chapters/99_claims_dashboard.html")
-    column = "return Array.from(document.querySelectorAll('table.eg-sortable tbody tr')).map(function (r) { return r.cells[4].textContent; });"
+    column = ("return Array.from(document.querySelectorAll('table.eg-sortable tbody tr'))"
+              ".map(function (r) { return r.cells[4].textContent; });")
     browser.execute_script("document.querySelectorAll('table.eg-sortable th')[4].click();")
     ascending = browser.execute_script(column)
     assert ascending == sorted(ascending, key=str.lower)
@@ -174,7 +177,8 @@ def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(built_book, site, br
         drawn = browser.execute_script(ICONS)
         assert drawn, f"{page}: no icon found (the check would pass on anything)"
         assert [d for d in drawn if d.split()[0] not in ICON_GLYPHS] == [], page
-        loaded = browser.execute_script("return performance.getEntriesByType('resource').map(function (r) { return r.name; })")
+        loaded = browser.execute_script("return performance.getEntriesByType('resource')"
+                                        ".map(function (r) { return r.name; })")
         assert not [n for n in loaded if "fontawesome" in n], f"{page} loads the theme's full icon font or script"
 
 
@@ -187,7 +191,8 @@ def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(built_bo
     assert "vega-bundle" not in names and "mathjax" not in names and "searchindex" not in names
     browser.get(f"{site}/book/chapters/01_layer_by_layer.html")
     wait_for(lambda: browser.execute_script(
-        "return Array.from(document.querySelectorAll('.eg-chart')).every(function (c) { return c.getAttribute('data-eg-ready'); })"))
+        "return Array.from(document.querySelectorAll('.eg-chart'))"
+        ".every(function (c) { return c.getAttribute('data-eg-ready'); })"))
     assert "vega-bundle" in browser.execute_script(loaded)
     tools = browser.execute_script(
         "return Array.from(document.querySelectorAll('.eg-chart')).map(function (c) {"

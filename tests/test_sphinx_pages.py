@@ -45,7 +45,8 @@ def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
             SimpleNamespace(filename="", attributes={"body": "window.MathJax = {}"})]
 
     def kept(body):
-        context = {"body": body, "script_files": scripts(), "css_files": [SimpleNamespace(filename="sphinx-design.min.css")]}
+        context = {"body": body, "script_files": scripts(),
+                   "css_files": [SimpleNamespace(filename="sphinx-design.min.css")]}
         sphinx_pages.prune_assets(None, "page", "page.html", context, None)
         return [s.filename or "config" for s in context["script_files"] + context["css_files"]]
 
@@ -101,7 +102,8 @@ def test_the_site_carries_each_chapters_results_and_every_claim_as_csv(tmp_path)
     results = tmp_path / "book" / "build" / "results"
     results.mkdir(parents=True)
     (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "shape transfers")])))
-    app = SimpleNamespace(srcdir=str(tmp_path / "book"), outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"))
+    app = SimpleNamespace(srcdir=str(tmp_path / "book"), outdir=str(tmp_path / "html"),
+                          builder=SimpleNamespace(format="html"))
     sphinx_pages.copy_downloads(app, None)
     downloads = tmp_path / "html" / pages.DOWNLOADS
     assert json.loads((downloads / "results" / "01_a.json").read_text())["chapter"] == "01_a"

@@ -41,7 +41,8 @@ def test_frame_html_names_columns_in_words_and_keeps_no_raw_value():
     for raw in ("NaN", "nan", "True", "3072.0", "None", "_"):
         assert raw not in html
     assert "<th" in html and 'scope="row"' in html  # the index is a header column
-    assert "<th" not in tables.frame_html(pd.DataFrame({"a": [1]})).split("<tbody>")[1]  # a plain range index is not shown
+    # a plain range index is not shown
+    assert "<th" not in tables.frame_html(pd.DataFrame({"a": [1]})).split("<tbody>")[1]
 
 
 def test_a_table_folds_under_its_summary_and_shows_code_columns_as_they_are():

@@ -13,8 +13,8 @@ The pattern a chapter follows (see ``notebooks/00_the_model.ipynb``):
   ``<details><summary>Answer</summary> … </details>`` block of reasoning that types no number.
 
 Every notebook in ``notebooks/`` is a chapter except the pages of the table of contents'
-"Reference" part (and the claims dashboard, 99_*). Chapters in ``PENDING`` have not got their exercises yet: their tests are expected to fail
-(strict), so the suite stays green and the entry must be removed once the exercises land.
+"Reference" part (and the claims dashboard, 99_*). Chapters in ``PENDING`` have not got their exercises yet: their
+tests are expected to fail (strict), so the suite stays green and the entry must be removed once the exercises land.
 """
 
 import re
@@ -126,7 +126,8 @@ def teaching_problems(slug: str) -> list[str]:
         problems += [f"prerequisite {ref} is not a label of the primer" for ref in set(refs) - primer_labels()]
     found = exercises(text)
     if len(found) < MIN_EXERCISES:
-        problems.append(f"at least {MIN_EXERCISES} '### Exercise' subsections under '## Exercises' (found {len(found)})")
+        problems.append(f"at least {MIN_EXERCISES} '### Exercise' subsections under '## Exercises' "
+                        f"(found {len(found)})")
     declared = declared_parameters(slug)
     for title, body in found:
         names = changed_parameters(slug, body)
@@ -160,7 +161,8 @@ def test_chapter_source_has_objectives_prerequisites_and_exercises(slug):
 
 def test_the_checker_rejects_a_chapter_without_the_pattern(tmp_path, monkeypatch):
     """A hand-typed answer, a missing dropdown and an undeclared parameter are all caught."""
-    bad = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    bad = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                            "language": "python"}})
     bad.cells = [nbformat.v4.new_code_cell("x = 1  # a parameter", metadata={"tags": ["parameters"]}),
                  nbformat.v4.new_markdown_cell("# Bad\n\n## Exercises\n\n### Exercise 1: typed\n\n"
                                                "`papermill notebooks/bad.ipynb out.ipynb -p y 2`\n\n"

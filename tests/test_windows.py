@@ -78,12 +78,12 @@ def test_from_source_gives_the_same_first_texts_on_every_call(tiny_bert):
     assert shorter == made[:2]
 
 
-WIKITEXT = """ = Valkyria Chronicles III = 
+WIKITEXT = """ = Valkyria Chronicles III =\x20
 
  Senjō no Valkyria 3 is a tactical role @-@ playing video game . It was released in 2011 in Japan !
  The game 's budget was 1 @,@ 000 @.@ 5 million yen . Is it a sequel ? Yes .
 
- = = Gameplay = = 
+ = = Gameplay = =\x20
 
  The player controls a squad of U.S. soldiers on a map .
 """

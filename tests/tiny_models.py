@@ -59,11 +59,13 @@ def tiny_xlm_roberta(directory: Path, seed: int = 0) -> Path:
     from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
 
     bpe = _byte_level_bpe(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    bpe.post_processor = processors.RobertaProcessing(("</s>", bpe.token_to_id("</s>")), ("<s>", bpe.token_to_id("<s>")))
+    bpe.post_processor = processors.RobertaProcessing(("</s>", bpe.token_to_id("</s>")),
+                                                      ("<s>", bpe.token_to_id("<s>")))
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", sep_token="</s>",
                                         cls_token="<s>", pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
     torch.manual_seed(seed)
-    config = XLMRobertaConfig(vocab_size=bpe.get_vocab_size(), pad_token_id=1, bos_token_id=0, eos_token_id=2, **TINY_XLMR)
+    config = XLMRobertaConfig(vocab_size=bpe.get_vocab_size(), pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                              **TINY_XLMR)
     XLMRobertaModel(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
@@ -83,7 +85,8 @@ FAMILY_CONFIGS = {
                                             max_position_embeddings=160), "wordpiece"),
     "modernbert": ("ModernBertConfig", dict(SMALL, local_attention=8, global_attn_every_n_layers=2), "wordpiece"),
     "qwen2": ("Qwen2Config", DECODER, "none"),  # Qwen2: the tokenizer adds no token
-    "qwen3": ("Qwen3Config", dict(DECODER, head_dim=12), "eos"),  # Qwen3-Embedding appends <|endoftext|>; d_head ≠ D / H
+    # Qwen3-Embedding appends <|endoftext|>; d_head ≠ D / H
+    "qwen3": ("Qwen3Config", dict(DECODER, head_dim=12), "eos"),
     "llama": ("LlamaConfig", DECODER, "bos"),  # Llama: <s> first
     "mistral": ("MistralConfig", DECODER, "bos"),
 }
@@ -128,7 +131,8 @@ def _decoder_tokenizer(adds: str):
     if adds != "none":
         token = "<s>" if adds == "bos" else "<|endoftext|>"
         template = f"{token} $A" if adds == "bos" else f"$A {token}"
-        bpe.post_processor = processors.TemplateProcessing(single=template, special_tokens=[(token, bpe.token_to_id(token))])
+        bpe.post_processor = processors.TemplateProcessing(single=template,
+                                                           special_tokens=[(token, bpe.token_to_id(token))])
     pad = None if adds == "bos" else "<|endoftext|>"  # Llama-style tokenizers have no padding token
     return PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="<|endoftext|>", pad_token=pad)
 

@@ -54,7 +54,8 @@ a study never imports ``book``):
     ``quantization``        int8, binary codes and product quantization of embeddings
     ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
     ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
-    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from scratch
+    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from
+                            scratch
     ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel, and each arm's results
     ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
@@ -82,8 +83,8 @@ a study never imports ``book``):
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``heads`` (chapter 4), ``practice`` and ``practice_search`` (chapters 5 and 6), ``objectives`` (chapter 7),
-                        ``across`` (chapter 8), ``primer``
+                        ``heads`` (chapter 4), ``practice`` and ``practice_search`` (chapters 5 and 6),
+                        ``objectives`` (chapter 7), ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

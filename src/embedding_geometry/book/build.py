@@ -119,7 +119,8 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         os.replace(scratch / notebook.name, _mkdir(executed.parent) / notebook.name)
         os.replace(staged, _mkdir(results.parent) / results.name)
         _mkdir(state.parent)
-        state.write_text(json.dumps({"fingerprint": fingerprint, "params": params, "seconds": round(time.time() - start, 2)}, indent=1, default=str))
+        state.write_text(json.dumps({"fingerprint": fingerprint, "params": params,
+                                     "seconds": round(time.time() - start, 2)}, indent=1, default=str))
         return Outcome(slug, "ran", time.time() - start)
     except papermill.PapermillExecutionError as error:
         return Outcome(slug, "failed", time.time() - start, failure_message(error, slug, params, log, root))
@@ -244,7 +245,8 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
         return 0
     start = time.time()
     code = build_site(root)
-    print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s", flush=True)
+    print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s",
+          flush=True)
     return code
 
 
@@ -291,7 +293,8 @@ def copy_sources(root: Path, destination: Path) -> Path:
         source, target = root / name, destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints", charts.BUNDLE_NAME))
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("chapters", ".ipynb_checkpoints",
+                                                                          charts.BUNDLE_NAME))
         else:
             shutil.copy2(source, target)
     return destination

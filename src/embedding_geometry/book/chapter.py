@@ -77,7 +77,8 @@ class Chapter:
         return self._load(self.params["model"])
 
     def _load(self, name: str) -> models.LoadedModel:
-        return self._ran(models.load(name, self.params.get("device", "auto"), self.params.get("trust_remote_code", False)))
+        return self._ran(models.load(name, self.params.get("device", "auto"),
+                                     self.params.get("trust_remote_code", False)))
 
     def _ran(self, loaded: models.LoadedModel) -> models.LoadedModel:
         """Record ``loaded`` (id, weights' SHA-256, shape) among the models this run used."""
@@ -150,7 +151,8 @@ class Chapter:
         for info in infos:
             self.ran.setdefault(info.id, info.to_dict())
 
-    def judge_model(self, model: str, metrics: Mapping[str, Any] | None = None, not_measured: str | None = None) -> None:
+    def judge_model(self, model: str, metrics: Mapping[str, Any] | None = None,
+                    not_measured: str | None = None) -> None:
         """Judge the chapter's ledger on another model too (a second encoder measured the same
         way): ``metrics``, or what :meth:`add_metrics` records for it, before or after this call.
         Its verdicts join the claims table, the dashboard and the results JSON (its metrics under
@@ -181,7 +183,8 @@ class Chapter:
             if model in self._not_measured:
                 metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
             single = claims.Ledger(self.slug, found)
-            self._verdicts[claim_id, model] = claims.evaluate(single, metrics, model, seed=self.params.get("seed", 0))[0]
+            self._verdicts[claim_id, model] = claims.evaluate(single, metrics, model,
+                                                              seed=self.params.get("seed", 0))[0]
         return self._verdicts[claim_id, model]
 
     def report(self, *claim_ids: str):

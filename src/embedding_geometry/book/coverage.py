@@ -43,7 +43,8 @@ def load(folder: str | Path | None = None) -> list[dict[str, Any]]:
                 raise CoverageError(f"{path.name}: item '{item.get('id')}' has status {item.get('status')!r}; "
                                     f"expected one of {', '.join(STATUSES)}")
             if item["status"] != "reproduced" and not item.get("why"):
-                raise CoverageError(f"{path.name}: item '{item.get('id') or item.get('what') or item.get('item')}' is {item['status']} but gives no 'why'")
+                raise CoverageError(f"{path.name}: item '{item.get('id') or item.get('what') or item.get('item')}' "
+                                    f"is {item['status']} but gives no 'why'")
             number = str(data["seed"])[:3]
             if number not in SEEDS:
                 raise CoverageError(f"{path.name}: seed {data['seed']!r} does not start with a seed's number "
@@ -55,7 +56,8 @@ def load(folder: str | Path | None = None) -> list[dict[str, Any]]:
 
 def frame(items: list[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per item: the seed, what it is, its status and why, where in which chapter."""
-    return pd.DataFrame([{"seed": item["seed"], "item": item["what"], "status": item["status"], "why": item.get("why") or "—",
+    return pd.DataFrame([{"seed": item["seed"], "item": item["what"], "status": item["status"],
+                          "why": item.get("why") or "—",
                           "where": f"{item['chapter']}, {item.get('where', '—').lstrip('# ')}"} for item in items])
 
 

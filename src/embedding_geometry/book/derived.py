@@ -108,8 +108,8 @@ def methods_stub(root: Path, slug: str) -> str:
 
 
 def write_methods_stubs(root: Path) -> Path:
-    """Write the stubs of every measuring chapter (one with a ledger) without a Methods section to ``root/build/methods_stubs.md``
-    (empty when every chapter has one) and return its path."""
+    """Write the stubs of every measuring chapter (one with a ledger) without a Methods section to
+    ``root/build/methods_stubs.md`` (empty when every chapter has one) and return its path."""
     ledgers = Path(str(resources.files("embedding_geometry") / "data" / "claims"))
     stubs = [methods_stub(root, slug) for slug in profiles.chapters(root)
              if (ledgers / f"{slug}.yaml").is_file() and not cited_sections(root, slug)]

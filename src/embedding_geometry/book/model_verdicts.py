@@ -43,7 +43,8 @@ from .pages import HtmlTable
 
 TRAINED, CONTROL = "trained", "control"
 READINGS = {
-    "training": ("follows training", "on every trained model, trained − control lies beyond the controls' seeds ({effects})"),
+    "training": ("follows training",
+                 "on every trained model, trained − control lies beyond the controls' seeds ({effects})"),
     "architecture": ("follows the architecture", "every random-init control shows the shape ({controls})"),
     "model": ("depends on the model", "the trained models' intervals exclude each other ({intervals})"),
     "undecided": ("undecided", "{why}"),

@@ -213,7 +213,8 @@ def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "
                 if found["max"] > worst.get(fam, {}).get("max", -1.0):
                     worst[fam] = found
             mine = claim_records(other)
-            flips += [{"chapter": chapter, "claim": key, "default": v["verdict"], "perturbed": mine.get(key, {}).get("verdict"),
+            flips += [{"chapter": chapter, "claim": key, "default": v["verdict"],
+                       "perturbed": mine.get(key, {}).get("verdict"),
                        "fragile_by_margin": bool(v["fragile"] or mine.get(key, {}).get("fragile"))}
                       for key, v in claim_records(ref).items() if mine.get(key, {}).get("verdict") != v["verdict"]]
         perturbations[name] = {"spec": specs[name], "largest": worst}

@@ -46,7 +46,8 @@ def compact_units(metrics: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(units, Mapping):
         return dict(metrics)
     kept = {key: {"shape": list(np.shape(value)), "values": f"not recorded: more than {PER_UNIT_INLINE:,} values"}
-            if isinstance(value, np.ndarray) and value.size > PER_UNIT_INLINE else value for key, value in units.items()}
+            if isinstance(value, np.ndarray) and value.size > PER_UNIT_INLINE else value
+            for key, value in units.items()}
     return {**metrics, "per_unit": kept}
 
 

@@ -359,7 +359,8 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
 
 def rules_for(slug: str) -> dict[str, p.Rule]:
     """The rule table of chapter ``slug``: its entry in :data:`CHAPTERS`, or the rules its ledger
-    declares (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the known chapters when there are neither."""
+    declares (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the
+    known chapters when there are neither."""
     if slug in CHAPTERS:
         return CHAPTERS[slug]
     try:

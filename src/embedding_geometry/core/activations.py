@@ -1,7 +1,8 @@
 """Batched forward passes, the activations they produce, and a content-keyed disk cache.
 
-What one forward pass can capture, and under which names, is :mod:`.capture`. ``extract`` turns a list of texts into an :class:`Activations` record: hidden states of every
-depth for every real token (padding dropped), with the token metadata the measurements need.
+What one forward pass can capture, and under which names, is :mod:`.capture`. ``extract`` turns a list of texts
+into an :class:`Activations` record: hidden states of every depth for every real token (padding dropped), with the
+token metadata the measurements need.
 """
 
 from __future__ import annotations

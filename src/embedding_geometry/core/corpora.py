@@ -143,7 +143,8 @@ def retrieval_set(name: str) -> dict[str, list]:
 
 def attractor_pairs() -> dict[str, list[str]]:
     """Chapter 2's hard, medium and easy pairs (``data/attractor_pairs.yaml``) as sentences."""
-    return {name: [REFERENCE_SENTENCES[key] for key in keys] for name, keys in load_yaml("attractor_pairs.yaml").items()}
+    return {name: [REFERENCE_SENTENCES[key] for key in keys]
+            for name, keys in load_yaml("attractor_pairs.yaml").items()}
 
 
 def published(chapter: str) -> dict[str, Any]:

@@ -31,7 +31,8 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
     pc1_mean_alignment[l]        = mean_s |cos(PC1 of s's centred tokens, mean of s's tokens)|
-    maxsim(A, B)[l, i]           = max_j cos(a_{l,i}, b_{l,j})                  [L+1, n_a, D], [L+1, n_b, D] → [L+1, n_a]
+    maxsim(A, B)[l, i]           = max_j cos(a_{l,i}, b_{l,j})
+                                   [L+1, n_a, D], [L+1, n_b, D] → [L+1, n_a]
 
 Cosines are taken on raw vectors (no centring, no normalisation first) unless a function says
 otherwise. A zero vector has no direction: every cosine function raises on one instead of
@@ -284,7 +285,8 @@ def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
     between = ((centroids - centroids.mean(axis=1, keepdims=True)) ** 2).sum(-1).mean(axis=1)
     within = np.mean([((s - centroids[:, [i]]) ** 2).sum(-1).mean(axis=1) for i, s in enumerate(stacks)], axis=0)
     if np.any(within == 0):
-        raise ValueError("within-text scatter is zero at some depth (every text's tokens identical); the ratio is undefined")
+        raise ValueError("within-text scatter is zero at some depth (every text's tokens identical); "
+                         "the ratio is undefined")
     return between / within
 
 

@@ -166,7 +166,8 @@ def control_formation(pools: np.ndarray, controls: Sequence[np.ndarray]) -> dict
                 "random_control": {"anisotropy_excess": None}}
     curves = np.stack([anisotropy_per_depth(c) for c in controls])
     kernels = np.stack([cosine_kernel(c) for c in controls])
-    return {"controls": {"anisotropy": curves, "anisotropy_mean": curves.mean(axis=0), "final_anisotropy": curves[:, -1]},
+    return {"controls": {"anisotropy": curves, "anisotropy_mean": curves.mean(axis=0),
+                         "final_anisotropy": curves[:, -1]},
             "random_control": {"anisotropy_excess": curves.mean(axis=0) - anisotropy_per_depth(pools)},
             "per_unit": {"controls.anisotropy.pairs": kernels,
                          "controls.anisotropy_rise.pairs": kernels - kernels[..., :1]}}
@@ -198,9 +199,12 @@ def pooling_gap(pools: np.ndarray, acts, token_set: str = "word") -> dict:
             "n_tokens": len(token_rows(acts, token_set)),
             "token_anisotropy_word": by_set["word"], "token_anisotropy_all": by_set["all"],
             "token_set_effect": (by_set["all"] - by_set["word"]) / gap,
-            "per_unit": {"token_anisotropy.pairs": kernels[token_set][0], "token_anisotropy.counts": kernels[token_set][1],
-                         "token_anisotropy_word.pairs": kernels["word"][0], "token_anisotropy_word.counts": kernels["word"][1],
-                         "token_anisotropy_all.pairs": kernels["all"][0], "token_anisotropy_all.counts": kernels["all"][1]}}
+            "per_unit": {"token_anisotropy.pairs": kernels[token_set][0],
+                         "token_anisotropy.counts": kernels[token_set][1],
+                         "token_anisotropy_word.pairs": kernels["word"][0],
+                         "token_anisotropy_word.counts": kernels["word"][1],
+                         "token_anisotropy_all.pairs": kernels["all"][0],
+                         "token_anisotropy_all.counts": kernels["all"][1]}}
 
 
 # --------------------------------------------------------------------------- what an axis separates

@@ -181,5 +181,6 @@ def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int 
         "topic_centering_removal_offdiag": np.array([offdiagonal_mean(r) for r in removal]),
         "corpus_mean_removal": np.array([corpus_mean_removal(x, labels) for x in states]),
         "topic_centering_removal_offdiag_permutations": permuted_removal(states[-1], labels, permutations, seed),
-        "per_unit": {"topic_centering_removal_offdiag": np.stack([column_offdiagonal_means(r) for r in removal], axis=1)},
+        "per_unit": {"topic_centering_removal_offdiag":
+                     np.stack([column_offdiagonal_means(r) for r in removal], axis=1)},
     }

@@ -137,4 +137,5 @@ def measure_all(runs: Mapping[str, Run], topics: Sequence[str], sentences: Seque
 def without_units(found: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every model's metrics without their per-unit samples (what the results JSON keeps of a
     model the chapter judges besides its main one)."""
-    return {name: {key: value for key, value in metrics.items() if key != "per_unit"} for name, metrics in found.items()}
+    return {name: {key: value for key, value in metrics.items() if key != "per_unit"}
+            for name, metrics in found.items()}

@@ -133,16 +133,19 @@ def cone_axis_reading(final: np.ndarray, topics: Sequence[str], lengths: Sequenc
         "mean_cos_to_mean_direction": float(cosine_matrix(final, direction[None]).mean()),
         "mean_abs_cos_to_cone_axis": float(np.abs(cosine_matrix(final, axis[None])).mean()),
         "cone_axis_scores": scores,
-        "cone_extremes": {side: [{"sentence": sentences[i], "topic": topics[i], "score": float(scores[i])} for i in rows]
+        "cone_extremes": {side: [{"sentence": sentences[i], "topic": topics[i], "score": float(scores[i])}
+                                 for i in rows]
                           for side, rows in ends.items()},
         "cone_end_topics": end_topics(scores, topics, k),
         "cone_axis_topic_eta2": correlation_ratio(scores, topics) if several else None,
-        "cone_axis_topic_eta2_permutations": permuted_eta2_draws(scores, topics, permutations, seed) if several else None,
+        "cone_axis_topic_eta2_permutations":
+            permuted_eta2_draws(scores, topics, permutations, seed) if several else None,
         "cone_axis_length_spearman": rank_correlation(scores, lengths), "per_unit": per_unit,
     }
 
 
-def vocabulary_projection(embeddings: np.ndarray, axis: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def vocabulary_projection(embeddings: np.ndarray, axis: np.ndarray,
+                          k: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of a word-embedding matrix ([V, D]) projected on the unit vector ``axis``:
     ``(projections [V], top k row ids, bottom k row ids)`` (raw dot products, not centred)."""
     projections = np.asarray(embeddings, dtype=np.float64) @ unit_rows(axis, "axis")
@@ -157,7 +160,8 @@ def vocabulary_ranks(projections: np.ndarray, ids: Sequence[int]) -> list[int]:
 
 
 def vocabulary_reading(embeddings: np.ndarray, axis: np.ndarray, k: int, common_ids: Mapping[str, int],
-                       names: Callable[[list[int]], list[str]], listed_ids: Mapping[str, int | None] | None = None) -> dict:
+                       names: Callable[[list[int]], list[str]],
+                       listed_ids: Mapping[str, int | None] | None = None) -> dict:
     """The ``k`` vocabulary rows at each end of ``axis`` (``names`` maps row ids to tokens), the
     rank of each common word (``common_ids``: word → row id), whether each is in the top k
     (1 or 0, in the order of ``common_ids``), how many are and what share of them; and where each
@@ -171,7 +175,8 @@ def vocabulary_reading(embeddings: np.ndarray, axis: np.ndarray, k: int, common_
               for token, i in (listed_ids or {}).items()]
 
     def rows(ids: np.ndarray) -> list[dict]:
-        return [{"token": t, "id": int(i), "projection": float(projection[i])} for t, i in zip(names(ids.tolist()), ids)]
+        return [{"token": t, "id": int(i), "projection": float(projection[i])}
+                for t, i in zip(names(ids.tolist()), ids)]
 
     return {"top": rows(top), "bottom": rows(bottom), "common_word_ranks": ranks, "common_in_top": sum(in_top),
             "n_tokens": len(projection), "common_in_top_each": in_top,
@@ -230,7 +235,8 @@ def chance_axis_quantile(width: int, q: float = 0.99) -> float:
     return float(np.sqrt(stats.beta.ppf(q, 0.5, (width - 1) / 2)))
 
 
-def axis_comparison(finals: Mapping[str, np.ndarray], post: Mapping, axes: Mapping[str, np.ndarray] | None = None) -> dict:
+def axis_comparison(finals: Mapping[str, np.ndarray], post: Mapping,
+                    axes: Mapping[str, np.ndarray] | None = None) -> dict:
     """Experiment 4 as the post ran it, on the final-depth embeddings of the same sentences by
     every model run (id → [N, D]; their cone axes ``axes`` when already computed): the |cos|
     matrix of their cone axes, the post's family (``post``: ``models`` {name: id}, ``fine_tuned``
@@ -267,7 +273,8 @@ def rotation(final: np.ndarray, controls: Sequence[np.ndarray], axes: Sequence[n
     by_control = centering.removal_shares(final, {str(s): np.mean(c, axis=0) for s, c in enumerate(controls)})
     width = len(axis)
     cosines, q99 = np.array([abs(cosine(axis, o)) for o in others]), chance_axis_quantile(width)
-    return {"axis_cos": cosines, "axis_cos_over_q99": cosines / q99, "axis_cos_over_q99_mean": float(np.mean(cosines / q99)),
+    return {"axis_cos": cosines, "axis_cos_over_q99": cosines / q99,
+            "axis_cos_over_q99_mean": float(np.mean(cosines / q99)),
             "controls_axis_cos": [abs(cosine(a, b)) for i, a in enumerate(others) for b in others[i + 1:]],
             "chance": chance_axis_cosine(width), "chance_q99": q99,
             "centering": {"model_by_control": list(by_control.values()),

@@ -61,6 +61,7 @@ def answers(found: Mapping[str, Mapping], topics: Sequence[str], sample: np.ndar
     ``token_set_effect``."""
     return {"exercises": {
         f"n_texts_{N_TEXTS}": sample_size_check(sample, found[main]["anisotropy"]),
-        f"k_extremes_{K_EXTREMES}": {model: end_topics(m["cone_axis_scores"], topics, K_EXTREMES) for model, m in found.items()},
+        f"k_extremes_{K_EXTREMES}": {model: end_topics(m["cone_axis_scores"], topics, K_EXTREMES)
+                                     for model, m in found.items()},
         f"k_vocab_{K_VOCAB}": {model: listed_in_top(m["vocab_on_cone_axis"], K_VOCAB) for model, m in found.items()},
     }}

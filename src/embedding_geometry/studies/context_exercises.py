@@ -55,6 +55,7 @@ def answers(loaded: LoadedModel, measured: Measurement, m: dict, params: Mapping
         "q_first_texts": {"texts": len(few), "q": settings.q, **{name: {
             "mean_pair_distance_first": float(mq["mean_pair_distance"][0]),
             "mean_pair_distance_last": float(mq["mean_pair_distance"][-1]),
-            "same_sentence_lift_last": None if mq["same_sentence_lift"] is None else float(mq["same_sentence_lift"][-1])}
+            "same_sentence_lift_last":
+                None if mq["same_sentence_lift"] is None else float(mq["same_sentence_lift"][-1])}
             for name, mq in (("at_q", at_q[settings.q]), ("at_0.95", at_q[0.95]))}},
         "texts": [w.text for w in few]}}

@@ -142,7 +142,8 @@ def pass_table(runs: Mapping[str, Measurement]) -> pd.DataFrame:
     texts at the same throughput."""
     rows = [{"model": name.rsplit("/", 1)[-1], "blocks L": r.stats.shape[0], "heads H": r.stats.shape[1],
              "texts": r.texts.count, "whole sentences per text": r.texts.to_dict()["whole_sentences_per_text"],
-             "seconds": r.seconds, f"seconds for {PROJECTED_TEXTS:,} texts": r.seconds / r.texts.count * PROJECTED_TEXTS}
+             "seconds": r.seconds,
+             f"seconds for {PROJECTED_TEXTS:,} texts": r.seconds / r.texts.count * PROJECTED_TEXTS}
             for name, r in runs.items()]
     return pd.DataFrame(rows).set_index("model")
 

@@ -8,11 +8,13 @@ Each toy mirrors a measurement the chapters make on real hidden states (``geomet
     similarity(A, B, mode)[l]          mean: cos((1/n_a) Σ_i a_{l,i}, (1/n_b) Σ_j b_{l,j});  cls: cos(a_{l,0}, b_{l,0});
                                        maxsim: (1/n_a) Σ_i max_j cos(a_{l,i}, b_{l,j})     (one direction, A → B)
                                        A: [L + 1, n_a, D], B: [L + 1, n_b, D] → [L + 1]
-    cosine_to_depth0(H)[l, t]          cos(h_{l,t}, h_{0,t}): how far each token has turned   H: [L + 1, n, D] → [L + 1, n]
+    cosine_to_depth0(H)[l, t]          cos(h_{l,t}, h_{0,t}): how far each token has turned
+                                       H: [L + 1, n, D] → [L + 1, n]
     pair_cosines(P, names)[a · b][l]   cos(P_l[a], P_l[b]) for every unordered pair of texts   P: [L + 1, N, D]
     toy_similarities(pair)             the same three for two toy sentences of 2-D tokens (first token = CLS)
     pair_similarities(record)          the three similarities of a two-text ``activations.Activations``: mean
-                                       and CLS over all tokens (book/methods.md, Conventions), MaxSim over word tokens (chapter 2)
+                                       and CLS over all tokens (book/methods.md, Conventions), MaxSim over word
+                                       tokens (chapter 2)
     angle_frame(θs, lengths)           u = (1, 0), v = ‖v‖ (cos θ, sin θ) with u · v and cos(u, v)
     elongated_cloud(n, e, seed)        n centred points in 2-D whose covariance is exactly diag(1 + e, 1)
     stretch(X, φ, ε)                   X (I + ε u uᵀ), u = (cos φ, sin φ): each point moves by at most ε‖x‖
@@ -131,7 +133,8 @@ def pair_similarities(record: Activations) -> dict[str, np.ndarray]:
     return {"mean": similarity(a, b, "mean"), "cls": similarity(a, b, "cls"), "maxsim": similarity(wa, wb, "maxsim")}
 
 
-def toy_similarities(pair: Mapping[str, tuple[Sequence[str], Sequence[Sequence[float]]]] = TOY_PAIR) -> dict[str, float]:
+def toy_similarities(
+        pair: Mapping[str, tuple[Sequence[str], Sequence[Sequence[float]]]] = TOY_PAIR) -> dict[str, float]:
     """``pair_similarities`` for two toy sentences of one depth: mean and CLS over all their
     tokens, MaxSim over the tokens after the first (the word tokens)."""
     a, b = (np.asarray(states, dtype=np.float64)[None] for _, states in pair.values())
@@ -261,7 +264,8 @@ def measure(reference: Activations, labels: Sequence[str], pair: Activations, co
         "toy_pca_steps": refit_artefact(elongated_cloud(CLOUD_POINTS, toy_elongation, seed), DIRECTIONS, toy_stretch),
         "pca_step_fixed": fixed, "pca_step_refit": refit, "pca_step_ratio": refit.mean() / fixed.mean(),
         "anisotropy": raw, "anisotropy_centred": centred_anisotropy(corpus_pools, centering),
-        "centering_curve": {"alpha": UNIT_STEPS, "toy": centering_curve(toy_cone(CONE_POINTS, toy_offset, seed), UNIT_STEPS),
+        "centering_curve": {"alpha": UNIT_STEPS,
+                            "toy": centering_curve(toy_cone(CONE_POINTS, toy_offset, seed), UNIT_STEPS),
                             "model_peak_depth": centering_curve(corpus_pools[peak], UNIT_STEPS),
                             "model_last_depth": centering_curve(corpus_pools[-1], UNIT_STEPS)},
     }

@@ -200,7 +200,8 @@ def corpus_queries(sentences: Sequence[str], name: str = QUERY_FILE) -> dict[str
     return out
 
 
-def summary(scores: np.ndarray, relevant: Relevant, ks: Sequence[int] = (1, 5, 10), ndcg_k: int = 10) -> dict[str, float]:
+def summary(scores: np.ndarray, relevant: Relevant, ks: Sequence[int] = (1, 5, 10),
+            ndcg_k: int = 10) -> dict[str, float]:
     """recall@k for each k in ``ks`` and nDCG@``ndcg_k`` of one ranking."""
     values = {f"recall_at_{k}": recall_at_k(scores, relevant, k) for k in ks}
     return {**values, f"ndcg_at_{ndcg_k}": ndcg_at_k(scores, relevant, ndcg_k)}
@@ -235,8 +236,10 @@ def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_ve
     per_unit = {f"hybrid_retrieval.rrf_minus_dense.{kind}": fused if kind == "all" else fused[kinds == kind]
                 for kind in ndcg["dense"]}
     if judge is not None:
-        per_unit["hybrid_retrieval.rerank_minus_dense"] = paired_ndcg(ranked["dense + rerank"], ranked["dense"], relevant)
-    return {"hybrid_retrieval": {**found, "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
+        per_unit["hybrid_retrieval.rerank_minus_dense"] = paired_ndcg(ranked["dense + rerank"], ranked["dense"],
+                                                                      relevant)
+    return {"hybrid_retrieval": {**found,
+                                 "rrf_minus_dense": {k: ndcg["rrf"][k] - ndcg["dense"][k] for k in ndcg["dense"]},
                                  "rerank_minus_dense": rerank_gain}, "per_unit": per_unit}
 
 

@@ -29,7 +29,8 @@ PUBLISHED_DASHES = [[1, 0], [2, 2], [8, 3, 2, 3]]
 """Dash patterns of the published curves, in order (all thin and grey)."""
 
 
-def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, models: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str,
+                 models: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model, family, kind) of the metric at key
     path ``key`` on every model (``models``: the roster of ``book.model_verdicts``; ``family`` is
     the trained model a control copies). Models where the metric is None are left out."""
@@ -38,7 +39,8 @@ def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, models: Ma
         values, role = lookup(metrics, key), models[model]
         if values is not None:
             family = models.get(role["control_of"], role)["label"]
-            frames.append(per_layer_frame({role["label"]: values}, model).assign(family=family, kind=KINDS[role["kind"]]))
+            frames.append(per_layer_frame({role["label"]: values}, model).assign(family=family,
+                                                                                 kind=KINDS[role["kind"]]))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -67,7 +69,8 @@ def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None
     colour = alt.Color("series:N", title=None, legend=legend,
                        scale=alt.Scale(domain=domain, range=colours + [PUBLISHED_COLOR] * n_published))
     grey_dashes = [PUBLISHED_DASHES[i % len(PUBLISHED_DASHES)] for i in range(n_published)]
-    dash = alt.StrokeDash("series:N", title=None, legend=legend, scale=alt.Scale(domain=domain, range=dashes + grey_dashes))
+    dash = alt.StrokeDash("series:N", title=None, legend=legend,
+                          scale=alt.Scale(domain=domain, range=dashes + grey_dashes))
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
     ours = alt.Chart(run).mark_line(point=True).encode(
@@ -110,10 +113,12 @@ def head_grids(frame: pd.DataFrame, titles: Mapping[str, str], title: str = "") 
             base = alt.Chart(part, title=model).encode(x=alt.X("head:O", title="head h"),
                                                        y=alt.Y("block:O", title="block l"))
             cells = base.mark_rect().encode(color=alt.Color("value:Q", title=legend, scale=alt.Scale(scheme="blues")),
-                                            tooltip=["block:O", "head:O", alt.Tooltip("value:Q", title=legend, format=".3f")])
+                                            tooltip=["block:O", "head:O",
+                                                     alt.Tooltip("value:Q", title=legend, format=".3f")])
             text = base.mark_text(fontSize=8).encode(
                 text=alt.Text("value:Q", format=".2~g"),
-                color=alt.condition(f"datum.value > {float(part['value'].max()) / 2}", alt.value("white"), alt.value("black")))
+                color=alt.condition(f"datum.value > {float(part['value'].max()) / 2}",
+                                    alt.value("white"), alt.value("black")))
             panels.append(alt.layer(cells, text).properties(width=alt.Step(26), height=alt.Step(20)))
         rows += panels  # one panel a row: a 12 × 12 grid fits a phone's column
     return alt.vconcat(*rows).resolve_scale(color="independent").properties(title=title)

@@ -65,8 +65,10 @@ def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | N
     return alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)),
-        color=alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colours), legend=alt.Legend(**legend)),
-        strokeDash=alt.StrokeDash("kind:N", title=None, scale=alt.Scale(domain=kind_names, range=DASHES[:len(kind_names)]),
+        color=alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colours),
+                        legend=alt.Legend(**legend)),
+        strokeDash=alt.StrokeDash("kind:N", title=None,
+                                  scale=alt.Scale(domain=kind_names, range=DASHES[:len(kind_names)]),
                                   legend=alt.Legend(symbolType="stroke", **legend)),
         detail="series:N", tooltip=["series:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
     ).properties(title=title)
@@ -86,7 +88,8 @@ def rotation_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         chance = {key: "—" if r[key] is None else number_text(r[key], 3) for key in ("chance", "chance_q99")}
         return {"|cos| model vs each control": _listed(r["axis_cos"]),
                 "|cos| controls among themselves": _listed(r["controls_axis_cos"]),
-                "random directions: mean |cos|": chance["chance"], "random directions: 99 % quantile": chance["chance_q99"],
+                "random directions: mean |cos|": chance["chance"],
+                "random directions: 99 % quantile": chance["chance_q99"],
                 "final anisotropy, model": number_text(f["anisotropy"][-1], 3),
                 "final anisotropy, each control": _listed(f["controls"]["final_anisotropy"])}
 

@@ -46,7 +46,8 @@ def token_heatmap(frame: pd.DataFrame, value: str, n_layers: int, title: str = "
     base = alt.Chart(frame).transform_filter(alt.datum.depth == slider).encode(
         x=alt.X("position:O", title="token position"), y=alt.Y("sentence:N", title=None, sort=None))
     cells = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", title=value_title or value, scale=alt.Scale(domain=[low, high], scheme="viridis")),
+        color=alt.Color(f"{value}:Q", title=value_title or value,
+                        scale=alt.Scale(domain=[low, high], scheme="viridis")),
         tooltip=["sentence:N", "position:Q", "token:N", "kind:N", "depth:Q", alt.Tooltip(f"{value}:Q", format=".3f")])
     labels = base.mark_text(fontSize=9, color="white").encode(text="token:N")
     return alt.layer(cells, labels).add_params(slider).properties(title=title, width=alt.Step(44))
@@ -61,7 +62,8 @@ def token_animation(frame: pd.DataFrame, n_layers: int, title: str = "", targets
     x = alt.X("x:Q", title=axis_titles[0], scale=alt.Scale(domain=_padded(frame["x"]), nice=False))
     y = alt.Y("y:Q", title=axis_titles[1], scale=alt.Scale(domain=_padded(frame["y"]), nice=False))
     encoding = dict(x=x, y=y, shape=alt.Shape("shape:N", scale=None),
-                    size=alt.Size("kind:O", scale=alt.Scale(domain=["token", "centroid"], range=[70, 260]), legend=None))
+                    size=alt.Size("kind:O", scale=alt.Scale(domain=["token", "centroid"], range=[70, 260]),
+                                  legend=None))
     tooltip = ["token:N", "sentence:N", "depth:Q", alt.Tooltip("x:Q", format=".2f"), alt.Tooltip("y:Q", format=".2f")]
     now = alt.Chart(frame).transform_filter(alt.datum.depth == slider)
     hollow = alt.datum.shape == "square"  # squares open, as in the posts, so coinciding circles stay visible
@@ -110,7 +112,8 @@ def histogram_chart(run: pd.DataFrame, x_title: str, published: pd.DataFrame | N
     ours = alt.Chart(run).mark_bar(opacity=0.85).encode(
         x=alt.X("bin_start:Q", title=x_title, bin="binned"), x2="bin_end:Q",
         y=alt.Y("fraction:Q", title="fraction of dimensions"), color=alt.Color("series:N", title=None),
-        tooltip=["series:N", "model:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
+        tooltip=["series:N", "model:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q",
+                 alt.Tooltip("fraction:Q", format=".3f")])
     if published is None or published.empty:
         return ours.properties(title=title)
     labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
@@ -125,7 +128,8 @@ def value_bars(frame: pd.DataFrame, value: str, label: str, x_title: str, title:
     """One horizontal bar per row (``label`` on y, ``value`` on x), in the frame's order; an
     optional grey ``band`` (low, high, caption) marks a published range."""
     bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{value}:Q", title=x_title), y=alt.Y(f"{label}:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
+        x=alt.X(f"{value}:Q", title=x_title),
+        y=alt.Y(f"{label}:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
         tooltip=[f"{label}:N", alt.Tooltip(f"{value}:Q", format=".4f")])
     if band is None:
         return bars.properties(title=title, width=300)
@@ -155,7 +159,8 @@ def depth_heatmap(frame: pd.DataFrame, value: str, title: str = "", value_title:
 def grouped_bars(frame: pd.DataFrame, x: str, y: str, group: str, y_title: str, title: str = "") -> alt.Chart:
     """Bars of ``y`` per ``x`` category (in the frame's order), side by side per ``group``."""
     return alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None, sort=None, axis=alt.Axis(labelAngle=-40)), xOffset=alt.XOffset(f"{group}:N", sort=None),
+        x=alt.X(f"{x}:N", title=None, sort=None, axis=alt.Axis(labelAngle=-40)),
+        xOffset=alt.XOffset(f"{group}:N", sort=None),
         y=alt.Y(f"{y}:Q", title=y_title), color=alt.Color(f"{group}:N", title=group, sort=None),
         tooltip=[f"{x}:N", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".3f")]).properties(title=title, width=560)
 

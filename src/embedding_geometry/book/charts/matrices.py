@@ -53,7 +53,8 @@ def matrix_heatmap(frame: pd.DataFrame, title: str = "", value_title: str = "val
     order = list(dict.fromkeys(frame["row"]))
     big = len(order) > 6
     axis = alt.Axis(labelLimit=360)
-    base = alt.Chart(frame).encode(x=alt.X("column:N", title=None, sort=order, axis=alt.Axis(labelLimit=360, labelAngle=-40)),
+    base = alt.Chart(frame).encode(x=alt.X("column:N", title=None, sort=order,
+                                           axis=alt.Axis(labelLimit=360, labelAngle=-40)),
                                    y=alt.Y("row:N", title=None, sort=order, axis=axis))
     scale = alt.Scale(scheme="redblue", reverse=True, domain=list(domain), domainMid=0) if diverging \
         else alt.Scale(scheme="viridis", domain=list(domain))
@@ -106,7 +107,8 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
 def layer_shares(frame: pd.DataFrame, color: str, title: str = "", y_title: str = "share") -> alt.Chart:
     """Stacked bars of ``share`` per ``layer``, one segment per ``color`` category (frame order)."""
     order = list(dict.fromkeys(frame[color]))
-    return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum['{color}'])").mark_bar().encode(
+    return alt.Chart(frame).transform_calculate(
+        rank=f"indexof({json.dumps(order)}, datum['{color}'])").mark_bar().encode(
         x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
         color=alt.Color(f"{color}:N", title=None, sort=order), order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("layer:O", title="block"), alt.Tooltip(f"{color}:N", title=color),
@@ -118,7 +120,8 @@ def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
     ``context_similarity.head_table``)."""
     classes = alt.Scale(domain=["repetition", "common-token", "other"], range=["#1f5fa8", "#d2691e", "#d9d9d9"])
-    shares = {"repeat_share": "high pairs joining a repeated token", "common_focus_share": "texts with a common focus token",
+    shares = {"repeat_share": "high pairs joining a repeated token",
+              "common_focus_share": "texts with a common focus token",
               "same_sentence_fraction": "high pairs inside one sentence"}
     return alt.Chart(frame).mark_rect(stroke="white").encode(
         x=alt.X("head:O", title="head h"), y=alt.Y("layer:O", title="block l"),
@@ -209,7 +212,8 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
                     tooltip=[alt.Tooltip("position:Q", title="position j"), alt.Tooltip("token:N", title="token"),
                              alt.Tooltip("separator:N", title="separator"),
                              alt.Tooltip("a:Q", title="attention received a_j", format=".2f")]))
-    tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(y="a:Q")
+    tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR,
+                                                                strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
 
 
@@ -326,7 +330,8 @@ def distance_lines_by_model(frame: pd.DataFrame, title: str = "") -> alt.FacetCh
         row=alt.Row("model:N", title=None)).properties(title=title)
 
 
-def sensitivity_by_model(by_model: Mapping[str, Mapping], titles: Mapping[str, str], title: str = "") -> alt.VConcatChart:
+def sensitivity_by_model(by_model: Mapping[str, Mapping], titles: Mapping[str, str],
+                         title: str = "") -> alt.VConcatChart:
     """:func:`sensitivity_chart` of every model (model id → metrics), one row of panels per model."""
     return alt.vconcat(*[sensitivity_chart(sensitivity_frame(m), titles, title=model.rsplit("/", 1)[-1])
                          for model, m in by_model.items()]).properties(title=title)
@@ -336,6 +341,7 @@ def unique_focus_heatmaps(by_model: Mapping[str, Mapping], title: str = "") -> a
     """:func:`layer_heatmap` of the distinct-focus histogram (``heads.unique_focus_frame``) of every
     model, one panel per model: the share of texts with k distinct focus positions in each block
     (the paper's Fig. 11)."""
-    return alt.vconcat(*[layer_heatmap(unique_focus_frame(m), "distinct", "share", "distinct focus positions among the heads",
+    return alt.vconcat(*[layer_heatmap(unique_focus_frame(m), "distinct", "share",
+                                       "distinct focus positions among the heads",
                                        value_title="texts", title=model.rsplit("/", 1)[-1])
                          for model, m in by_model.items()]).properties(title=title)

@@ -57,7 +57,8 @@ def artefact_frames(points: np.ndarray, steps: Mapping[str, np.ndarray], amount:
     return {"points": pd.DataFrame(rows).round(3), "steps": pd.DataFrame(step_rows).round(4)}
 
 
-def centering_frames(toy: np.ndarray, curves: Mapping[str, Sequence[float]], alphas: Sequence[float]) -> dict[str, pd.DataFrame]:
+def centering_frames(toy: np.ndarray, curves: Mapping[str, Sequence[float]],
+                     alphas: Sequence[float]) -> dict[str, pd.DataFrame]:
     """What the centering chart draws: ``points`` — the toy vectors at every α; ``curves`` —
     mean cosine against α, one series per entry of ``curves``."""
     points = pd.DataFrame([{"alpha": float(a), "point": i, "x": x, "y": y}
@@ -97,7 +98,8 @@ def angle_chart(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """u and v as arrows from the origin, at the angle and length two sliders pick; the text
     gives u·v (which grows with ‖v‖) and cos(u, v) (which does not)."""
     angles, lengths = sorted(frame["angle"].unique()), sorted(frame["length"].unique())
-    angle = _slider("angle", angles[0], angles[-1], angles[1] - angles[0], angles[len(angles) // 3], "angle θ (degrees) ")
+    angle = _slider("angle", angles[0], angles[-1], angles[1] - angles[0], angles[len(angles) // 3],
+                    "angle θ (degrees) ")
     length = _slider("length", lengths[0], lengths[-1], lengths[1] - lengths[0], lengths[0], "length ‖v‖ ")
     now = alt.Chart(frame).transform_filter((alt.datum.angle == angle) & (alt.datum.length == length))
     reach = float(max(lengths)) * 1.1
@@ -106,7 +108,8 @@ def angle_chart(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     y = alt.Y("y:Q", title="dimension 2", scale=y_scale)
     color = alt.Color("vector:N", title=None)
     arrows = _from_origin(now).mark_rule(strokeWidth=3).encode(
-        x=alt.X("origin:Q", scale=x_scale, title="dimension 1"), y=alt.Y("origin:Q", scale=y_scale, title="dimension 2"),
+        x=alt.X("origin:Q", scale=x_scale, title="dimension 1"),
+        y=alt.Y("origin:Q", scale=y_scale, title="dimension 2"),
         x2="x:Q", y2="y:Q", color=color)
     tips = now.mark_point(filled=True, size=90).encode(x=x, y=y, color=color, tooltip=["vector:N", "x:Q", "y:Q"])
     label = now.transform_filter(alt.datum.vector == "v").transform_calculate(
@@ -128,8 +131,10 @@ def pair_scatter(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     shape = alt.Shape("kind:N", title=None, scale=alt.Scale(domain=["token", "CLS", "mean pool"],
                                                            range=["circle", "square", "diamond"]))
     rays = _from_origin(base).mark_rule(opacity=0.5).encode(x="origin:Q", y="origin:Q", x2="x:Q", y2="y:Q")
-    points = base.mark_point(filled=True, size=110).encode(shape=shape, tooltip=["sentence:N", "token:N", "kind:N", "x:Q", "y:Q"])
-    labels = [base.transform_filter(side & place).mark_text(align=align, dx=dx, dy=dy, fontSize=12).encode(text="token:N")
+    points = base.mark_point(filled=True, size=110).encode(shape=shape,
+                                                           tooltip=["sentence:N", "token:N", "kind:N", "x:Q", "y:Q"])
+    labels = [base.transform_filter(side & place).mark_text(align=align, dx=dx, dy=dy,
+                                                            fontSize=12).encode(text="token:N")
               for side, align, dx in ((alt.datum.x >= 0, "right", -9), (alt.datum.x < 0, "left", 9))
               for place, dy in ((alt.datum.kind == "mean pool", 16), (alt.datum.kind != "mean pool", -9))]
     return alt.layer(rays, points, *labels).properties(title=title, width=340, height=340)
@@ -151,7 +156,8 @@ def artefact_chart(frames: Mapping[str, pd.DataFrame], title: str = "") -> alt.V
         base = alt.Chart(points).transform_filter((alt.datum.angle == phi) & (alt.datum.view == view))
         return alt.layer(
             base.mark_rule(strokeWidth=1.5, opacity=0.7).encode(
-                x=alt.X("x0:Q", scale=scale, title="PC1"), y=alt.Y("y0:Q", scale=scale, title="PC2"), x2="x1:Q", y2="y1:Q", color=color),
+                x=alt.X("x0:Q", scale=scale, title="PC1"), y=alt.Y("y0:Q", scale=scale, title="PC2"),
+                x2="x1:Q", y2="y1:Q", color=color),
             base.mark_point(filled=False, size=60).encode(x="x0:Q", y="y0:Q", color=color, tooltip=tooltip),
             base.mark_point(filled=True, size=60).encode(x="x1:Q", y="y1:Q", color=color, tooltip=tooltip),
         ).properties(width=260, height=260, title=view)
@@ -161,7 +167,8 @@ def artefact_chart(frames: Mapping[str, pd.DataFrame], title: str = "") -> alt.V
         x=alt.X("angle:Q", title="stretch direction φ (degrees)"), y=alt.Y("step:Q", title="mean step (PCA units)"),
         color=alt.Color("view:N", title=None, sort=list(VIEWS.values())),
         tooltip=["view:N", "angle:Q", alt.Tooltip("step:Q", format=".3f")])
-    rule = alt.Chart(steps).transform_filter(alt.datum.angle == phi).mark_rule(color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(x="angle:Q")
+    rule = alt.Chart(steps).transform_filter(alt.datum.angle == phi).mark_rule(
+        color=PUBLISHED_COLOR, strokeDash=[5, 4]).encode(x="angle:Q")
     return alt.vconcat(views, alt.layer(lines, rule).properties(width=560, height=180)).add_params(phi).resolve_scale(
         color="independent").properties(title=title)
 
@@ -171,11 +178,13 @@ def centering_chart(frames: Mapping[str, pd.DataFrame], title: str = "") -> alt.
     and the mean pairwise cosine against α (right), at the α a slider picks."""
     points, curves = frames["points"], frames["curves"]
     alphas = sorted(points["alpha"].unique())
-    alpha = _slider("centering", alphas[0], alphas[-1], round(alphas[1] - alphas[0], 6), alphas[0], "centering strength α ")
+    alpha = _slider("centering", alphas[0], alphas[-1], round(alphas[1] - alphas[0], 6), alphas[0],
+                    "centering strength α ")
     reach = float(points[["x", "y"]].abs().max().max()) * 1.1
     scale = alt.Scale(domain=[-reach, reach], nice=False)
     now = alt.Chart(points).transform_filter(alt.datum.alpha == alpha)
-    origin = alt.Chart(pd.DataFrame({"x": [0.0], "y": [0.0]})).mark_point(shape="cross", size=300, color="black", filled=True).encode(
+    origin = alt.Chart(pd.DataFrame({"x": [0.0], "y": [0.0]})).mark_point(
+        shape="cross", size=300, color="black", filled=True).encode(
         x=alt.X("x:Q", scale=scale, title="dimension 1"), y=alt.Y("y:Q", scale=scale, title="dimension 2"))
     rays = _from_origin(now).mark_rule(opacity=0.35).encode(x="origin:Q", y="origin:Q", x2="x:Q", y2="y:Q")
     dots = now.mark_point(filled=True, size=50).encode(x="x:Q", y="y:Q", tooltip=["point:N", "x:Q", "y:Q"])
@@ -183,18 +192,21 @@ def centering_chart(frames: Mapping[str, pd.DataFrame], title: str = "") -> alt.
     lines = alt.Chart(curves).mark_line().encode(
         x=alt.X("alpha:Q", title="centering strength α", axis=alt.Axis(tickCount=5)),
         y=alt.Y("mean_cosine:Q", title="mean pairwise cosine"),
-        color=alt.Color("series:N", title=None), tooltip=["series:N", "alpha:Q", alt.Tooltip("mean_cosine:Q", format=".3f")])
+        color=alt.Color("series:N", title=None),
+        tooltip=["series:N", "alpha:Q", alt.Tooltip("mean_cosine:Q", format=".3f")])
     marks = alt.Chart(curves).transform_filter(alt.datum.alpha == alpha).mark_point(filled=True, size=90).encode(
         x="alpha:Q", y="mean_cosine:Q", color=alt.Color("series:N", title=None),
         tooltip=["series:N", "alpha:Q", alt.Tooltip("mean_cosine:Q", format=".3f")])
-    return alt.hconcat(cloud, alt.layer(lines, marks).properties(width=260, height=250)).add_params(alpha).properties(title=title)
+    return alt.hconcat(cloud, alt.layer(lines, marks).properties(width=260, height=250)).add_params(alpha).properties(
+        title=title)
 
 
 def depth_chart(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """Each model's depths on the relative-depth axis; a slider picks r and each model's depth
     nearest r is drawn large and labelled."""
     values = sorted(frame["r"].unique())
-    r = _slider("relative_depth", values[0], values[-1], round(values[1] - values[0], 6), values[len(values) // 2], "relative depth r ")
+    r = _slider("relative_depth", values[0], values[-1], round(values[1] - values[0], 6), values[len(values) // 2],
+                "relative depth r ")
     now = alt.Chart(frame).transform_filter(alt.datum.r == r)
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("model:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
@@ -203,6 +215,8 @@ def depth_chart(frame: pd.DataFrame, title: str = "") -> alt.LayerChart:
         color=alt.condition(alt.datum.nearest, alt.value("#d2691e"), alt.value(PUBLISHED_COLOR)),
         tooltip=["model:N", "depth:Q", "layers:Q", alt.Tooltip("relative_depth:Q", format=".3f")])
     labels = now.transform_filter(alt.datum.nearest).transform_calculate(
-        text="'depth ' + datum.depth + ' of ' + datum.layers").mark_text(dy=-16, fontSize=12).encode(x=x, y=y, text="text:N")
-    rule = alt.Chart(frame).transform_filter(alt.datum.r == r).mark_rule(strokeDash=[5, 4], color="black").encode(x="r:Q")
+        text="'depth ' + datum.depth + ' of ' + datum.layers").mark_text(dy=-16, fontSize=12).encode(
+        x=x, y=y, text="text:N")
+    rule = alt.Chart(frame).transform_filter(alt.datum.r == r).mark_rule(
+        strokeDash=[5, 4], color="black").encode(x="r:Q")
     return alt.layer(rule, ticks, labels).add_params(r).properties(title=title, width=560, height=alt.Step(60))

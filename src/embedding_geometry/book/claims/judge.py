@@ -101,9 +101,11 @@ class Verdict:
             "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
             "shape": dict(c.shape) if c.shape else None,
             "test": shape_tests.threshold_text(*test) if test else None,
-            "bound": {"source": c.bound_source, "fraction": c.fraction, "reason": c.fraction_reason} if c.bound_source else None,
+            "bound": {"source": c.bound_source, "fraction": c.fraction,
+                      "reason": c.fraction_reason} if c.bound_source else None,
             "unit": c.unit, "status": self.status, "reason": self.reason, "raw": self.raw, "outcome": self.outcome,
-            "statistic": dict(self.statistic) if self.statistic else None, "null": dict(self.null) if self.null else None,
+            "statistic": dict(self.statistic) if self.statistic else None,
+            "null": dict(self.null) if self.null else None,
             "family": self.family, "margin": self.margin, "float_deviation": self.deviation, "fragile": self.fragile,
             "sensitivity": dict(self.sensitivity) if self.sensitivity else None, "counted": self.counted,
         }
@@ -320,7 +322,8 @@ def _stability(chapter: str, verdict: Verdict, metrics: Mapping[str, Any]) -> Ve
                                                  "interval": (verdict.statistic or {}).get("adjusted")})
     reasons = []
     if verdict.margin < deviation:
-        reasons.append(f"its margin {_fmt(verdict.margin)} is within the float noise of its statistic ({_fmt(deviation)})")
+        reasons.append(f"its margin {_fmt(verdict.margin)} is within the float noise of its statistic "
+                       f"({_fmt(deviation)})")
     if flips := reproducibility.flipped(chapter, verdict.claim.id, verdict.model):
         reasons.append(f"its verdict changed on a perturbed float path ({', '.join(flips)})")
     return replace(verdict, deviation=deviation, fragile="; ".join(reasons) or None)

@@ -174,7 +174,8 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     if name in fixed:
         return entry_text(fixed[name], n, series)
     if name == "final_step_share":
-        return f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, of the fall from {entry_text(int(np.argmax(x)), n, series)}"
+        return (f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, "
+                f"of the fall from {entry_text(int(np.argmax(x)), n, series)}")
     if name == "second_rise" and n >= 3:
         before, after = np.maximum.accumulate(x)[:-2], np.maximum.accumulate(x[::-1])[::-1][2:]
         trough = 1 + int(np.argmax(np.minimum(before - x[1:-1], after - x[1:-1])))

@@ -300,7 +300,8 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
 def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Statistic | Missing:
     array, where = _array(metrics, spec)
     if array is None:
-        return Missing(f"no per-unit samples: {where}" if "has no" in where else f"per-unit samples at {where} are not numbers")
+        return Missing(f"no per-unit samples: {where}" if "has no" in where
+                       else f"per-unit samples at {where} are not numbers")
     axis = 1 if seeds else 0
     if array.ndim <= axis or array.shape[axis] < 2:
         return Missing(f"per-unit samples at {where} hold fewer than 2 units")

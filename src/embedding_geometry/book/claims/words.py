@@ -123,7 +123,8 @@ def test_text(record: Mapping[str, Any]) -> str:
     text = record["test"]
     bound = record.get("bound") or {}
     if bound.get("source") == "fraction":
-        text += f" ({number(bound['fraction'])} × the published {number(record['published']['value'])}: {bound['reason']})"
+        text += (f" ({number(bound['fraction'])} × the published {number(record['published']['value'])}: "
+                 f"{bound['reason']})")
     elif bound.get("source") == "typed":
         text += " (a bound typed into the ledger)"
     return text
@@ -200,7 +201,8 @@ def _lowered(text: str) -> str:
     """``text`` with its first letter in lower case, unless its first word is an acronym or a
     name in capitals ("CLS alignment", "MaxSim", "L6")."""
     first = text.split(" ", 1)[0]
-    return text if sum(c.isupper() for c in first) > 1 or any(c.isdigit() for c in first) else text[:1].lower() + text[1:]
+    return text if sum(c.isupper() for c in first) > 1 or any(c.isdigit() for c in first) \
+        else text[:1].lower() + text[1:]
 
 
 def plain_sentence(record: Mapping[str, Any]) -> str:
@@ -234,7 +236,8 @@ def sentence(record: Mapping[str, Any]) -> str:
     if record.get("null"):
         parts.append(f"null: {null_text(record)}")
     fragile = f" Fragile: {record['fragile']}." if record.get("fragile") else ""
-    return f"{subject} — {verdict_cell(record).split(' — fragile')[0]} on {record['model']}: {'; '.join(parts)}.{fragile}"
+    return (f"{subject} — {verdict_cell(record).split(' — fragile')[0]} on {record['model']}: "
+            f"{'; '.join(parts)}.{fragile}")
 
 
 # --------------------------------------------------------------------------- box, summary, legend
@@ -264,8 +267,10 @@ def report(items: Iterable[Any]) -> str:
         if r.get("null") and r["null"].get("value") is not None:
             numbers.append(f"null: {null_text(r)}")
         if r.get("published"):
-            numbers.append(f"published {number(r['published']['value'])} on {r['published']['model'].rsplit('/', 1)[-1]}")
-        lines.append(f"- {badge(r)} {html.escape(plain_sentence(r))} <small>({html.escape('; '.join(numbers))})</small>")
+            numbers.append(f"published {number(r['published']['value'])} on "
+                           f"{r['published']['model'].rsplit('/', 1)[-1]}")
+        lines.append(f"- {badge(r)} {html.escape(plain_sentence(r))} "
+                     f"<small>({html.escape('; '.join(numbers))})</small>")
     return "\n".join(lines) + "\n"
 
 
@@ -284,7 +289,8 @@ def findings(items: Iterable[Any]) -> str:
     blocks = []
     for r in chosen:
         details = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-                          for k, v in [("claim (the post's words)", r["statement"]), ("test and result", result_text(r)),
+                          for k, v in [("claim (the post's words)", r["statement"]),
+                                       ("test and result", result_text(r)),
                                        ("adjusted interval", interval_text(r, adjusted=True)),
                                        ("95 % interval", interval_text(r)), ("null", null_text(r)),
                                        ("published", f"{number(r['published']['value'])} on {r['published']['model']}"
