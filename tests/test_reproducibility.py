@@ -111,7 +111,8 @@ def test_tolerances_are_the_margin_times_the_worst_deviation_rounded_up_to_a_pow
                 "b": {"largest": {"float": {"max": 2e-6}, "noise": {"max": 0.3}}}}
     tolerance = reproducibility.derive(measured)
     assert tolerance["float"] == pytest.approx(1e-4) and tolerance["count"] == pytest.approx(1e-2)
-    assert tolerance["noise"] == 10.0 and tolerance["share"] == 0.0 and tolerance["exact"] == 0.0
+    assert tolerance["noise"] == 2.0  # log10 ratio 0.3, plus log10 of the margin (1), rounded up
+    assert tolerance["share"] == 0.0 and tolerance["exact"] == 0.0
     assert reproducibility.derive({})["float"] == reproducibility.FLOORS["float"]
 
 
@@ -188,3 +189,11 @@ def test_a_perturbed_float_path_keeps_every_verdict_of_the_tiny_book_or_marks_it
         compared += len(reference)
         changed += [f"{path.stem}: {change}" for change in verdict_changes(reference, perturbed)]
     assert compared > 100 and not changed, changed
+
+
+def test_a_speed_is_the_machines_and_a_head_histogram_is_a_count():
+    assert reproducibility.family("05_embeddings_without_tears", "isotropy_by_model.m.texts_per_second", 57.8) == "timing"
+    assert reproducibility.deviation("timing", 57.8, 29.4, 57.8, 57.8) == 0.0
+    path = "by_model.m.heads.head_distance_histogram[11][7][0]"
+    assert reproducibility.family("08_across_models", path, 244.0) == "count"
+    assert reproducibility.deviation("count", 244.0, 243.0, 244.0, 1000.0) == pytest.approx(1e-3)

@@ -20,6 +20,8 @@ count      whole counts past a threshold (histogram bins): |a − b| ≤ ε_coun
 noise      numbers that measure float noise itself (the largest difference between two batch
            sizes): the same order of magnitude, |log₁₀ |a| − log₁₀ |b|| ≤ ε_noise
 exact      text, truth values, token counts and other integers from the tokenizer: equal
+timing     wall-clock speeds (texts per second in chapters 5 and 6): the machine's, not the
+           arithmetic's — recorded, never compared
 =========  ===============================================================================
 
 No metric is stored rounded, so no family needs a rule for rounding: a value is compared before
@@ -60,7 +62,7 @@ FIGURES = Path(str(resources.files("embedding_geometry") / "data" / "float_paths
 MARGIN = 10.0
 """How many times the largest measured deviation a tolerance allows, before rounding up."""
 
-FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0}
+FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0, "timing": 0.0}
 """The least each tolerance may be: float32 keeps about 7 significant digits (ε_float ≥ 10⁻⁶);
 a number that measures noise may move by one order of magnitude (ε_noise ≥ 1)."""
 
@@ -71,7 +73,10 @@ FAMILIES: list[tuple[str, str, str]] = [
     ("05_embeddings_without_tears", "library.padding_max_abs_diff", "noise"),
     ("05_embeddings_without_tears", "library.max_norm_deviation", "noise"),
     ("05_embeddings_without_tears", "library.meanpool_vs_model.*", "noise"),
-    ("0[56]_*", "*texts_per_second", "noise"),  # a speed timed on the machine: its order of magnitude
+    ("0[56]_*", "*texts_per_second", "timing"),  # a speed timed on the machine: not the arithmetic's
+    ("*", "*distance_histogram*", "count"),  # histograms of pair distances, stored as floats
+    ("*", "*peak_write_last_two*", "share"),  # the share of dimensions whose largest write is late
+    ("*", "*same_sentence_fraction*", "share"),  # the share of a head's high pairs within one sentence
     ("*", "per_unit.*", "float"),
     ("*", "recall_at_k.*", "share"),
 ]
@@ -120,7 +125,10 @@ def family(chapter: str, path: str, value: Any) -> str:
 
 def deviation(name: str, a: Any, b: Any, scale: float | None, total: float | None) -> float:
     """How far ``b`` is from the reference ``a`` in family ``name``'s measure (0 when equal;
-    inf when the two are not comparable: another type, or a number that became None)."""
+    inf when the two are not comparable: another type, or a number that became None; always 0
+    for a timing, which is the machine's and not the arithmetic's)."""
+    if name == "timing":
+        return 0.0
     if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
         return 0.0
     if not (_number(a) and _number(b)) or math.isnan(a) or math.isnan(b):
@@ -234,12 +242,17 @@ def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "
 def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
     """Each family's tolerance: :data:`MARGIN` × the largest deviation any perturbation caused,
     rounded up to a power of ten, and at least the family's floor (share and count: a
-    deviation of 0 gives 0, and a rule still allows what the floor allows)."""
+    deviation of 0 gives 0, and a rule still allows what the floor allows). A noise deviation is
+    already a log₁₀ ratio, so there the margin adds log₁₀ MARGIN and the result is rounded up to
+    a whole number of orders of magnitude."""
     out = {}
     for name, floor in FLOORS.items():
         worst = max((p["largest"].get(name, {}).get("max", 0.0) for p in perturbations.values()), default=0.0)
         if math.isinf(worst):
             raise ValueError(f"a perturbed build changed a '{name}' metric beyond comparison: see its 'where'")
+        if name == "noise":
+            out[name] = max(floor, float(math.ceil(worst + math.log10(MARGIN))) if worst > 0 else 0.0)
+            continue
         scaled = MARGIN * worst
         out[name] = max(floor, 10.0 ** math.ceil(math.log10(scaled)) if scaled > 0 else 0.0)
     return out
