@@ -77,10 +77,8 @@ def make_pdf(root: Path, output: Path | None) -> int:
     """``python -m embedding_geometry pdf``: the built book as one PDF (``book.pdf``)."""
     from .book import pdf
 
-    try:
-        made = pdf.make(root, output)
-    except BookError as error:
-        print(error, file=sys.stderr)
+    made = _reported(lambda: pdf.make(root, output))
+    if made is None:
         return 1
     print(f"wrote {made.path} ({made.path.stat().st_size / 1e6:.1f} MB, {sum(made.charts.values())} charts as "
           f"pictures) in {made.seconds:.1f} s")
@@ -111,14 +109,21 @@ def _atlas(args, root: Path, start: float) -> int:
 def _new_chapter(root: Path, args: argparse.Namespace) -> int:
     from .book import scaffold
 
-    try:
-        path = scaffold.new_chapter(root, args.slug, args.title, args.study, args.part)
-    except BookError as error:
-        print(error, file=sys.stderr)
+    path = _reported(lambda: scaffold.new_chapter(root, args.slug, args.title, args.study, args.part))
+    if path is None:
         return 1
     print(f"wrote {path.relative_to(root)}; now write src/embedding_geometry/studies/{args.study}.py "
           f"and src/embedding_geometry/data/claims/{args.slug}.yaml (CONTRIBUTING.md)")
     return 0
+
+
+def _reported(action):
+    """``action()``, or None after printing its :class:`BookError` as the one line it is."""
+    try:
+        return action()
+    except BookError as error:
+        print(error, file=sys.stderr)
+        return None
 
 
 if __name__ == "__main__":
