@@ -192,7 +192,8 @@ def test_a_perturbed_float_path_keeps_every_verdict_of_the_tiny_book_or_marks_it
 
 
 def test_a_speed_is_the_machines_and_a_head_histogram_is_a_count():
-    assert reproducibility.family("05_embeddings_without_tears", "isotropy_by_model.m.texts_per_second", 57.8) == "timing"
+    speed = "isotropy_by_model.m.texts_per_second"
+    assert reproducibility.family("05_embeddings_without_tears", speed, 57.8) == "timing"
     assert reproducibility.deviation("timing", 57.8, 29.4, 57.8, 57.8) == 0.0
     path = "by_model.m.heads.head_distance_histogram[11][7][0]"
     assert reproducibility.family("08_across_models", path, 244.0) == "count"
