@@ -70,15 +70,22 @@ def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
 
 def _results_read(notebook: Path) -> dict[str, str]:
     """Hashes of the build products a page summarises, declared in its notebook metadata:
-    ``embedding_geometry.depends_on_results: true`` (every other chapter's results JSON) and
+    ``embedding_geometry.depends_on_results: true`` (the results JSON of every chapter that does
+    not itself summarise results: two summary pages reading each other would never be unchanged) and
     ``embedding_geometry.depends_on_files: [paths relative to the root]``."""
-    metadata = json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {})
+    metadata = _build_metadata(notebook)
     root = notebook.parent.parent
-    read = [p for p in sorted((root / "build" / "results").glob("*.json")) if p.stem != notebook.stem] \
+    summaries = {p.stem for p in notebook.parent.glob("*.ipynb") if _build_metadata(p).get("depends_on_results")}
+    read = [p for p in sorted((root / "build" / "results").glob("*.json")) if p.stem not in summaries] \
         if metadata.get("depends_on_results") else []
     read += [root / name for name in metadata.get("depends_on_files", [])]
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "absent"
             for p in read}
+
+
+def _build_metadata(notebook: Path) -> dict[str, Any]:
+    """The notebook's ``embedding_geometry`` metadata (what its page reads of the build)."""
+    return json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {})
 
 
 # --------------------------------------------------------------------------- running chapters
