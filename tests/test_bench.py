@@ -96,6 +96,7 @@ def test_kept_figures_sit_with_their_section():
 
 def test_build_breakdown_splits_each_chapter(tmp_path):
     output = ("     ran  01_a      20.0 s  \n     ran  98_b       2.0 s  \n skipped  02_c       0.0 s  \n"
+              "     ran  07_d      25.0 s  alongside the others\n"
               "    site  jupyter-book build                         30.0 s\n")
     def timing(first, forward, open_s, process):
         return {
@@ -104,7 +105,9 @@ def test_build_breakdown_splits_each_chapter(tmp_path):
                                        "cpu_to_first_model_use_s": first and first / 2, "torch_threads": 2}}}
     (tmp_path / "01_a.json").write_text(json.dumps(timing(1.5, 12.0, 0.5, 19.0)))
     (tmp_path / "98_b.json").write_text(json.dumps(timing(None, 0.0, 0.8, 1.0)))
+    (tmp_path / "07_d.json").write_text(json.dumps(timing(None, 0.0, 0.5, 24.0)))
     report = bench.build_breakdown(output, tmp_path, cold_s=60.0)
+    assert report["chapters"]["07_d"]["alongside"] and not report["chapters"]["01_a"]["alongside"]
     a, b = report["chapters"]["01_a"], report["chapters"]["98_b"]
     assert (a["fixed_s"], a["forward_s"], a["analysis_s"]) == (2.5, 12.0, 5.5)  # 1.5 to the first call + 1.0 papermill
     assert (b["fixed_s"], b["analysis_s"], b["model_used"]) == (1.8, 0.2, False)  # 0.8 to the open + 1.0
@@ -236,7 +239,8 @@ def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, mo
                        for o in c.outputs)
 
     without = page()
-    assert "<code>make bench</code>" in without and "<table" not in without
+    assert "<code>make bench</code>" in without and 'data-label="met"' not in without  # no figures table
+    assert 'data-label="largest at"' in without  # the reproducibility contract's table needs no bench
     (root / "build").mkdir(exist_ok=True)
     figures = [performance.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]
     (root / "build" / "bench.json").write_text(json.dumps({"figures": figures, "machine": {"cpus": 2}}))

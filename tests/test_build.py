@@ -35,6 +35,9 @@ def test_build_runs_every_chapter_and_the_site(built_book):
             assert document["model"]["layers"] == 3 and document["model"]["hidden"] == 40
             assert document["environment"]["device"] == "cpu"
     assert (root / "_build" / "html" / "_static" / "vega-bundle.js").is_file()
+    reported = [slug for line in result.stdout.splitlines() for slug in CHAPTERS if re.search(rf"ran\s+{slug}\s", line)]
+    first_summary = min(reported.index(slug) for slug in SUMMARY_PAGES)  # chapter 7 ran alongside the others,
+    assert set(reported[:first_summary]) == set(CHAPTERS) - SUMMARY_PAGES  # and the summaries waited for it
 
 
 def test_no_built_page_references_a_cdn_and_pages_stay_small(built_book):

@@ -239,11 +239,8 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)
         return 1
     _remove_leftovers(root)
-    failures = 0
-    for notebook, params in planned.items():
-        outcome = run_chapter(notebook, params, root, force)
-        _report(outcome)
-        failures += outcome.status == "failed"
+    outcomes = _run_chapters(planned, root, force)
+    failures = sum(outcome.status == "failed" for outcome in outcomes)
     if failures:
         print(f"{failures} chapter(s) failed; their previous executed copies and results were kept; "
               "the site was not rebuilt", file=sys.stderr)
@@ -255,6 +252,61 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s",
           flush=True)
     return code
+
+
+def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool) -> list[Outcome]:
+    """Run the ``planned`` chapters in order, reporting each. A chapter whose notebook declares
+    ``embedding_geometry.alongside: true`` (it shares no forward pass with the others through the
+    activation cache: chapter 7 trains and measures its own copies) runs in a second process
+    alongside the rest, when there is a rest; a summary page (``depends_on_results``) waits for it."""
+    alongside = [n for n in planned if _build_metadata(n).get("alongside")] if len(planned) > 1 else []
+    background = {notebook: _start_alongside(notebook, planned[notebook], root, force) for notebook in alongside}
+    outcomes = []
+    try:
+        for notebook, params in planned.items():
+            if _build_metadata(notebook).get("depends_on_results"):
+                outcomes += _finish_alongside(background)
+            if notebook not in alongside:
+                outcomes.append(run_chapter(notebook, params, root, force))
+                _report(outcomes[-1])
+        return outcomes + _finish_alongside(background)
+    finally:
+        for process, _ in background.values():
+            process.terminate()
+
+
+def _start_alongside(notebook: Path, params: dict[str, Any], root: Path, force: bool):
+    """A fresh process running :func:`run_chapter` on ``notebook``, and the pipe its outcome comes back on."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_run_and_send, args=(sender, notebook, params, root, force))
+    process.start()
+    sender.close()
+    return process, receiver
+
+
+def _run_and_send(sender, notebook: Path, params: dict[str, Any], root: Path, force: bool) -> None:
+    install_sigterm_handler()
+    sender.send(run_chapter(notebook, params, root, force))
+
+
+def _finish_alongside(background: dict) -> list[Outcome]:
+    """Wait for every chapter still running alongside, report each, and forget it."""
+    outcomes = []
+    for notebook, (process, receiver) in list(background.items()):
+        try:
+            outcome = receiver.recv()
+        except EOFError:  # the process died without a word
+            outcome = Outcome(notebook.stem, "failed", 0.0, f"its process ended with exit code {process.exitcode}")
+        process.join()
+        if outcome.status == "ran":
+            outcome.message = "alongside the others"
+        _report(outcome)
+        outcomes.append(outcome)
+        del background[notebook]
+    return outcomes
 
 
 def _checked_parameters(notebook: Path, profile: profiles.Profile) -> dict[str, Any] | None:

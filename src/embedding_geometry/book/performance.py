@@ -78,9 +78,11 @@ def performance_table(bench: dict[str, Any]) -> pd.DataFrame:
 def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
     """The cold build of ``section`` per chapter: wall seconds split into model calls (forward
     passes, training steps), analysis and fixed overhead, and the seconds from the kernel's start to its first model use
-    (to its open, for a page that calls no model), wall and the kernel's CPU seconds."""
+    (to its open, for a page that calls no model), wall and the kernel's CPU seconds; a chapter
+    that ran alongside the others (in a process of its own, overlapping them) says so."""
     chapters = bench.get(section, {}).get("chapters", {})
-    rows = [(slug, c["wall_s"], c["forward_s"], c["analysis_s"], c["fixed_s"],
+    rows = [(f"{slug} (alongside)" if c.get("alongside") else slug, c["wall_s"], c["forward_s"], c["analysis_s"],
+             c["fixed_s"],
              c["to_first_model_use_s"] if c["model_used"] else f"{c['to_first_model_use_s']} (no model)",
              c.get("cpu_to_first_model_use_s") or "—") for slug, c in chapters.items()]
     return pd.DataFrame(rows, columns=["chapter", "wall s", "model s", "analysis s", "fixed s",
