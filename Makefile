@@ -3,6 +3,7 @@
 #   make test       set up .venv, run the whole test suite (what CI runs)
 # While working on the book:
 #   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
+#   make reader     the browser tests on the book `make book` built (screenshots in build/screenshots/)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
 #   make pdf        the built book as one PDF (_build/pdf/book.pdf), every chart a picture
 PYTHON ?= python3
@@ -12,7 +13,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test test-fast lint bench tolerances pdf setup strip clean serve
+.PHONY: book test test-fast lint reader bench tolerances pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -26,6 +27,12 @@ test-fast: $(STAMP)
 # Lint: ruff's checks (pyproject.toml [tool.ruff]; why the formatter is not enforced is there too).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check
+
+# The browser tests (tests/test_site.py, tests/test_reader.py) on the book `make book` built here,
+# not on the tiny one: every page at 1280 and 390 px, screenshots in build/screenshots/.
+reader: $(STAMP)
+	.ci/debian-packages chromium chromium-driver
+	EMBEDDING_GEOMETRY_SITE_ROOT=$(CURDIR) $(PY) -m pytest tests/test_site.py tests/test_reader.py $(PYTEST_ARGS)
 
 # Performance figures (not part of `make test`): prints a table, writes build/bench.json;
 # rebuild the book afterwards to refresh its Performance page. The cold build on params/mpnet.yaml

@@ -104,3 +104,21 @@ def built_book(tmp_path_factory, tiny_bert_dir):
     root = copy_book(tmp_path_factory.mktemp("book"))
     result = run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)))
     return root, result
+
+
+SITE_ROOT = "EMBEDDING_GEOMETRY_SITE_ROOT"
+
+
+@pytest.fixture(scope="session")
+def site_book(request):
+    """The book whose site the browser tests read: the tiny-model build, or the book already
+    built at ``$EMBEDDING_GEOMETRY_SITE_ROOT`` (``make reader`` after ``make book``: the default
+    build's pages, as a reader meets them)."""
+    import subprocess
+
+    if folder := os.environ.get(SITE_ROOT):
+        root = Path(folder).resolve()
+        if not (root / "_build" / "html" / "index.html").is_file():
+            pytest.fail(f"{SITE_ROOT}={folder}: no built site there (_build/html/index.html); run `make book` first")
+        return root, subprocess.CompletedProcess(["make", "book"], 0, "", "")
+    return request.getfixturevalue("built_book")

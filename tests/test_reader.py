@@ -242,8 +242,8 @@ def problems_of(page: str, width: int, seen: dict) -> list[str]:
     return problems
 
 
-def test_every_page_reads_well(built_book, site, browser, width, tiny_bert_dir):  # noqa: F811
-    root, _ = built_book
+def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):  # noqa: F811
+    root, _ = site_book
     problems = []
     browser.get_log("browser")  # drop what earlier tests left
     for page in site_pages(root):

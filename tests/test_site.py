@@ -18,8 +18,8 @@ KNOWN_NOISE = ("thebe", "favicon.ico")
 
 
 @pytest.fixture(scope="module")
-def site(built_book):
-    root, result = built_book
+def site(site_book):
+    root, result = site_book
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     handler = partial(SimpleHTTPRequestHandler, directory=str(root / "_build" / "html"))
     handler.log_message = lambda *args: None
@@ -69,8 +69,8 @@ def site_pages(root):
     return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))
 
 
-def test_every_page_loads_without_console_errors_and_renders_its_charts(built_book, site, browser):
-    root, _ = built_book
+def test_every_page_loads_without_console_errors_and_renders_its_charts(site_book, site, browser):
+    root, _ = site_book
     pages = site_pages(root)
     assert "book/intro.html" in pages and "book/chapters/00_the_model.html" in pages
     for page in pages:
@@ -83,8 +83,8 @@ def test_every_page_loads_without_console_errors_and_renders_its_charts(built_bo
         assert console_errors(browser) == [], page
 
 
-def test_every_slider_changes_its_chart(built_book, site, browser):
-    root, _ = built_book
+def test_every_slider_changes_its_chart(site_book, site, browser):
+    root, _ = site_book
     checked = 0
     for page in site_pages(root):
         browser.get(f"{site}/{page}")
@@ -165,12 +165,12 @@ return out;
 """
 
 
-def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(built_book, site, browser):
+def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(site_book, site, browser):
     """The theme's full icon font is replaced by subsets (_static/icons.css): an icon outside them
     would be a blank."""
     from embedding_geometry.book.sphinx_pages import ICON_GLYPHS
 
-    root, _ = built_book
+    root, _ = site_book
     for page in ("book/intro.html", "book/chapters/01_layer_by_layer.html", "search.html"):
         browser.get(f"{site}/{page}")
         wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
@@ -182,8 +182,8 @@ def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(built_book, site, br
         assert not [n for n in loaded if "fontawesome" in n], f"{page} loads the theme's full icon font or script"
 
 
-def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(built_book, site, browser):
-    root, _ = built_book
+def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(site_book, site, browser):
+    root, _ = site_book
     loaded = "return performance.getEntriesByType('resource').map(function (r) { return r.name; }).join(' ')"
     browser.get(f"{site}/book/rerun.html")  # no chart, no maths
     wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
@@ -208,7 +208,7 @@ def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(built_bo
     assert len(lines) > 2 and "," in lines[0] and "value" in lines[0], lines[:3]
 
 
-def test_each_chapter_links_its_results_and_the_dashboard_its_csv(built_book, site, browser):
+def test_each_chapter_links_its_results_and_the_dashboard_its_csv(site_book, site, browser):
     import json
     import urllib.request
 
