@@ -239,7 +239,7 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)
         return 1
     _remove_leftovers(root)
-    outcomes = _run_chapters(planned, root, force)
+    outcomes = _run_chapters(planned, root, force, run_chapter)
     failures = sum(outcome.status == "failed" for outcome in outcomes)
     if failures:
         print(f"{failures} chapter(s) failed; their previous executed copies and results were kept; "
@@ -254,20 +254,22 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     return code
 
 
-def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool) -> list[Outcome]:
-    """Run the ``planned`` chapters in order, reporting each. A chapter whose notebook declares
-    ``embedding_geometry.alongside: true`` (it shares no forward pass with the others through the
-    activation cache: chapter 7 trains and measures its own copies) runs in a second process
-    alongside the rest, when there is a rest; a summary page (``depends_on_results``) waits for it."""
-    alongside = [n for n in planned if _build_metadata(n).get("alongside")] if len(planned) > 1 else []
-    background = {notebook: _start_alongside(notebook, planned[notebook], root, force) for notebook in alongside}
+def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool, runner) -> list[Outcome]:
+    """Run the ``planned`` chapters in order with ``runner`` (:func:`run_chapter`), reporting each. A
+    chapter whose notebook declares ``embedding_geometry.alongside: true`` (it shares no forward pass
+    with the others through the activation cache: chapter 7 trains and measures its own copies) runs
+    in a second process alongside the rest, when there is a rest and that process can import the
+    runner by name; a summary page (``depends_on_results``) waits for it."""
+    parallel = len(planned) > 1 and _importable(runner)
+    alongside = [n for n in planned if _build_metadata(n).get("alongside")] if parallel else []
+    background = {n: _start_alongside(runner, n, planned[n], root, force) for n in alongside}
     outcomes = []
     try:
         for notebook, params in planned.items():
             if _build_metadata(notebook).get("depends_on_results"):
                 outcomes += _finish_alongside(background)
             if notebook not in alongside:
-                outcomes.append(run_chapter(notebook, params, root, force))
+                outcomes.append(runner(notebook, params, root, force))
                 _report(outcomes[-1])
         return outcomes + _finish_alongside(background)
     finally:
@@ -275,21 +277,32 @@ def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool) 
             process.terminate()
 
 
-def _start_alongside(notebook: Path, params: dict[str, Any], root: Path, force: bool):
-    """A fresh process running :func:`run_chapter` on ``notebook``, and the pipe its outcome comes back on."""
+def _importable(runner) -> bool:
+    """Whether another process can be handed ``runner``: a function it imports by its name."""
+    import pickle
+
+    try:
+        pickle.dumps(runner)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _start_alongside(runner, notebook: Path, params: dict[str, Any], root: Path, force: bool):
+    """A fresh process running ``runner`` on ``notebook``, and the pipe its outcome comes back on."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_run_and_send, args=(sender, notebook, params, root, force))
+    process = context.Process(target=_run_and_send, args=(sender, runner, notebook, params, root, force))
     process.start()
     sender.close()
     return process, receiver
 
 
-def _run_and_send(sender, notebook: Path, params: dict[str, Any], root: Path, force: bool) -> None:
+def _run_and_send(sender, runner, notebook: Path, params: dict[str, Any], root: Path, force: bool) -> None:
     install_sigterm_handler()
-    sender.send(run_chapter(notebook, params, root, force))
+    sender.send(runner(notebook, params, root, force))
 
 
 def _finish_alongside(background: dict) -> list[Outcome]:

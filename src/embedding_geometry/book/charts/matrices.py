@@ -315,7 +315,8 @@ def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, ti
         frame = pd.DataFrame({"start": edges[:-1], "end": edges[1:], "draws": counts})
         scale = alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False)
         bars = alt.Chart(frame[frame["draws"] > 0]).mark_bar(color=PUBLISHED_COLOR).encode(
-            x=alt.X("start:Q", scale=scale, title=x_title), x2="end:Q", y=alt.Y("draws:Q", title="draws"),
+            x=alt.X("start:Q", scale=scale, title=x_title, axis=alt.Axis(labelFlush=True)), x2="end:Q",
+            y=alt.Y("draws:Q", title="draws"),
             tooltip=[alt.Tooltip("start:Q", format=".4f"), alt.Tooltip("end:Q", format=".4f"), "draws:Q"])
         rule = alt.Chart(value).mark_rule(color="#d2691e", strokeWidth=2).encode(
             x=alt.X("value:Q", scale=scale),
