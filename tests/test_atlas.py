@@ -17,7 +17,8 @@ from conftest import ROOT
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import executors, plan, shards
 
-PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus_texts": 24,
+PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus": None,
+          "corpus_column": "text", "corpus_texts": 24,
           "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
           "trust_remote_code": False, "sample_size": 10, "shard_texts": 9, "atlas_results": None}
 
