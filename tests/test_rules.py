@@ -219,7 +219,8 @@ def test_a_corpus_file_is_checked_before_any_model_runs(tmp_path, view):
     assert refused(ACROSS, corpus=str(tmp_path / "bytes.txt")).endswith("(line 2 is not UTF-8)")
     (tmp_path / "c.jsonl").write_text('{"body": "a text"}\n{"body": "another text"}\n')
     assert refused(ACROSS, corpus=str(tmp_path / "c.jsonl")).startswith("parameter 'corpus_column' expects a column")
-    assert rules.check(ACROSS, values(ACROSS, corpus=str(tmp_path / "c.jsonl"), corpus_column="body", corpus_texts=None))
+    body = values(ACROSS, corpus=str(tmp_path / "c.jsonl"), corpus_column="body", corpus_texts=None)
+    assert rules.check(ACROSS, body)["corpus_column"] == "body"
 
 
 def test_a_corpus_text_the_tokenizer_leaves_one_word_token_is_refused_with_its_place(tmp_path, view):
