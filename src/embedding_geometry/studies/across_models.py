@@ -175,11 +175,10 @@ def without_units(by_model: Mapping[str, Metrics]) -> dict[str, Metrics]:
             for name, metrics in by_model.items()}
 
 
-def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]],
-               limit: int | None = None) -> dict[str, dict[str, Any]]:
+def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The per-head grids [L][H] of the head pass (mean pair distance and separator share) of
-    the first ``limit`` trained models (default: all), by the model's label."""
+    every trained model, by the model's label."""
     trained = [m for m in by_model if models[m]["kind"] == "trained" and (by_model[m].get("heads") or {}).get("heads")]
     return {models[m]["label"]: {key: by_model[m]["heads"]["heads"][key] for key in ("mean_pair_distance",
                                                                                      "separator_attention")}
-            for m in trained[:limit]}
+            for m in trained}
