@@ -127,7 +127,8 @@ def tiny_atlas(tiny_bert_dir, tmp_path_factory):
     """The tiny BERT and three random-init controls measured by the atlas: (metrics by model, infos)."""
     params = {"model": str(tiny_bert_dir), "models": [], "random_control": True, "control_seeds": 3,
               "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
-              "trust_remote_code": False, "sample_size": 16, "shard_texts": None}
+              "trust_remote_code": False, "sample_size": 16, "shard_texts": None, "corpus": None,
+              "corpus_column": "text", "atlas_results": None}
     chosen = plan.from_parameters(params, tmp_path_factory.mktemp("atlas"))
     return across.measured(atlas.read(atlas.run(chosen)))
 

@@ -9,6 +9,10 @@ From the command line (one line per bad input, as the build)::
 
     python -m embedding_geometry atlas --profile params/atlas.yaml [--executor ray] [--out DIR]
 
+The corpus is chapter 3's, or any the parameter ``corpus`` names (``core.text_sources``: a file
+or a hub dataset, read a run of texts at a time). Before any shard is measured, the driver checks
+chapter 8's needs that read a model on each trained model (:func:`check_models`).
+
 Its parts: :mod:`.plan` (models, text sets, shards), :mod:`.shards` (one shard measured and
 written once; a model's shards merged into its results), :mod:`.executors` (in-process or Ray).
 """
