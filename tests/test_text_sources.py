@@ -52,6 +52,14 @@ def test_a_process_that_did_not_open_the_corpus_reads_the_same_texts(tmp_path):
     assert json.loads(done.stdout) == TEXTS[6:9]
 
 
+def test_a_relative_path_is_kept_absolute_for_workers_in_other_folders(tmp_path, monkeypatch):
+    written(tmp_path / "c.txt", TEXTS)
+    monkeypatch.chdir(tmp_path)
+    source = ts.open_source("c.txt")
+    monkeypatch.chdir(tmp_path.parent)
+    assert source.spec == str(tmp_path.resolve() / "c.txt") and source.texts(0, 2) == TEXTS[:2]
+
+
 def test_a_file_changed_after_it_was_opened_is_refused(tmp_path):
     source = ts.open_source(written(tmp_path / "c.txt", TEXTS))
     written(tmp_path / "c.txt", TEXTS[::-1])

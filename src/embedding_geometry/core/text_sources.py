@@ -85,7 +85,11 @@ class TextSource:
 def open_source(spec: str, column: str = "text", limit: int | None = None) -> TextSource:
     """The corpus ``spec`` names (module docstring), read once and checked: a one-line
     ParameterError for a missing, empty or undecodable file, a missing column, a hub dataset
-    that cannot be loaded."""
+    that cannot be loaded. A file is kept by its absolute path: a worker reads the same file
+    whatever its working folder."""
+    if not spec.startswith(HUB):
+        _stamp(spec)  # a missing file or a folder, named as given
+        spec = str(Path(spec).resolve())
     places = _places(spec, column, limit, _stamp(spec))
     return TextSource(spec, column, limit, len(places.index), places.digest)
 
