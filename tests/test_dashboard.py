@@ -81,7 +81,7 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
     for name in ("chapter", "model", "kind", "verdict"):
         assert f'<select data-filter="{name}">' in html
     assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "model", "test: result [95 % interval]",
-                                                         "verdict"]
+                                                         "sensitivity", "verdict"]
     assert "not counted (its home is 01 a)" in html and "not counted (the book&#x27;s own hypothesis)" in html
     assert '<option value="08_b">8 · b (2)</option>' in html  # chapters by their number and name
     assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims
-from embedding_geometry.book.claims import judge, samples, words
+from embedding_geometry.book.claims import glue, judge, samples, words
 from embedding_geometry.core import activations, corpora, geometry, models
 from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.models import ModelInfo
@@ -597,7 +597,7 @@ def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
             judge.BY_CONSTRUCTION, judge.DESCRIPTIVE, judge.NOT_MEASURED, judge.CENSUS)), result["id"]
         if ledger[result["id"]].null and result["measured"] is not None:
             assert result["null"]["value"] is not None, result["id"]
-    summary = words.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
+    summary = glue.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
     assert summary and words.summary_omissions(summary, results["claims"]) == []
 
 

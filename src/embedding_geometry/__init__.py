@@ -72,7 +72,8 @@ a study never imports ``book``):
                         statistic on weighted per-unit values), ``resample`` (bootstrap resamples and
                         intervals), ``shape_tests`` (model-agnostic tests, margins), ``nulls`` (a null
                         as a distribution), ``judge``
-                        (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
+                        (``evaluate``: each claim once through every stage), ``words`` (every verdict word),
+                        ``glue`` (the claims as values glued for the prose)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
     ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
@@ -80,6 +81,7 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
+    ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
