@@ -508,6 +508,40 @@ def test_the_summary_names_every_claim_that_is_not_a_judged_pass(tmp_path):
     assert "`score`" not in text
 
 
+def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
+    text = per_unit_ledger() + """
+  - id: both
+    statement: both models agree
+    source: s
+    metric: both
+    unit: sentences
+    no_null: size
+    shape: {test: above, args: {bound: 0.5}}
+"""
+    found = []
+    for model, mean in (("org/all-mpnet-base-v2", 0.8), ("org/all-MiniLM-L6-v2", 0.2)):
+        metrics, agreed = scores(mean), scores(0.8)
+        metrics.update(both=agreed["score"], per_unit={**metrics["per_unit"], "both": agreed["per_unit"]["score"]})
+        found += claims.evaluate(ledger(tmp_path, text), metrics, model)
+    expected = "`score`: shape transfers on all-mpnet-base-v2 but does not transfer on all-MiniLM-L6-v2."
+    assert words.differences(found) == [expected]  # the claim both models agree on is not named
+    assert f"**The models differ.** {expected}" in words.report(found)
+    assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
+    assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []
+
+
+def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path):
+    from embedding_geometry.book import maths
+
+    text = per_unit_ledger(shape="{test: above, args: {bound: 0.5}, statement: 'most tokens have $a_j \\ge \\tau$'}")
+    record = judged(tmp_path, text, scores(0.8))["score"].record()
+    assert "$a_j \\ge \\tau$" in words.sentence(record)  # Markdown: MyST and Jupyter typeset the dollars
+    span = '<span class="math notranslate nohighlight">\\(a_j \\ge \\tau\\)</span>'
+    assert span in words.report([record]) and span in words.findings([{**record, "headline": True}])
+    assert maths.html("a < b, $x < y$") == 'a &lt; b, <span class="math notranslate nohighlight">\\(x &lt; y\\)</span>'
+    assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
+
+
 def test_glued_text_is_read_back_from_an_executed_notebook(tmp_path):
     notebook = {"cells": [{"cell_type": "code", "outputs": [
         {"output_type": "display_data", "metadata": {"scrapbook": {"name": "claims_summary", "mime_prefix": ""}},

@@ -123,3 +123,22 @@ def test_the_left_out_table_links_each_claim_to_its_home_row():
     first = ledger.left_out[0]
     assert f'<a href="{first["home"]}.html#claim-{first["id"]}">{first["id"]}</a>' in html
     assert "<td" in html and html.count("<tr>") == n + 1  # the header and one row per claim
+
+
+def test_the_build_check_names_what_a_counted_verdict_lacks(tmp_path):
+    """tests/verdict_checks.py, which test_build runs on every verdict of a tiny-model build, on a
+    verdict that carries everything and on copies that each lack one thing."""
+    import numpy as np
+    from verdict_checks import problems
+
+    text = COUNTED.replace("bound: 0}", "bound: 0.1}") + "    no_null: size\n"
+    values = 0.3 + 0.05 * np.random.default_rng(0).standard_normal(30)
+    record = claims.records(claims.evaluate(load(tmp_path, text), {"score": float(values.mean()),
+                                                                   "per_unit": {"score": values}}, "m"))[0]
+    assert record["counted"] and record["bound"]["source"] == "typed" and problems(record) == []
+    for key, value, lacks in [("no_null", None, "neither a null"), ("interval_method", None, "no interval method"),
+                              ("raw", None, "raw None"), ("sensitivity", None, "a sensitivity"),
+                              ("interval", [0.3, 0.3], "zero width"), ("kind", "opinion", "kind")]:
+        assert any(lacks in p for p in problems({**record, key: value})), key
+    census = {**record, "status": "census", "counted": False, "outcome": None, "raw": None}
+    assert problems(census) == [] and problems({**census, "counted": True}) == ["a census counted as a verdict"]
