@@ -536,9 +536,11 @@ def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path)
     text = per_unit_ledger(shape="{test: above, args: {bound: 0.5}, statement: 'most tokens have $a_j \\ge \\tau$'}")
     record = judged(tmp_path, text, scores(0.8))["score"].record()
     assert "$a_j \\ge \\tau$" in words.sentence(record)  # Markdown: MyST and Jupyter typeset the dollars
+    assert "$a_j \\ge \\tau$" in words.report([record])  # inline, beside a badge: still dollars
     span = '<span class="math notranslate nohighlight">\\(a_j \\ge \\tau\\)</span>'
-    assert span in words.report([record]) and span in words.findings([{**record, "headline": True}])
+    assert span in words.findings([{**record, "headline": True}])  # an HTML block: a math span
     assert maths.html("a < b, $x < y$") == 'a &lt; b, <span class="math notranslate nohighlight">\\(x &lt; y\\)</span>'
+    assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
     assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
 
 

@@ -63,6 +63,9 @@ def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
     assert "mathjax/startup.js" not in kept(pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), maths=("claim",))
                                             ._repr_html_())
     assert maths.SPAN.format("x") == '<span class="math notranslate nohighlight">\\(x\\)</span>'
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())  # a claim's $…$ in a Markdown output is maths
+    assert config["sphinx"]["config"]["nb_render_markdown_format"] == "myst"
+    assert "dollarmath" in config["parse"]["myst_enable_extensions"]
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():

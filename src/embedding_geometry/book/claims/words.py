@@ -288,7 +288,7 @@ def report(items: Iterable[Any]) -> str:
         if r.get("published"):
             numbers.append(f"published {number(r['published']['value'])} on "
                            f"{r['published']['model'].rsplit('/', 1)[-1]}")
-        lines.append(f"- {badge(r)} {maths.html(plain_sentence(r))} "
+        lines.append(f"- {badge(r)} {maths.markdown(plain_sentence(r))} "
                      f"<small>({html.escape('; '.join(numbers))})</small>")
     lines += [f"\n**The models differ.** {sentence}" for sentence in differences(found)]
     return "\n".join(lines) + "\n"
