@@ -25,6 +25,9 @@ own bound.
 
 Each reading reports its effect sizes: Δ = trained − control with its interval, and Δ in units
 of the controls' seed-to-seed standard deviation where there are at least two seeds.
+
+A ledger that re-judges other chapters' claims lists those it leaves out, with why
+(``left_out``); :func:`left_out_table` shows them on its page.
 """
 
 from __future__ import annotations
@@ -223,7 +226,7 @@ def table(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, 
         rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"],
                      **{models[m]["label"]: table_cell(by_claim[r["id"]][m]) for m in order},
                      "reading": READINGS[r["reading"]][0]})
-    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found], maths=("claim",))
+    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found], math_columns=("claim",))
 
 
 def left_out_table(ledger: claims.Ledger) -> Folded:

@@ -197,7 +197,7 @@ def claims_cards(verdicts: list) -> "CardTable":
     if len(models) < 2:
         homes = [home_cell(r) for r in found]
         rows = [{"claim": r["statement"], "home": home[0], **words.row(r)} for r, home in zip(found, homes)]
-        return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(r["id"]) for r in found], maths=CLAIM_MATHS,
+        return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(r["id"]) for r in found], math_columns=CLAIM_MATHS,
                          links={"home": [home[1] for home in homes]})
     by_claim: dict[str, dict[str, dict]] = {}
     for r in found:
@@ -211,7 +211,7 @@ def claims_cards(verdicts: list) -> "CardTable":
                      **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
                         if m in records else "—" for m in models}})
         links.append(link)
-    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim], maths=CLAIM_MATHS,
+    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim], math_columns=CLAIM_MATHS,
                      links={"home": links})
 
 
@@ -269,15 +269,16 @@ class HtmlTable:
     (missing values "—", numbers rounded per column), escaped and wrapped between words, never
     cut; each row has an id where ``row_ids`` gives one (a link target, ``page.html#<id>``);
     ``foot`` is a closing row (a total). A table wider than its column scrolls in its own box.
-    The columns named in ``maths`` set their ``$…$`` as maths (:func:`.maths.html`); ``links``
+    The columns named in ``math_columns`` set their ``$…$`` as maths (:func:`.maths.html`); ``links``
     gives a column's cells a link each (None: no link)."""
 
     classes = "eg-table"
     scrolls = True
 
     def __init__(self, frame: pd.DataFrame, row_ids: list[str] | None = None, foot: list[Any] | None = None,
-                 maths: tuple[str, ...] = (), links: dict[str, list[str | None]] | None = None):
-        self.frame, self.row_ids, self.foot, self.maths, self.links = frame, row_ids, foot, maths, links or {}
+                 math_columns: tuple[str, ...] = (), links: dict[str, list[str | None]] | None = None):
+        self.frame, self.row_ids, self.foot, self.links = frame, row_ids, foot, links or {}
+        self.math_columns = math_columns
 
     def __repr__(self) -> str:
         return repr(self.frame)
@@ -300,10 +301,9 @@ class HtmlTable:
         table = f'<table class="{self.classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>{foot}</table>'
         return f'<div class="eg-table-wrap">{table}</div>' if self.scrolls else table
 
-
     def _cell(self, column: Any, row: int, text: str) -> str:
         """A cell's HTML: escaped, its maths set and its link made where the table says so."""
-        shown = maths.html(text) if column in self.maths else _e(text)
+        shown = maths.html(text) if column in self.math_columns else _e(text)
         link = self.links.get(column, [None] * (row + 1))[row]
         return f'<a href="{_e(link)}">{shown}</a>' if link else shown
 
