@@ -205,7 +205,7 @@ def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attent
     layers only when not all are kept, the float path only when perturbed, and the companion
     entry's mark only for it, so that the keys of full records on the book's own path stay as
     they were)."""
-    identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
+    identity = disk_cache.model_identity(loaded.info)
     kept = [] if attention_layers is None else [list(attention_layers)]
     perturbed = [spec] if (spec := float_path.current().spec) else []
     mid = ["blocks.resid_mid"] if after_attention else []

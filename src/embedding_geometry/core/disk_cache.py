@@ -24,6 +24,12 @@ PARTIAL_PREFIX = ".partial-"
 """Prefix of an entry being written: ``.partial-<pid>-…``."""
 
 
+def model_identity(info) -> str:
+    """What a key names a model by (``info``: its ``ModelInfo``): its weights' SHA-256, else its
+    id and revision."""
+    return info.sha256 or f"{info.id}@{info.revision}"
+
+
 def entry(folder: str | Path | None, key: str) -> Path:
     """The file of ``key`` in ``folder`` (default: :func:`.paths.cache_dir`)."""
     return Path(folder or paths.cache_dir()) / f"{key}.joblib"

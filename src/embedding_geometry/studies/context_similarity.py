@@ -48,6 +48,7 @@ from ..core.errors import ParameterError
 from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
+from . import head_cache
 from .context_batch import TextBatch, batch_statistics
 from .context_heads import (HEAD_CLASSES, both_kinds_draws, class_counts, class_totals, classify, head_stability,
                             head_table)
@@ -99,14 +100,18 @@ class Measurement:
     seconds: float = 0.0
 
 
-def measure(batches: Iterable[Captured], settings: Settings) -> Measurement:
+def measure(batches: Iterable[Captured], settings: Settings, loaded: LoadedModel | None = None) -> Measurement:
     """Fold the batches: each is reduced to :class:`ContextStats`, added to the running totals
     in place and dropped before the next is captured, so that two batches' matrices are never
-    held at once. Only the first text's matrices are kept (for the figures)."""
+    held at once. Only the first text's matrices are kept (for the figures). With ``loaded``
+    (the model the batches came from), each batch's statistics are also stored in the head cache
+    (:mod:`.head_cache`), for the chapters that stream the same windows."""
     record, stats, example, start = TextRecord(), None, None, time.perf_counter()
     for captured in batches:
         part = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), settings,
                                 first=record.count)
+        if loaded is not None:
+            head_cache.store(loaded, captured.windows, settings, record.count, part)
         for window in captured.windows:
             record.add(window)
         if stats is None:
@@ -130,10 +135,11 @@ def texts_of(loaded: LoadedModel, params: Mapping) -> Iterator[Window]:
 def run(loaded: LoadedModel, params: Mapping) -> Measurement:
     """The chapter's pass on one model: :func:`texts_of` streamed through it in batches of
     ``batch_size`` (:func:`embedding_geometry.core.streaming.stream`) and folded by
-    :func:`measure` with the settings among ``params``."""
+    :func:`measure` with the settings among ``params``, each batch's statistics kept in the head
+    cache (chapter 8's head pass reads them)."""
     texts = texts_of(loaded, params)
     batches = streaming.stream(loaded, texts, params["batch_size"], total=params["n_texts"])
-    return measure(batches, Settings.from_parameters(params))
+    return measure(batches, Settings.from_parameters(params), loaded)
 
 
 def pass_table(runs: Mapping[str, Measurement]) -> pd.DataFrame:
