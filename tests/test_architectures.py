@@ -96,7 +96,8 @@ def test_the_stream_between_the_sublayers_is_the_attention_norms_output_on_post_
         with pytest.raises(NotApplicableError, match="post-norm blocks"):
             activations.run_with_cache(model, batch, ["blocks.0.resid_mid"])
         return
-    names = ["embed", *(f"blocks.{l}.{site}" for l in range(L) for site in ("resid_mid", "resid_post", "attn.head_out"))]
+    sites = ("resid_mid", "resid_post", "attn.head_out")
+    names = ["embed", *(f"blocks.{l}.{site}" for l in range(L) for site in sites)]
     _, cache = activations.run_with_cache(model, batch, names)
     blocks = family.blocks_of(model)
     inputs = [cache["embed"]] + [cache[f"blocks.{l}.resid_post"] for l in range(L - 1)]
