@@ -59,13 +59,11 @@ from .context_stats import (NULL_DRAWS, RESAMPLES, TEXT_ROWS, TOKEN_KINDS, Conte
 __all__ = ["HEAD_CLASSES", "NULL_DRAWS", "RESAMPLES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example",
            "Measurement", "Settings", "TextBatch", "TextRows", "batch_statistics", "block_means",
            "class_counts", "class_totals", "classify", "head_stability", "head_table", "head_tables",
-           "last_over_first", "measure", "metrics", "pair_metrics", "pass_table", "recorded", "run", "summed_blocks"]
+           "last_over_first", "measure", "metrics", "pair_metrics", "recorded", "run", "summed_blocks"]
 
 SUMMED_SIDE = 32
 """The summed matrices are recorded as means over square blocks, this many per side (4 tokens
 each at T = 128)."""
-PROJECTED_TEXTS = 1_000
-"""The number of texts :func:`pass_table` projects each model's pass to (issue 30's target)."""
 
 
 # --------------------------------------------------------------------------- the fold over batches
@@ -140,18 +138,6 @@ def run(loaded: LoadedModel, params: Mapping) -> Measurement:
     texts = texts_of(loaded, params)
     batches = streaming.stream(loaded, texts, params["batch_size"], total=params["n_texts"])
     return measure(batches, Settings.from_parameters(params), loaded)
-
-
-def pass_table(runs: Mapping[str, Measurement]) -> pd.DataFrame:
-    """One row per model (id → its :class:`Measurement`): its blocks and heads, texts, whole
-    sentences per text, the pass's seconds, and those seconds projected to :data:`PROJECTED_TEXTS`
-    texts at the same throughput."""
-    rows = [{"model": name.rsplit("/", 1)[-1], "blocks L": r.stats.shape[0], "heads H": r.stats.shape[1],
-             "texts": r.texts.count, "whole sentences per text": r.texts.to_dict()["whole_sentences_per_text"],
-             "seconds": r.seconds,
-             f"seconds for {PROJECTED_TEXTS:,} texts": r.seconds / r.texts.count * PROJECTED_TEXTS}
-            for name, r in runs.items()]
-    return pd.DataFrame(rows).set_index("model")
 
 
 # --------------------------------------------------------------------------- metrics
