@@ -192,10 +192,10 @@ class AfterAttention:
 def _read(folder: str | Path | None, key: str, mid_key: str) -> Activations | None:
     """The cached record of ``key``, with the states of the companion entry ``mid_key`` when one
     is asked for (``""``: none); None when either is missing."""
-    record = disk_cache.load(disk_cache.entry(folder, key), key, Activations)
+    record = disk_cache.load(disk_cache.entry(folder, key), key, Activations, "activation cache")
     if record is None or not mid_key:
         return record
-    mid = disk_cache.load(disk_cache.entry(folder, mid_key), mid_key, AfterAttention)
+    mid = disk_cache.load(disk_cache.entry(folder, mid_key), mid_key, AfterAttention, "activation cache")
     return None if mid is None else replace(record, after_attention=mid.states)
 
 

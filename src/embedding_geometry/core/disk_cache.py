@@ -35,9 +35,10 @@ def entry(folder: str | Path | None, key: str) -> Path:
     return Path(folder or paths.cache_dir()) / f"{key}.joblib"
 
 
-def load(path: Path, key: str, kind: type):
+def load(path: Path, key: str, kind: type, what: str = "cache"):
     """The record stored at ``path`` when it is a ``kind`` whose ``key`` is ``key``; None when
-    there is none. A truncated or foreign file is deleted, with a warning, and None returned."""
+    there is none. A truncated or foreign file is deleted, with a warning naming ``what`` cache
+    it is in, and None returned."""
     if not path.is_file():
         return None
     try:
@@ -46,7 +47,7 @@ def load(path: Path, key: str, kind: type):
             raise ValueError(f"cache entry does not hold the {kind.__name__} of its key")
         return record
     except Exception as error:  # a truncated or foreign file: recompute and overwrite
-        warnings.warn(f"cache entry {path.name} is unreadable ({type(error).__name__}); recomputing")
+        warnings.warn(f"{what} entry {path.name} is unreadable ({type(error).__name__}); recomputing")
         path.unlink(missing_ok=True)
         return None
 

@@ -62,7 +62,7 @@ def load(loaded: LoadedModel, windows: Sequence[Window], settings: Settings, fir
          cache_dir: str | Path | None = None) -> ContextStats | None:
     """A batch's stored statistics (per-text rows in the running totals' blocks), or None."""
     found = key(loaded, windows, settings, first)
-    entry = disk_cache.load(disk_cache.entry(cache_dir, found), found, Entry)
+    entry = disk_cache.load(disk_cache.entry(cache_dir, found), found, Entry, "head cache")
     if entry is None:
         return None
     rows = TextRows()
