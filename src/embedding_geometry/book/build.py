@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import activations, models, paths
+from ..core import disk_cache, models, paths
 from ..core.errors import BookError, ParameterError
 from ..core.errors import _short  # a bounded one-line repr
 from . import charts, derived, jupyter_kernels, profiles
@@ -134,7 +134,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     finally:  # also on SIGTERM (see install_sigterm_handler): papermill has stopped the kernel by now
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
-        activations.remove_partial_entries(paths.cache_dir(root))
+        disk_cache.remove_partial_entries(paths.cache_dir(root))
 
 
 def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: Path) -> str:
@@ -378,7 +378,7 @@ def _remove_leftovers(root: Path) -> None:
     for scratch in (root / "build").glob(".*-*"):
         if scratch.is_dir() and not paths.owner_alive(scratch):
             shutil.rmtree(scratch, ignore_errors=True)
-    activations.remove_partial_entries(paths.cache_dir(root))
+    disk_cache.remove_partial_entries(paths.cache_dir(root))
 
 
 def _mkdir(path: Path) -> Path:
