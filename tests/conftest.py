@@ -1,19 +1,23 @@
-"""Shared fixtures: tiny local models (built once per session) and an offline hub."""
+"""Shared fixtures: tiny local models (built once per session), an offline hub, the tiny-model book
+and, for the browser tests, its site served locally and a headless Chromium."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import tiny_models  # imports transformers only when a model is made, after the settings below
 
-sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import tiny_models  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,3 +126,58 @@ def site_book(request):
             pytest.fail(f"{SITE_ROOT}={folder}: no built site there (_build/html/index.html); run `make book` first")
         return root, subprocess.CompletedProcess(["make", "book"], 0, "", "")
     return request.getfixturevalue("built_book")
+
+
+# --------------------------------------------------------------------------- the browser tests' site and browser
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def site(site_book):
+    """The built site served on a free local port: its base URL."""
+    root, result = site_book
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    handler = partial(SimpleHTTPRequestHandler, directory=str(root / "_build" / "html"))
+    handler.log_message = lambda *args: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by Selenium, its console logged (skips without Debian's packages)."""
+    if not (shutil.which("chromium") or shutil.which(CHROMIUM)) or not shutil.which("chromedriver"):
+        pytest.skip("browser tests need Debian's packages 'chromium' and 'chromium-driver' "
+                    "(apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def wait_for(predicate, timeout=20.0):
+    """``predicate()``'s first true value within ``timeout`` seconds (polled), else its last."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if value := predicate():
+            return value
+        time.sleep(0.2)
+    return predicate()
+
+
+def site_pages(root):
+    """Every page of the book (the toc's pages under book/), as paths relative to the site."""
+    html = root / "_build" / "html"
+    return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))

@@ -28,8 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-from test_site import browser, site, site_pages, wait_for  # noqa: F401 (fixtures)
+from conftest import ROOT, site_pages, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -142,7 +141,7 @@ return [total, own];
 
 
 @pytest.fixture(scope="module", params=WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-def width(request, browser):  # noqa: F811
+def width(request, browser):
     browser.set_window_size(request.param, 1000)
     return request.param
 
@@ -155,7 +154,7 @@ maths.then(function () { return document.fonts.ready; }).then(function () { done
 """Waits for MathJax's typesetting (its components load after the page) and the fonts it asks for."""
 
 
-def visit(browser, url):  # noqa: F811
+def visit(browser, url):
     """Open ``url`` and wait until every chart is laid out and drawn and the maths typeset."""
     browser.get(url)
     wait_for(lambda: browser.execute_script(
@@ -169,7 +168,7 @@ def visit(browser, url):  # noqa: F811
     browser.execute_async_script(SETTLED)
 
 
-def console_problems(browser) -> list[str]:  # noqa: F811
+def console_problems(browser) -> list[str]:
     return [e["message"] for e in browser.get_log("browser")
             if e["level"] in ("SEVERE", "WARNING") and not any(n in e["message"] for n in NOISE)]
 
@@ -178,7 +177,7 @@ SLICE = 16000
 """The tallest screenshot Chrome takes in one piece, in px; a longer page is saved in slices."""
 
 
-def screenshot(browser, page: str, width: int) -> list[Path]:  # noqa: F811
+def screenshot(browser, page: str, width: int) -> list[Path]:
     """The whole page as PNGs through Chrome's DevTools protocol: ``<page>.png`` for its first
     16,000 px, then ``<page>-2.png``, ``<page>-3.png``, … for the rest."""
     height = browser.execute_script("return document.documentElement.scrollHeight")
@@ -209,7 +208,7 @@ def raw_strings(text: str) -> list[str]:
     return found
 
 
-def read_page(browser, page: str, width: int, allowed: tuple[str, ...] = ()) -> dict:  # noqa: F811
+def read_page(browser, page: str, width: int, allowed: tuple[str, ...] = ()) -> dict:
     """Everything the reader test measures on one page (the page must be loaded); the strings of
     ``allowed`` (the tiny test model's folder, which is its id) are not raw output."""
     chart_problems, chart_smallest = browser.execute_script(CHART_TEXT)
@@ -242,7 +241,7 @@ def problems_of(page: str, width: int, seen: dict) -> list[str]:
     return problems
 
 
-def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):  # noqa: F811
+def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):
     root, _ = site_book
     problems = []
     browser.get_log("browser")  # drop what earlier tests left
@@ -260,7 +259,7 @@ def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir): 
     assert not problems, "\n".join(problems)
 
 
-def test_dashboard_verdict_column_is_in_view(site, browser, width):  # noqa: F811
+def test_dashboard_verdict_column_is_in_view(site, browser, width):
     visit(browser, f"{site}/book/chapters/99_claims_dashboard.html")
     right = browser.execute_script(
         "var th = Array.from(document.querySelectorAll('table.eg-sortable th'))"
