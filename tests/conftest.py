@@ -64,7 +64,8 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
 
 
 TINY_CHAPTER_PARAMS: dict[str, dict] = {
-    # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
+    # per chapter of the book: the small sizes that keep its end-to-end run on the tiny model quick
+    # (a new chapter declares its own in its notebook's metadata: see tiny_parameters)
     "00_the_model": {},
     "00b_primer": {"n_texts": 40},
     "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
@@ -87,12 +88,33 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
 }
 
 
+def declared_tiny(notebook: Path) -> dict | None:
+    """The tiny-model parameters a chapter notebook declares in its metadata
+    (``embedding_geometry.tiny``, which the scaffold writes), or None."""
+    import json
+
+    return json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {}).get("tiny")
+
+
+def tiny_parameters(root: Path = ROOT) -> dict[str, dict]:
+    """Per chapter of the book at ``root``: its small sizes for a run on the tiny model, from
+    :data:`TINY_CHAPTER_PARAMS` or, for a chapter it does not list, its notebook's metadata
+    (:func:`declared_tiny`); a chapter with neither is left out (test_contributing checks that
+    every chapter that runs a model has them)."""
+    found = {}
+    for notebook in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
+        declared = TINY_CHAPTER_PARAMS.get(notebook.stem, declared_tiny(notebook))
+        if declared is not None:
+            found[notebook.stem] = declared
+    return found
+
+
 def tiny_profile(root: Path, model_dir: Path, **chapter_overrides) -> Path:
-    """A profile that runs every chapter on the tiny local BERT with small sizes;
-    ``chapter_overrides`` replace a chapter's tiny parameters."""
+    """A profile that runs every chapter on the tiny local BERT with small sizes
+    (:func:`tiny_parameters`); ``chapter_overrides`` replace a chapter's tiny parameters."""
     import yaml
 
-    chapters = {slug: {**params, **chapter_overrides.get(slug, {})} for slug, params in TINY_CHAPTER_PARAMS.items()}
+    chapters = {slug: {**params, **chapter_overrides.get(slug, {})} for slug, params in tiny_parameters(root).items()}
     chapters.update({slug: params for slug, params in chapter_overrides.items() if slug not in chapters})
     profile = {"common": {"model": str(model_dir), "device": "cpu", "batch_size": 8, "seed": 0,
                           "trust_remote_code": False},
