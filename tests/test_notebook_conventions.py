@@ -1,5 +1,7 @@
 """One way to do each thing in every notebook (CONTRIBUTING.md, "How a chapter notebook reads"):
 
+- stored without outputs, with one cell tagged ``parameters``;
+
 - a parameter is read as ``ch.params["name"]`` (or ``ch.params`` handed whole to a function):
   after the parameters cell no code cell names a parameter bare, rebinds it, or aliases
   ``ch.params`` (``P = ch.params``);
@@ -140,3 +142,11 @@ def test_the_checker_passes_the_one_way():
              ([], 'ch.add_metrics({"loss": run(ch.params["steps"], seed=ch.params["seed"])})\nprint(m["loss"])'),
              ([], "%matplotlib inline\nfound = study.measure(ch.params)\nch.inputs['texts'] = texts")]
     assert departures(cells) == []
+
+
+def test_source_notebooks_are_clean_and_parameterised():
+    for path in NOTEBOOKS:
+        code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        assert not any(c.get("outputs") for c in code), f"{path.name} has outputs: run `make strip`"
+        tagged = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
+        assert len(tagged) == 1, f"{path.name} needs exactly one cell tagged 'parameters'"
