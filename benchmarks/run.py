@@ -229,7 +229,10 @@ def build(profile: str = "default", warm: bool = True) -> dict:
 
 def _commit() -> str:
     """The checkout's commit (with ``+`` when it has uncommitted changes): what a build measured."""
-    git = lambda *args: subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
     head, dirty = git("rev-parse", "--short", "HEAD"), git("status", "--porcelain", "--untracked-files=no")
     return head + ("+" if dirty else "") if head else "unknown"
 

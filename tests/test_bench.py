@@ -3,7 +3,6 @@ build's split into forward, analysis and fixed overhead, the model-call clock, a
 kernels forked from a warm server."""
 
 import json
-import sys
 import time
 from types import SimpleNamespace
 
@@ -11,15 +10,12 @@ import nbformat
 import papermill
 import pytest
 
-from conftest import ROOT
+import attention_memory  # benchmarks/ (on the path: pyproject's pythonpath)
+import roofline
+import run as bench
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import attention_memory  # noqa: E402
-import roofline  # noqa: E402
-import run as bench  # noqa: E402
-
-from embedding_geometry.book import jupyter_kernels  # noqa: E402
-from embedding_geometry.core import clock  # noqa: E402
+from embedding_geometry.book import jupyter_kernels
+from embedding_geometry.core import clock
 
 CONFIG = SimpleNamespace(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
 
@@ -58,7 +54,10 @@ def test_time_split_finds_the_matrix_products():
     import torch
 
     x, w = torch.randn(256, 64), torch.randn(64, 64)
-    work = lambda: [torch.nn.functional.gelu(x @ w) for _ in range(20)]  # noqa: E731
+
+    def work():
+        return [torch.nn.functional.gelu(x @ w) for _ in range(20)]
+
     split = roofline.time_split(work, flops=20 * 2 * 256 * 64 * 64, peak_gflops=1.0)
     assert 0 < split["gemm_share"] < 1 and split["gemm_efficiency"] > 0
     assert "aten::gelu" in split["others"] and not set(split["others"]) & set(roofline.GEMM_OPS)
@@ -88,7 +87,9 @@ def test_a_run_keeps_the_figures_of_what_it_skips():
 
 
 def test_kept_figures_sit_with_their_section():
-    fig = lambda section, name: {"section": section, "figure": name}  # noqa: E731
+    def fig(section, name):
+        return {"section": section, "figure": name}
+
     found = bench.ordered([fig("mpnet_build", "kept"), fig("bench", "time"), fig("roofline", "a"), fig("cache", "c"),
                            fig("roofline", "b")])
     assert [f["figure"] for f in found] == ["a", "b", "c", "kept", "time"]

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..core import disk_cache, models, paths
 from ..core.errors import BookError, ParameterError
-from ..core.errors import _short  # a bounded one-line repr
+from ..core.errors import short_repr
 from . import charts, derived, jupyter_kernels, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: P
                      f"parameters (the profile's; the notebook's defaults for the rest):\n"
                      f"{json.dumps(params, indent=1, ensure_ascii=False, default=str)}\n"
                      f"cell source:\n{error.source}\ntraceback:\n{_plain(chr(10).join(error.traceback))}\n")
-    values = ", ".join(f"{name}={_short(value, 40)}" for name, value in params.items()) or "the notebook's defaults"
+    values = ", ".join(f"{name}={short_repr(value, 40)}" for name, value in params.items()) or "the notebook's defaults"
     return (f"{where}: {error.ename}: {last} — a bug in the book, not a bad value: chapter {slug} failed inside its "
             f"code with {values}; please report it with {shown} (it holds the traceback and every value)")
 

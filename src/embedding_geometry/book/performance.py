@@ -35,7 +35,8 @@ def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
         return None
     bench = readback.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
     if problem := _bench_problem(bench):
-        raise readback.DamagedResultsError(f"benchmark file {readback._name(path)} is not usable: {problem}; {remedy}")
+        raise readback.DamagedResultsError(
+            f"benchmark file {readback.shown_path(path)} is not usable: {problem}; {remedy}")
     return bench
 
 
@@ -44,7 +45,7 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
     if not isinstance(figures, list) or not isinstance(machine, dict):
         return "figures is not a list, or machine not an object"
     for i, f in enumerate(figures):
-        if not isinstance(f, dict) or (problem := readback._fields(f, FIGURE, f"figures[{i}].")):
+        if not isinstance(f, dict) or (problem := readback.field_problem(f, FIGURE, f"figures[{i}].")):
             return problem or f"figures[{i}] is not an object"
         if not (f.get("sense") is None or f["sense"] in SENSES and isinstance(f.get("target"), (int, float))) \
                 or not isinstance(f.get("met"), (bool, type(None))):
@@ -52,8 +53,10 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
     for section in ("build", "mpnet_build"):
         chapters = bench.get(section, {}).get("chapters", {}) if isinstance(bench.get(section), dict) else {}
         for slug, times in chapters.items() if isinstance(chapters, dict) else [("", None)]:
-            if not isinstance(times, dict) or (problem := readback._fields(times, CHAPTER_TIMES, f"{section}.{slug}.")):
-                return problem or f"{section}.chapters is not a mapping of objects"
+            if not isinstance(times, dict):
+                return f"{section}.chapters is not a mapping of objects"
+            if problem := readback.field_problem(times, CHAPTER_TIMES, f"{section}.{slug}."):
+                return problem
     return None
 
 
