@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims, results
-from embedding_geometry.book.claims import glue, reduce as reducers, shape_tests, words
+from embedding_geometry.book.claims import reduce as reducers, shape_tests, words
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
 MODEL = "org/published-model"
@@ -542,15 +542,6 @@ def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path)
     assert maths.html("a < b, $x < y$") == 'a &lt; b, <span class="math notranslate nohighlight">\\(x &lt; y\\)</span>'
     assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
     assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
-
-
-def test_glued_text_is_read_back_from_an_executed_notebook(tmp_path):
-    notebook = {"cells": [{"cell_type": "code", "outputs": [
-        {"output_type": "display_data", "metadata": {"scrapbook": {"name": "claims_summary", "mime_prefix": ""}},
-         "data": {"application/papermill.record/text/markdown": "- `weak` · …"}}]}]}
-    path = tmp_path / "nb.ipynb"
-    path.write_text(json.dumps(notebook))
-    assert glue.glued_text(path) == "- `weak` · …" and glue.glued_text(path, "findings") is None
 
 
 def test_numeric_verdicts_only_on_the_published_model(tmp_path):

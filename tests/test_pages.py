@@ -141,13 +141,14 @@ def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch)
 
 def test_the_performance_report_with_and_without_figures(tmp_path):
     assert performance.PerformanceReport(None, pd.DataFrame())._repr_html_().count("<code>make bench</code>") == 1
-    assert "<table" not in performance.PerformanceReport({"machine": {}}, pd.DataFrame())._repr_html_()
+    empty = performance.PerformanceReport({"machine": {}}, pd.DataFrame())._repr_html_()
+    assert empty.count("<table") == 1 and "The time budget" in empty  # the budget's table only: "not measured"
     html = performance.PerformanceReport(BENCH)._repr_html_()
-    assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
-    assert "benchmarks/run.py" in html and "params/mpnet.yaml" not in html
+    assert html.count("<table") == 4 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
+    assert "benchmarks/run.py" in html and "<h3>The cold build on params/mpnet.yaml" not in html
     with_mpnet = performance.PerformanceReport(
         {**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
-    assert with_mpnet._repr_html_().count("<table") == 4  # its own per-chapter table, under its own heading
+    assert with_mpnet._repr_html_().count("<table") == 5  # its own per-chapter table, under its own heading
     assert "<h3>The cold build on params/mpnet.yaml, chapter by chapter</h3>" in with_mpnet._repr_html_()
 
 

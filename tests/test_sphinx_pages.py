@@ -141,3 +141,16 @@ def test_the_table_of_contents_lists_the_chapters_in_the_order_of_their_numbers(
     files = [Path(c["file"]).name for part in toc["parts"] for c in part["chapters"]]
     numbers = [pages.chapter_number(f) for f in files if pages.chapter_number(f) is not None]
     assert numbers == sorted(numbers) == list(range(9))
+
+
+def test_launch_buttons_are_retargeted_to_the_clean_notebook():
+    """With a repository configured, the theme's Binder/Colab links name the executed copy;
+    the extension points them at notebooks/<chapter>.ipynb."""
+    from embedding_geometry.book.sphinx_launch import retarget_launch_buttons
+
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/book/chapters/01_x.ipynb"
+    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder}]},
+                                  {"label": "download-buttons", "buttons": [{"url": "book/chapters/01_x.ipynb"}]}]}
+    retarget_launch_buttons(None, "book/chapters/01_x", None, context, None)
+    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("tree/notebooks/01_x.ipynb")
+    assert context["header_buttons"][1]["buttons"][0]["url"] == "book/chapters/01_x.ipynb"

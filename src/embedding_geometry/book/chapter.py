@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import charts, claims, pages, parameters, results, rules
-from .claims import glue, words
+from .claims import words
 from ..core import activations, models
 
 
@@ -234,9 +234,6 @@ class Chapter:
                               device=str(self.model.device) if model else "none", started=self.started)
         if not verdicts:
             return None
-        self.glue(**glue.prose_values(found), **glue.markdown_values(found),  # TRANSITION: chapters still on glue
-                  claims_table=pages.claims_table(found), errata_table=pages.errata_table(self.ledger),
-                  n_errata=len(self.ledger.errata))
         update_display(Markdown(words.findings(found)), display_id=self.FINDINGS)
         return pages.claims_table(found)
 

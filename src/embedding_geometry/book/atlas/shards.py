@@ -30,8 +30,9 @@ import joblib
 import numpy as np
 
 from .. import results
-from ...core import activations, models, paths, streaming, windows
+from ...core import activations, models, paths, windows
 from ...core.errors import BookError
+from ...studies import head_cache
 from ...studies.accumulators import Accumulator, merged
 from .plan import ModelSpec, Plan, Shard
 
@@ -75,16 +76,16 @@ def load(spec: ModelSpec, device: str, trust_remote_code: bool) -> models.Loaded
 def measure(plan: Plan, shard: Shard) -> Part:
     """The accumulator of one shard: its units through the model, a forward pass at a time
     (texts and tuples: one ``activations.extract`` of the shard's texts, through the activation
-    cache when the plan allows; windows: streamed in batches, nothing cached)."""
+    cache when the plan allows; windows: in batches, each batch's head statistics through the
+    head cache, ``studies.head_cache``, when the plan allows: chapter 4's pass stored them)."""
     loaded = load(shard.model, plan.device, plan.trust_remote_code)
     text_set, accumulator = plan.text_set(shard.set), plan.text_set(shard.set).accumulator()
     if text_set.kind == "windows":
         cut = windows.from_source(loaded.tokenizer, text_set.source, text_set.windows, text_set.length, text_set.seed)
         chosen = list(itertools.islice(cut, shard.start, shard.stop))
-        start = shard.start
-        for captured in streaming.stream(loaded, chosen, plan.batch_size):
-            accumulator.update(captured, range(start, start + len(captured.windows)))
-            start += len(captured.windows)
+        for first, stats in head_cache.statistics(loaded, chosen, accumulator.settings, shard.start, plan.batch_size,
+                                                  cache=plan.cache):
+            accumulator.add(stats, range(first, first + stats.texts))
     else:
         acts = activations.extract(loaded, text_set.unit_texts(shard.start, shard.stop), batch_size=plan.batch_size,
                                    cache=plan.cache, progress=False, source=text_set.name)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..claims import lookup
 from .frames import per_layer_frame, published_frame
-from .theme import PUBLISHED_COLOR, _theme, published_label
+from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_label
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
@@ -58,7 +58,7 @@ def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None
     grey underneath. One legend names every line."""
     theirs = pd.DataFrame() if published is None else published.assign(
         series=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
-    palette = _theme()["config"]["range"]["category"]
+    palette = CATEGORY_COLORS
     families = list(dict.fromkeys(run["family"]))
     lines = run.drop_duplicates("series")
     domain = list(lines["series"]) + list(dict.fromkeys(theirs["series"])) if len(theirs) else list(lines["series"])

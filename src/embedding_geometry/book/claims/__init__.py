@@ -15,7 +15,6 @@ modules named for them:
 ``nulls``        a null as a distribution: the difference statistic − null and its intervals
 ``judge``        ``evaluate``: every stage, in order, for each claim
 ``words``        every word a verdict is shown with, defined once
-``glue``         the claims as values glued for a chapter's prose, and read back
 """
 
 from .judge import Verdict, evaluate, records

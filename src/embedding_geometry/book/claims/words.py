@@ -76,8 +76,7 @@ def number(x: Any) -> str:
     return "0" if text in ("-0", "-0.0") else text
 
 
-def as_records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
-    """Records as they are, and ``claims.Verdict`` objects as their records."""
+def _records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [item.record() if hasattr(item, "record") else item for item in items]
 
 
@@ -211,7 +210,7 @@ def _lowered(text: str) -> str:
 def plain_sentence(record: Mapping[str, Any]) -> str:
     """The claim's finding in plain words, no numbers: "On all-MiniLM-L6-v2 the shape transfers:
     within-sentence similarity is higher at the final depth than at depth 0."."""
-    record = as_records([record])[0]
+    record = _records([record])[0]
     word, subject = verdict_of(record), _subject(record)
     model = record["model"].rsplit("/", 1)[-1]
     claim = _lowered(subject)
@@ -228,7 +227,7 @@ def plain_sentence(record: Mapping[str, Any]) -> str:
 
 def sentence(record: Mapping[str, Any]) -> str:
     """One sentence stating a claim's verdict with its test, number and intervals."""
-    record = as_records([record])[0]
+    record = _records([record])[0]
     word, subject = verdict_of(record), _subject(record)
     if record.get("status") == NOT_MEASURED:
         return f"{subject} — not measured: {record.get('reason') or 'the metric is None on this run'}."
@@ -263,7 +262,7 @@ def differences(items: Iterable[Any]) -> list[str]:
     (Markdown) that says so: "`within-dip`: shape transfers on all-mpnet-base-v2 but does not
     transfer on all-MiniLM-L6-v2."."""
     by_claim: dict[str, dict[str, list[str]]] = {}
-    for r in as_records(items):
+    for r in _records(items):
         by_claim.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(r["model"].rsplit("/", 1)[-1])
     found = []
     for claim, groups in by_claim.items():
@@ -278,7 +277,7 @@ def report(items: Iterable[Any]) -> str:
     badge, its shape in plain words, the test with its result and adjusted interval, and the
     published value where there is one; then, where the models' verdicts differ, the sentence
     that says so (:func:`differences`)."""
-    lines, found = [], as_records(items)
+    lines, found = [], _records(items)
     for r in found:
         numbers = [result_text(r)]
         if r.get("adjusted_interval"):
@@ -296,7 +295,7 @@ def report(items: Iterable[Any]) -> str:
 
 def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     """The ledger's headline claims (chosen by their importance to the post, never by outcome)."""
-    return [r for r in as_records(items) if r.get("headline")]
+    return [r for r in _records(items) if r.get("headline")]
 
 
 def findings(items: Iterable[Any]) -> str:
@@ -326,7 +325,7 @@ def findings(items: Iterable[Any]) -> str:
 
 def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
     """How many claims got each verdict word (judged words first, then the others)."""
-    found = [r for r in as_records(items) if not counted_only or r.get("counted")]
+    found = [r for r in _records(items) if not counted_only or r.get("counted")]
     words = [verdict_of(r) for r in found]
     order = [*JUDGED_WORDS, *STATUS_WORDS.values()]
     return {w: words.count(w) for w in order if w in words}
@@ -335,7 +334,7 @@ def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
 def chapter_summary(items: Iterable[Any]) -> str:
     """The chapter summary (Markdown): the tally, then every claim whose verdict is not a
     judged pass — with its id and sentence."""
-    found = as_records(items)
+    found = _records(items)
     counts = ", ".join(f"{w} {n}" for w, n in tally(found).items())
     lines = [f"Of {len(found)} claims — {counts or 'none'}."]
     for word in [w for w in tally(found) if w not in ("shape transfers", "supported", "passes")]:
@@ -354,7 +353,7 @@ def chapter_summary(items: Iterable[Any]) -> str:
 def summary_omissions(text: str, items: Iterable[Any]) -> list[str]:
     """Ids of claims that are not judged passes that ``text`` never names in backticks."""
     passes = ("shape transfers", "supported", "passes")
-    return [r["id"] for r in as_records(items) if verdict_of(r) not in passes and f"`{r['id']}`" not in text]
+    return [r["id"] for r in _records(items) if verdict_of(r) not in passes and f"`{r['id']}`" not in text]
 
 
 def legend() -> str:
