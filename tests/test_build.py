@@ -41,6 +41,23 @@ def test_no_built_page_references_a_cdn_and_pages_stay_small(built_book):
         assert page.stat().st_size < 5_000_000, page
 
 
+def test_every_counted_verdict_of_the_build_carries_what_it_rests_on(built_book):
+    """In every chapter's results, top-level and per-model verdicts alike: a counted verdict has its
+    kind, interval method, null or the reason it has none, raw and adjusted result, sensitivity
+    where the ledger set its bound, and an interval of non-zero width; a census is no verdict."""
+    from embedding_geometry.book import dashboard
+    from verdict_checks import problems
+
+    root, _ = built_book
+    found, counted = {}, 0
+    for path in sorted((root / "build" / "results").glob("[0-9]*.json")):
+        for record in dashboard.records(json.loads(path.read_text())):
+            counted += bool(record.get("counted"))
+            if missing := problems(record):
+                found[f"{path.stem}: {record['id']} on {record['model']}"] = missing
+    assert counted > 50 and not found, found
+
+
 def test_model_00_results_check_the_mean_pool(built_book):
     root, _ = built_book
     document = json.loads((root / "build" / "results" / "00_the_model.json").read_text())

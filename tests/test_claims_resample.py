@@ -147,16 +147,18 @@ def _coverage(n: int, method: str, draw, truth: float, reps: int = 500, resample
     return hits / reps
 
 
-@pytest.mark.parametrize("n", [6, 12])
-def test_small_n_intervals_cover_near_95_percent_where_percentile_ones_do_not(n):
+@pytest.mark.parametrize("n, low, high", [(5, 0.78, 0.86), (6, 0.84, 0.90), (12, 0.88, 0.93)])
+def test_small_n_intervals_cover_near_95_percent_where_percentile_ones_do_not(n, low, high):
+    """The coverages book/methods.md and claims.resample state: percentile intervals of a mean
+    about 82 % at n = 5, 87 % at 6 and 91 % at 12; studentized and expanded BCa ones 91–95 %."""
     def normal(rng, n):
         return rng.standard_normal(n)
 
     percentile = _coverage(n, "percentile", normal, 0.0)
     studentized = _coverage(n, "studentized", normal, 0.0)
     bca = _coverage(n, "BCa", normal, 0.0)  # at the expanded level
-    assert percentile < 0.93 and studentized > percentile + 0.02  # percentile: about 0.88–0.92 at these n
-    assert 0.92 <= studentized <= 0.985 and 0.91 <= bca <= 0.985
+    assert low <= percentile <= high and studentized > percentile + 0.02
+    assert 0.92 <= studentized <= 0.985 and 0.90 <= bca <= 0.985
 
 
 def test_a_skewed_mean_at_small_n_is_covered_by_the_studentized_interval():

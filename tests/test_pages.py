@@ -73,7 +73,21 @@ def test_chapter_claims_table_rows_carry_their_anchor():
     assert '<table class="eg-table eg-cards">' in html  # one card per claim (_static/book.css)
     assert html.count("<tr id=") == 2 and '<tr id="claim-gap-end">' in html and '<tr id="claim-peak">' in html
     assert '<td data-label="null" class="eg-empty">—</td>' in html  # a card leaves out what holds nothing
-    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == list(words.row(found[0].record()))
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["claim", "home", *list(words.row(found[0].record()))[1:]]
+
+
+def test_a_re_judged_claim_links_to_its_row_in_its_home_chapter():
+    ledger = claims.Ledger(chapter="08_a", claims=[
+        claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap", home="01_layer_by_layer"),
+        claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
+    one = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m"))
+    html = one._repr_html_()
+    assert '<a href="01_layer_by_layer.html#claim-gap-end">counted in 1 · layer by layer</a>' in html
+    assert one.frame["home"].tolist() == ["counted in 1 · layer by layer", "—"]  # the plain-text output names it
+    two = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
+                             + claims.evaluate(ledger, {"gap": 0.3, "peak": 0.4}, "n"))._repr_html_()
+    assert two.count('href="01_layer_by_layer.html#claim-gap-end"') == 1 and pages.claim_href("01_a", "x") == \
+        "01_a.html#claim-x"
 
 
 def test_provenance_and_html_tables(tmp_path):

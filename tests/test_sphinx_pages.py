@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import yaml
 from docutils import nodes
 from docutils.frontend import get_default_settings
@@ -55,6 +56,16 @@ def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
     assert kept('<span class="math notranslate nohighlight">\\(x\\)</span>') == [
         "jquery.js", "book.js", "mathjax/startup.js", "config"]
     assert kept('<details class="sd-sphinx-override sd-dropdown">') == ["jquery.js", "book.js", "sphinx-design.min.css"]
+    from embedding_geometry.book import maths
+
+    in_a_table = pages.HtmlTable(pd.DataFrame({"claim": ["high pairs $S_{ij} \\ge t$"]}), math_columns=("claim",))
+    assert "mathjax/startup.js" in kept(in_a_table._repr_html_())  # a page whose only maths is a claim's
+    assert "mathjax/startup.js" not in kept(pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), math_columns=("claim",))
+                                            ._repr_html_())
+    assert maths.SPAN.format("x") == '<span class="math notranslate nohighlight">\\(x\\)</span>'
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())  # a claim's $…$ in a Markdown output is maths
+    assert config["sphinx"]["config"]["nb_render_markdown_format"] == "myst"
+    assert "dollarmath" in config["parse"]["myst_enable_extensions"]
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():

@@ -83,6 +83,7 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
+    ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
