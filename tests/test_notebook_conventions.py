@@ -26,7 +26,6 @@ from conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PENDING = {
-    "01_layer_by_layer": "rebinds its parameter hard_set to ch.inputs['hard_set']",
     "07_training_objective": "aliases p = ch.params",
     "08_across_models": "rebinds its parameter models to the roster of the models run",
 }
