@@ -25,6 +25,9 @@ own bound.
 
 Each reading reports its effect sizes: Δ = trained − control with its interval, and Δ in units
 of the controls' seed-to-seed standard deviation where there are at least two seeds.
+
+A ledger that re-judges other chapters' claims lists those it leaves out, with why
+(``left_out``); :func:`left_out_table` shows them on its page.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..core.models import ModelInfo
 from . import claims
 from .claims import words
 from .claims.shape_tests import HOLDS
-from .pages import HtmlTable
+from .pages import Folded, HtmlTable, chapter_label, claim_href
 
 TRAINED, CONTROL = "trained", "control"
 READINGS = {
@@ -232,7 +235,19 @@ def table(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, 
         test = next(iter(row.values())).get("test")
         rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"], **_cells(row, models, order),
                      "reading": READINGS[r["reading"]][0]})
-    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found])
+    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found], math_columns=("claim",))
+
+
+def left_out_table(ledger: claims.Ledger) -> Folded:
+    """The claims of other chapters this ledger does not judge (its ``left_out``), folded under a
+    line that counts them: each claim's id, linked to its row in its home chapter, the home
+    chapter, and why it is left out."""
+    frame = pd.DataFrame([{"claim": e["id"], "home chapter": chapter_label(e["home"]), "why it is left out": e["why"]}
+                          for e in ledger.left_out], columns=["claim", "home chapter", "why it is left out"])
+    links = [claim_href(e["home"], e["id"]) for e in ledger.left_out]
+    n = len(frame)
+    return Folded(HtmlTable(frame, links={"claim": links}),
+                  f"{n} shape claim{'s' if n != 1 else ''} of other chapters not judged here, and why")
 
 
 def _cells(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]],

@@ -298,10 +298,15 @@ class HeadStatistics(Accumulator):
         from .context_batch import TextBatch, batch_statistics
 
         units = list(units)
-        if len(units) != len(captured.windows) or units != list(range(units[0], units[0] + len(units))):
-            raise ValueError(f"{len(captured.windows)} windows need as many consecutive unit indices; got {units}")
-        stats = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
-                                 first=units[0])
+        self.add(batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
+                                  first=units[0] if units else 0), units)
+
+    def add(self, stats: Any, units: Sequence[int]) -> None:
+        """Fold one batch's statistics (``ContextStats`` of windows ``units``, consecutive), as
+        :meth:`update` computes them or the head cache (``studies.head_cache``) gives them back."""
+        units = list(units)
+        if not units or len(units) != stats.texts or units != list(range(units[0], units[0] + len(units))):
+            raise ValueError(f"statistics of {stats.texts} windows need as many consecutive unit indices; got {units}")
         before = next((start for start, (_, end) in self.parts.items() if end == units[0]), None)
         if before is None:
             self._check_new(units[0], units[-1] + 1)

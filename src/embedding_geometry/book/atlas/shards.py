@@ -30,8 +30,9 @@ import joblib
 import numpy as np
 
 from .. import results
-from ...core import activations, models, paths, streaming, windows
+from ...core import activations, models, paths, windows
 from ...core.errors import BookError
+from ...studies import head_cache
 from ...studies.accumulators import Accumulator, merged
 from .plan import ModelSpec, Plan, Shard
 
@@ -73,11 +74,16 @@ def load(spec: ModelSpec, device: str, trust_remote_code: bool) -> models.Loaded
 
 
 def measure(plan: Plan, shard: Shard) -> Part:
-    """The accumulator of one shard: its units through the model a forward pass at a time, each
-    batch folded into the accumulator and let go, so that a shard's memory does not grow with its
-    units. Texts and tuples: ``batch_size`` texts a pass (the book's own sets through the activation
-    cache when the plan allows it; a corpus never: its states would fill the disk); windows: cut
-    where the model is and streamed."""
+    """The accumulator of one shard: its units through the model a forward pass at a time.
+
+    Texts and tuples of a corpus (parameter ``corpus``), or with the activation cache off:
+    ``batch_size`` texts a pass, each batch folded into the accumulator and let go, nothing
+    cached, so that a shard's memory does not grow with its units (a corpus's states would fill
+    the disk). The book's own sets with the cache on: one ``activations.extract`` of the shard's
+    texts, small fixed lists that chapters 1–3 pass to the model whole, so that a shard that is a
+    whole set reads their cached pass. Windows: cut where the model is, in batches, each batch's
+    head statistics through the head cache (``studies.head_cache``) when the plan allows:
+    chapter 4's pass stored them."""
     loaded = load(shard.model, plan.device, plan.trust_remote_code)
     text_set, accumulator = plan.text_set(shard.set), plan.text_set(shard.set).accumulator()
     if text_set.kind == "windows":
@@ -85,17 +91,16 @@ def measure(plan: Plan, shard: Shard) -> Part:
                                                                                           text_set.seed)
         cut = windows.windows(loaded.tokenizer, source, text_set.windows, text_set.length)
         chosen = list(itertools.islice(cut, shard.start, shard.stop))
-        start = shard.start
-        for captured in streaming.stream(loaded, chosen, plan.batch_size):
-            accumulator.update(captured, range(start, start + len(captured.windows)))
-            start += len(captured.windows)
+        for first, stats in head_cache.statistics(loaded, chosen, accumulator.settings, shard.start, plan.batch_size,
+                                                  cache=plan.cache):
+            accumulator.add(stats, range(first, first + stats.texts))
         return Part(accumulator, loaded.info.to_dict())
-    step = max(1, plan.batch_size // text_set.arity)
+    whole = plan.cache and text_set.corpus is None
+    step = shard.stop - shard.start if whole else max(1, plan.batch_size // text_set.arity)
     for start in range(shard.start, shard.stop, step):
         stop = min(start + step, shard.stop)
-        acts = activations.extract(loaded, text_set.unit_texts(start, stop), batch_size=plan.batch_size,
-                                   cache=plan.cache and text_set.corpus is None, progress=False,
-                                   source=text_set.name)
+        acts = activations.extract(loaded, text_set.unit_texts(start, stop), batch_size=plan.batch_size, cache=whole,
+                                   progress=False, source=text_set.name)
         accumulator.update(acts, range(start, stop))
     return Part(accumulator, loaded.info.to_dict())
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..claims import lookup
 from .frames import per_layer_frame, published_frame
-from .theme import PUBLISHED_COLOR, _theme, published_label
+from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_label
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
@@ -103,16 +103,16 @@ def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None
 
 def _line_styles(run: pd.DataFrame, families: list[str]) -> dict[str, tuple[str, list[int]]]:
     """(colour, dash) of each series: its trained model's colour, dashed for a control."""
-    palette = _theme()["config"]["range"]["category"]
     lines = run.drop_duplicates("series")
-    return {series: (palette[families.index(family) % len(palette)], DASHED if kind == KINDS["control"] else SOLID)
+    return {series: (CATEGORY_COLORS[families.index(family) % len(CATEGORY_COLORS)],
+                     DASHED if kind == KINDS["control"] else SOLID)
             for series, family, kind in zip(lines["series"], lines["family"], lines["kind"])}
 
 
 def _role_styles() -> dict[str, tuple[str, list[int]]]:
     """(colour, dash) of each role of a picked chart: the picked model and its controls in the
     first colour, every trained model in light grey."""
-    first = _theme()["config"]["range"]["category"][0]
+    first = CATEGORY_COLORS[0]
     return dict(zip(ROLES, [(first, SOLID), (first, DASHED), (CONTEXT_COLOR, SOLID)]))
 
 
