@@ -108,14 +108,15 @@ def test_a_corpus_file_streams_a_batch_at_a_time_to_the_results_of_the_same_text
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(chosen.text_set("corpus").texts) + "\n", encoding="utf-8")  # blank lines skipped
     passes, extract = [], shards.activations.extract
-    monkeypatch.setattr(shards.activations, "extract",
-                        lambda loaded, texts, **kw: passes.append(len(texts)) or extract(loaded, texts, **kw))
+    monkeypatch.setattr(shards.activations, "extract", lambda loaded, texts, **kw: passes.append(
+        (kw["source"], len(texts), kw["cache"])) or extract(loaded, texts, **kw))
     from_file = tiny_plan(tiny_bert_dir, tmp_path / "file", corpus=str(corpus), corpus_texts=None,
                           random_control=False, shard_texts=10)
     model = chosen.models[0].id
     result = atlas.read(atlas.run(from_file))[model]
     assert result["shards"]["corpus"] == 3 and result["inputs"]["corpus"]["units"] == 24
-    assert max(passes) <= PARAMS["batch_size"]  # a shard's texts go through the model a batch at a time
+    streamed = [(n, cached) for name, n, cached in passes if name == "corpus"]
+    assert streamed == [(8, False), (2, False)] * 2 + [(4, False)]  # shards of 10, batches of 8, nothing cached
     assert_same_within(result["metrics"]["corpus"], found[model]["metrics"]["corpus"])
 
 
