@@ -22,6 +22,7 @@ a study never imports ``book``):
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
     ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
+    ``text_sources``    a corpus of any size (a text file, JSON lines, TSV, a hub dataset) read a run of texts at a time
     ``paths``           where the book keeps its files
     ``errors``          one-line errors that name the culprit and what was expected
 
@@ -68,6 +69,7 @@ a study never imports ``book``):
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
     ``rules``           every chapter's parameters and the rule each must satisfy
+    ``atlas_needs``     what chapter 8 and the atlas need of their corpus and of another run's results
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as

@@ -215,16 +215,25 @@ class VerdictTable(HtmlTable):
                       super()._repr_html_())
 
 
+TABLE_COLUMNS = 6
+"""The most model columns the claim × model table shows: a column a trained model and a column
+for its controls, whose seeds are tallied (:func:`tally`), for up to three trained models. With
+more, each claim's verdicts are tallied in two columns, over the trained models and over the
+controls, so that the table keeps its width at fifty models."""
+
+
 def table(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> VerdictTable:
     """The claim × model table: each claim's shape statement and test, its verdict and interval
-    on every model (columns in roster order, trained models first) and its reading's title."""
+    on every trained model and its controls' verdicts tallied (columns in roster order, trained
+    models first) — or, above :data:`TABLE_COLUMNS` columns, its verdicts tallied over the trained
+    models and over the controls — and its reading's title."""
     order = sorted(verdicts, key=lambda m: models[m]["kind"] != TRAINED)
     by_claim, found = _by_claim(verdicts), readings(verdicts, models)
     rows = []
     for r in found:
-        test = next(iter(by_claim[r["id"]].values())).get("test")
-        rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"],
-                     **{models[m]["label"]: table_cell(by_claim[r["id"]][m]) for m in order},
+        row = by_claim[r["id"]]
+        test = next(iter(row.values())).get("test")
+        rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"], **_cells(row, models, order),
                      "reading": READINGS[r["reading"]][0]})
     return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found], math_columns=("claim",))
 
@@ -239,6 +248,42 @@ def left_out_table(ledger: claims.Ledger) -> Folded:
     n = len(frame)
     return Folded(HtmlTable(frame, links={"claim": links}),
                   f"{n} shape claim{'s' if n != 1 else ''} of other chapters not judged here, and why")
+
+
+def _cells(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]],
+           order: list[str]) -> dict[str, str]:
+    """A claim's model cells: one a label (a model's verdict and interval; a control's seeds
+    tallied), or, above :data:`TABLE_COLUMNS` labels, the trained models' and the controls' tallies."""
+    by_label: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for m in order:
+        by_label.setdefault(models[m]["label"], {})[m] = row[m]
+    if len(by_label) > TABLE_COLUMNS:
+        trained = {m: record for m, record in row.items() if models[m]["kind"] == TRAINED}
+        controls = {m: record for m, record in row.items() if models[m]["kind"] != TRAINED}
+        return {"trained models": tally(trained, models),
+                **({"random-init controls": tally(controls, models)} if controls else {})}
+    return {label: table_cell(*records.values()) if len(records) == 1 else tally(records, models)
+            for label, records in by_label.items()}
+
+
+def tally(records: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]], named: int = 3) -> str:
+    """The verdicts of ``records`` (model → record) counted: the verdict and "3 of 3" when they
+    agree; else one a line, most common first, "9 of 12: shape transfers", then "2: does not
+    transfer (a, b)", naming the models of every verdict but the most common (the first
+    ``named``, then how many more; a label that several seeds share once, with ×k)."""
+    by_word: dict[str, list[str]] = {}
+    for model, record in records.items():
+        by_word.setdefault(words.verdict_of(record), []).append(models[model]["label"])
+    ranked = sorted(by_word.items(), key=lambda item: -len(item[1]))
+    if len(ranked) == 1:
+        return f"{ranked[0][0]}\n{len(records)} of {len(records)}"
+    lines = [f"{len(ranked[0][1])} of {len(records)}: {ranked[0][0]}"]
+    for word, labels in ranked[1:]:
+        shown = [f"{label} ×{labels.count(label)}" if labels.count(label) > 1 else label
+                 for label in dict.fromkeys(labels)]
+        more = f" and {len(shown) - named} more" if len(shown) > named else ""
+        lines.append(f"{len(labels)}: {word} ({', '.join(shown[:named])}{more})")
+    return "\n".join(lines)
 
 
 def counts(rows: Iterable[Mapping[str, str]]) -> dict[str, int]:
