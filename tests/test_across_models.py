@@ -359,3 +359,11 @@ def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(t
             assert after is before
         elif after["verdict"] in words.JUDGED_WORDS:
             assert after["null"] is None or after["null"].get("value") is None
+
+
+def test_the_main_model_is_found_under_its_hub_id_when_named_by_its_short_name():
+    found = {"sentence-transformers/all-MiniLM-L6-v2": {}, "/models/tiny": {}}
+    assert across.model_key(found, "minilm") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert across.model_key(found, "sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert across.model_key(found, "/models/tiny") == "/models/tiny"
+    assert across.model_key(found, "org/unknown") == "org/unknown"

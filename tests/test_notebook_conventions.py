@@ -27,7 +27,6 @@ from conftest import ROOT
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PENDING = {
     "07_training_objective": "aliases p = ch.params",
-    "08_across_models": "rebinds its parameter models to the roster of the models run",
 }
 CHANGES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 """The methods of a dict that change it."""

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import corpora, text_sources
+from ..core import corpora, registry, text_sources
 from ..core.models import ModelInfo
 from . import cone, layer_by_layer, similarity_attractor
 from .accumulators import SAMPLE_SIZE
@@ -141,6 +141,15 @@ def measured(found: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Metrics]
     control_of = {name: next((t for t in trained if name.startswith(f"{t} [")), None)
                   for name, info in infos.items() if info.source == "control"}
     return with_controls(by_model, {c: t for c, t in control_of.items() if t}), infos
+
+
+def model_key(found: Mapping[str, Any], name: str) -> str:
+    """The id under which ``found`` (model id → results) keeps the model the ``model`` parameter
+    names: the name itself, or, for an embedded model's short name (``minilm``), its hub id."""
+    if name in found:
+        return name
+    entry = registry.resolve(name)
+    return entry.hub_id if entry else name
 
 
 def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]) -> dict[str, Metrics]:
