@@ -113,9 +113,6 @@ def test_counts_summary_and_sentences_are_written_from_the_readings():
     assert mv.counts(rows) == {**dict.fromkeys(mv.READINGS, 0), "training": 1, "model": 1}
     assert mv.claims_read(rows, "model") == ["y"]
     assert mv.count_sentence(rows) == "Of 2 claims, 1 follows training, 1 depends on the model."
-    values = mv.markdown_values(SYNTHETIC, ROSTER)
-    assert set(values) == {"across_x", "across_y", "across_findings", "across_counts"}
-    assert "model-a (6 blocks): shape transfers (value [0.25, 0.5])" in values["across_x"].data
 
 
 # --------------------------------------------------------------------------- the ledger, per model

@@ -302,37 +302,3 @@ def count_sentence(rows: Iterable[Mapping[str, str]]) -> str:
     rows = list(rows)
     found = [f"{n} {READINGS[kind][0] if n == 1 else COUNTED[kind]}" for kind, n in counts(rows).items() if n]
     return f"Of {len(rows)} claims, " + ", ".join(found) + "."
-
-
-def claim_sentence(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]]) -> str:
-    """One claim across the models (Markdown): its statement, its reading, and every model's
-    verdict with the interval it rests on."""
-    first = next(iter(row.values()))
-    statement = ((first.get("shape") or {}).get("statement") or first["statement"]).rstrip(".")
-    _, text = reading(row, models)
-    verdicts = "; ".join(f"{models[m]['label']}: {cell(record)}" for m, record in row.items())
-    return f"{statement[:1].upper() + statement[1:]} — **{text}**. Per model: {verdicts}."
-
-
-def summary(rows: Iterable[Mapping[str, str]]) -> str:
-    """The readings as MyST: an admonition listing, per reading that some claim got, its claims."""
-    rows = list(rows)
-    lines = [":::{admonition} Across the models\n:class: tip"]
-    for kind in READINGS:
-        group = [row for row in rows if row["reading"] == kind]
-        if group:
-            lines.append(f"- **{READINGS[kind][0]}** ({len(group)}): "
-                         + "; ".join(f"{row['claim']} (`{row['id']}`)" for row in group) + ".")
-    return "\n".join(lines) + "\n:::\n"
-
-
-def markdown_values(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``IPython.display.Markdown`` objects to glue: ``across_findings`` (the box of
-    :func:`summary`), ``across_counts`` (:func:`count_sentence`) and ``across_<id>`` (``-`` read
-    as ``_``), one :func:`claim_sentence` per claim."""
-    from IPython.display import Markdown
-
-    rows = readings(verdicts, models)
-    values = {f"across_{claim.replace('-', '_')}": Markdown(claim_sentence(row, models))
-              for claim, row in _by_claim(verdicts).items()}
-    return {**values, "across_findings": Markdown(summary(rows)), "across_counts": Markdown(count_sentence(rows))}
