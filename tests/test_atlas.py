@@ -5,6 +5,8 @@ each shard's contribution."""
 
 from __future__ import annotations
 
+import builtins
+
 import json
 import os
 import subprocess
@@ -164,14 +166,17 @@ def test_reading_a_folder_without_results_is_one_line(tmp_path):
 # --------------------------------------------------------------------------- Ray (a local instance)
 
 
-
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}})
-    yield ray
-    ray.shutdown()
+    interpreters_print = builtins.print
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_TQDM_PATCH_PRINT", "0")  # as the Ray executor sets it (book.atlas.executors)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}})
+        yield ray
+        ray.shutdown()
+    assert builtins.print is interpreters_print, "Ray replaced builtins.print (later tests pickle it)"
 
 
 @pytest.mark.slow

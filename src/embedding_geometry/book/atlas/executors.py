@@ -50,6 +50,9 @@ class RayExecutor:
     def run(self, plan: Plan, pending: Sequence[Shard]) -> None:
         import ray
 
+        # Ray's progress-bar manager replaces builtins.print in the driver unless told not to; the
+        # atlas runs inside notebooks and tests, whose print must stay the interpreter's own.
+        os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
         started_here = not ray.is_initialized()
         if started_here:
             address = os.environ.get("RAY_ADDRESS")
