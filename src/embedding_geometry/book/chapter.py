@@ -62,6 +62,7 @@ class Chapter:
         if missing:
             raise KeyError(f"chapter {slug!r} declares no value for {missing} (its parameters cell must)")
         chapter = cls(slug=slug, params=rules.check(slug, {name: namespace[name] for name in table}))
+        chapter.check_models()
         if "model" in chapter.params:
             parameters.check_needs(rules.needs_for(slug), chapter.params, parameters.ModelView(lambda: chapter.model))
         if "seed" in chapter.params:
@@ -70,6 +71,17 @@ class Chapter:
         return chapter
 
     # ------------------------------------------------------------------ models and activations
+
+    def check_models(self) -> None:
+        """Every model the parameters name beside the main one (``models``, ``finetune_model``,
+        ``reranker``) is available and loadable as far as its config tells
+        (:func:`models.check_available`), so that a missing one is refused as the chapter opens,
+        not after the models before it have run."""
+        trust = self.params.get("trust_remote_code", False)
+        for name in ("models", "finetune_model", "reranker"):
+            value = self.params.get(name)
+            for model_id in [value] if isinstance(value, str) else value or []:
+                models.check_available(model_id, trust, architecture=name != "reranker")
 
     @cached_property
     def model(self) -> models.LoadedModel:

@@ -125,6 +125,26 @@ def fingerprint(model_id: str) -> str:
     return weights_sha256(directory) if directory is not None else f"hub:{model_id}"
 
 
+def check_available(model_id: str, trust_remote_code: bool = False, revision: str | None = None,
+                    architecture: bool = True) -> dict[str, Any]:
+    """Refuse, in one line and before any weights are read, what :func:`load` would refuse from
+    the model's place and its config.json alone: a model not available offline, a local path that
+    is not a model directory, custom modelling code without ``trust_remote_code`` and (unless
+    ``architecture`` is False, for models the book hands to another library) an architecture
+    missing from :mod:`.architectures`' table. Chapters call it as they open, for every model
+    their parameters name. Returns the config."""
+    directory, _ = locate(model_id)
+    config = _config_dict(model_id, str(directory) if directory is not None else model_id, revision)
+    if config.get("auto_map") and not trust_remote_code:
+        raise RemoteCodeError(
+            f"model '{model_id}' needs custom modelling code (auto_map in its config.json); "
+            "set trust_remote_code: true in the parameters to allow it to run"
+        )
+    if architecture and not config.get("auto_map"):  # custom code names its own architecture
+        architectures.family_of(config.get("model_type"))
+    return config
+
+
 def load(
     model_id: str = EMBEDDED_ID,
     device: str = "auto",
@@ -151,14 +171,7 @@ def load(
     else:
         sha = weights_sha256(directory) if directory is not None else None
     where = str(directory) if directory is not None else model_id
-    config = _config_dict(model_id, where, revision)
-    if config.get("auto_map") and not trust_remote_code:
-        raise RemoteCodeError(
-            f"model '{model_id}' needs custom modelling code (auto_map in its config.json); "
-            "set trust_remote_code: true in the parameters to allow it to run"
-        )
-    if not config.get("auto_map"):  # custom code names its own architecture
-        architectures.family_of(config.get("model_type"))
+    config = check_available(model_id, trust_remote_code, revision)
     if directory is not None and not any((directory / name).is_file() for name in TOKENIZER_FILES):
         raise ModelUnavailableError(f"model '{model_id}' has no tokenizer files; expected one of "
                                     f"{', '.join(TOKENIZER_FILES)} beside its config.json")
