@@ -240,14 +240,14 @@ def assert_per_unit_values_give_the_metrics(slug: str, document: dict) -> None:
 
 def page_outputs(notebook) -> str:
     """Every text and HTML output of an executed notebook, its stderr left out (the book drops it),
-    and the parameter table left out too: its defaults are Python literals, written as in code."""
+    and what it shows as code left out too (parameter defaults and values are Python literals, as
+    a notebook writes them), as the browser test of the site reads a page (tests/test_reader.py)."""
     texts = []
     for cell in notebook.cells:
-        if "pages.parameter_table" in cell.source:
-            continue
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            texts += [data[kind] for kind in ("text/markdown", "text/html") if kind in data]
+            texts += [re.sub(r"<code[^>]*>.*?</code>", "", data[kind], flags=re.S)
+                      for kind in ("text/markdown", "text/html") if kind in data]
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
                 texts.append(output["text"])
     return "\n".join(texts)
