@@ -31,7 +31,9 @@ def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_bo
     made = pdf.make(root)
     info = subprocess.run(["pdfinfo", str(made.path)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
-    assert 40 <= pages <= 400, f"{pages} pages"
+    # the whole book, every section unfolded and both encoders in chapters 1-4: about 440 A4 pages
+    # on the tiny model (2026-11-27); the bounds catch a book that printed nothing or twice over
+    assert 40 <= pages <= 700, f"{pages} pages"
     site = root / "_build" / "html" / "book" / "chapters"
     for page in sorted(site.glob("0*.html")):  # every chapter's charts, each a picture in its own section
         html = page.read_text()
