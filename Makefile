@@ -49,9 +49,10 @@ pdf: book
 	$(PY) -m embedding_geometry pdf
 
 # The reproducibility contract's tolerances (not part of `make test`): the book built on its own
-# float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7 at
-# once), compared family by family; writes src/embedding_geometry/data/float_paths.json. Two cold
-# builds (TOLERANCE_ARGS=--each: six, one per perturbation alone). TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
+# float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7, AVX2
+# kernels, at once), compared family by family; writes src/embedding_geometry/data/float_paths.json.
+# Two cold builds (TOLERANCE_ARGS=--each: seven, one per perturbation alone).
+# TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
 TOLERANCE_ARGS ?=
 tolerances: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/float_paths.py $(TOLERANCE_ARGS)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -26,7 +29,21 @@ def test_a_float_path_spec_reads_back_as_written():
     assert float_path.FloatPath().forward_batch(32) == 32
 
 
-@pytest.mark.parametrize("bad", ["threads=0", "threads=x", "onednn=on", "attention=fused", "speed=fast"])
+def test_another_cpus_instruction_set_is_set_for_the_processes_a_build_starts(tmp_path):
+    path = float_path.parse("isa=avx2")
+    assert path.spec == "isa=avx2" and float_path.environment(float_path.FloatPath()) == {}
+    assert float_path.environment(path) == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                                            "DNNL_MAX_CPU_ISA": "AVX2"}
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"  # what a chapter's kernel would run
+    env = {**os.environ, float_path.VARIABLE: "isa=avx2"}
+    child = subprocess.run([sys.executable, "-c", "import os, subprocess, sys; from embedding_geometry.core import "
+                            "float_path; os.environ.update(float_path.environment()); "
+                            f"print(subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True, "
+                            "text=True).stdout)"], capture_output=True, text=True, env=env, timeout=120)
+    assert child.stdout.strip() in ("AVX2", "DEFAULT"), child.stdout + child.stderr  # never wider than asked
+
+
+@pytest.mark.parametrize("bad", ["threads=0", "threads=x", "onednn=on", "attention=fused", "speed=fast", "isa=sse"])
 def test_a_bad_float_path_item_is_one_line_naming_the_variable(bad):
     with pytest.raises(ParameterError, match="EMBEDDING_GEOMETRY_FLOAT_PATH") as caught:
         float_path.parse(bad)
@@ -95,6 +112,15 @@ def test_a_family_comes_from_the_table_first_then_from_the_type():
     assert reproducibility.family("04_attention_context_similarity", "distance_histogram[1][11]", 1398) == "count"
     assert reproducibility.family("00_the_model", "exercises.long_word_pieces", "[CLS] · p") == "exact"
     assert reproducibility.family("01_layer_by_layer", "recall_at_k.hard[2]", 0.5) == "share"
+
+
+def test_what_gradient_training_computes_is_its_own_family():
+    assert reproducibility.family("07_training_objective", "objectives.scratch.losses[3]", 2.1) == "trained"
+    assert reproducibility.family("07_training_objective", "per_unit.finetune.within", 0.4) == "trained"
+    assert reproducibility.family("07_training_objective", "objectives.scratch.steps", 150) == "count"
+    assert reproducibility.family("06_search_in_practice", "finetune.working.loss_change", -0.3) == "trained"
+    assert reproducibility.family("06_search_in_practice", "quantization.int8.recall", 0.9) == "float"
+    assert reproducibility.family("06_search_in_practice", "finetune.texts_per_second", 9.0) == "timing"
 
 
 def test_each_family_measures_a_deviation_its_own_way():

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .book import profiles
+from .core import float_path
 from .core.errors import BookError
 
 
@@ -53,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "_config.yml").is_file():
         print(f"--root {str(root)!r} is not a book (it has no _config.yml); run in the book's folder or "
               "pass --root", file=sys.stderr)
+        return 1
+    try:  # the kernels and tasks it starts inherit the float path's limits (core.float_path)
+        os.environ.update(float_path.environment())
+    except BookError as error:
+        print(error, file=sys.stderr)
         return 1
     start = time.time()
     if args.command == "pdf":

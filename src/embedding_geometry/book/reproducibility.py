@@ -22,6 +22,10 @@ noise      numbers that measure float noise itself (the largest difference betwe
 exact      text, truth values, token counts and other integers from the tokenizer: equal
 timing     wall-clock speeds (texts per second in chapters 5 and 6): the machine's, not the
            arithmetic's — recorded, never compared
+trained    float results of gradient training (chapter 7's copies, chapter 6's fine-tuning):
+           as float, with its own ε_trained. Each step's update feeds the next, so a training
+           run carries the last bits of the arithmetic forward and amplifies them; what
+           another CPU's kernels do to them is measured separately from a forward pass's
 =========  ===============================================================================
 
 No metric is stored rounded, so no family needs a rule for rounding: a value is compared before
@@ -62,9 +66,9 @@ FIGURES = Path(str(resources.files("embedding_geometry") / "data" / "float_paths
 MARGIN = 10.0
 """How many times the largest measured deviation a tolerance allows, before rounding up."""
 
-FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0, "timing": 0.0}
-"""The least each tolerance may be: float32 keeps about 7 significant digits (ε_float ≥ 10⁻⁶);
-a number that measures noise may move by one order of magnitude (ε_noise ≥ 1)."""
+FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0, "timing": 0.0, "trained": 1e-6}
+"""The least each tolerance may be: float32 keeps about 7 significant digits (ε_float, ε_trained
+≥ 10⁻⁶); a number that measures noise may move by one order of magnitude (ε_noise ≥ 1)."""
 
 FAMILIES: list[tuple[str, str, str]] = [
     # (chapter glob, key-path glob, family); the first match wins, then the type decides
@@ -81,6 +85,13 @@ FAMILIES: list[tuple[str, str, str]] = [
     ("*", "recall_at_k.*", "share"),
 ]
 """Metrics whose family their type does not tell (see the module docstring)."""
+
+TRAINED: list[tuple[str, str]] = [
+    ("07_training_objective", "*"),  # every copy is trained: its geometry, losses and retrieval
+    ("06_search_in_practice", "*finetune*"),  # Fix 2: the article's fine-tuning and its working variant
+]
+"""(chapter glob, key-path glob) of the float metrics that come out of gradient training: family
+``trained`` instead of ``float``."""
 
 
 # --------------------------------------------------------------------------- leaves and families
@@ -112,12 +123,16 @@ def _number(x: Any) -> bool:
 def family(chapter: str, path: str, value: Any) -> str:
     """The family of one metric leaf (see the module docstring)."""
     bare = path.split("[", 1)[0]
-    for chapter_glob, path_glob, name in FAMILIES:
-        if fnmatch.fnmatchcase(chapter, chapter_glob) and (fnmatch.fnmatchcase(bare, path_glob)
-                                                           or fnmatch.fnmatchcase(path, path_glob)):
-            return name
-    if isinstance(value, float):
-        return "float"
+
+    def matches(chapter_glob: str, path_glob: str) -> bool:
+        return fnmatch.fnmatchcase(chapter, chapter_glob) and (fnmatch.fnmatchcase(bare, path_glob)
+                                                               or fnmatch.fnmatchcase(path, path_glob))
+
+    found = next((name for chapter_glob, path_glob, name in FAMILIES if matches(chapter_glob, path_glob)), None)
+    if found is None and isinstance(value, float) or found == "float":
+        return "trained" if any(matches(*rule) for rule in TRAINED) else "float"
+    if found is not None:
+        return found
     if isinstance(value, int) and not isinstance(value, bool):
         return "count"
     return "exact"
@@ -287,7 +302,8 @@ def claim_deviation(chapter: str, metric: str, raw: Any, record: Mapping[str, An
     """δ, the float deviation a claim's statistic may take on another machine: for the float
     family 2 · ε_float · S, with S the largest |x| among the claim's metric, its value and its
     interval's ends (a statistic is at most a difference of two such numbers, each off by
-    ε_float · S); for shares ε_share; for counts ε_count · N (N the metric's total)."""
+    ε_float · S), and the same with ε_trained for the trained family; for shares ε_share; for
+    counts ε_count · N (N the metric's total)."""
     tol = tolerances(path)
     try:
         numbers = [float(x) for x in np.ravel(np.asarray(raw, dtype=float))]
@@ -299,11 +315,11 @@ def claim_deviation(chapter: str, metric: str, raw: Any, record: Mapping[str, An
         return tol["share"]
     if name == "count":
         return tol["count"] * max(sum(abs(x) for x in numbers), 1.0)
-    if name != "float":
+    if name not in ("float", "trained"):
         return 0.0
     ends = [x for x in [record.get("measured"), *(record.get("interval") or []),
                         *((record.get("statistic") or {}).get("interval") or [])] if _number(x)]
-    return 2 * tol["float"] * max([abs(x) for x in numbers + ends], default=0.0)
+    return 2 * tol[name] * max([abs(x) for x in numbers + ends], default=0.0)
 
 
 def machine() -> str:

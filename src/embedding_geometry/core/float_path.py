@@ -21,6 +21,8 @@ A perturbation is set for a whole build through the environment::
 ``batch_size=N``  every forward pass of extraction and streaming runs N texts at a time,
                whatever the chapter's ``batch_size`` (training batches are left alone: they
                are part of the experiment, not of its arithmetic)
+``isa=avx2``   torch's own kernels, MKL and oneDNN limited to AVX2 instructions: the kernels a CPU
+               without AVX-512 runs (another CPU's arithmetic on this one; :func:`environment`)
 =============  ===============================================================================
 
 The empty string (the default) is the book's own path. A perturbed path is part of the
@@ -36,7 +38,11 @@ from .errors import ParameterError
 
 VARIABLE = "EMBEDDING_GEOMETRY_FLOAT_PATH"
 
-SETTINGS = ("threads", "onednn", "attention", "batch_size")
+SETTINGS = ("threads", "onednn", "attention", "batch_size", "isa")
+
+ISA = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}}
+"""The instruction sets ``isa=`` can limit the arithmetic to, as the environment variables that
+torch (its vectorised kernels), MKL (its matrix products) and oneDNN read as they start."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +53,15 @@ class FloatPath:
     onednn: bool = True
     fused_attention: bool = True
     batch_size: int | None = None
+    isa: str | None = None
 
     @property
     def spec(self) -> str:
         """The path as the environment variable writes it ("" for the default)."""
         parts = [f"threads={self.threads}" if self.threads else "", "" if self.onednn else "onednn=off",
                  "" if self.fused_attention else "attention=unfused",
-                 f"batch_size={self.batch_size}" if self.batch_size else ""]
+                 f"batch_size={self.batch_size}" if self.batch_size else "",
+                 f"isa={self.isa}" if self.isa else ""]
         return ",".join(part for part in parts if part)
 
     def forward_batch(self, requested: int) -> int:
@@ -73,15 +81,25 @@ def parse(spec: str) -> FloatPath:
             fields["onednn"] = False
         elif (name, value) == ("attention", "unfused"):
             fields["fused_attention"] = False
+        elif name == "isa" and value in ISA:
+            fields["isa"] = value
         else:
             raise ParameterError(VARIABLE, "comma-separated items among threads=N, onednn=off, attention=unfused, "
-                                           "batch_size=N (N ≥ 1)", item)
+                                           f"batch_size=N (N ≥ 1), isa={'|'.join(ISA)}", item)
     return FloatPath(**fields)
 
 
 def current() -> FloatPath:
     """The float path this process runs (from ``$EMBEDDING_GEOMETRY_FLOAT_PATH``)."""
     return parse(os.environ.get(VARIABLE, ""))
+
+
+def environment(path: FloatPath | None = None) -> dict[str, str]:
+    """The environment variables ``path`` (default: :func:`current`) needs set before torch, MKL
+    and oneDNN start in a process — its ``isa`` limit —, for the build to pass to the chapters'
+    kernels (``python -m embedding_geometry build`` sets them for itself and its children)."""
+    path = path or current()
+    return dict(ISA[path.isa]) if path.isa else {}
 
 
 def apply(path: FloatPath | None = None) -> FloatPath:
