@@ -102,7 +102,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(2, 1_000_000),
         "finetune_learning_rate": p.number(1e-8, 1.0), "held_out_pairs": p.integer(4, 300),
         "recall_k": p.integer(1, 100), "sentences": p.optional(p.text_list(3)),
-        "hard_twin": p.one_of("negation", "role_reversal"),
+        "hard_twin": p.one_of("negation", "role_reversal"), "hard_negatives": p.boolean,
     },
     "08_across_models": {
         **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
