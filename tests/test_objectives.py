@@ -484,7 +484,8 @@ def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
     rules.check(SLUG, defaults)
     for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
                       ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),
-                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch"), ({"hard_negatives": "yes"}, "hard_negatives")):
+                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch"),
+                      ({"hard_negatives": "yes"}, "hard_negatives")):
         with pytest.raises(ParameterError, match=f"parameter '{name}'"):
             rules.check(SLUG, {**defaults, **bad})
 
@@ -525,17 +526,19 @@ def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_w
     assert charts.objective_chart(blocks, "hard_margin", "m", comparison="hard_negatives").to_dict()
     final = charts.objective_final_table(blocks, {"hard_margin": "hard margin"}, comparison="hard_negatives")
     assert [c[1] for c in final.columns] == ["before training", "mean-pool loss + hard negatives", "mean-pool loss"]
-    assert "mean-pool loss + hard negatives, seed 1: its loss had not levelled off" in objective_text.convergence(blocks)
+    text = objective_text.convergence(blocks)
+    assert "mean-pool loss + hard negatives, seed 1: its loss had not levelled off" in text
     assert len(charts.objective_settled_table(blocks)) == 2
     assert any("hard negatives" in name for name in charts.objective_cone_table(block).index)
 
 
 def test_the_budget_sentence_reads_the_recorded_seconds():
     document = {"environment": {"seconds": 241.6, "device": "cpu"}}
-    assert objective_text.budget(document) == ("This build ran the chapter in 242 s on cpu, within its budget of 300 s "
-                                               "in the default build (81 % of it; from opening the chapter to writing "
-                                               "its results).\n")
-    assert "over its budget of 300 s" in objective_text.budget({"environment": {"seconds": 301, "device": "cpu"}})
+    assert objective_text.budget(document) == ("This build ran the chapter in 242 s on cpu (from opening the chapter "
+                                               "to writing its results): 81 % of the 300 s budget of the default "
+                                               "build's chapter, within it.\n")
+    assert "100 % of the 300 s budget of the default build's chapter, over it" in objective_text.budget(
+        {"environment": {"seconds": 301, "device": "cpu"}})
 
 
 def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
@@ -557,7 +560,8 @@ def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
     assert objective_text.flag(matched) == "" and objective_text.report(matched, ["loss-decides-collapse"]).count(
         "Flagged") == 0
     flag = objective_text.flag(unmatched)
-    assert flag.startswith("**Flagged:** the check that the two fine-tuned copies retrieve equally well fails")
+    assert flag.startswith("**Flagged:** the check that the two fine-tuned copies retrieve equally well did not "
+                           "pass (its verdict: fails; in [-0.1, 0.1]: 0.4")
     assert "Flagged" in objective_text.report(unmatched, ["loss-decides-collapse"])
     assert "Flagged" not in objective_text.report(unmatched, ["loss-decides-collapse-scratch"])
     assert "Flagged" in objective_text.answers(unmatched, {"finetune": {"not_measured": None}})
@@ -575,18 +579,29 @@ def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(bui
                                 ("finetune", params["finetune_seeds"], params["finetune_steps"])):
         block = m[arm]
         assert len(block["seeds"]) == n_seeds and set(block["kept"]) <= set(block["seeds"])
-        for objective in objectives.OBJECTIVES:
+        assert block["variants"] == list(objectives.OBJECTIVES) + (["mean_pool_hard"] if arm == "finetune" else [])
+        for variant in block["variants"]:
             for seed in block["seeds"]:
-                assert len(block["loss"][objective][f"seed_{seed}"]["losses"]) == steps
-                found = block["retrieval"][objective][str(seed)]
+                loss = block["loss"][variant][f"seed_{seed}"]
+                assert len(loss["losses"]) == steps and loss["levelled"] == objectives.levelled(loss["losses"])
+                found = block["retrieval"][variant][str(seed)]
                 assert found["beats_chance"] == (found["p_value"] < 0.05) and found["chance"] == block["chance"]
-        if block["comparison"]:
-            seeds = block["comparison"]["seeds"]
-            assert seeds == block["kept"]  # no statistic rests on an excluded copy
-            depths = len(block["comparison"]["difference"]["intra_sentence_cosine"])
-            band = np.asarray(block["comparison"]["band"]["maxsim"]["intra_sentence_cosine"])
-            assert band.shape == (2, depths) and np.all(band[0] <= band[1])
-            assert len(block["comparison"]["per_seed_difference"]["intra_sentence_cosine"]) == len(seeds)
+                usable = found["beats_chance"] and loss["levelled"]["levelled"]
+                assert usable or seed not in block["kept"]  # no statistic rests on an excluded copy
+        for name in ("comparison", "hard_negatives"):
+            if block.get(name):
+                seeds = block[name]["seeds"]
+                assert seeds == block["kept"]
+                depths = len(block[name]["difference"][objective_results.MAIN[name]])
+                band = np.asarray(block[name]["band"][block[name]["pair"][0]][objective_results.MAIN[name]])
+                assert band.shape == (2, depths) and np.all(band[0] <= band[1])
+                settled = block[name]["settled"]
+                assert settled["settled"] == (settled["interval"][0] <= settled["three_quarters"]
+                                              <= settled["interval"][1])
+                assert len(settled["per_seed_three_quarters"]) == len(seeds)
     verdicts = {c["id"]: c for c in results["claims"]}
     assert verdicts["loss-decides-collapse-scratch"]["unit"] == "seeds"
     assert all(c["interval"] is not None or c["verdict"] == "not measured" for c in verdicts.values())
+    assert verdicts["hard-negatives-necessary"]["home"] is None and len(results["inputs"]["finetune_hard_negatives"]) \
+        == m["finetune"]["n_train"]
+    assert results["environment"]["seconds"] > 0

@@ -336,7 +336,8 @@ def test_headlines_and_homes_are_fixed_in_the_ledger():
         "gap-pairs-narrowing", "hard-negatives-necessary", "probing-worse-middle", "final-blocks-hard-negatives",
         "attractor-backbone"}
     assert {c.id for c in ledger if c.home} == {"negation-start", "negation-peak", "negation-end",
-                                                "negation-twins-peak", "negation-twins-fall", "hard-negatives-necessary"}
+                                                "negation-twins-peak", "negation-twins-fall",
+                                                "hard-negatives-necessary"}
     assert {c.home for c in ledger if c.home} == {"01_layer_by_layer", "07_training_objective"}
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from . import claims
 from .claims import words
 from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
-from ..studies import objective_geometry
+from ..studies import objective_geometry, objective_results
 
 ANSWER_CLAIMS = {
     "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-reaches-back-scratch",
@@ -100,10 +100,10 @@ def settling(blocks: Mapping[str, Mapping[str, Any]]) -> str:
             pair = " and ".join(OBJECTIVE_LABELS[v] for v in s["pair"])
             verdict = ("it had settled, so its claims are judged" if s["settled"] else
                        "it had not settled, so the claims that rest on it are not judged (the checks still are)")
-            lines.append(f"- {ARM_LABELS[arm].capitalize()}, {pair}: the final-depth difference in "
-                         f"{s['measure'].replace('_', ' ')} was {s['three_quarters']:.4f} at three quarters of the "
-                         f"steps and {s['end']:.4f} at the end (95 % interval [{s['interval'][0]:.4f}, "
-                         f"{s['interval'][1]:.4f}]): {verdict}.")
+            measure = objective_results.MAIN_NAMES[s["measure"]]
+            lines.append(f"- {ARM_LABELS[arm].capitalize()}, {pair}: the final-depth difference in {measure} was "
+                         f"{s['three_quarters']:.4f} at three quarters of the steps and {s['end']:.4f} at the end "
+                         f"(95 % interval [{s['interval'][0]:.4f}, {s['interval'][1]:.4f}]): {verdict}.")
     return "\n".join(lines) + "\n" if lines else "No comparison was made: fewer than 2 seeds were kept.\n"
 
 
@@ -118,9 +118,10 @@ def flag(verdicts: Iterable[claims.Verdict]) -> str:
     word = words.verdict_of(record)
     if word in ("passes", "not measured"):
         return ""
-    return (f"**Flagged:** the check that the two fine-tuned copies retrieve equally well {word} "
-            f"({words.result_text(record)}), so their difference in geometry may be a difference in how well each "
-            "learned, not of the loss alone; the fine-tuning arm's geometry verdicts are read with that caution.")
+    return (f"**Flagged:** the check that the two fine-tuned copies retrieve equally well did not pass (its verdict: "
+            f"{word}; {words.result_text(record)}), so their difference in geometry may be a difference in how well "
+            "each learned, not one of the loss alone; the fine-tuning arm's geometry verdicts above are read with that "
+            "caution.")
 
 
 def report(verdicts: Iterable[claims.Verdict], ids: Sequence[str]) -> str:
@@ -156,9 +157,9 @@ def budget(document: Mapping[str, Any], seconds: float = BUDGET_SECONDS) -> str:
     from opening the chapter to writing its results) against its budget (Markdown)."""
     took = float(document["environment"]["seconds"])
     within = "within" if took <= seconds else "over"
-    return (f"This build ran the chapter in {took:.0f} s on {document['environment']['device']}, "
-            f"{within} its budget of {seconds:.0f} s in the default build "
-            f"({100 * took / seconds:.0f} % of it; from opening the chapter to writing its results).\n")
+    return (f"This build ran the chapter in {took:.0f} s on {document['environment']['device']} (from opening the "
+            f"chapter to writing its results): {100 * took / seconds:.0f} % of the {seconds:.0f} s budget of the "
+            f"default build's chapter, {within} it.\n")
 
 
 def post_curves() -> str:

@@ -42,6 +42,8 @@ HARD_KEYS = (*hard_negatives.QUERY_MEASURES, "hard_mean_pool", "other_twin_mean_
 """The measures the hard-negative comparison takes."""
 MAIN = {"comparison": objective_geometry.FINGERPRINT, "hard_negatives": "hard_margin"}
 """Each comparison's main difference, the one whose settling :func:`settled` checks."""
+MAIN_NAMES = {objective_geometry.FINGERPRINT: "within-sentence cosine", "hard_margin": "hard margin"}
+"""The main differences' measures in words."""
 
 
 def trained(records: Records) -> list[str]:
@@ -227,7 +229,7 @@ def unsettled(out: Mapping[str, Any]) -> dict[str, str]:
         found = out.get(name)
         if found and not found["settled"]["settled"]:
             s = found["settled"]
-            why = (f"the {s['measure'].replace('_', ' ')} difference had not settled: {s['three_quarters']:.3f} "
+            why = (f"the {MAIN_NAMES[s['measure']]} difference had not settled: {s['three_quarters']:.3f} "
                    f"at three quarters of the steps, outside the 95 % interval [{s['interval'][0]:.3f}, "
                    f"{s['interval'][1]:.3f}] of its {s['end']:.3f} at the end")
             reasons.update(dict.fromkeys(statistics, why))

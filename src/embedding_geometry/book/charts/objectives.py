@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...core import corpora
+from ...studies import objective_results
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
 
@@ -222,7 +223,7 @@ def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                 continue
             s = found["settled"]
             rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
-                         "measure (final depth)": s["measure"].replace("_", " "), "at 3/4 of the steps":
+                         "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
                          s["three_quarters"], "at the end [95 %]": _interval(s["end"], s["interval"], 4),
                          "settled": s["settled"]})
     return pd.DataFrame(rows)
