@@ -273,6 +273,9 @@ def test_levelled_compares_the_last_two_tenths_by_hand():
     assert quiet["noise"] == 0 and not quiet["levelled"]
     with pytest.raises(ValueError, match="at least 6 steps"):
         objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2])
+    from embedding_geometry.book import rules
+
+    assert objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])["steps_per_tenth"] == 2 == rules.STEPS_AT_LEAST // 3
 
 
 def test_levelled_on_synthetic_loss_curves():
@@ -326,7 +329,7 @@ def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, level
                                "losses": None if variant == "before" else losses, "geometry": (curves, units),
                                "snapshot": None if variant == "before" else (curves, early),
                                "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
-                               "pools": rng.normal(size=(8, 5))}
+                               "pools": rng.normal(size=(8, 5)), "cpu_seconds": 1.5}
     return out
 
 
@@ -400,7 +403,7 @@ def test_copies_are_deterministic_and_paired_on_the_small_encoder():
     assert start["variant"] == "before" and start["losses"] is None and start["snapshot"] is None
     assert start["info"]["sha256"] == sr.encoder(sr.vocabulary(task), arm.shape, 5).info.sha256  # both copies' start
     assert objective_runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
-    assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1
+    assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1 and one["cpu_seconds"] > 0
 
 
 def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
@@ -485,7 +488,8 @@ def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
     for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
                       ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),
                       ({"held_out_pairs": 300}, "finetune_pairs_per_batch"),
-                      ({"hard_negatives": "yes"}, "hard_negatives")):
+                      ({"hard_negatives": "yes"}, "hard_negatives"), ({"finetune_steps": 5}, "finetune_steps"),
+                      ({"scratch_steps": 5}, "scratch_steps")):
         with pytest.raises(ParameterError, match=f"parameter '{name}'"):
             rules.check(SLUG, {**defaults, **bad})
 
@@ -533,12 +537,16 @@ def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_w
 
 
 def test_the_budget_sentence_reads_the_recorded_seconds():
-    document = {"environment": {"seconds": 241.6, "device": "cpu"}}
-    assert objective_text.budget(document) == ("This build ran the chapter in 242 s on cpu (from opening the chapter "
-                                               "to writing its results): 81 % of the 300 s budget of the default "
-                                               "build's chapter, within it.\n")
-    assert "100 % of the 300 s budget of the default build's chapter, over it" in objective_text.budget(
-        {"environment": {"seconds": 301, "device": "cpu"}})
+    blocks = {"scratch": {"cpu_seconds": {"before": {"seed_0": 1.0}, "maxsim": {"seed_0": 10.25}}},
+              "finetune": {"cpu_seconds": {"mean_pool": {"seed_0": 30.0, "seed_1": 31.0}}}}
+    document = {"environment": {"seconds": 241.6, "device": "cpu"}, "params": {"workers": 2},
+                "metrics": {"objectives": blocks}}
+    assert objective_text.budget(document) == (
+        "This build ran the chapter in 242 s on cpu (from opening the chapter to writing its results): 81 % of the "
+        "300 s budget of the default build's chapter, within it. Training and measuring its 4 copies and starts "
+        "took 72 CPU-seconds in all, in 2 worker processes of one thread each.\n")
+    document["environment"]["seconds"] = 301
+    assert "100 % of the 300 s budget of the default build's chapter, over it" in objective_text.budget(document)
 
 
 def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():

@@ -154,12 +154,17 @@ def answers(verdicts: Iterable[claims.Verdict], blocks: Mapping[str, Mapping[str
 
 def budget(document: Mapping[str, Any], seconds: float = BUDGET_SECONDS) -> str:
     """The chapter's run time as this build recorded it (the results JSON's ``environment.seconds``:
-    from opening the chapter to writing its results) against its budget (Markdown)."""
+    from opening the chapter to writing its results) against its budget, and the CPU seconds its
+    copies took in their worker processes (Markdown)."""
     took = float(document["environment"]["seconds"])
     within = "within" if took <= seconds else "over"
+    blocks = document["metrics"]["objectives"].values()
+    cpu = sum(s for block in blocks for by_seed in block["cpu_seconds"].values() for s in by_seed.values())
+    copies = sum(len(by_seed) for block in blocks for by_seed in block["cpu_seconds"].values())
     return (f"This build ran the chapter in {took:.0f} s on {document['environment']['device']} (from opening the "
             f"chapter to writing its results): {100 * took / seconds:.0f} % of the {seconds:.0f} s budget of the "
-            f"default build's chapter, {within} it.\n")
+            f"default build's chapter, {within} it. Training and measuring its {copies} copies and starts took "
+            f"{cpu:.0f} CPU-seconds in all, in {document['params']['workers']} worker processes of one thread each.\n")
 
 
 def post_curves() -> str:

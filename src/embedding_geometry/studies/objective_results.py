@@ -146,11 +146,11 @@ def settled(records: Records, comparison: Mapping[str, Any], key: str) -> dict[s
 
 def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
     """One arm's results (module docstring): the ``settings``, the seeds run and ``kept``, the
-    ``excluded`` copies, every copy's ``loss`` and ``retrieval``, the curves of the kept seeds'
-    copies and of the starts (``runs``; an excluded copy's geometry is never reported), the
-    ``comparison`` of the two losses and, with a hard-negative copy, ``hard_negatives`` (each
-    with the ``settled`` check; None, with ``not_measured``, when fewer than 2 seeds are kept),
-    the ``judged`` statistics and, on a fine-tuning arm, the ``cone``."""
+    ``excluded`` copies, every copy's ``loss``, ``retrieval`` and ``cpu_seconds`` (each start's
+    once), the curves of the kept seeds' copies and of the starts (``runs``; an excluded copy's
+    geometry is never reported), the ``comparison`` of the two losses and, with a hard-negative
+    copy, ``hard_negatives`` (each with the ``settled`` check; None, with ``not_measured``, when
+    fewer than 2 seeds are kept), the ``judged`` statistics and, on a fine-tuning arm, the ``cone``."""
     found, loss = retrieval(records, arm), losses(records)
     dropped = excluded(found, loss)
     kept = kept_seeds(sorted(records["mean_pool"]), dropped)
@@ -159,6 +159,8 @@ def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchic
     out = {"settings": {**vars(arm.settings)}, "seeds": sorted(records["mean_pool"]), "kept": kept,
            "excluded": dropped, "chance": arm.chance, "k": arm.k, "n_train": len(arm.train),
            "n_held_out": len(arm.held_out), "loss": loss, "retrieval": found, "variants": trained(records),
+           "cpu_seconds": {v: {f"seed_{s}": r["cpu_seconds"] for s, r in by_seed.items()}
+                           for v, by_seed in {**records, "before": distinct["before"]}.items()},
            "runs": {v: {f"seed_{s}": r["geometry"][0] for s, r in by_seed.items()} for v, by_seed in distinct.items()}}
     if "one_topic" in next(iter(records["before"].values())):
         out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,7 +167,9 @@ def snapshot_step(steps: int) -> int:
 def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
     """One copy on one thread: the start of ``seed``, trained as ``variant`` (an objective, or the
     hard-negative copy; None: the start itself, measured as ``before``), measured, with its
-    geometry at :func:`snapshot_step` (``snapshot``); its description and losses with it."""
+    geometry at :func:`snapshot_step` (``snapshot``); its description, losses and the CPU seconds
+    it took (its worker's, from its start to its last measurement) with it."""
+    started = time.process_time()
     with one_thread():
         model, losses, snapshot = start(arm, seed), None, {}
         if variant is not None:
@@ -175,8 +178,10 @@ def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
             model, losses = objectives.train(model, list(arm.train), hard_negatives.BASELINE if hard else variant,
                                              arm.settings, seed, hard_negatives.negatives(arm.train) if hard else None,
                                              snapshots=at)
-        return {"arm": arm.name, "variant": variant or "before", "seed": seed, "info": model.info.to_dict(),
-                "losses": losses, "snapshot": snapshot.get("geometry"), **measure(model, arm)}
+        found = measure(model, arm)
+    return {"arm": arm.name, "variant": variant or "before", "seed": seed, "info": model.info.to_dict(),
+            "losses": losses, "snapshot": snapshot.get("geometry"), **found,
+            "cpu_seconds": time.process_time() - started}
 
 
 def jobs(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]]) -> list[tuple[Arm, str | None, int]]:
