@@ -262,7 +262,7 @@ def reach(found: hierarchical.Hierarchical) -> dict[str, Any]:
     present = np.abs(found.value) > noise
     back, n_layers = _run_back(present), len(present) - 1
     depth = None if back == 0 else n_layers + 1 - back
-    backs = np.array([_run_back(row) for row in np.abs(found.draws) > noise])
+    backs = runs_back(np.abs(found.draws) > noise)
     low, high = np.percentile(backs, [2.5, 97.5], method="inverted_cdf")
     return {"present": present, "noise": noise, "depth": depth,
             "relative_depth": None if depth is None else depth / n_layers, "share": back / (n_layers + 1),
@@ -291,7 +291,13 @@ def visibility(found: hierarchical.Hierarchical, r: float) -> dict[str, Any]:
 
 def _run_back(present: np.ndarray) -> int:
     """The length of the run of True at the end of ``present``."""
-    return len(present) if present.all() else int(np.argmin(present[::-1]))
+    return int(runs_back(present[None])[0])
+
+
+def runs_back(present: np.ndarray) -> np.ndarray:
+    """Per row of ``present`` [B, n], the length of the run of True at its end."""
+    backwards = present[:, ::-1]
+    return np.where(backwards.all(axis=1), present.shape[1], np.argmin(backwards, axis=1))
 
 
 def peak_margin(values: np.ndarray, seed: int, name: str, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
