@@ -262,15 +262,17 @@ def test_the_peak_margin_holds_its_peak_depth_in_every_draw():
 # --------------------------------------------------------------------------- has a copy finished learning?
 
 def test_levelled_compares_the_last_two_tenths_by_hand():
-    # 20 steps, tenths of t = 2: first (4, 4), ninth (1.0, 1.4), last (0.9, 0.9):
-    # fall 1.2 − 0.9 = 0.3, noise 2 √((0.08 + 0) / 2) = 0.4, share 0.3 / (4 − 0.9)
-    losses = [4.0, 4.0] + [2.0] * 14 + [1.0, 1.4, 0.9, 0.9]
+    # 20 steps, tenths of t = 2: first (4, 4), ninth (1.2, 1.2), last (1.0, 0.8): fall 1.2 − 0.9 = 0.3,
+    # share 0.3 / (4 − 0.9). The last half (1.2 × 8, then 1.0, 0.8) changes by 0 seven times, then
+    # −0.2 twice: the changes' sd is 0.2 √(2/9 · 7/8) = 0.2 √(7/36), s = that / √2, n = 2 s √(2 / 2) = 2 s
+    losses = [4.0, 4.0] + [2.0] * 8 + [1.2] * 8 + [1.0, 0.8]
     found = objectives.levelled(losses)
+    s = 0.2 * math.sqrt(7 / 36) / math.sqrt(2)
     assert found["steps_per_tenth"] == 2 and found["fall"] == pytest.approx(0.3)
-    assert found["noise"] == pytest.approx(0.4) and found["share"] == pytest.approx(0.3 / 3.1)
-    assert found["levelled"]  # within the noise, though 0.3 / 3.1 is more than 5 % of the whole fall
-    quiet = objectives.levelled([4.0, 4.0] + [2.0] * 14 + [1.2, 1.2, 0.9, 0.9])  # the same fall, no noise
-    assert quiet["noise"] == 0 and not quiet["levelled"]
+    assert found["step_noise"] == pytest.approx(s) and found["noise"] == pytest.approx(2 * s)
+    assert found["share"] == pytest.approx(0.3 / 3.1) and not found["levelled"]  # 0.3 > 0.12, and 9.7 % > 5 %
+    noisy = objectives.levelled([4.0, 4.0] + [2.0] * 8 + [1.2, 1.6] * 4 + [1.0, 0.8])  # the same fall, in noise
+    assert noisy["fall"] == pytest.approx(0.5) and noisy["noise"] > noisy["fall"] and noisy["levelled"]
     with pytest.raises(ValueError, match="at least 6 steps"):
         objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2])
     from embedding_geometry.book import rules

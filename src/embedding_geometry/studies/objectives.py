@@ -171,22 +171,24 @@ LEVEL_TOLERANCE = 0.05
 def levelled(losses: Sequence[float], tolerance: float = LEVEL_TOLERANCE) -> dict[str, Any]:
     """Whether a loss curve has levelled off by its end. With t = max(2, ⌊K / 10⌋) steps per
     tenth and ℓ_first, ℓ_9, ℓ_10 the mean losses over the first, the second-to-last and the last
-    tenth: the last tenth's ``fall`` Δ = ℓ_9 − ℓ_10; its ``noise`` n = 2 √((s_9² + s_10²) / t), two
-    standard errors of a difference of two means of t steps (s: the standard deviation of the
-    steps' losses within the tenth), the batch-to-batch noise; and its ``share`` of the whole fall,
-    r = Δ / (ℓ_first − ℓ_10) (∞ when the loss did not fall overall). ``levelled`` when Δ ≤ n (the
-    last tenth fell no further than the noise) or r ≤ ``tolerance`` (it fell by at most that share
-    of what the copy learned)."""
+    tenth: the last tenth's ``fall`` Δ = ℓ_9 − ℓ_10; its ``noise`` n = 2 s √(2 / t), two standard
+    errors of a difference of two means of t steps, where s, the batch-to-batch noise of one step's
+    loss, is read from the step-to-step changes over the last half of the steps, s = sd(ℓ_{k+1} −
+    ℓ_k) / √2 (a slow trend hardly moves it, and half the steps estimate it far better than two
+    tenths would); and its ``share`` of the whole fall, r = Δ / (ℓ_first − ℓ_10) (∞ when the loss did
+    not fall overall). ``levelled`` when Δ ≤ n (the last tenth fell no further than the noise) or
+    r ≤ ``tolerance`` (it fell by at most that share of what the copy learned)."""
     values = np.asarray(losses, dtype=float)
     t = max(2, len(values) // 10)
     if len(values) < 3 * t:
         raise ValueError(f"a loss curve needs at least {3 * t} steps to compare its tenths; got {len(values)}")
-    first, ninth, last = values[:t].mean(), values[-2 * t:-t], values[-t:]
-    fall, whole = float(ninth.mean() - last.mean()), float(first - last.mean())
-    noise = float(2 * np.sqrt((ninth.var(ddof=1) + last.var(ddof=1)) / t))
+    first, ninth, last = values[:t].mean(), values[-2 * t:-t].mean(), values[-t:].mean()
+    fall, whole = float(ninth - last), float(first - last)
+    step_noise = float(np.std(np.diff(values[len(values) // 2:]), ddof=1) / np.sqrt(2))
+    noise = 2 * step_noise * float(np.sqrt(2 / t))
     share = fall / whole if whole > 0 else (0.0 if fall <= 0 else float("inf"))
-    return {"fall": fall, "noise": noise, "share": share, "tolerance": tolerance, "steps_per_tenth": t,
-            "levelled": bool(fall <= noise or share <= tolerance)}
+    return {"fall": fall, "noise": noise, "step_noise": step_noise, "share": share, "tolerance": tolerance,
+            "steps_per_tenth": t, "levelled": bool(fall <= noise or share <= tolerance)}
 
 
 def weights_digest(model: torch.nn.Module) -> str:
