@@ -1,7 +1,9 @@
 """The atlas at scale (issue 31): streamed memory, Ray's overhead, and a projection to GPUs.
 
     memory      peak RSS of chapter 1's per-depth statistics (``studies.depth_statistics.TextStatistics``)
-                streamed over n texts, one fresh process per size, largest ÷ smallest       ≤ 1.10
+                streamed over a corpus file of n texts by the atlas (``book.atlas``: parameter
+                ``corpus``, shards of ``shard_texts``, a forward pass at a time), in process,
+                one fresh process per size, largest ÷ smallest                                ≤ 1.10
     overhead    the same atlas plan on a local Ray instance (``--workers`` CPUs) ÷ in process,
                 activation cache off, each into an empty folder                              ≤ 1.30
     projection  the posts' models at 20,000 texts of 128 tokens on 1, 8 and 64 GPUs, from the
@@ -12,12 +14,14 @@
     .venv/bin/python benchmarks/atlas_scale.py --sizes 20 40 --overhead-texts 16 --workers 2   # a quick check
 
 Prints one JSON line (``benchmarks/run.py`` reads it). The texts are chapter 3's corpus repeated
-to length, each a distinct unit.
+to length, one a line, each a distinct unit. Both measurements take chapter 8's parameters from
+its notebook's defaults, changed only where stated.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -27,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 MIB = 2 ** 20
 PROJECTED_TEXTS, PROJECTED_TOKENS = 20_000, 128
 ASSUMED = {
@@ -53,27 +58,42 @@ def texts(n: int) -> list[str]:
     return (sentences * (n // len(sentences) + 1))[:n]
 
 
+def chapter_parameters(**changed) -> dict:
+    """Chapter 8's parameters: its notebook's defaults with ``changed``."""
+    from embedding_geometry.book import profiles
+
+    return {**profiles.notebook_defaults(ROOT / "notebooks" / "08_across_models.ipynb"), **changed}
+
+
 def child(model: str, n_texts: int, batch_size: int) -> dict:
-    """Chapter 1's statistics streamed over ``n_texts`` texts, a batch at a time, nothing cached:
-    peak RSS, seconds, and the seconds spent in the forward passes and in the statistics."""
-    from embedding_geometry.core import activations, models
+    """Chapter 1's statistics streamed by the atlas over a corpus file of ``n_texts`` texts (its
+    corpus set alone, no controls, nothing cached): peak RSS, seconds, and the seconds spent in
+    the statistics (``TextStatistics.update``, timed around each call)."""
+    from embedding_geometry.book import atlas
+    from embedding_geometry.book.atlas import plan
     from embedding_geometry.studies.depth_statistics import TextStatistics
 
-    loaded, chosen = models.load(model, device="cpu"), texts(n_texts)
-    statistics, forward, summing, start = TextStatistics(), 0.0, 0.0, time.perf_counter()
-    for first in range(0, n_texts, batch_size):
+    spent, update = [], TextStatistics.update
+
+    def timed(self, acts, units):
         began = time.perf_counter()
-        acts = activations.extract(loaded, chosen[first:first + batch_size], batch_size=batch_size, cache=False,
-                                   progress=False)
-        forward += time.perf_counter() - began
-        began = time.perf_counter()
-        statistics.update(acts, range(first, first + acts.n_texts))
-        summing += time.perf_counter() - began
-        del acts
-    statistics.result()
+        update(self, acts, units)
+        spent.append(time.perf_counter() - began)
+
+    TextStatistics.update = timed
+    with tempfile.TemporaryDirectory() as folder:
+        corpus = Path(folder) / "corpus.txt"
+        corpus.write_text("".join(text + "\n" for text in texts(n_texts)), encoding="utf-8")
+        params = chapter_parameters(model=model, models=[], random_control=False, corpus=str(corpus),
+                                    corpus_texts=None, batch_size=batch_size, device="cpu")
+        chosen = plan.from_parameters(params, Path(folder) / "out")
+        chosen = dataclasses.replace(chosen, sets=(chosen.text_set("corpus"),), cache=False)
+        start = time.perf_counter()
+        (name, found), = atlas.read(atlas.run(chosen)).items()
+        seconds = time.perf_counter() - start
     return {"n_texts": n_texts, "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "seconds": round(time.perf_counter() - start, 2), "forward_s": round(forward, 2),
-            "statistics_s": round(summing, 2), "model": loaded.info.id}
+            "seconds": round(seconds, 2), "statistics_s": round(sum(spent), 2),
+            "other_s": round(seconds - sum(spent), 2), "shards": found["shards"]["corpus"], "model": name}
 
 
 def memory(model: str, sizes: list[int], batch_size: int) -> dict:
@@ -94,14 +114,13 @@ def overhead(model: str, n_texts: int, workers: int) -> dict:
     from embedding_geometry.book import atlas
     from embedding_geometry.book.atlas import plan
 
-    params = {"model": model, "models": [], "random_control": True, "control_seeds": 1, "corpus_texts": n_texts,
-              "head_texts": 4, "head_length": 64, "device": "cpu", "batch_size": 16, "seed": 0,
-              "trust_remote_code": False, "sample_size": 64, "shard_texts": max(1, n_texts // 4)}
+    params = chapter_parameters(model=model, models=[], random_control=True, control_seeds=1, corpus_texts=n_texts,
+                                head_texts=4, head_length=64, device="cpu", batch_size=16, sample_size=64,
+                                shard_texts=max(1, n_texts // 4))
     seconds = {}
     with tempfile.TemporaryDirectory() as folder:
         for executor in ("inprocess", "ray"):
-            chosen = plan.from_parameters(params, Path(folder) / executor)
-            chosen = type(chosen)(**{**chosen.__dict__, "cache": False})
+            chosen = dataclasses.replace(plan.from_parameters(params, Path(folder) / executor), cache=False)
             began = time.perf_counter()
             atlas.run(chosen, executor, workers=workers)
             seconds[executor] = round(time.perf_counter() - began, 2)

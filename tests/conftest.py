@@ -1,19 +1,23 @@
-"""Shared fixtures: tiny local models (built once per session) and an offline hub."""
+"""Shared fixtures: tiny local models (built once per session), an offline hub, the tiny-model book
+and, for the browser tests, its site served locally and a headless Chromium."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import tiny_models  # imports transformers only when a model is made, after the settings below
 
-sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import tiny_models  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,7 +64,8 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
 
 
 TINY_CHAPTER_PARAMS: dict[str, dict] = {
-    # per chapter: the small sizes that keep its end-to-end run on the tiny model quick
+    # per chapter of the book: the small sizes that keep its end-to-end run on the tiny model quick
+    # (a new chapter declares its own in its notebook's metadata: see tiny_parameters)
     "00_the_model": {},
     "00b_primer": {"n_texts": 40},
     "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
@@ -83,12 +88,33 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
 }
 
 
+def declared_tiny(notebook: Path) -> dict | None:
+    """The tiny-model parameters a chapter notebook declares in its metadata
+    (``embedding_geometry.tiny``, which the scaffold writes), or None."""
+    import json
+
+    return json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {}).get("tiny")
+
+
+def tiny_parameters(root: Path = ROOT) -> dict[str, dict]:
+    """Per chapter of the book at ``root``: its small sizes for a run on the tiny model, from
+    :data:`TINY_CHAPTER_PARAMS` or, for a chapter it does not list, its notebook's metadata
+    (:func:`declared_tiny`); a chapter with neither is left out (test_contributing checks that
+    every chapter that runs a model has them)."""
+    found = {}
+    for notebook in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
+        declared = TINY_CHAPTER_PARAMS.get(notebook.stem, declared_tiny(notebook))
+        if declared is not None:
+            found[notebook.stem] = declared
+    return found
+
+
 def tiny_profile(root: Path, model_dir: Path, **chapter_overrides) -> Path:
-    """A profile that runs every chapter on the tiny local BERT with small sizes;
-    ``chapter_overrides`` replace a chapter's tiny parameters."""
+    """A profile that runs every chapter on the tiny local BERT with small sizes
+    (:func:`tiny_parameters`); ``chapter_overrides`` replace a chapter's tiny parameters."""
     import yaml
 
-    chapters = {slug: {**params, **chapter_overrides.get(slug, {})} for slug, params in TINY_CHAPTER_PARAMS.items()}
+    chapters = {slug: {**params, **chapter_overrides.get(slug, {})} for slug, params in tiny_parameters(root).items()}
     chapters.update({slug: params for slug, params in chapter_overrides.items() if slug not in chapters})
     profile = {"common": {"model": str(model_dir), "device": "cpu", "batch_size": 8, "seed": 0,
                           "trust_remote_code": False},
@@ -122,3 +148,58 @@ def site_book(request):
             pytest.fail(f"{SITE_ROOT}={folder}: no built site there (_build/html/index.html); run `make book` first")
         return root, subprocess.CompletedProcess(["make", "book"], 0, "", "")
     return request.getfixturevalue("built_book")
+
+
+# --------------------------------------------------------------------------- the browser tests' site and browser
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def site(site_book):
+    """The built site served on a free local port: its base URL."""
+    root, result = site_book
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    handler = partial(SimpleHTTPRequestHandler, directory=str(root / "_build" / "html"))
+    handler.log_message = lambda *args: None
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by Selenium, its console logged (skips without Debian's packages)."""
+    if not (shutil.which("chromium") or shutil.which(CHROMIUM)) or not shutil.which("chromedriver"):
+        pytest.skip("browser tests need Debian's packages 'chromium' and 'chromium-driver' "
+                    "(apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def wait_for(predicate, timeout=20.0):
+    """``predicate()``'s first true value within ``timeout`` seconds (polled), else its last."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if value := predicate():
+            return value
+        time.sleep(0.2)
+    return predicate()
+
+
+def site_pages(root):
+    """Every page of the book (the toc's pages under book/), as paths relative to the site."""
+    html = root / "_build" / "html"
+    return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))

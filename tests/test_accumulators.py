@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_records import record
 
@@ -91,6 +91,59 @@ def test_moments_merged_at_any_boundaries_equal_the_moments_of_all_rows(cuts):
     bounds = [0, *sorted(cuts), 30]
     total = acc.merged(acc.Moments.of(x[a:b], y[a:b]) for a, b in zip(bounds, bounds[1:]))
     np.testing.assert_allclose(total.correlation(), [np.corrcoef(x[:, d], y[:, d])[0, 1] for d in range(3)], rtol=1e-12)
+
+
+MERGES = settings(derandomize=True, database=None, deadline=None, max_examples=25,
+                  suppress_health_check=[HealthCheck.too_slow])
+"""Derandomised, small budgets: the shardings are drawn the same way on every run."""
+
+
+@MERGES
+@given(st.integers(1, 60), st.integers(0, 2**32 - 1), shardings(60))
+def test_a_sample_merged_over_any_sharding_is_the_bottom_k_of_every_unit(size, seed, sharding):
+    """Bottom-K by a seeded hash: whatever the cuts and the merge order, the K units of smallest
+    key over all units, each with its own payload."""
+    cuts, order = sharding
+    bounds, units = [0, *sorted(cuts), 60], np.arange(60)
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        part = acc.Sample(size, seed)
+        for first in range(a, b, 7):  # batches within a shard, as a shard is streamed
+            chunk = units[first:min(first + 7, b)]
+            part.add(chunk, value=chunk * 10.0)
+        parts.append(part)
+    found, payload = acc.merged(parts[i] for i in order).arrays()
+    expected = np.sort(units[np.argsort(acc.unit_keys(seed, units))[:size]])
+    assert list(found) == list(expected) and list(payload["value"]) == list(expected * 10.0)
+
+
+@pytest.fixture(scope="module")
+def head_windows(tiny_bert):
+    """Six windows of 24 tokens, each captured alone: what any sharding's batches are made of."""
+    cut = list(windows.from_source(tiny_bert.tokenizer, "corpus", 6, 24, 0))
+    return [next(streaming.stream(tiny_bert, [w], 1)) for w in cut]
+
+
+def head_pass(captured: list, cuts: list[int], order: list[int]) -> stats.HeadStatistics:
+    """HeadStatistics of the windows cut at ``cuts`` into shards, each streamed window by window,
+    merged in ``order``."""
+    bounds, parts = [0, *sorted(cuts), len(captured)], []
+    for a, b in zip(bounds, bounds[1:]):
+        part = stats.HeadStatistics()
+        for i in range(a, b):
+            part.update(captured[i], range(i, i + 1))
+        parts.append(part)
+    return acc.merged(parts[i] for i in order)
+
+
+@MERGES
+@given(shardings(6))
+def test_head_statistics_merged_over_any_sharding_equal_one_pass(head_windows, sharding):
+    cuts, order = sharding
+    found, expected = head_pass(head_windows, cuts, order).result(), head_pass(head_windows, [], [0]).result()
+    for key in ("mean_pair_distance", "separator_attention", "separator_share", "same_sentence_fraction"):
+        np.testing.assert_allclose(np.asarray(found[key], float), np.asarray(expected[key], float), rtol=1e-9,
+                                   atol=1e-12, err_msg=key)
 
 
 def test_the_sample_is_the_k_units_of_smallest_seeded_hash_whatever_the_shards():

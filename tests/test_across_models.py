@@ -113,9 +113,6 @@ def test_counts_summary_and_sentences_are_written_from_the_readings():
     assert mv.counts(rows) == {**dict.fromkeys(mv.READINGS, 0), "training": 1, "model": 1}
     assert mv.claims_read(rows, "model") == ["y"]
     assert mv.count_sentence(rows) == "Of 2 claims, 1 follows training, 1 depends on the model."
-    values = mv.markdown_values(SYNTHETIC, ROSTER)
-    assert set(values) == {"across_x", "across_y", "across_findings", "across_counts"}
-    assert "model-a (6 blocks): shape transfers (value [0.25, 0.5])" in values["across_x"].data
 
 
 # --------------------------------------------------------------------------- the ledger, per model
@@ -127,7 +124,8 @@ def tiny_atlas(tiny_bert_dir, tmp_path_factory):
     """The tiny BERT and three random-init controls measured by the atlas: (metrics by model, infos)."""
     params = {"model": str(tiny_bert_dir), "models": [], "random_control": True, "control_seeds": 3,
               "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
-              "trust_remote_code": False, "sample_size": 16, "shard_texts": None}
+              "trust_remote_code": False, "sample_size": 16, "shard_texts": None, "corpus": None,
+              "corpus_column": "text", "atlas_results": None}
     chosen = plan.from_parameters(params, tmp_path_factory.mktemp("atlas"))
     return across.measured(atlas.read(atlas.run(chosen)))
 
@@ -215,6 +213,88 @@ def test_more_models_than_a_chart_can_show_get_a_model_picker():
     assert spec["params"][0]["bind"]["input"] == "select" and len(spec["params"][0]["bind"]["options"]) == 5
 
 
+LEGEND_CAP = 8
+"""The most entries a legend of chapter 8 may list: more do not read at 390 px."""
+
+
+def twelve_models(controls: int = 3):
+    """A synthetic atlas of 12 trained models of 6 … 17 blocks with ``controls`` controls each:
+    (roster, metrics by model with a per-depth ``x`` and head grids, a verdict per claim by model)."""
+    infos = [SimpleNamespace(id=f"org/m{i:02d}", source="hub", layers=6 + i, sha256="s") for i in range(12)]
+    infos += [SimpleNamespace(id=f"{t.id} [random-init control, seed {s}]", source="control", layers=t.layers,
+                              sha256="s") for t in list(infos) for s in range(controls)]
+    roster = mv.roster(infos)
+    by_model = {info.id: {"x": list(np.linspace(0.1, 0.9, info.layers + 1) * (1 + n / 50)),
+                          "heads": {"heads": {"mean_pair_distance": np.ones((info.layers, 4)).tolist(),
+                                              "separator_attention": np.zeros((info.layers, 4)).tolist()}}}
+                for n, info in enumerate(infos)}
+    verdicts = {info.id: [verdict("does not transfer" if info.id == "org/m05" else "shape transfers", "x",
+                                  difference=(0.1, 0.2) if info.source == "hub" else None),
+                          verdict("inconclusive" if info.source == "control" else "shape transfers", "y")]
+                for info in infos}
+    return roster, by_model, verdicts
+
+
+def legend_entries(spec: dict) -> int:
+    """The entries of every nominal legend of a chart spec (colour and dash share one)."""
+    found = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for channel in ("color", "strokeDash"):
+                encoding = (node.get("encoding") or {}).get(channel) or {}
+                if encoding.get("type") == "nominal" and encoding.get("legend", {}) is not None:
+                    found.update(encoding["scale"]["domain"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return len(found)
+
+
+def bound_params(spec: dict) -> list[dict]:
+    return [p for p in spec.get("params", []) if p.get("bind")]
+
+
+def test_twelve_models_and_their_controls_stay_readable():
+    """An audit found chapter 8 unreadable at N models: a legend of every series, a column per
+    model, head grids of three models only."""
+    roster, by_model, verdicts = twelve_models()
+    figure = {"model": "org/pub", "layers": 2, "x": [0, 1, 2], "series": {"within-sentence": [0, 1, 2],
+                                                                          "cross-sentence baseline": [0, 0.5, 1]}}
+    spec = charts.models_figure(by_model, roster, "x", "y", figure, title="t").to_dict()
+    assert legend_entries(spec) == 5 <= LEGEND_CAP  # three roles and the two published curves
+    (pick,) = bound_params(spec)
+    assert pick["bind"]["input"] == "select" and len(pick["bind"]["options"]) == 12  # every trained model
+    grey, every, picked = spec["layer"]
+    assert picked["transform"] == [{"filter": "(datum.family === model)"}] and every["encoding"]["detail"]
+    few = charts.models_figure({m: v for m, v in by_model.items() if "m00" in m or "m01" in m}, roster, "x", "y")
+    assert not bound_params(few.to_dict()) and legend_entries(few.to_dict()) == 4  # 2 models and their controls
+    grids = charts.head_grids(charts.head_grid_frame(across.head_grids(by_model, roster)),
+                              {"mean_pair_distance": "distance", "separator_attention": "share"}).to_dict()
+    (grid_pick,) = bound_params(grids)
+    assert len(grids["vconcat"]) == 2 and len(grid_pick["bind"]["options"]) == 12  # a heatmap a measure, picked
+    table = mv.table(verdicts, roster).frame
+    assert list(table.columns) == ["claim", "trained models", "random-init controls", "reading"]
+    assert table.loc[0, "trained models"] == "11 of 12: shape transfers\n1: does not transfer (m05 (11 blocks))"
+    assert table.loc[1, "random-init controls"] == "inconclusive\n36 of 36"
+    narrow = mv.table({m: v for m, v in verdicts.items() if m.startswith(("org/m00", "org/m01"))}, roster).frame
+    assert list(narrow.columns) == ["claim", "m00 (6 blocks)", "m01 (7 blocks)", "m00 · random-init control",
+                                    "m01 · random-init control", "reading"]
+    assert narrow.loc[0, "m00 · random-init control"] == "shape transfers\n3 of 3"  # a control's seeds, tallied
+
+
+def test_a_tally_names_the_models_off_the_most_common_verdict():
+    roster, _, verdicts = twelve_models()
+    records = {m: v[0] for m, v in verdicts.items() if roster[m]["kind"] == "control"}
+    records |= {m: verdict("does not transfer") for m in list(records)[:5]}
+    assert mv.tally(records, roster, named=1) == (
+        "31 of 36: shape transfers\n5: does not transfer (m00 · random-init control ×3 and 1 more)")
+
+
 # --------------------------------------------------------------------------- the chapter end to end (slow)
 
 @pytest.fixture(scope="module")
@@ -276,3 +356,11 @@ def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(t
             assert after is before
         elif after["verdict"] in words.JUDGED_WORDS:
             assert after["null"] is None or after["null"].get("value") is None
+
+
+def test_the_main_model_is_found_under_its_hub_id_when_named_by_its_short_name():
+    found = {"sentence-transformers/all-MiniLM-L6-v2": {}, "/models/tiny": {}}
+    assert across.model_key(found, "minilm") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert across.model_key(found, "sentence-transformers/all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert across.model_key(found, "/models/tiny") == "/models/tiny"
+    assert across.model_key(found, "org/unknown") == "org/unknown"

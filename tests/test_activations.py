@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry.core import activations, models
+from embedding_geometry.core import activations, disk_cache, models
 from embedding_geometry.core.errors import ParameterError
 
 TEXTS = ["The quick brown fox jumps over the lazy dog", "Hi", "Its rival acquired the tech giant"]
@@ -62,6 +62,31 @@ def test_second_call_is_a_cache_hit_without_a_forward_pass(tiny_bert, tmp_path, 
     assert second.tokens == first.tokens and second.key == first.key
 
 
+def test_the_states_between_sublayers_are_a_companion_entry_that_leaves_the_record_shared(tiny_bert, tmp_path,
+                                                                                          monkeypatch):
+    """One pass with ``after_attention`` stores the record under the key a plain call reads and
+    the sublayer states under a key of their own: a plain call afterwards (another chapter on
+    the same texts) and a second call with them both read back, with no forward pass."""
+    split = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False, after_attention=True)
+    L, n, D = tiny_bert.info.layers, split.offsets[-1], tiny_bert.info.hidden
+    assert split.after_attention.shape == (L, n, D) and split.after_attention.dtype == np.float32
+    plain_key = activations.cache_key(tiny_bert, TEXTS, 128, False)
+    mid_key = activations.cache_key(tiny_bert, TEXTS, 128, False, after_attention=True)
+    assert split.key == plain_key != mid_key
+    assert sorted(p.stem for p in tmp_path.glob("*.joblib")) == sorted([plain_key, mid_key])
+    def no_forward(*args, **kwargs):
+        raise AssertionError("forward pass on a cache hit")
+    monkeypatch.setattr(activations, "_forward", no_forward)
+    plain = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
+    again = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False, after_attention=True)
+    assert plain.after_attention is None and plain.key == plain_key
+    np.testing.assert_array_equal(plain.hidden, split.hidden)
+    np.testing.assert_array_equal(again.after_attention, split.after_attention)
+    (tmp_path / f"{mid_key}.joblib").unlink()  # the record alone does not answer a call that needs the states
+    with pytest.raises(AssertionError, match="forward pass on a cache hit"):
+        activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False, after_attention=True)
+
+
 def test_cache_key_changes_with_texts_and_max_length(tiny_bert):
     base = activations.cache_key(tiny_bert, TEXTS, 128, False)
     assert activations.cache_key(tiny_bert, TEXTS[:2], 128, False) != base
@@ -77,7 +102,7 @@ def test_truncated_cache_file_is_detected_and_recomputed(tiny_bert, tmp_path):
     with pytest.warns(UserWarning, match="unreadable"):
         again = activations.extract(tiny_bert, TEXTS, cache_dir=tmp_path, progress=False)
     np.testing.assert_array_equal(first.hidden, again.hidden)
-    assert activations._load(entry, first.key) is not None  # rewritten whole
+    assert disk_cache.load(entry, first.key, activations.Activations) is not None  # rewritten whole
     assert not list(tmp_path.glob(".partial-*"))
 
 
@@ -179,6 +204,6 @@ def test_unfinished_cache_writes_of_dead_processes_are_removed(tmp_path):
     (tmp_path / f".partial-{dead.pid}-abc.joblib").write_bytes(b"half")
     (tmp_path / f".partial-{os.getpid()}-def.joblib").write_bytes(b"being written")
     (tmp_path / "complete.joblib").write_bytes(b"whole")
-    removed = activations.remove_partial_entries(tmp_path)
+    removed = disk_cache.remove_partial_entries(tmp_path)
     assert [p.name for p in removed] == [f".partial-{dead.pid}-abc.joblib"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".partial-{os.getpid()}-def.joblib", "complete.joblib"]

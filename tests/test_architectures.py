@@ -84,6 +84,30 @@ def test_head_outputs_are_the_attention_weighted_values(tiny):
         assert projection.in_features == H * d
 
 
+def test_the_stream_between_the_sublayers_is_the_attention_norms_output_on_post_norm_families(tiny):
+    """blocks.l.resid_mid = LN₁(x_l + O(head_out_l)), x_l the block's input, recomputed from the
+    same pass's captures bit for bit; a pre-norm family has no such norm: NotApplicableError."""
+    name, loaded = tiny
+    model, family = loaded.model, architectures.family_of(loaded.model)
+    batch = loaded.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    L = model.config.num_hidden_layers
+    if family.attention_norm is None:
+        assert name in ("modernbert", "qwen2", "qwen3", "llama", "mistral")
+        with pytest.raises(NotApplicableError, match="post-norm blocks"):
+            activations.run_with_cache(model, batch, ["blocks.0.resid_mid"])
+        return
+    sites = ("resid_mid", "resid_post", "attn.head_out")
+    names = ["embed", *(f"blocks.{l}.{site}" for l in range(L) for site in sites)]
+    _, cache = activations.run_with_cache(model, batch, names)
+    blocks = family.blocks_of(model)
+    inputs = [cache["embed"]] + [cache[f"blocks.{l}.resid_post"] for l in range(L - 1)]
+    with torch.inference_mode():
+        for l, block in enumerate(blocks):
+            norm, projection = family.attention_norm_of(block), family.head_out_of(block)
+            expected = norm(inputs[l] + projection(cache[f"blocks.{l}.attn.head_out"].flatten(2)))
+            assert torch.equal(cache[f"blocks.{l}.resid_mid"], expected), (name, l)
+
+
 def test_attention_maps_are_distributions_and_causal_where_the_family_is(tiny):
     _, loaded = tiny
     record = activations.extract(loaded, TEXTS, attentions=True, cache=False, progress=False)

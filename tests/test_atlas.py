@@ -17,9 +17,10 @@ from conftest import ROOT
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import executors, plan, shards
 
-PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus_texts": 24,
-          "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
-          "trust_remote_code": False, "sample_size": 10, "shard_texts": 9, "atlas_results": None}
+PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus": None,
+          "corpus_column": "text", "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu",
+          "batch_size": 8, "seed": 0, "trust_remote_code": False, "sample_size": 10, "shard_texts": 9,
+          "atlas_results": None}
 
 
 def tiny_plan(model_dir: Path, out: Path, **changes) -> plan.Plan:
@@ -101,20 +102,58 @@ def assert_same_within(found, expected, path=""):
         np.testing.assert_allclose(np.asarray(found, float), expected, rtol=1e-4, atol=1e-5, err_msg=path)
 
 
-def test_the_command_runs_a_profile_and_reports_a_bad_one_in_one_line(tiny_bert_dir, tmp_path):
-    profile = tmp_path / "tiny.yaml"
+def test_a_corpus_file_streams_a_batch_at_a_time_to_the_results_of_the_same_texts(measured, tiny_bert_dir, tmp_path,
+                                                                                  monkeypatch):
+    chosen, found = measured
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(chosen.text_set("corpus").texts) + "\n", encoding="utf-8")  # blank lines skipped
+    passes, extract = [], shards.activations.extract
+    monkeypatch.setattr(shards.activations, "extract", lambda loaded, texts, **kw: passes.append(
+        (kw["source"], len(texts), kw["cache"])) or extract(loaded, texts, **kw))
+    from_file = tiny_plan(tiny_bert_dir, tmp_path / "file", corpus=str(corpus), corpus_texts=None,
+                          random_control=False, shard_texts=10)
+    model = chosen.models[0].id
+    result = atlas.read(atlas.run(from_file))[model]
+    assert result["shards"]["corpus"] == 3 and result["inputs"]["corpus"]["units"] == 24
+    streamed = [(n, cached) for name, n, cached in passes if name == "corpus"]
+    assert streamed == [(8, False), (2, False)] * 2 + [(4, False)]  # shards of 10, batches of 8, nothing cached
+    assert_same_within(result["metrics"]["corpus"], found[model]["metrics"]["corpus"])
+
+
+CLI = [sys.executable, "-m", "embedding_geometry", "atlas", "--root", str(ROOT)]
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture(scope="module")
+def command(tiny_bert_dir, tmp_path_factory):
+    """The tiny profile run by the command in process: (profile, environment, results folder)."""
+    folder = tmp_path_factory.mktemp("command")
+    profile = folder / "tiny.yaml"
     profile.write_text(json.dumps({"common": {"model": str(tiny_bert_dir), "device": "cpu", "batch_size": 8},
                                    "chapters": {"08_across_models": {k: v for k, v in PARAMS.items()
                                                                      if k not in ("model", "atlas_results")}}}))
-    env = {**os.environ, "EMBEDDING_GEOMETRY_CACHE": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "embedding_geometry", "atlas", "--root", str(ROOT), "--out", str(tmp_path / "out")]
-    done = subprocess.run([*command, "--profile", str(profile)], capture_output=True, text=True, env=env, timeout=900)
+    env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **OFFLINE,
+           "EMBEDDING_GEOMETRY_CACHE": str(folder / "cache")}
+    done = subprocess.run([*CLI, "--profile", str(profile), "--out", str(folder / "out")], capture_output=True,
+                          text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert len(list((tmp_path / "out").glob("*--control-*.json"))) == 2
+    return profile, env, folder / "out"
+
+
+def test_the_command_runs_a_profile_and_reports_a_bad_one_in_one_line(command, tmp_path):
+    profile, env, out = command
+    assert len(list(out.glob("*--control-*.json"))) == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text("chapters: {08_across_models: {sample_size: 1}}")
-    failed = subprocess.run([*command, "--profile", str(bad)], capture_output=True, text=True, env=env, timeout=300)
+    failed = subprocess.run([*CLI, "--profile", str(bad), "--out", str(tmp_path / "out")], capture_output=True,
+                            text=True, env=env, timeout=300)
     assert failed.returncode == 1 and "sample_size" in failed.stderr and len(failed.stderr.strip().splitlines()) == 1
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(json.dumps({"chapters": {"08_across_models": {"corpus": str(tmp_path / "nowhere.txt")}}}))
+    failed = subprocess.run([*CLI, "--profile", str(missing), "--out", str(tmp_path / "out")], capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert failed.returncode == 1 and failed.stderr.strip().endswith("(no such file)")
+    assert len(failed.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()  # before any model ran
 
 
 def test_reading_a_folder_without_results_is_one_line(tmp_path):
@@ -169,3 +208,23 @@ def test_a_ray_worker_killed_mid_shard_leaves_exactly_one_copy_of_each_shard(mea
     assert shard_files(faulty.out) == shard_files(chosen.out)  # one file per shard, nothing partial
     for model in found:  # a unit counted twice would raise in the merge
         assert_same_within(atlas.read(faulty.out)[model]["metrics"], found[model]["metrics"])
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_the_command_with_executor_ray_on_two_local_workers_writes_the_in_process_results(command, tmp_path):
+    """``python -m embedding_geometry atlas --executor ray`` as a user runs it, offline: a local Ray
+    instance of 2 workers that the command starts and stops, the results files of the in-process run."""
+    pytest.importorskip("ray")
+    profile, env, in_process = command
+    done = subprocess.run([*CLI, "--profile", str(profile), "--out", str(tmp_path / "ray"), "--executor", "ray",
+                           "--workers", "2"], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "(ray)" in done.stdout and sorted(p.name for p in (tmp_path / "ray").glob("*.json")) == sorted(
+        p.name for p in in_process.glob("*.json"))
+    on_ray, here = atlas.read(tmp_path / "ray"), atlas.read(in_process)
+    assert list(on_ray) == list(here)
+    for model in here:
+        assert on_ray[model]["model"]["sha256"] == here[model]["model"]["sha256"]
+        assert on_ray[model]["shards"] == here[model]["shards"]
+        assert_same_within(on_ray[model]["metrics"], here[model]["metrics"])

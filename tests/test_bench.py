@@ -3,7 +3,6 @@ build's split into forward, analysis and fixed overhead, the model-call clock, a
 kernels forked from a warm server."""
 
 import json
-import sys
 import time
 from types import SimpleNamespace
 
@@ -11,15 +10,12 @@ import nbformat
 import papermill
 import pytest
 
-from conftest import ROOT
+import attention_memory  # benchmarks/ (on the path: pyproject's pythonpath)
+import roofline
+import run as bench
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import attention_memory  # noqa: E402
-import roofline  # noqa: E402
-import run as bench  # noqa: E402
-
-from embedding_geometry.book import jupyter_kernels  # noqa: E402
-from embedding_geometry.core import clock  # noqa: E402
+from embedding_geometry.book import jupyter_kernels
+from embedding_geometry.core import clock
 
 CONFIG = SimpleNamespace(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
 
@@ -58,7 +54,10 @@ def test_time_split_finds_the_matrix_products():
     import torch
 
     x, w = torch.randn(256, 64), torch.randn(64, 64)
-    work = lambda: [torch.nn.functional.gelu(x @ w) for _ in range(20)]  # noqa: E731
+
+    def work():
+        return [torch.nn.functional.gelu(x @ w) for _ in range(20)]
+
     split = roofline.time_split(work, flops=20 * 2 * 256 * 64 * 64, peak_gflops=1.0)
     assert 0 < split["gemm_share"] < 1 and split["gemm_efficiency"] > 0
     assert "aten::gelu" in split["others"] and not set(split["others"]) & set(roofline.GEMM_OPS)
@@ -88,7 +87,9 @@ def test_a_run_keeps_the_figures_of_what_it_skips():
 
 
 def test_kept_figures_sit_with_their_section():
-    fig = lambda section, name: {"section": section, "figure": name}  # noqa: E731
+    def fig(section, name):
+        return {"section": section, "figure": name}
+
     found = bench.ordered([fig("mpnet_build", "kept"), fig("bench", "time"), fig("roofline", "a"), fig("cache", "c"),
                            fig("roofline", "b")])
     assert [f["figure"] for f in found] == ["a", "b", "c", "kept", "time"]
@@ -138,6 +139,49 @@ def test_figures_carry_targets_and_met_flags():
     assert split["met"] is None and split["value"] == 0.78 and "0.87 of the peak" in split["detail"]
     assert split["detail"].endswith("copy_ 7%, gelu 5%")
     assert {f["section"] for f in found} == {"roofline", "build"}
+    budget = got("cold build, profile default (s), against the 10-minute budget")
+    assert (budget["value"], budget["sense"], budget["target"], budget["met"]) == (100.0, "≤", 600, True)
+
+
+def test_the_cold_builds_against_the_budget_and_the_mpnet_build_as_information():
+    slow = {"profile": "default", "cold_s": 640.5, "measured_at": "2026-01-02 03:04:05 UTC", "commit": "abc1234"}
+    other = {**slow, "profile": "params/mine.yaml", "cold_s": 90.0}
+    mpnet = {"profile": "mpnet", "cold_s": 2400.0, "measured_at": "2026-01-03 00:00:00 UTC", "commit": "def5678"}
+    (budget, mpnet_time) = bench.budget_figures({"build": slow, "mpnet_build": mpnet})
+    assert budget["met"] is False and budget["target"] == 600 and budget["value"] == 640.5
+    assert budget["detail"] == "venv set-up excluded; measured 2026-01-02 03:04:05 UTC at abc1234"
+    assert mpnet_time["section"] == "mpnet_build" and mpnet_time["met"] is None and mpnet_time["value"] == 2400.0
+    assert "2026-01-03" in mpnet_time["detail"] and "def5678" in mpnet_time["detail"]
+    (elsewhere,) = bench.budget_figures({"build": other})
+    assert elsewhere["met"] is None and elsewhere["figure"] == "cold build, profile params/mine.yaml (s)"
+    assert bench.budget_figures({}) == []
+
+
+def test_the_budget_table_reads_the_cold_build_or_says_what_stands_in_for_it():
+    import pandas as pd
+
+    from embedding_geometry.book import performance
+
+    cold = {"profile": "default", "cold_s": 512.0, "measured_at": "2026-01-02 03:04:05 UTC", "commit": "abc1234"}
+    mpnet = {"profile": "mpnet", "cold_s": 2400.0, "measured_at": "2026-01-03 00:00:00 UTC", "commit": "def5678"}
+    times = pd.DataFrame({"chapter": ["1 · a", "7 · b"], "seconds": [400.0, 250.5], "last run (UTC)": ["", ""]})
+    measured = performance.budget_table({"build": cold, "mpnet_build": mpnet}, times).set_index("build")
+    assert measured.loc["cold build, default profile", ["seconds", "budget", "met"]].tolist() == [512.0, "≤ 600 s",
+                                                                                                  "yes"]
+    assert "2026-01-02 03:04:05 UTC at commit abc1234" in measured.loc["cold build, default profile",
+                                                                       "how it was measured"]
+    assert measured.loc["cold build, params/mpnet.yaml", ["seconds", "met"]].tolist() == [2400.0, "—"]
+    assert "def5678" in measured.loc["cold build, params/mpnet.yaml", "how it was measured"]
+    summed = performance.budget_table(None, times).set_index("build")
+    row = summed.loc["this build's chapters, summed"]
+    assert (row["seconds"], row["met"]) == (650.5, "no") and row["how it was measured"].startswith("not a cold build")
+    assert summed.loc["cold build, params/mpnet.yaml", "seconds"] == "not measured"
+    assert "BENCH_ARGS" in summed.loc["cold build, params/mpnet.yaml", "how it was measured"]
+    other_profile = performance.budget_table({"build": {**cold, "profile": "mine"}}, times)
+    assert other_profile["build"].iloc[0] == "this build's chapters, summed"  # the budget is the default profile's
+    nothing = performance.budget_table(None, times.iloc[:0]).set_index("build")
+    assert nothing.loc["cold build, default profile", ["seconds", "met"]].tolist() == ["not measured", "—"]
+    assert "budget" in performance.PerformanceReport(None, times)._repr_html_()
 
 
 # --------------------------------------------------------------------------- the clock
@@ -239,7 +283,8 @@ def test_the_performance_page_renders_with_and_without_a_bench_file(tmp_path, mo
                        for o in c.outputs)
 
     without = page()
-    assert "<code>make bench</code>" in without and 'data-label="met"' not in without  # no figures table
+    assert "<code>make bench</code>" in without and 'data-label="target"' not in without  # no figures table
+    assert "The time budget" in without and "make bench skips it by default" in without  # the MPNet build: not measured
     assert 'data-label="largest at"' in without  # the reproducibility contract's table needs no bench
     (root / "build").mkdir(exist_ok=True)
     figures = [performance.figure("roofline", "roofline ratio, MiniLM", 0.72, "≥", 0.7, "median of 3")]

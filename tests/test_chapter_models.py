@@ -17,12 +17,14 @@ claims:
     metric: score
     unit: sentences
     shape: {test: above, args: {bound: 0.5}, statement: the score exceeds 0.5}
+    no_null: size
   - id: attention
     statement: attention is uniform
     source: seed §2
     metric: attention.entropy
     unit: keys
     shape: {test: above, args: {bound: 0.9}, statement: entropy above 0.9}
+    no_null: size
   - id: table-row
     statement: model B scores 0.7
     source: seed §3

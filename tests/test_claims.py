@@ -32,6 +32,7 @@ claims:
     published: {value: 0.9, model: org/published-model}
     tolerance: 0.01
     shape: {test: peaks_inside}
+    no_null: size
   - id: gap
     statement: the gap is large
     source: seed §2
@@ -39,11 +40,13 @@ claims:
     published: {value: 0.3, model: org/published-model}
     tolerance: 0.05
     shape: {test: above, args: {bound: 0.2}}
+    no_null: size
   - id: missing
     statement: needs a model feature
     source: seed §3
     metric: missing
     shape: {test: below, args: {bound: 1}}
+    no_null: size
 errata:
   - {id: e1, statement: prose says 0.88, prose_value: 0.88, data_value: 0.8798, evidence: chart data}
 """
@@ -161,6 +164,7 @@ def test_a_margin_is_the_distance_from_the_interval_to_the_nearest_threshold():
 # --------------------------------------------------------------------------- the ledger
 
 def per_unit_ledger(extra="", shape="{test: above, args: {bound: 0.5}, statement: the score exceeds 0.5}"):
+    no_null = "" if "null:" in extra else "    no_null: size\n"
     return f"""
 claims:
   - id: score
@@ -169,7 +173,7 @@ claims:
     metric: score
     unit: sentences
     shape: {shape}
-{extra}"""
+{no_null}{extra}"""
 
 
 def scores(mean, spread=0.05, n=40, seed=0):
@@ -207,10 +211,10 @@ def test_every_packaged_ledger_loads_and_the_family_counts_published_claims_at_h
 def test_where_a_bound_comes_from(tmp_path):
     text = """
 claims:
-  - {id: a, statement: s, source: s, metric: x, shape: {test: above, args: {bound: 0}}}
-  - {id: b, statement: s, source: s, metric: x, shape: {test: above, args: {bound: 0.09}}}
+  - {id: a, statement: s, source: s, metric: x, shape: {test: above, args: {bound: 0}}, no_null: paired}
+  - {id: b, statement: s, source: s, metric: x, shape: {test: above, args: {bound: 0.09}}, no_null: size}
   - {id: c, statement: s, source: s, metric: x, published: {value: 20.0, model: m}, fraction: 0.5,
-     fraction_reason: why, shape: {test: above}}
+     fraction_reason: why, shape: {test: above}, no_null: size}
 """
     found = {c.id: c for c in ledger(tmp_path, text).claims}
     assert [found[i].bound_source for i in "abc"] == ["sign", "typed", "fraction"]
@@ -274,6 +278,7 @@ claims:
     source: s
     metric: colbert
     shape: {test: below, args: {bound: 0.5}}
+    no_null: size
   - id: exact
     statement: mxbai's value is 0.361 at L3
     source: s
@@ -284,6 +289,7 @@ claims:
     source: s
     metric: cos0
     shape: {test: above, args: {bound: 0.5}}
+    no_null: size
 """
     found = judged(tmp_path, text,
                    {"cos0": 1.0, "colbert": None, "not_measured": {"colbert": "jina-colbert-v2 was not run"}})
@@ -331,9 +337,24 @@ def test_a_control_with_seeds_is_compared_unit_by_unit(tmp_path):
     assert judged(tmp_path, text, metrics)["score"].outcome == "does not hold"
 
 
-def test_a_single_control_value_is_reported_as_no_distribution(tmp_path):
-    text = per_unit_ledger("    null: {kind: control, metric: control_score}")
-    verdict = judged(tmp_path, text, {**scores(0.8), "control_score": 0.3})["score"]
+def test_a_null_of_fewer_than_three_control_seeds_makes_the_claim_descriptive(tmp_path):
+    rng = np.random.default_rng(1)
+    trained = 0.8 + 0.05 * rng.standard_normal(30)
+    text = per_unit_ledger("    null: {kind: control, samples: {seeds: control}}")
+    for n in (1, 2):
+        control = 0.3 + 0.05 * rng.standard_normal((n, 30))
+        verdict = judged(tmp_path, text, {"score": float(trained.mean()),
+                                          "per_unit": {"score": trained, "control": control}})["score"]
+        assert verdict.status == "descriptive" and not verdict.counted and verdict.outcome is None
+        assert f"only {n} random-init control seed" in verdict.reason and "fewer than 3" in verdict.reason
+    single = judged(tmp_path, per_unit_ledger("    null: {kind: control, metric: control_score}"),
+                    {**scores(0.8), "control_score": 0.3})["score"]
+    assert single.status == "descriptive" and "fewer than 3" in single.reason  # one value is one seed
+
+
+def test_a_single_value_of_another_null_is_reported_as_no_distribution(tmp_path):
+    text = per_unit_ledger("    null: {kind: permuted_labels, metric: permuted_score}")
+    verdict = judged(tmp_path, text, {**scores(0.8), "permuted_score": 0.3})["score"]
     assert verdict.null["distribution"] == "a single value (no distribution)"
 
 
@@ -363,6 +384,7 @@ claims:
     metric: curve
     unit: pairs
     shape: {test: location, args: {window: [0.46, 0.56], at: max}}
+    no_null: size
 """
     at_three = _curves(3)
     found = judged(tmp_path, text, {"curve": at_three.mean(0), "per_unit": {"curve": at_three}})["peak"]
@@ -399,6 +421,7 @@ claims:
     fraction: 0.5
     fraction_reason: a 6-block model has fewer blocks to grow over
     shape: {test: above, statement: separability grows in the last fifth}
+    no_null: size
 """
     found = judged(tmp_path, text, {"jump": 12.0, "per_unit": {"jump": np.linspace(11, 13, 30)}})["jump"]
     sensitivity = found.sensitivity
@@ -429,11 +452,13 @@ def _mixed(tmp_path):
     unit: sentences
     headline: true
     shape: {test: above, args: {bound: 0.5}}
+    no_null: size
   - id: absent
     statement: a model we did not run
     source: s
     metric: absent
     shape: {test: above, args: {bound: 0}}
+    no_null: size
   - id: own
     kind: hypothesis
     statement: our own idea
@@ -441,6 +466,7 @@ def _mixed(tmp_path):
     metric: score
     unit: sentences
     shape: {test: above, args: {bound: 0.5}}
+    no_null: size
 """
     metrics = {**scores(0.8), "weak": 0.5, "absent": None}
     metrics["per_unit"]["weak"] = np.linspace(0.1, 0.9, 21)
@@ -482,13 +508,40 @@ def test_the_summary_names_every_claim_that_is_not_a_judged_pass(tmp_path):
     assert "`score`" not in text
 
 
-def test_glued_text_is_read_back_from_an_executed_notebook(tmp_path):
-    notebook = {"cells": [{"cell_type": "code", "outputs": [
-        {"output_type": "display_data", "metadata": {"scrapbook": {"name": "claims_summary", "mime_prefix": ""}},
-         "data": {"application/papermill.record/text/markdown": "- `weak` · …"}}]}]}
-    path = tmp_path / "nb.ipynb"
-    path.write_text(json.dumps(notebook))
-    assert words.glued_text(path) == "- `weak` · …" and words.glued_text(path, "findings") is None
+def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
+    text = per_unit_ledger() + """
+  - id: both
+    statement: both models agree
+    source: s
+    metric: both
+    unit: sentences
+    no_null: size
+    shape: {test: above, args: {bound: 0.5}}
+"""
+    found = []
+    for model, mean in (("org/all-mpnet-base-v2", 0.8), ("org/all-MiniLM-L6-v2", 0.2)):
+        metrics, agreed = scores(mean), scores(0.8)
+        metrics.update(both=agreed["score"], per_unit={**metrics["per_unit"], "both": agreed["per_unit"]["score"]})
+        found += claims.evaluate(ledger(tmp_path, text), metrics, model)
+    expected = "`score`: shape transfers on all-mpnet-base-v2 but does not transfer on all-MiniLM-L6-v2."
+    assert words.differences(found) == [expected]  # the claim both models agree on is not named
+    assert f"**The models differ.** {expected}" in words.report(found)
+    assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
+    assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []
+
+
+def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path):
+    from embedding_geometry.book import maths
+
+    text = per_unit_ledger(shape="{test: above, args: {bound: 0.5}, statement: 'most tokens have $a_j \\ge \\tau$'}")
+    record = judged(tmp_path, text, scores(0.8))["score"].record()
+    assert "$a_j \\ge \\tau$" in words.sentence(record)  # Markdown: MyST and Jupyter typeset the dollars
+    assert "$a_j \\ge \\tau$" in words.report([record])  # inline, beside a badge: still dollars
+    span = '<span class="math notranslate nohighlight">\\(a_j \\ge \\tau\\)</span>'
+    assert span in words.findings([{**record, "headline": True}])  # an HTML block: a math span
+    assert maths.html("a < b, $x < y$") == 'a &lt; b, <span class="math notranslate nohighlight">\\(x &lt; y\\)</span>'
+    assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
+    assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
 
 
 def test_numeric_verdicts_only_on_the_published_model(tmp_path):

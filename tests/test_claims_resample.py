@@ -7,7 +7,10 @@ import pytest
 from embedding_geometry.book.claims import resample as r
 from embedding_geometry.book.claims import samples as s
 
-IDENTITY = lambda x: x  # noqa: E731  (a reduce that keeps the number: the tests' statistics are scalars)
+
+def identity(x):
+    """A reduce that keeps the number: the tests' statistics are scalars."""
+    return x
 
 
 # --------------------------------------------------------------------------- statistics of weighted means
@@ -135,7 +138,7 @@ def _coverage(n: int, method: str, draw, truth: float, reps: int = 500, resample
         x = draw(data, n)
         statistic = s.Mean(x)
         if method == "studentized":
-            found = r.resample(statistic, IDENTITY, resamples, rng, True)
+            found = r.resample(statistic, identity, resamples, rng, True)
         else:
             found = r.Resampled(float(x.mean()), r.bootstrap(statistic, resamples, rng), n, method,
                                 jack=r.jackknife(statistic))
@@ -144,18 +147,24 @@ def _coverage(n: int, method: str, draw, truth: float, reps: int = 500, resample
     return hits / reps
 
 
-@pytest.mark.parametrize("n", [6, 12])
-def test_small_n_intervals_cover_near_95_percent_where_percentile_ones_do_not(n):
-    normal = lambda rng, n: rng.standard_normal(n)  # noqa: E731
+@pytest.mark.parametrize("n, low, high", [(5, 0.78, 0.86), (6, 0.84, 0.90), (12, 0.88, 0.93)])
+def test_small_n_intervals_cover_near_95_percent_where_percentile_ones_do_not(n, low, high):
+    """The coverages book/methods.md and claims.resample state: percentile intervals of a mean
+    about 82 % at n = 5, 87 % at 6 and 91 % at 12; studentized and expanded BCa ones 91–95 %."""
+    def normal(rng, n):
+        return rng.standard_normal(n)
+
     percentile = _coverage(n, "percentile", normal, 0.0)
     studentized = _coverage(n, "studentized", normal, 0.0)
     bca = _coverage(n, "BCa", normal, 0.0)  # at the expanded level
-    assert percentile < 0.93 and studentized > percentile + 0.02  # percentile: about 0.88–0.92 at these n
-    assert 0.92 <= studentized <= 0.985 and 0.91 <= bca <= 0.985
+    assert low <= percentile <= high and studentized > percentile + 0.02
+    assert 0.92 <= studentized <= 0.985 and 0.90 <= bca <= 0.985
 
 
 def test_a_skewed_mean_at_small_n_is_covered_by_the_studentized_interval():
-    exponential = lambda rng, n: rng.exponential(1.0, n)  # noqa: E731
+    def exponential(rng, n):
+        return rng.exponential(1.0, n)
+
     assert _coverage(8, "studentized", exponential, 1.0) >= 0.9
 
 
@@ -183,7 +192,7 @@ def test_a_share_of_hits_whose_resamples_often_have_no_spread_takes_bca_not_stud
 
 
 def test_fewer_than_five_units_get_no_interval():
-    found = r.resample(s.Mean(np.arange(4.0)), IDENTITY, 100, np.random.default_rng(0), True)
+    found = r.resample(s.Mean(np.arange(4.0)), identity, 100, np.random.default_rng(0), True)
     assert found.method is None and found.interval() is None
 
 
@@ -191,7 +200,10 @@ def test_a_paired_difference_reduces_each_side_before_subtracting():
     rng = np.random.default_rng(5)
     a = rng.normal(size=(25, 5)) + np.array([0, 1, 3, 1, 0.0])
     b = rng.normal(size=(25, 5))
-    peak = lambda x: np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])  # noqa: E731
+
+    def peak(x):
+        return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
+
     found = r.resample_difference(s.Mean(a), s.Mean(b), peak, 2000, rng)
     assert found.point == pytest.approx(peak(a.mean(0)) - peak(b.mean(0)))
     assert found.interval().low > 1.5

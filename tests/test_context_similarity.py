@@ -874,3 +874,24 @@ def test_chapter_exercise_answers_on_the_tiny_model(built_book):
     assert again["at_q"]["mean_pair_distance_first"] == pytest.approx(m["mean_pair_distance"][0])  # the same 6 texts
     texts = document["inputs"]["exercise_texts"]
     assert texts == document["inputs"]["texts"][document["model"]["id"]]["first"][:len(texts)] and len(texts) == 6
+
+
+def test_the_text_budget_is_the_measured_cost_per_text_against_the_chapters_share():
+    from types import SimpleNamespace
+
+    from embedding_geometry.studies import context_budget
+
+    def timed(seconds, count):
+        return SimpleNamespace(seconds=seconds, texts=SimpleNamespace(count=count))
+
+    # 96 texts in 24 s and 96 s: 0.25 + 1.0 = 1.25 s a text; 10 % of 600 s = 60 s affords ⌊60 / 1.25⌋ = 48
+    found = context_budget.text_budget({"a": timed(24.0, 96), "b": timed(96.0, 96)}, budget_s=600)
+    assert found["seconds_per_text"] == 1.25 and found["projected_seconds"] == 1250.0
+    assert (found["share_seconds"], found["affordable_texts"], found["within"]) == (60.0, 48, False)
+    words = context_budget.sentence(found)
+    assert "1.25 s a text for every model together" in words and "1,000 texts would take 1250 s" in words
+    assert "affords about 48 texts" in words and "runs over its share" in words
+    cheap = context_budget.text_budget({"a": timed(3.0, 96)}, budget_s=600)  # 1/32 s a text: 1,920 texts
+    assert cheap["affordable_texts"] == 1920 and cheap["within"]
+    assert "the book's 1,000 fit" in context_budget.sentence(cheap) and "one model" in context_budget.sentence(cheap)
+    assert context_budget.text_budget({"a": timed(0.0, 4)})["affordable_texts"] is None

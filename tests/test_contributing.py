@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, copy_book, tiny_profile
-from embedding_geometry.book import derived, scaffold
+import test_notebook_conventions
+import test_teaching
+from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, declared_tiny, tiny_parameters, tiny_profile
+from embedding_geometry.book import derived, profiles, rules, scaffold
 from embedding_geometry.core.errors import BookError
 
 GUIDE = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -114,10 +116,53 @@ def test_the_scaffold_writes_the_skeleton_of_the_convention(tmp_path):
     path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x", part="Anisotropy")
     notebook = json.loads(path.read_text())
     sources = [cell["source"] for cell in notebook["cells"]]
-    assert sources[0].startswith("# A title") and notebook["metadata"]["embedding_geometry"] == {"part": "Anisotropy"}
+    assert sources[0].startswith("# A title")
+    assert notebook["metadata"]["embedding_geometry"] == {"part": "Anisotropy", "tiny": {}}
     assert any('Chapter.open("09_x", globals())' in s for s in sources)
     tags = {s: cell["metadata"].get("tags", []) for s, cell in zip(sources, notebook["cells"])}
     assert tags["ch.findings()"] == ["remove-input"] and tags["ch.finish()"] == ["remove-input"]
     assert all(not cell.get("outputs") for cell in notebook["cells"])
     assert "{glue" not in json.dumps(notebook)
+
+
+def test_the_scaffold_notebook_teaches_and_keeps_the_conventions_of_every_chapter(tmp_path, monkeypatch):
+    """The skeleton passes what every chapter's notebook passes: learning objectives,
+    prerequisites and three exercises (test_teaching), parameters and metrics one way and no
+    lambda (test_notebook_conventions)."""
+    (tmp_path / "notebooks").mkdir()
+    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x")
+    shutil.copy(ROOT / "notebooks" / f"{test_teaching.PRIMER}.ipynb", tmp_path / "notebooks")
+    monkeypatch.setattr(test_teaching, "NOTEBOOKS", tmp_path / "notebooks")
+    assert test_teaching.teaching_problems("09_x") == []
+    assert test_notebook_conventions.departures(test_notebook_conventions.code_cells(path)) == []
+    code = [cell["source"] for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
+    assert all(len(source.splitlines()) <= 12 for source in code)
+
+
+def test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_one_place():
+    """A chapter's tiny-model parameters are in TINY_CHAPTER_PARAMS (the book's chapters) or its
+    notebook's metadata (a new chapter, from the scaffold), never in both and never missing: a
+    chapter left out would run its full defaults in every test build. Each names parameters the
+    chapter declares."""
+    problems = []
+    for slug in profiles.chapters(ROOT):
+        listed, declared = slug in TINY_CHAPTER_PARAMS, declared_tiny(ROOT / "notebooks" / f"{slug}.ipynb")
+        if "model" in rules.rules_for(slug) and listed == (declared is not None):
+            problems.append(f"{slug}: tiny sizes {'in both places' if listed else 'declared nowhere'}")
+        sizes = tiny_parameters().get(slug, {})
+        if unknown := set(sizes) - set(rules.rules_for(slug)):
+            problems.append(f"{slug}: tiny sizes for parameters it does not declare: {sorted(unknown)}")
+    problems += [f"{slug}: in TINY_CHAPTER_PARAMS but no chapter" for slug in
+                 set(TINY_CHAPTER_PARAMS) - set(profiles.chapters(ROOT))]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_new_chapters_tiny_sizes_are_read_from_its_notebook(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x")
+    assert tiny_parameters(tmp_path) == {"09_x": {}}
+    notebook = json.loads(path.read_text())
+    notebook["metadata"]["embedding_geometry"]["tiny"] = {"n_texts": 8}
+    path.write_text(json.dumps(notebook))
+    assert tiny_parameters(tmp_path) == {"09_x": {"n_texts": 8}}
 

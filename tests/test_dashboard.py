@@ -35,7 +35,8 @@ MXBAI = {"value": 0.9, "model": "org/mxbai"}
 
 @pytest.fixture
 def results(tmp_path):
-    one = [claim("peak", "shape transfers", published=MXBAI), claim("gap", "does not transfer"),
+    flip = {"bound": "fraction", "fraction": 0.5, "holds_below": 0.7, "fails_from": 0.9}
+    one = [claim("peak", "shape transfers", published=MXBAI, sensitivity=flip), claim("gap", "does not transfer"),
            claim("rise", "inconclusive"), claim("start", "by construction"),
            claim("own", "supported", kind="hypothesis"), claim("check", "passes", kind="pipeline"),
            claim("size", "descriptive", published={"value": 1.0, "model": "org/minilm"},
@@ -81,7 +82,8 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
     for name in ("chapter", "model", "kind", "verdict"):
         assert f'<select data-filter="{name}">' in html
     assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "model", "test: result [95 % interval]",
-                                                         "verdict"]
+                                                         "sensitivity", "verdict"]
+    assert '<td data-label="sensitivity">f = 0.5; holds for f &lt; 0.7, does not hold for f ≥ 0.9</td>' in html
     assert "not counted (its home is 01 a)" in html and "not counted (the book&#x27;s own hypothesis)" in html
     assert '<option value="08_b">8 · b (2)</option>' in html  # chapters by their number and name
     assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html

@@ -323,28 +323,72 @@ def test_word_classes_mark_stop_words_as_function_words_and_leave_punctuation_ou
 def test_dip_splits_each_blocks_change_into_its_sublayers():
     rng = np.random.default_rng(1)
     acts = random_record(rng, 3, n_tokens=4, depths=4, width=6)
-    after = rng.normal(size=(3, *acts.hidden.shape[1:]))
-    found = sublayers.dip(acts, (acts.hidden.astype(np.float64), after))["dip"]
+    unsplit = sublayers.dip(acts)["dip"]
+    assert unsplit["attention_change"] is None and unsplit["feed_forward_change"] is None
+    acts.after_attention = rng.normal(size=(3, *acts.hidden.shape[1:]))
+    found = sublayers.dip(acts)["dip"]
     within = study.collapse(acts)["intra_sentence_cosine"]
     np.testing.assert_allclose(found["attention_change"] + found["feed_forward_change"], np.diff(within), atol=1e-9)
     assert found["steepest_fall_block"] == int(np.argmin(np.diff(within))) + 1
-    assert sublayers.dip(acts, None)["dip"]["attention_change"] is None
 
 
-def test_after_attention_rebuilds_every_block_through_its_feed_forward_sublayer(tiny_bert):
+def _separate_sublayer_pass(loaded, texts):
+    """What chapter 1 ran before its sublayer states came from the cached pass: a second forward
+    pass capturing the heads' outputs, and a_l = LN₁(h_{l−1} + O(head_out_l)) recomputed from them,
+    texts in input order in one batch → (hidden [L + 1, n, D], after attention [L, n, D])."""
+    import torch
+
+    from embedding_geometry.core import architectures, capture
+
+    family, L = architectures.family_of(loaded.model), loaded.model.config.num_hidden_layers
+    blocks = family.blocks_of(loaded.model)
+    names = ["embed"] + [f"blocks.{l}.{site}" for l in range(L) for site in ("resid_post", "attn.head_out")]
+    ids = loaded.tokenizer(texts, truncation=True, max_length=loaded.info.max_seq_length)["input_ids"]
+    batch = loaded.tokenizer.pad({"input_ids": ids}, padding_side="right", return_tensors="pt")
+    _, cache = capture.run_with_cache(loaded.model, dict(batch), names)
+    states = [cache["embed"]] + [cache[f"blocks.{l}.resid_post"] for l in range(L)]
+    with torch.inference_mode():
+        after = [family.attention_norm_of(blocks[l])(states[l] + family.head_out_of(blocks[l])(
+            cache[f"blocks.{l}.attn.head_out"].flatten(2))) for l in range(L)]
+    states, after = torch.stack(states).float().numpy(), torch.stack(after).float().numpy()
+    return tuple(np.concatenate([x[:, row, :len(i)] for row, i in enumerate(ids)], axis=1) for x in (states, after))
+
+
+def test_the_cached_pass_gives_the_separate_sublayer_pass_bit_for_bit(tiny_bert, tmp_path):
     import torch
 
     from embedding_geometry.core import architectures
 
-    texts = ["The cat sat on the mat.", "A dog barked"]
-    hidden, after = sublayers.after_attention(tiny_bert, texts)
-    acts = activations.extract(tiny_bert, texts, cache=False, progress=False)
-    np.testing.assert_allclose(hidden, acts.hidden, atol=1e-5)
+    texts = ["The cat sat on the mat.", "A dog barked", "Its rival acquired the tech giant after a long fight."]
+    acts = activations.extract(tiny_bert, texts, cache_dir=tmp_path, progress=False, after_attention=True)
+    hidden, after = _separate_sublayer_pass(tiny_bert, texts)
+    np.testing.assert_array_equal(acts.hidden, hidden)
+    np.testing.assert_array_equal(acts.after_attention, after)
+    read_back = activations.extract(tiny_bert, texts, cache_dir=tmp_path, progress=False, after_attention=True)
+    np.testing.assert_array_equal(read_back.after_attention, after)
     blocks = architectures.family_of(tiny_bert.model).blocks_of(tiny_bert.model)
-    with torch.inference_mode():
+    with torch.inference_mode():  # and the feed-forward sublayer takes a_l to h_l
         for l, block in enumerate(blocks):
             a = torch.from_numpy(after[l])[None]
             np.testing.assert_allclose(block.output(block.intermediate(a), a)[0].numpy(), hidden[l + 1], atol=1e-5)
+
+
+def test_chapter_1_splits_the_trained_models_sentences_in_the_pass_other_chapters_share(tiny_bert, tmp_path):
+    """run_all asks for the sublayer states with the sentences of a trained model only, and the
+    sentences' plain record (what chapter 8 reads) is then in the cache under its usual key."""
+    seen = []
+    def extract(texts, model, **options):
+        seen.append((model.info.source, texts, options.get("after_attention", False)))
+        return activations.extract(model, texts, cache_dir=tmp_path, progress=False, **options)
+
+    texts = study.inputs()
+    runs = layer_runs.run_all(extract, [tiny_bert, models.random_control(tiny_bert, 0)], texts)
+    split = [(source, t) for source, t, after in seen if after]
+    assert split == [(tiny_bert.info.source, texts["sentences"])]
+    trained, control = runs.values()
+    assert trained.acts["sentences"].after_attention is not None and control.acts["sentences"].after_attention is None
+    key = activations.cache_key(tiny_bert, texts["sentences"], tiny_bert.info.max_seq_length, False)
+    assert (tmp_path / f"{key}.joblib").is_file()
 
 
 def test_exercises_answers():
@@ -597,8 +641,18 @@ def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
             judge.BY_CONSTRUCTION, judge.DESCRIPTIVE, judge.NOT_MEASURED, judge.CENSUS)), result["id"]
         if ledger[result["id"]].null and result["measured"] is not None:
             assert result["null"]["value"] is not None, result["id"]
-    summary = words.glued_text(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
+    summary = summary_shown(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
     assert summary and words.summary_omissions(summary, results["claims"]) == []
+
+
+def summary_shown(notebook) -> str | None:
+    """The Markdown that an executed chapter's ``ch.summary()`` cell shows, or None."""
+    for cell in json.loads(notebook.read_text())["cells"]:
+        if cell["cell_type"] == "code" and "".join(cell["source"]).strip() == "ch.summary()":
+            for output in cell.get("outputs", []):
+                if text := output.get("data", {}).get("text/markdown"):
+                    return "".join(text) if isinstance(text, list) else text
+    return None
 
 
 @slow

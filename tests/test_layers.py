@@ -83,3 +83,43 @@ def test_the_layer_check_sees_each_import_form(tmp_path):
     study = PACKAGE / "studies" / "layer_by_layer.py"
     assert imported_layers(study) <= {"core", "studies"} and "core" in imported_layers(study)
     assert "book" in imported_layers(PACKAGE / "book" / "chapter.py")
+
+
+def private(name: str) -> bool:
+    """``_x`` is private to its module; ``__x__`` and protocol names such as ``_repr_html_`` are not."""
+    return name.startswith("_") and not name.endswith("_")
+
+
+def private_imports(source: str) -> list[str]:
+    """The private names a module takes from another module of the package: ``from .m import _x``
+    or ``m._x`` where ``m`` was imported from the package."""
+    tree, found, package_names = ast.parse(source), [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("embedding_geometry")):
+            found += [f"line {node.lineno}: imports {a.name}" for a in node.names if private(a.name)]
+            package_names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            package_names.update((a.asname or a.name).split(".")[0] for a in node.names
+                                 if a.name.startswith("embedding_geometry"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in package_names:
+                found.append(f"line {node.lineno}: uses {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_module_imports_a_private_name_of_another(path):
+    assert not private_imports(path.read_text()), private_imports(path.read_text())
+
+
+def test_the_private_import_check_sees_each_form():
+    assert private_imports("from .errors import _short as show\n") == ["line 1: imports _short"]
+    assert private_imports("from . import readback\nreadback._fields(1)\n") == ["line 2: uses readback._fields"]
+    assert private_imports("import embedding_geometry.book\nembedding_geometry.book.pages._short('m')\n") == [
+        "line 2: uses embedding_geometry.book.pages._short"]
+    assert not private_imports("from .. import __version__\nfrom . import tables\ntables.x._repr_html_()\n"
+                               "import os\nos._exit(0)\n")

@@ -73,7 +73,21 @@ def test_chapter_claims_table_rows_carry_their_anchor():
     assert '<table class="eg-table eg-cards">' in html  # one card per claim (_static/book.css)
     assert html.count("<tr id=") == 2 and '<tr id="claim-gap-end">' in html and '<tr id="claim-peak">' in html
     assert '<td data-label="null" class="eg-empty">—</td>' in html  # a card leaves out what holds nothing
-    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == list(words.row(found[0].record()))
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["claim", "home", *list(words.row(found[0].record()))[1:]]
+
+
+def test_a_re_judged_claim_links_to_its_row_in_its_home_chapter():
+    ledger = claims.Ledger(chapter="08_a", claims=[
+        claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap", home="01_layer_by_layer"),
+        claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
+    one = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m"))
+    html = one._repr_html_()
+    assert '<a href="01_layer_by_layer.html#claim-gap-end">counted in 1 · layer by layer</a>' in html
+    assert one.frame["home"].tolist() == ["counted in 1 · layer by layer", "—"]  # the plain-text output names it
+    two = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
+                             + claims.evaluate(ledger, {"gap": 0.3, "peak": 0.4}, "n"))._repr_html_()
+    assert two.count('href="01_layer_by_layer.html#claim-gap-end"') == 1 and pages.claim_href("01_a", "x") == \
+        "01_a.html#claim-x"
 
 
 def test_provenance_and_html_tables(tmp_path):
@@ -127,13 +141,14 @@ def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch)
 
 def test_the_performance_report_with_and_without_figures(tmp_path):
     assert performance.PerformanceReport(None, pd.DataFrame())._repr_html_().count("<code>make bench</code>") == 1
-    assert "<table" not in performance.PerformanceReport({"machine": {}}, pd.DataFrame())._repr_html_()
+    empty = performance.PerformanceReport({"machine": {}}, pd.DataFrame())._repr_html_()
+    assert empty.count("<table") == 1 and "The time budget" in empty  # the budget's table only: "not measured"
     html = performance.PerformanceReport(BENCH)._repr_html_()
-    assert html.count("<table") == 3 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
-    assert "benchmarks/run.py" in html and "params/mpnet.yaml" not in html
+    assert html.count("<table") == 4 and "roofline ratio, MiniLM" in html and "0.8 (no model)" in html
+    assert "benchmarks/run.py" in html and "<h3>The cold build on params/mpnet.yaml" not in html
     with_mpnet = performance.PerformanceReport(
         {**BENCH, "mpnet_build": {"chapters": {"01_a": BENCH["build"]["chapters"]["01_a"]}}})
-    assert with_mpnet._repr_html_().count("<table") == 4  # its own per-chapter table, under its own heading
+    assert with_mpnet._repr_html_().count("<table") == 5  # its own per-chapter table, under its own heading
     assert "<h3>The cold build on params/mpnet.yaml, chapter by chapter</h3>" in with_mpnet._repr_html_()
 
 

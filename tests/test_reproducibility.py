@@ -138,7 +138,7 @@ def test_measure_finds_every_deviation_and_every_changed_verdict(tmp_path):
 
 def _ledger(bound: float) -> claims.Ledger:
     claim = claims.Claim(id="c", statement="s", source="x", metric="curve", reduce="last", unit="sentences",
-                         shape={"test": "above", "args": {"bound": bound}})
+                         shape={"test": "above", "args": {"bound": bound}}, no_null="size")
     return claims.Ledger(chapter="t", claims=[claim])
 
 

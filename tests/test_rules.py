@@ -5,6 +5,7 @@ MiniLM's uncased WordPiece, max_seq_length 128, 160 positions, a vocabulary of 3
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -187,3 +188,59 @@ def test_the_build_checks_the_needs_that_do_not_read_the_model_before_any_chapte
     with pytest.raises(ParameterError, match=r"^parameter 'k_extremes' expects at most as many sentences .+; got 5 "):
         profiles.chapter_parameters(slug, short, defaults)
     assert profiles.chapter_parameters(slug, short) == {"n_texts": 3}  # without the defaults: the rules alone
+
+
+# --------------------------------------------------------------------------- chapter 8's corpus and results
+
+ACROSS = "08_across_models"
+
+
+def refused(slug: str, view=None, **changed) -> str:
+    """The one-line message of the ParameterError that chapter ``slug``'s values with ``changed`` raise."""
+    with pytest.raises(ParameterError) as error:
+        rules.check(slug, values(slug, **changed), view)
+    assert len(str(error.value).splitlines()) == 1 and error.value._render_traceback_()[0].startswith("Param")
+    return str(error.value)
+
+
+def test_a_corpus_file_is_checked_before_any_model_runs(tmp_path, view):
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("the first text\nthe second text\n\nthe third text\n", encoding="utf-8")
+    assert rules.check(ACROSS, values(ACROSS, corpus=str(texts), corpus_texts=3), view)["corpus"] == str(texts)
+    assert refused(ACROSS, corpus=str(texts), corpus_texts=4) == (
+        "parameter 'corpus_texts' expects at most as many texts as the corpus holds (chapter 3's: 675); got 4 (the "
+        "corpus holds 3 texts)")
+    assert refused(ACROSS, corpus=None, corpus_texts=676).endswith("got 676 (the corpus holds 675 texts)")
+    missing = refused(ACROSS, corpus=str(tmp_path / "missing.txt"))
+    assert missing.startswith("parameter 'corpus' expects None (chapter 3's corpus)") and "(no such file)" in missing
+    (tmp_path / "empty.txt").write_text("")
+    assert refused(ACROSS, corpus=str(tmp_path / "empty.txt")).endswith("(it holds 0 texts)")
+    (tmp_path / "bytes.txt").write_bytes(b"a text\n\xff\xfe\n")
+    assert refused(ACROSS, corpus=str(tmp_path / "bytes.txt")).endswith("(line 2 is not UTF-8)")
+    (tmp_path / "c.jsonl").write_text('{"body": "a text"}\n{"body": "another text"}\n')
+    assert refused(ACROSS, corpus=str(tmp_path / "c.jsonl")).startswith("parameter 'corpus_column' expects a column")
+    body = values(ACROSS, corpus=str(tmp_path / "c.jsonl"), corpus_column="body", corpus_texts=None)
+    assert rules.check(ACROSS, body)["corpus_column"] == "body"
+
+
+def test_a_corpus_text_the_tokenizer_leaves_one_word_token_is_refused_with_its_place(tmp_path, view):
+    texts = tmp_path / "corpus.txt"
+    texts.write_text("the first text\nthe second text\n[CLS] alone\n", encoding="utf-8")
+    assert rules.check(ACROSS, values(ACROSS, corpus=str(texts), corpus_texts=2), view)
+    assert refused(ACROSS, view, corpus=str(texts), corpus_texts=None) == (
+        "parameter 'corpus' expects texts of at least 2 word tokens each once tokenized (within-sentence cosines "
+        "pair two tokens of a text); got '[CLS] alone' (text 3 of 3 has 1 word token once tokenized)")
+
+
+def test_atlas_results_without_the_chapters_model_are_refused_before_any_model_runs(tmp_path):
+    """Found by an audit: a folder of another run's results without ``model`` failed in cell 9 (KeyError)."""
+    model = values(ACROSS)["model"]
+    (tmp_path / "org_a.json").write_text(json.dumps({"chapter": "atlas", "model": {"id": "org/a"}}))
+    (tmp_path / "notes.json").write_text(json.dumps({"chapter": "99_claims_dashboard"}))
+    message = refused(ACROSS, atlas_results=str(tmp_path))
+    assert message.startswith("parameter 'atlas_results' expects None, or the --out folder of an atlas run that "
+                              "measured the chapter's model; got '")
+    assert message.endswith(f"(its results are of org/a, none of model {model!r})")
+    assert refused(ACROSS, atlas_results=str(tmp_path / "nowhere")).endswith("(no such folder)")
+    (tmp_path / "mine.json").write_text(json.dumps({"chapter": "atlas", "model": {"id": model}}))
+    assert rules.check(ACROSS, values(ACROSS, atlas_results=str(tmp_path)))["atlas_results"] == str(tmp_path)

@@ -3,70 +3,18 @@
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them when absent).
 """
 
-import shutil
-import threading
-import time
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
+
+from conftest import site_pages, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 KNOWN_NOISE = ("thebe", "favicon.ico")
-
-
-@pytest.fixture(scope="module")
-def site(site_book):
-    root, result = site_book
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    handler = partial(SimpleHTTPRequestHandler, directory=str(root / "_build" / "html"))
-    handler.log_message = lambda *args: None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (shutil.which("chromium") or shutil.which(CHROMIUM)) or not shutil.which("chromedriver"):
-        pytest.skip("browser tests need Debian's packages 'chromium' and 'chromium-driver' "
-                    "(apt-get install chromium chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,2000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
 
 
 def console_errors(driver):
     return [e["message"] for e in driver.get_log("browser")
             if e["level"] == "SEVERE" and not any(n in e["message"].lower() for n in KNOWN_NOISE)]
-
-
-def wait_for(predicate, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    return predicate()
-
-
-def site_pages(root):
-    """Every page of the book (the toc's pages under book/), as paths relative to the site."""
-    html = root / "_build" / "html"
-    return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))
 
 
 def test_every_page_loads_without_console_errors_and_renders_its_charts(site_book, site, browser):

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import yaml
 from docutils import nodes
 from docutils.frontend import get_default_settings
@@ -55,6 +56,16 @@ def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
     assert kept('<span class="math notranslate nohighlight">\\(x\\)</span>') == [
         "jquery.js", "book.js", "mathjax/startup.js", "config"]
     assert kept('<details class="sd-sphinx-override sd-dropdown">') == ["jquery.js", "book.js", "sphinx-design.min.css"]
+    from embedding_geometry.book import maths
+
+    in_a_table = pages.HtmlTable(pd.DataFrame({"claim": ["high pairs $S_{ij} \\ge t$"]}), math_columns=("claim",))
+    assert "mathjax/startup.js" in kept(in_a_table._repr_html_())  # a page whose only maths is a claim's
+    assert "mathjax/startup.js" not in kept(pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), math_columns=("claim",))
+                                            ._repr_html_())
+    assert maths.SPAN.format("x") == '<span class="math notranslate nohighlight">\\(x\\)</span>'
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())  # a claim's $…$ in a Markdown output is maths
+    assert config["sphinx"]["config"]["nb_render_markdown_format"] == "myst"
+    assert "dollarmath" in config["parse"]["myst_enable_extensions"]
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():
@@ -130,3 +141,16 @@ def test_the_table_of_contents_lists_the_chapters_in_the_order_of_their_numbers(
     files = [Path(c["file"]).name for part in toc["parts"] for c in part["chapters"]]
     numbers = [pages.chapter_number(f) for f in files if pages.chapter_number(f) is not None]
     assert numbers == sorted(numbers) == list(range(9))
+
+
+def test_launch_buttons_are_retargeted_to_the_clean_notebook():
+    """With a repository configured, the theme's Binder/Colab links name the executed copy;
+    the extension points them at notebooks/<chapter>.ipynb."""
+    from embedding_geometry.book.sphinx_launch import retarget_launch_buttons
+
+    binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/book/chapters/01_x.ipynb"
+    context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder}]},
+                                  {"label": "download-buttons", "buttons": [{"url": "book/chapters/01_x.ipynb"}]}]}
+    retarget_launch_buttons(None, "book/chapters/01_x", None, context, None)
+    assert context["header_buttons"][0]["buttons"][0]["url"].endswith("tree/notebooks/01_x.ipynb")
+    assert context["header_buttons"][1]["buttons"][0]["url"] == "book/chapters/01_x.ipynb"

@@ -15,12 +15,14 @@ a study never imports ``book``):
     ``float_path``      which arithmetic a forward pass takes, and the perturbations that measure it
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce
+    ``disk_cache``      content-keyed entries on disk, written atomically (activations, head statistics)
     ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
     ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
+    ``text_sources``    a corpus of any size (a text file, JSON lines, TSV, a hub dataset) read a run of texts at a time
     ``paths``           where the book keeps its files
     ``errors``          one-line errors that name the culprit and what was expected
 
@@ -45,6 +47,8 @@ a study never imports ``book``):
     ``context_batch``       chapter 4: one captured batch reduced to statistics (matrix products)
     ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
     ``context_exercises``   chapter 4: the exercises' answers, each for its changed parameter value
+    ``context_budget``      chapter 4: its pass timed, projected to 1,000 texts, against its share of the budget
+    ``head_cache``          chapter 4's head statistics per batch, cached by content (chapter 8 reads them)
     ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
     ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another
     ``pooling``             pooling token states into one vector, length bias and dilution (chapter 5)
@@ -67,6 +71,7 @@ a study never imports ``book``):
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
     ``rules``           every chapter's parameters and the rule each must satisfy
+    ``atlas_needs``     what chapter 8 and the atlas need of their corpus and of another run's results
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
@@ -82,6 +87,7 @@ a study never imports ``book``):
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
+    ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),

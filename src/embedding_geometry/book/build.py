@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import activations, models, paths
+from ..core import disk_cache, models, paths
 from ..core.errors import BookError, ParameterError
-from ..core.errors import _short  # a bounded one-line repr
+from ..core.errors import short_repr
 from . import charts, derived, jupyter_kernels, profiles
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     finally:  # also on SIGTERM (see install_sigterm_handler): papermill has stopped the kernel by now
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
-        activations.remove_partial_entries(paths.cache_dir(root))
+        disk_cache.remove_partial_entries(paths.cache_dir(root))
 
 
 def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: Path) -> str:
@@ -153,7 +153,7 @@ def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: P
                      f"parameters (the profile's; the notebook's defaults for the rest):\n"
                      f"{json.dumps(params, indent=1, ensure_ascii=False, default=str)}\n"
                      f"cell source:\n{error.source}\ntraceback:\n{_plain(chr(10).join(error.traceback))}\n")
-    values = ", ".join(f"{name}={_short(value, 40)}" for name, value in params.items()) or "the notebook's defaults"
+    values = ", ".join(f"{name}={short_repr(value, 40)}" for name, value in params.items()) or "the notebook's defaults"
     return (f"{where}: {error.ename}: {last} — a bug in the book, not a bad value: chapter {slug} failed inside its "
             f"code with {values}; please report it with {shown} (it holds the traceback and every value)")
 
@@ -378,7 +378,7 @@ def _remove_leftovers(root: Path) -> None:
     for scratch in (root / "build").glob(".*-*"):
         if scratch.is_dir() and not paths.owner_alive(scratch):
             shutil.rmtree(scratch, ignore_errors=True)
-    activations.remove_partial_entries(paths.cache_dir(root))
+    disk_cache.remove_partial_entries(paths.cache_dir(root))
 
 
 def _mkdir(path: Path) -> Path:

@@ -234,9 +234,6 @@ class Chapter:
                               device=str(self.model.device) if model else "none", started=self.started)
         if not verdicts:
             return None
-        self.glue(**words.prose_values(found), **words.markdown_values(found),  # TRANSITION: chapters still on glue
-                  claims_table=pages.claims_table(found), errata_table=pages.errata_table(self.ledger),
-                  n_errata=len(self.ledger.errata))
         update_display(Markdown(words.findings(found)), display_id=self.FINDINGS)
         return pages.claims_table(found)
 

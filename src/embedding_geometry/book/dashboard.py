@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from ..core import paths
-from . import readback
+from . import maths, readback
 from .claims import words
-from .pages import DOWNLOADS, chapter_label, chapter_number
+from .pages import DOWNLOADS, chapter_label, chapter_number, claim_href
 
 COLUMNS = ["chapter", "id", "kind", "home", "counted", "headline", "claim", "source", "published", "published model",
-           "model", "this run", "depth", "result", "adjusted interval", "method", "null", "verdict", "raw", "fragile",
-           "numeric", "sensitivity", "reason", "caveat"]
+           "model", "this run", "depth", "test", "result", "adjusted interval", "method", "null", "verdict", "raw",
+           "fragile", "numeric", "sensitivity", "reason", "caveat"]
 
 
 def records(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -55,7 +55,7 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
             "claim": record["statement"], "source": record.get("source") or "—",
             "published": words.number(published["value"]) if published else "—",
             "published model": published.get("model", ""), "model": record["model"], "this run": value,
-            "depth": depth or "—", "result": words.result_text(record),
+            "depth": depth or "—", "test": words.test_text(record), "result": words.result_text(record),
             "adjusted interval": words.interval_text(record, adjusted=True),
             "method": record.get("interval_method") or "—", "null": words.null_text(record),
             "verdict": words.verdict_of(record), "raw": record.get("raw") or "", "fragile": record.get("fragile") or "",
@@ -125,9 +125,10 @@ def _e(value: Any) -> str:
 
 class ClaimsDashboard:
     """The dashboard as HTML: filters (chapter, model, kind, verdict; ``_static/book.js`` hides
-    the other rows), then a sortable table — chapter · claim · this run · test and result ·
-    verdict. The claim links to its row in its chapter's claims table and folds its published
-    value, null, adjusted interval, method, sensitivity, source and id under it."""
+    the other rows), then a sortable table — chapter · claim · model · test and result ·
+    sensitivity · verdict. The claim links to its row in its home chapter's claims table and
+    folds its test with how its bound was set, published value, null, adjusted interval, method,
+    source and id under it."""
 
     def __init__(self, frame: pd.DataFrame):
         self.frame = frame
@@ -136,7 +137,7 @@ class ClaimsDashboard:
         return f"claims dashboard: {len(self.frame)} verdicts"
 
     def _repr_html_(self) -> str:
-        headers = ["chapter", "claim", "model", "test: result [95 % interval]", "verdict"]
+        headers = ["chapter", "claim", "model", "test: result [95 % interval]", "sensitivity", "verdict"]
         head = "".join(f'<th scope="col" title="click to sort">{h}</th>' for h in headers)
         body = "".join(self._row(r) for r in self.frame.to_dict("records"))
         return (f'<div class="eg-dashboard">{self._filters()}<table class="eg-table eg-sortable eg-claims">'
@@ -157,12 +158,12 @@ class ClaimsDashboard:
                 + f'<a class="eg-download" href="../../{DOWNLOADS}/claims.csv" download>every verdict as CSV</a></div>')
 
     def _row(self, r: dict[str, Any]) -> str:
-        home = r["home"] or r["chapter"]
-        link = f'{_e(home)}.html#{_e("claim-" + r["id"])}'
-        details = "".join(f"<dt>{k}</dt><dd>{_e(r[k])}</dd>" for k in
-                          ("published", "published model", "null", "adjusted interval", "method", "sensitivity",
-                           "numeric", "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
-        claim = f'<a href="{link}">{_e(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl></details>'
+        link = _e(claim_href(r["home"] or r["chapter"], r["id"]))
+        details = "".join(f"<dt>{k}</dt><dd>{maths.html(r[k])}</dd>" for k in
+                          ("test", "published", "published model", "null", "adjusted interval", "method", "numeric",
+                           "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
+        claim = (f'<a href="{link}">{maths.html(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl>'
+                 f"</details>")
         verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
         if r["raw"] and r["verdict"] in words.JUDGED_WORDS and words.WORDS[r["kind"]][r["raw"]] != r["verdict"]:
             verdict += f"<small>unadjusted: {_e(words.WORDS[r['kind']][r['raw']])}</small>"
@@ -174,7 +175,8 @@ class ClaimsDashboard:
             verdict += f"<small>not counted ({_e(_why_not_counted(r))})</small>"
         number = chapter_number(r["chapter"])
         cells = [("chapter", f'<span title="{_e(r["chapter"])}">{"" if number is None else number}</span>'),
-                 ("claim", claim), ("model", _e(_short(r["model"]))), ("result", _e(r["result"])), ("verdict", verdict)]
+                 ("claim", claim), ("model", _e(_short(r["model"]))), ("result", _e(r["result"])),
+                 ("sensitivity", _e(r["sensitivity"])), ("verdict", verdict)]
         return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
                 f'data-verdict="{_e(r["verdict"])}">'
                 + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")

@@ -25,6 +25,9 @@ own bound.
 
 Each reading reports its effect sizes: Δ = trained − control with its interval, and Δ in units
 of the controls' seed-to-seed standard deviation where there are at least two seeds.
+
+A ledger that re-judges other chapters' claims lists those it leaves out, with why
+(``left_out``); :func:`left_out_table` shows them on its page.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from ..core.models import ModelInfo
 from . import claims
 from .claims import words
 from .claims.shape_tests import HOLDS
-from .pages import HtmlTable
+from .pages import Folded, HtmlTable, chapter_label, claim_href
 
 TRAINED, CONTROL = "trained", "control"
 READINGS = {
@@ -212,18 +215,75 @@ class VerdictTable(HtmlTable):
                       super()._repr_html_())
 
 
+TABLE_COLUMNS = 6
+"""The most model columns the claim × model table shows: a column a trained model and a column
+for its controls, whose seeds are tallied (:func:`tally`), for up to three trained models. With
+more, each claim's verdicts are tallied in two columns, over the trained models and over the
+controls, so that the table keeps its width at fifty models."""
+
+
 def table(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> VerdictTable:
     """The claim × model table: each claim's shape statement and test, its verdict and interval
-    on every model (columns in roster order, trained models first) and its reading's title."""
+    on every trained model and its controls' verdicts tallied (columns in roster order, trained
+    models first) — or, above :data:`TABLE_COLUMNS` columns, its verdicts tallied over the trained
+    models and over the controls — and its reading's title."""
     order = sorted(verdicts, key=lambda m: models[m]["kind"] != TRAINED)
     by_claim, found = _by_claim(verdicts), readings(verdicts, models)
     rows = []
     for r in found:
-        test = next(iter(by_claim[r["id"]].values())).get("test")
-        rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"],
-                     **{models[m]["label"]: table_cell(by_claim[r["id"]][m]) for m in order},
+        row = by_claim[r["id"]]
+        test = next(iter(row.values())).get("test")
+        rows.append({"claim": f"{r['claim']} (test: {test})" if test else r["claim"], **_cells(row, models, order),
                      "reading": READINGS[r["reading"]][0]})
-    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found])
+    return VerdictTable(pd.DataFrame(rows), row_ids=[f"across-{r['id']}" for r in found], math_columns=("claim",))
+
+
+def left_out_table(ledger: claims.Ledger) -> Folded:
+    """The claims of other chapters this ledger does not judge (its ``left_out``), folded under a
+    line that counts them: each claim's id, linked to its row in its home chapter, the home
+    chapter, and why it is left out."""
+    frame = pd.DataFrame([{"claim": e["id"], "home chapter": chapter_label(e["home"]), "why it is left out": e["why"]}
+                          for e in ledger.left_out], columns=["claim", "home chapter", "why it is left out"])
+    links = [claim_href(e["home"], e["id"]) for e in ledger.left_out]
+    n = len(frame)
+    return Folded(HtmlTable(frame, links={"claim": links}),
+                  f"{n} shape claim{'s' if n != 1 else ''} of other chapters not judged here, and why")
+
+
+def _cells(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]],
+           order: list[str]) -> dict[str, str]:
+    """A claim's model cells: one a label (a model's verdict and interval; a control's seeds
+    tallied), or, above :data:`TABLE_COLUMNS` labels, the trained models' and the controls' tallies."""
+    by_label: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for m in order:
+        by_label.setdefault(models[m]["label"], {})[m] = row[m]
+    if len(by_label) > TABLE_COLUMNS:
+        trained = {m: record for m, record in row.items() if models[m]["kind"] == TRAINED}
+        controls = {m: record for m, record in row.items() if models[m]["kind"] != TRAINED}
+        return {"trained models": tally(trained, models),
+                **({"random-init controls": tally(controls, models)} if controls else {})}
+    return {label: table_cell(*records.values()) if len(records) == 1 else tally(records, models)
+            for label, records in by_label.items()}
+
+
+def tally(records: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]], named: int = 3) -> str:
+    """The verdicts of ``records`` (model → record) counted: the verdict and "3 of 3" when they
+    agree; else one a line, most common first, "9 of 12: shape transfers", then "2: does not
+    transfer (a, b)", naming the models of every verdict but the most common (the first
+    ``named``, then how many more; a label that several seeds share once, with ×k)."""
+    by_word: dict[str, list[str]] = {}
+    for model, record in records.items():
+        by_word.setdefault(words.verdict_of(record), []).append(models[model]["label"])
+    ranked = sorted(by_word.items(), key=lambda item: -len(item[1]))
+    if len(ranked) == 1:
+        return f"{ranked[0][0]}\n{len(records)} of {len(records)}"
+    lines = [f"{len(ranked[0][1])} of {len(records)}: {ranked[0][0]}"]
+    for word, labels in ranked[1:]:
+        shown = [f"{label} ×{labels.count(label)}" if labels.count(label) > 1 else label
+                 for label in dict.fromkeys(labels)]
+        more = f" and {len(shown) - named} more" if len(shown) > named else ""
+        lines.append(f"{len(labels)}: {word} ({', '.join(shown[:named])}{more})")
+    return "\n".join(lines)
 
 
 def counts(rows: Iterable[Mapping[str, str]]) -> dict[str, int]:
@@ -242,37 +302,3 @@ def count_sentence(rows: Iterable[Mapping[str, str]]) -> str:
     rows = list(rows)
     found = [f"{n} {READINGS[kind][0] if n == 1 else COUNTED[kind]}" for kind, n in counts(rows).items() if n]
     return f"Of {len(rows)} claims, " + ", ".join(found) + "."
-
-
-def claim_sentence(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]]) -> str:
-    """One claim across the models (Markdown): its statement, its reading, and every model's
-    verdict with the interval it rests on."""
-    first = next(iter(row.values()))
-    statement = ((first.get("shape") or {}).get("statement") or first["statement"]).rstrip(".")
-    _, text = reading(row, models)
-    verdicts = "; ".join(f"{models[m]['label']}: {cell(record)}" for m, record in row.items())
-    return f"{statement[:1].upper() + statement[1:]} — **{text}**. Per model: {verdicts}."
-
-
-def summary(rows: Iterable[Mapping[str, str]]) -> str:
-    """The readings as MyST: an admonition listing, per reading that some claim got, its claims."""
-    rows = list(rows)
-    lines = [":::{admonition} Across the models\n:class: tip"]
-    for kind in READINGS:
-        group = [row for row in rows if row["reading"] == kind]
-        if group:
-            lines.append(f"- **{READINGS[kind][0]}** ({len(group)}): "
-                         + "; ".join(f"{row['claim']} (`{row['id']}`)" for row in group) + ".")
-    return "\n".join(lines) + "\n:::\n"
-
-
-def markdown_values(verdicts: Mapping[str, list[dict]], models: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``IPython.display.Markdown`` objects to glue: ``across_findings`` (the box of
-    :func:`summary`), ``across_counts`` (:func:`count_sentence`) and ``across_<id>`` (``-`` read
-    as ``_``), one :func:`claim_sentence` per claim."""
-    from IPython.display import Markdown
-
-    rows = readings(verdicts, models)
-    values = {f"across_{claim.replace('-', '_')}": Markdown(claim_sentence(row, models))
-              for claim, row in _by_claim(verdicts).items()}
-    return {**values, "across_findings": Markdown(summary(rows)), "across_counts": Markdown(count_sentence(rows))}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims, readback, rules, tables
+from . import claims, maths, readback, rules, tables
 from .claims import words
 from ..core import paths
 
@@ -163,6 +163,20 @@ def claim_anchor(claim_id: str) -> str:
     return f"claim-{claim_id}"
 
 
+def claim_href(home: str, claim_id: str) -> str:
+    """The link to a claim's row in its home chapter's claims table, from a page beside it
+    (``<home>.html#claim-<id>``): how the dashboard and a chapter that re-judges a claim link it."""
+    return f"{home}.html#{claim_anchor(claim_id)}"
+
+
+def home_cell(record: dict[str, Any]) -> tuple[str, str | None]:
+    """A claims table's "home" cell: (text, link) — "counted in 1 · layer by layer" linked to the
+    claim's row there for a claim another chapter owns (``home``); ("—", None) for its own."""
+    if not record.get("home"):
+        return "—", None
+    return f"counted in {chapter_label(record['home'])}", claim_href(record["home"], record["id"])
+
+
 def claims_table(verdicts: list) -> Folded:
     """A chapter's claims table (:func:`claims_cards`) folded under one line that counts its
     claims (``_static/book.js`` unfolds it when a link names one of its rows)."""
@@ -181,19 +195,28 @@ def claims_cards(verdicts: list) -> "CardTable":
     found = claims.records(verdicts)
     models = list(dict.fromkeys(r["model"] for r in found))
     if len(models) < 2:
-        return CardTable(pd.DataFrame([words.row(r) for r in found]), row_ids=[claim_anchor(r["id"]) for r in found])
+        homes = [home_cell(r) for r in found]
+        rows = [{"claim": r["statement"], "home": home[0], **words.row(r)} for r, home in zip(found, homes)]
+        return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(r["id"]) for r in found], math_columns=CLAIM_MATHS,
+                         links={"home": [home[1] for home in homes]})
     by_claim: dict[str, dict[str, dict]] = {}
     for r in found:
         by_claim.setdefault(r["id"], {})[r["model"]] = r
-    rows = []
+    rows, links = [], []
     for records in by_claim.values():
         first = next(iter(records.values()))
-        published = first.get("published")
+        published, (home, link) = first.get("published"), home_cell(first)
         shown = f"{words.number(published['value'])} ({published['model']})" if published else "—"
-        rows.append({"claim": first["statement"], "published (model)": shown,
+        rows.append({"claim": first["statement"], "home": home, "published (model)": shown,
                      **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
                         if m in records else "—" for m in models}})
-    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim])
+        links.append(link)
+    return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim], math_columns=CLAIM_MATHS,
+                     links={"home": links})
+
+
+CLAIM_MATHS = ("claim", "test (its bound)", "null")
+"""The columns of a claims table whose ledger text may hold maths (:mod:`.maths`)."""
 
 
 def markdown(text: str):
@@ -245,13 +268,17 @@ class HtmlTable:
     """A DataFrame as a plain HTML table: every cell written as :mod:`.tables` writes it
     (missing values "—", numbers rounded per column), escaped and wrapped between words, never
     cut; each row has an id where ``row_ids`` gives one (a link target, ``page.html#<id>``);
-    ``foot`` is a closing row (a total). A table wider than its column scrolls in its own box."""
+    ``foot`` is a closing row (a total). A table wider than its column scrolls in its own box.
+    The columns named in ``math_columns`` set their ``$…$`` as maths (:func:`.maths.html`); ``links``
+    gives a column's cells a link each (None: no link)."""
 
     classes = "eg-table"
     scrolls = True
 
-    def __init__(self, frame: pd.DataFrame, row_ids: list[str] | None = None, foot: list[Any] | None = None):
-        self.frame, self.row_ids, self.foot = frame, row_ids, foot
+    def __init__(self, frame: pd.DataFrame, row_ids: list[str] | None = None, foot: list[Any] | None = None,
+                 math_columns: tuple[str, ...] = (), links: dict[str, list[str | None]] | None = None):
+        self.frame, self.row_ids, self.foot, self.links = frame, row_ids, foot, links or {}
+        self.math_columns = math_columns
 
     def __repr__(self) -> str:
         return repr(self.frame)
@@ -266,13 +293,19 @@ class HtmlTable:
                    for c in columns]
         rows = ([tables.cell_text(v, d) for v, d in zip(row, decimals)] for row in self.frame.itertuples(index=False))
         body = "".join((f'<tr id="{_e(i)}">' if i else "<tr>")
-                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else number}>{_e(v)}</td>'
-                                 for label, number, v in zip(labels, numeric, row)) + "</tr>"
-                       for i, row in zip(ids, rows))
+                       + "".join(f'<td data-label="{label}"{_EMPTY if v == "—" else number}>{self._cell(c, n, v)}</td>'
+                                 for c, label, number, v in zip(self.frame.columns, labels, numeric, row)) + "</tr>"
+                       for n, (i, row) in enumerate(zip(ids, rows)))
         foot = (f'<tfoot><tr>{"".join(f"<td>{_e(tables.cell_text(v))}</td>" for v in self.foot)}</tr></tfoot>'
                 if self.foot else "")
         table = f'<table class="{self.classes}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>{foot}</table>'
         return f'<div class="eg-table-wrap">{table}</div>' if self.scrolls else table
+
+    def _cell(self, column: Any, row: int, text: str) -> str:
+        """A cell's HTML: escaped, its maths set and its link made where the table says so."""
+        shown = maths.html(text) if column in self.math_columns else _e(text)
+        link = self.links.get(column, [None] * (row + 1))[row]
+        return f'<a href="{_e(link)}">{shown}</a>' if link else shown
 
 
 class SortableTable(HtmlTable):

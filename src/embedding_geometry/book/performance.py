@@ -1,7 +1,8 @@
-"""The Performance page: the figures ``make bench`` measured (``build/bench.json``), with their
-targets, date and commit, or, when the benchmarks were not run, the seconds each chapter's last
-run took as the build recorded them (``build/state/<chapter>.json``); and the float-path
-deviations and tolerances ``make tolerances`` measured (:class:`FloatPathReport`)."""
+"""The Performance page: the build against the book's time budget (:func:`budget_table`), the
+figures ``make bench`` measured (``build/bench.json``), with their targets, date and commit, or,
+when the benchmarks were not run, the seconds each chapter's last run took as the build
+recorded them (``build/state/<chapter>.json``); and the float-path deviations and tolerances
+``make tolerances`` measured (:class:`FloatPathReport`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from . import readback
-from ..core import paths
+from ..core import clock, paths
 from .claims import words
 from .pages import HtmlTable, chapter_label
 
@@ -34,7 +35,8 @@ def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
         return None
     bench = readback.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
     if problem := _bench_problem(bench):
-        raise readback.DamagedResultsError(f"benchmark file {readback._name(path)} is not usable: {problem}; {remedy}")
+        raise readback.DamagedResultsError(
+            f"benchmark file {readback.shown_path(path)} is not usable: {problem}; {remedy}")
     return bench
 
 
@@ -43,7 +45,7 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
     if not isinstance(figures, list) or not isinstance(machine, dict):
         return "figures is not a list, or machine not an object"
     for i, f in enumerate(figures):
-        if not isinstance(f, dict) or (problem := readback._fields(f, FIGURE, f"figures[{i}].")):
+        if not isinstance(f, dict) or (problem := readback.field_problem(f, FIGURE, f"figures[{i}].")):
             return problem or f"figures[{i}] is not an object"
         if not (f.get("sense") is None or f["sense"] in SENSES and isinstance(f.get("target"), (int, float))) \
                 or not isinstance(f.get("met"), (bool, type(None))):
@@ -51,8 +53,10 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
     for section in ("build", "mpnet_build"):
         chapters = bench.get(section, {}).get("chapters", {}) if isinstance(bench.get(section), dict) else {}
         for slug, times in chapters.items() if isinstance(chapters, dict) else [("", None)]:
-            if not isinstance(times, dict) or (problem := readback._fields(times, CHAPTER_TIMES, f"{section}.{slug}.")):
-                return problem or f"{section}.chapters is not a mapping of objects"
+            if not isinstance(times, dict):
+                return f"{section}.chapters is not a mapping of objects"
+            if problem := readback.field_problem(times, CHAPTER_TIMES, f"{section}.{slug}."):
+                return problem
     return None
 
 
@@ -89,6 +93,59 @@ def build_table(bench: dict[str, Any], section: str = "build") -> pd.DataFrame:
                                        "start → first model use s", "its CPU s"])
 
 
+MPNET_ALONE = "make bench BENCH_ARGS='--skip roofline cache batching memory atlas build'"
+"""The command that measures the cold build on params/mpnet.yaml alone (``make bench`` skips it)."""
+
+
+def budget_table(bench: dict[str, Any] | None, times: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The builds against the book's time budget (``clock.BUILD_BUDGET_S``: a cold build of the
+    default profile, the venv set-up excluded), one row each: build, seconds, budget, met (yes /
+    no / —) and how the seconds were measured. The default build's seconds are ``make bench``'s
+    cold build when it was measured, else the sum of the chapters' last runs this build recorded
+    (``times``, :func:`chapter_times`; said so, with what that sum leaves out), else "not
+    measured"; the cold build on params/mpnet.yaml is information, with its date and commit, or
+    "not measured" and the command that measures it."""
+    limit = clock.BUILD_BUDGET_S
+    rows = []
+    cold = (bench or {}).get("build")
+    if cold and _seconds(cold) and cold.get("profile") == "default":
+        rows.append(("cold build, default profile", cold["cold_s"], f"≤ {limit} s", _yes(cold["cold_s"] <= limit),
+                     f"make bench: a cold build (empty activation cache, venv set-up excluded){_when(cold)}"))
+    elif times is not None and not times.empty:
+        total = round(float(times["seconds"].sum()), 1)
+        rows.append(("this build's chapters, summed", total, f"≤ {limit} s", _yes(total <= limit),
+                     "not a cold build (make bench did not measure one): the sum of each chapter's last run as this "
+                     "build recorded it (build/state), without the site build; a chapter run alongside the others "
+                     "counts in full, and a chapter that read forward passes from the cache ran faster than it would "
+                     "cold"))
+    else:
+        rows.append(("cold build, default profile", "not measured", f"≤ {limit} s", "—",
+                     "make bench measures it; this build recorded no chapter's run"))
+    mpnet = (bench or {}).get("mpnet_build")
+    if mpnet and _seconds(mpnet):
+        rows.append(("cold build, params/mpnet.yaml", mpnet["cold_s"], "information", "—",
+                     f"make bench: a cold build{_when(mpnet)}"))
+    else:
+        rows.append(("cold build, params/mpnet.yaml", "not measured", "information", "—",
+                     f"make bench skips it by default (it is long); {MPNET_ALONE} measures it"))
+    return pd.DataFrame(rows, columns=["build", "seconds", "budget", "met", "how it was measured"])
+
+
+def _seconds(report: dict[str, Any]) -> bool:
+    """Whether a build's report holds its cold seconds (a number)."""
+    return isinstance(report.get("cold_s"), (int, float)) and not isinstance(report.get("cold_s"), bool)
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "no"
+
+
+def _when(report: dict[str, Any]) -> str:
+    """``; measured <date> at commit <commit>``, as far as the report recorded them."""
+    return (f", measured {report.get('measured_at', 'on an unrecorded date')} at commit "
+            f"{report.get('commit', 'unrecorded')}")
+
+
 def chapter_times(root: Path | None = None) -> pd.DataFrame:
     """Each chapter's last successful run as the build recorded it in ``build/state/<chapter>.json``:
     its seconds (papermill's whole run: the kernel's start, every cell, the results written) and
@@ -109,28 +166,32 @@ def chapter_times(root: Path | None = None) -> pd.DataFrame:
 
 
 class PerformanceReport:
-    """The Performance page's body: the figures of the last ``make bench`` with their date and
-    commit, targets and met flags, the cold build per chapter and the machine; without a
-    benchmark file, the seconds each chapter's last run took, as this build recorded them
-    (:func:`chapter_times`, unless ``times`` is given), and the command that measures more."""
+    """The Performance page's body: the builds against the time budget (:func:`budget_table`);
+    the figures of the last ``make bench`` with their date and commit, targets and met flags,
+    the cold build per chapter and the machine; without a benchmark file, the seconds each
+    chapter's last run took, as this build recorded them (:func:`chapter_times`, unless ``times``
+    is given), and the command that measures more."""
 
     def __init__(self, bench: dict[str, Any] | None, times: pd.DataFrame | None = None):
         self.bench = bench
-        self.times = times if times is not None or not performance_table(bench or {}).empty else chapter_times()
+        self.times = times if times is not None else chapter_times()
 
     def __repr__(self) -> str:
         return f"performance report: {len(performance_table(self.bench or {}))} figures"
 
     def _repr_html_(self) -> str:
+        budget = (f"<h3>The time budget</h3><p>A cold build of the default profile must take at most "
+                  f"{clock.BUILD_BUDGET_S // 60} minutes on the quiet 2-core machine, the venv set-up excluded.</p>"
+                  + HtmlTable(budget_table(self.bench, self.times))._repr_html_())
         table = performance_table(self.bench or {})
         if table.empty:
             intro = ("<p>The benchmarks were not run for this build: <code>make bench</code> measures them, then "
                      "<code>make book</code> shows them here.")
             if self.times is None or self.times.empty:
-                return intro + "</p>"
+                return budget + intro + "</p>"
             total = self.times["seconds"].sum()
-            return (intro + f" What the build itself recorded: each chapter's last run, {total:.0f} s in all "
-                    "(the kernel's start, every cell and its results written; taken on the machine that built "
+            return (budget + intro + f" What the build itself recorded: each chapter's last run, {total:.0f} s in "
+                    "all (the kernel's start, every cell and its results written; taken on the machine that built "
                     "this site, under whatever else it was running).</p>" + HtmlTable(self.times)._repr_html_())
         machine = self.bench.get("machine", {})
         stamp = (f"<p>Measured by <code>make bench</code> on {_e(machine.get('measured_at', 'an unrecorded date'))} "
@@ -141,7 +202,8 @@ class PerformanceReport:
                  ("The cold build on params/mpnet.yaml, chapter by chapter",
                   HtmlTable(build_table(self.bench, "mpnet_build"))),
                  ("Machine and command", HtmlTable(machine))]
-        return stamp + "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts if not part.frame.empty)
+        return budget + stamp + "".join(f"<h3>{title}</h3>{part._repr_html_()}" for title, part in parts
+                                        if not part.frame.empty)
 
 
 FAMILY_NAMES = {"float": "float (× scale)", "share": "share", "count": "count (× total)", "noise": "noise (decades)"}

@@ -27,7 +27,7 @@ import yaml
 
 from . import rules
 from ..core.errors import BookError, ParameterError
-from ..core.errors import _short as _show  # a bounded one-line repr
+from ..core.errors import short_repr
 
 SECTIONS = ("common", "chapters")
 INT64 = 2**63
@@ -64,7 +64,8 @@ def load(profile: str, root: Path, chapters: list[str]) -> Profile:
         raise ProfileError(f"{where} holds {_kind(data)}; expected a mapping with the keys 'common' and 'chapters'")
     for key in data:
         if key not in SECTIONS:
-            raise ProfileError(f"{where} has the top-level key {_show(key)}; expected only 'common' and 'chapters'")
+            raise ProfileError(
+                f"{where} has the top-level key {short_repr(key)}; expected only 'common' and 'chapters'")
     known = set().union(*rules.CHAPTERS.values())
     common = _section(data.get("common"), f"{where}: common", known, "no chapter has such a parameter")
     sections = _section(data.get("chapters"), f"{where}: chapters", set(chapters),
@@ -175,7 +176,7 @@ def _section(value: Any, where: str, allowed: set[str], unknown: str) -> dict[st
         if key not in allowed:
             close = difflib.get_close_matches(key, sorted(allowed), n=1) if isinstance(key, str) else []
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ProfileError(f"{where} sets {_show(key)}, but {unknown}{hint}")
+            raise ProfileError(f"{where} sets {short_repr(key)}, but {unknown}{hint}")
     return dict(value)
 
 

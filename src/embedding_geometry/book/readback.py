@@ -48,14 +48,15 @@ def read(path: Path) -> dict[str, Any]:
         written = document.get("environment", {}).get("embedding_geometry") if isinstance(document, dict) else None
         if isinstance(written, str) and written != __version__:
             problem += f" (written by embedding_geometry {written[:20]}, this is {__version__})"
-        raise DamagedResultsError(f"results file {_name(path)} is not usable: {problem}; {rebuild_hint(path.stem)}")
+        raise DamagedResultsError(
+            f"results file {shown_path(path)} is not usable: {problem}; {rebuild_hint(path.stem)}")
     return document
 
 
 def read_json(path: Path, remedy: str, what: str = "results file") -> Any:
     """The JSON value in ``path``; a file that cannot be read as JSON is a one-line
     :class:`DamagedResultsError` naming ``what`` it is and ending in ``remedy`` (how to remake it)."""
-    name = f"{what} {_name(path)}"
+    name = f"{what} {shown_path(path)}"
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -77,7 +78,8 @@ def read_mapping(path: Path, remedy: str, what: str) -> dict[str, Any]:
     """:func:`read_json`, where the file must hold a JSON object."""
     value = read_json(path, remedy, what)
     if not isinstance(value, dict):
-        raise DamagedResultsError(f"{what} {_name(path)} holds a JSON {_json_type(value)}, not an object; {remedy}")
+        raise DamagedResultsError(
+            f"{what} {shown_path(path)} holds a JSON {_json_type(value)}, not an object; {remedy}")
     return value
 
 
@@ -85,7 +87,8 @@ def schema_problem(document: Any, slug: str) -> str | None:
     """What keeps ``document`` from being the results of chapter ``slug``, or None."""
     if not isinstance(document, dict):
         return f"it holds a JSON {type(document).__name__}, not an object"
-    problem = _fields(document, SECTIONS, "") or _fields(document["environment"], ENVIRONMENT, "environment.")
+    problem = (field_problem(document, SECTIONS, "")
+               or field_problem(document["environment"], ENVIRONMENT, "environment."))
     if problem:
         return problem
     if document["chapter"] != slug:
@@ -93,7 +96,7 @@ def schema_problem(document: Any, slug: str) -> str | None:
     for i, claim in enumerate(document["claims"]):
         if not isinstance(claim, dict):
             return f"claims[{i}] is a {type(claim).__name__}, not an object"
-        if problem := _fields(claim, CLAIM, f"claims[{i}]."):
+        if problem := field_problem(claim, CLAIM, f"claims[{i}]."):
             return problem
         if claim["published"] is not None and not {"value", "model"} <= set(claim["published"]):
             return f"claims[{i}].published lacks 'value' or 'model'"
@@ -111,7 +114,10 @@ def rebuild_hint(slug: str) -> str:
     return "rebuild it: " + REBUILD.format(slug=slug)
 
 
-def _fields(mapping: dict, expected: dict[str, Any], prefix: str) -> str | None:
+def field_problem(mapping: dict, expected: dict[str, Any], prefix: str) -> str | None:
+    """The first key of ``expected`` that ``mapping`` lacks or holds with another JSON type
+    (``expected`` maps each key to its type or tuple of types; a boolean is no number), as
+    "it lacks <prefix><key>" or "<prefix><key> is a JSON string", or None when all are there."""
     for key, kind in expected.items():
         if key not in mapping:
             return f"it lacks {prefix}{key}"
@@ -129,7 +135,7 @@ def _json_type(value: Any) -> str:
         type(value), "number")
 
 
-def _name(path: Path) -> str:
+def shown_path(path: Path) -> str:
     """The path relative to the book's root when it lies inside it (as a reader would type it)."""
     root = paths.project_root()
     try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
@@ -109,7 +110,8 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "hard_twin": p.one_of("negation", "role_reversal"), "hard_negatives": p.boolean,
     },
     "08_across_models": {
-        **MODEL, **COMPARED, "corpus_texts": p.optional(p.integer(2, corpora.CORPUS_SIZE)),
+        **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
+        "corpus_texts": p.optional(p.integer(2)),
         "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
         "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
         "atlas_results": p.optional(p.text),
@@ -357,7 +359,7 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
         _task_within_corpus, _width_fits_heads, _split_holds_out, _scratch_batches_fill, _finetune_batches_fill,
         _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
     ),
-    "08_across_models": (_positions("head_length"),),
+    "08_across_models": (_positions("head_length"), *atlas_needs.NEEDS),
 }
 
 

@@ -5,8 +5,16 @@ The notebook is one of the three things a chapter is; the other two — its stud
 ``studies/`` and its ledger in ``data/claims/`` — are the contributor's to write. The skeleton
 runs as soon as the study module has a ``measure(acts)`` that returns the chapter's metrics and the
 ledger names the claims to judge on them: the parameters cell, ``Chapter.open``, the findings box,
-one measurement section (the chapter's sentences through the model, ``study.measure``, the
-claims in words), the claims table, the summary, the parameter table and provenance.
+the dropdown with learning objectives and prerequisites, one measurement section (the chapter's
+sentences through the model, ``study.measure``, the claims in words), the claims table, the
+summary, three exercises (each a rerun command, a question, a folded cell with the numbers of
+the answer and the answer's reasoning), the parameter table and provenance. It passes the
+checks every chapter passes (``tests/test_teaching.py``, ``tests/test_notebook_conventions.py``);
+its words are the contributor's to replace.
+
+Its metadata (``embedding_geometry``) holds the part of the table of contents it is listed in
+and ``tiny``: the parameters a test run on the tiny model sets (none: the defaults are small
+enough; ``tests/conftest.py`` reads them).
 """
 
 from __future__ import annotations
@@ -34,6 +42,54 @@ def _code(text: str, *tags: str) -> dict:
             "outputs": [], "source": text.strip("\n")}
 
 
+ABOUT = """::::{dropdown} About this chapter: the claims tested, learning objectives, prerequisites
+
+**Overview — the claims tested.** Which text this chapter reproduces, and its claims in a few words.
+
+```{admonition} Learning objectives
+:class: tip
+After this chapter you can:
+- say what this chapter measures, on which sentences, and at which depths;
+- read its measurement on a model of any depth;
+- judge each of its claims from its interval and its test.
+```
+
+**Prerequisites:** the {doc}`00b_primer` on hidden states and depths ({ref}`primer-hidden-states`).
+
+::::"""
+"""The skeleton's dropdown: three learning objectives and the prerequisites (to be rewritten)."""
+
+EXERCISES = [
+    ("a model of another depth", "-p model sentence-transformers/all-mpnet-base-v2",
+     "Does each claim keep its verdict on a model with twice as many blocks?",
+     "A claim that holds on both models is not a property of one model's size; one whose verdict "
+     "changes is read on the claims table of each run, model by model."),
+    ("one sentence at a time", "-p batch_size 1",
+     "Does any number change when each sentence runs through the model alone?",
+     "No more than floating-point noise: the attention mask keeps padding out of every real token's "
+     "state, so a claim's verdict does not depend on the batch size."),
+    ("another seed", "-p seed 1",
+     "Which numbers move when the seed changes?",
+     "The measurement on the fixed sentences does not move; the ends of each interval move a little, "
+     "because the bootstrap draws its resamples from the seed."),
+]
+"""Each exercise of the skeleton: title, the papermill option, question, reasoning (no number)."""
+
+
+def exercises(slug: str) -> list[dict]:
+    """The skeleton's ``## Exercises``: per exercise a rerun command and a question, a folded cell
+    with the answer's numbers (the claims on this run) and the reasoning, typed without a number."""
+    found = [_markdown("## Exercises\n\nEach exercise changes one parameter. Rerun this chapter with the command "
+                       "given (from the\nrepository root) and answer the question from the result; the numbers "
+                       "of this run are folded\nunder each question.")]
+    for i, (title, option, question, reasoning) in enumerate(EXERCISES, 1):
+        found += [_markdown(f"### Exercise {i}: {title}\n\n```bash\n.venv/bin/papermill notebooks/{slug}.ipynb "
+                            f"/tmp/{slug}.ipynb {option}\n```\n\n{question}"),
+                  _code("ch.report(*claim_ids)", "hide-output"),
+                  _markdown(f"<details><summary>Answer</summary>\n\n{reasoning}\n</details>")]
+    return found
+
+
 def cells(slug: str, title: str, study: str) -> list[dict]:
     """The skeleton's cells (CONTRIBUTING.md, "How a chapter notebook reads", item 6)."""
     return [
@@ -50,16 +106,19 @@ def cells(slug: str, title: str, study: str) -> list[dict]:
               f'ch = Chapter.open("{slug}", globals())', "hide-input"),
         _markdown("## What this run found"),
         _code("ch.findings()", "remove-input"),
+        _markdown(ABOUT),
         _markdown("## The measurement\n\nWhat is measured and why; how to read the output below."),
         _code('sentences = list(corpora.REFERENCE_SENTENCES.values())\n'
               'ch.inputs["sentences"] = sentences\n'
               'acts = ch.extract(sentences, source="sentences")\n'
               "ch.add_metrics(study.measure(acts))\n"
-              "ch.report(*[claim.id for claim in ch.ledger.claims])"),
+              "claim_ids = [claim.id for claim in ch.ledger.claims]\n"
+              "ch.report(*claim_ids)"),
         _markdown("## Claims"),
         _code("ch.finish()", "remove-input"),
         _markdown("## Summary"),
         _code("ch.summary()", "remove-input"),
+        *exercises(slug),
         _markdown("## Parameters"),
         _code('pages.parameter_table(ch.slug).style.hide(axis="index")', "remove-input"),
         _markdown("## Provenance"),
@@ -84,8 +143,7 @@ def new_chapter(root: Path, slug: str, title: str, study: str, part: str | None 
         raise ScaffoldError(f"slug {slug!r}: {path} exists already")
     metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                 "language_info": {"name": "python"}}
-    if part:
-        metadata["embedding_geometry"] = {"part": part}
+    metadata["embedding_geometry"] = {"part": part, "tiny": {}} if part else {"tiny": {}}
     notebook = {"cells": cells(slug, title.strip(), study), "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
     for i, cell in enumerate(notebook["cells"]):
         cell["id"] = f"{slug.replace('_', '-')}-{i}"

@@ -7,11 +7,8 @@ token metadata the measurements need.
 
 from __future__ import annotations
 
-import os
-import tempfile
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import joblib
@@ -21,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import __version__
-from . import clock, float_path, paths
+from . import clock, disk_cache, float_path
 from .architectures import SpecialTokens
 from .capture import run_with_cache
 from .errors import ParameterError
@@ -46,6 +43,9 @@ class Activations(SpecialTokens):
                                                 H, T_i, T_i] when only some blocks' maps were kept
     attention_layers                            the 0-based blocks whose maps ``attentions`` holds, in
                                                 order; None: every block
+    after_attention  float32 [L, n_tokens, D]   entry l: the stream between block l's (0-based) attention
+                                                and feed-forward sublayers, ``blocks.{l}.resid_mid``
+                                                (post-norm families), or None when not requested
     family, has_cls, has_sep                    the model's architecture family and whether its first
                                                 (last) token is a [CLS] ([SEP]) that metrics may read
     """
@@ -64,6 +64,7 @@ class Activations(SpecialTokens):
     has_cls: bool = True
     has_sep: bool = True
     attention_layers: tuple[int, ...] | None = None
+    after_attention: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_texts(self) -> int:
@@ -138,6 +139,7 @@ def extract(
     progress: bool = True,
     source: str = "texts",
     attention_layers: Sequence[int] | None = None,
+    after_attention: bool = False,
 ) -> Activations:
     """Hidden states of every depth (and optionally attention maps) for ``texts``.
 
@@ -149,6 +151,10 @@ def extract(
     ``source`` names the parameter the texts came from, for error messages.
     ``attention_layers`` (with ``attentions``) keeps only those blocks' maps, e.g. ``(-1,)`` for
     the last block's: a negative index counts from the last block; the cache key includes it.
+    ``after_attention`` also keeps, from the same pass, the stream between each block's two
+    sublayers (``blocks.{l}.resid_mid``, post-norm families): a companion cache entry under its
+    own key (:func:`cache_key` with ``after_attention``), beside the record's, so that a call
+    without it reads the same record as before.
     """
     if isinstance(texts, str):
         raise ParameterError(source, "a list of texts, not one string", texts)
@@ -161,26 +167,50 @@ def extract(
     max_length = max_length or loaded.info.max_seq_length
     layers = _attention_layers(attention_layers, attentions, loaded.model.config.num_hidden_layers)
     key = cache_key(loaded, texts, max_length, attentions, layers)
-    path = Path(cache_dir or paths.cache_dir()) / f"{key}.joblib"
-    if cache and (hit := _load(path, key)) is not None:
+    mid_key = cache_key(loaded, texts, max_length, attentions, layers, after_attention=True) if after_attention else ""
+    if cache and (hit := _read(cache_dir, key, mid_key)) is not None:
         clock.model_used()
         return hit
-    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers)
+    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers, after_attention)
     record.key = key
     if cache:
-        _store(path, record)
+        disk_cache.store(disk_cache.entry(cache_dir, key), replace(record, after_attention=None))
+        if after_attention:
+            disk_cache.store(disk_cache.entry(cache_dir, mid_key), AfterAttention(mid_key, record.after_attention))
     return record
 
 
+@dataclass
+class AfterAttention:
+    """The companion cache entry of a record extracted with ``after_attention``: its states
+    between the sublayers, [L, n_tokens, D], under their own key."""
+
+    key: str
+    states: np.ndarray
+
+
+def _read(folder: str | Path | None, key: str, mid_key: str) -> Activations | None:
+    """The cached record of ``key``, with the states of the companion entry ``mid_key`` when one
+    is asked for (``""``: none); None when either is missing."""
+    record = disk_cache.load(disk_cache.entry(folder, key), key, Activations, "activation cache")
+    if record is None or not mid_key:
+        return record
+    mid = disk_cache.load(disk_cache.entry(folder, mid_key), mid_key, AfterAttention, "activation cache")
+    return None if mid is None else replace(record, after_attention=mid.states)
+
+
 def cache_key(loaded: LoadedModel, texts: Sequence[str], max_length: int, attentions: bool,
-              attention_layers: tuple[int, ...] | None = None) -> str:
+              attention_layers: tuple[int, ...] | None = None, after_attention: bool = False) -> str:
     """Content key: what the activations depend on, hashed with joblib (the kept attention
-    layers only when not all are kept, and the float path only when perturbed, so that the keys
-    of full records on the book's own path stay as they were)."""
-    identity = loaded.info.sha256 or f"{loaded.info.id}@{loaded.info.revision}"
+    layers only when not all are kept, the float path only when perturbed, and the companion
+    entry's mark only for it, so that the keys of full records on the book's own path stay as
+    they were)."""
+    identity = disk_cache.model_identity(loaded.info)
     kept = [] if attention_layers is None else [list(attention_layers)]
     perturbed = [spec] if (spec := float_path.current().spec) else []
-    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__, *kept, *perturbed])
+    mid = ["blocks.resid_mid"] if after_attention else []
+    return joblib.hash([identity, list(texts), int(max_length), bool(attentions), __version__, *kept, *perturbed,
+                        *mid])
 
 
 def _attention_layers(requested: Sequence[int] | None, attentions: bool, n_layers: int) -> tuple[int, ...] | None:
@@ -213,7 +243,8 @@ def word_token_counts(tokenizer, texts: Sequence[str], max_length: int) -> list[
     return [int((~mask).sum()) for mask in tokenize(tokenizer, texts, max_length)[2]]
 
 
-def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None) -> Activations:
+def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None,
+             after_attention=False) -> Activations:
     encoding, ids, special = tokenize(loaded.tokenizer, texts, max_length)
     for text, mask in zip(texts, special):
         if mask.all():
@@ -224,19 +255,24 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
     kept = range(n_layers) if layers is None else layers
     names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]
     names += [f"blocks.{l}.attn.pattern" for l in kept] if attentions else []
+    middle = [f"blocks.{l}.resid_mid" for l in range(n_layers)] if after_attention else []
     states: list[np.ndarray | None] = [None] * len(texts)
     maps: list[np.ndarray | None] = [None] * len(texts)
+    mids: list[np.ndarray | None] = [None] * len(texts)
     with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
         for start in range(0, len(texts), batch_size):
             chunk = order[start:start + batch_size]
             batch = loaded.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding_side="right",
                                          return_tensors="pt")
             batch = {k: v.to(loaded.device) for k, v in batch.items()}
-            _, captured = run_with_cache(loaded.model, batch, names)
+            _, captured = run_with_cache(loaded.model, batch, names + middle)
             stacked = torch.stack([captured[n] for n in names[: n_layers + 1]], dim=1).float().numpy()
+            between = torch.stack([captured[n] for n in middle], dim=1).float().numpy() if middle else None
             for row, i in enumerate(chunk):
                 n = len(ids[i])
                 states[i] = stacked[row, :, :n]
+                if middle:
+                    mids[i] = between[row, :, :n]
                 if attentions:
                     maps[i] = torch.stack([captured[f"blocks.{l}.attn.pattern"][row, :, :n, :n]
                                            for l in kept]).float().numpy()
@@ -258,6 +294,7 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         has_cls=loaded.info.has_cls,
         has_sep=loaded.info.has_sep,
         attention_layers=layers if attentions else None,
+        after_attention=np.concatenate(mids, axis=1) if after_attention else None,
     )
 
 
@@ -274,50 +311,6 @@ def _unencodable(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
-
-
-def _load(path: Path, key: str) -> Activations | None:
-    if not path.is_file():
-        return None
-    try:
-        record = joblib.load(path)
-        if not isinstance(record, Activations) or record.key != key:
-            raise ValueError("cache entry does not hold the activations of its key")
-        return record
-    except Exception as error:  # a truncated or foreign file: recompute and overwrite
-        warnings.warn(f"activation cache entry {path.name} is unreadable ({type(error).__name__}); recomputing")
-        path.unlink(missing_ok=True)
-        return None
-
-
-PARTIAL_PREFIX = ".partial-"
-
-
-def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
-    """Delete the temporary files of cache writes whose writer process is gone (killed while
-    writing). Each temporary file carries its writer's PID, so a write in progress in another
-    process is left alone. Returns what it removed."""
-    folder = Path(folder or paths.cache_dir())
-    stale = [p for p in folder.glob(f"{PARTIAL_PREFIX}*") if not paths.owner_alive(p)] if folder.is_dir() else []
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return stale
-
-
-def _store(path: Path, record: Activations) -> None:
-    """Write atomically: a temporary file in the same folder, renamed into place when complete."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".joblib", dir=path.parent)
-    except OSError as error:  # a read-only or misplaced cache folder: go on without caching
-        warnings.warn(f"activation cache folder {path.parent} is not writable ({error.strerror}); not cached")
-        return
-    os.close(handle)
-    try:
-        joblib.dump(record, tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- tables

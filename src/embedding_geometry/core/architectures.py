@@ -10,6 +10,10 @@ For each family the table gives:
 
     blocks       dotted path from the base model to its list of L blocks
     head_out     dotted path from a block to its attention output projection
+    attention_norm
+                 dotted path from a block to the LayerNorm that closes its attention sublayer,
+                 a_l = LN₁(h + O(heads)), in a post-norm block; None for pre-norm families,
+                 where the stream between the sublayers is no norm's output
     causal       whether a token attends only to itself and earlier tokens
     cls          whether the first token is a summary token ([CLS], <s>) that metrics may read
     sep          whether the last token is a separator ([SEP], </s>) that metrics may read
@@ -40,6 +44,7 @@ class Family:
     model_types: tuple[str, ...]
     blocks: str
     head_out: str
+    attention_norm: str | None = None
     causal: bool = False
     cls: bool = True
     sep: bool = True
@@ -55,6 +60,14 @@ class Family:
         """The block's attention output projection: its input is the heads' concatenated outputs."""
         return self._find(block, self.head_out)
 
+    def attention_norm_of(self, block: torch.nn.Module) -> torch.nn.Module:
+        """The block's norm that closes its attention sublayer (post-norm families); a pre-norm
+        family: one-line :class:`NotApplicableError`."""
+        if self.attention_norm is None:
+            raise NotApplicableError("the stream between a block's attention and feed-forward sublayers", self.name,
+                                     "post-norm blocks whose attention sublayer ends in a LayerNorm")
+        return self._find(block, self.attention_norm)
+
     def _find(self, module: torch.nn.Module, path: str):
         try:
             return operator.attrgetter(path)(module)
@@ -64,11 +77,12 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("BERT", ("bert",), "encoder.layer", "attention.output.dense"),
+    Family("BERT", ("bert",), "encoder.layer", "attention.output.dense", "attention.output.LayerNorm"),
     Family("RoBERTa/XLM-R", ("roberta", "xlm-roberta"), "encoder.layer", "attention.output.dense",
+           "attention.output.LayerNorm", positions_after_padding=True),
+    Family("MPNet", ("mpnet",), "encoder.layer", "attention.attn.o", "attention.LayerNorm",
            positions_after_padding=True),
-    Family("MPNet", ("mpnet",), "encoder.layer", "attention.attn.o", positions_after_padding=True),
-    Family("DistilBERT", ("distilbert",), "transformer.layer", "attention.out_lin"),
+    Family("DistilBERT", ("distilbert",), "transformer.layer", "attention.out_lin", "sa_layer_norm"),
     Family("ModernBERT", ("modernbert",), "layers", "attn.Wo", final_norm=True),
     Family("decoder (Qwen2/Qwen3/Llama/Mistral)", ("qwen2", "qwen3", "llama", "mistral"), "layers",
            "self_attn.o_proj", causal=True, cls=False, sep=False, pooling="lasttoken", final_norm=True),

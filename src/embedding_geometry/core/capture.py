@@ -10,6 +10,10 @@ For a model of L blocks, H heads of width d_head, hidden width D, and a batch of
                                                    zero above the diagonal)
     blocks.{l}.attn.head_out    [B, T, H, d_head]  per-head attention output of block l: the input of
                                                    the attention output projection (forward pre-hook)
+    blocks.{l}.resid_mid        [B, T, D]          the stream between block l's two sublayers: in a
+                                                   post-norm block LN₁(x + O(head_out)), x the block's
+                                                   input, the output of the norm that closes its
+                                                   attention sublayer (forward hook; post-norm families)
 
 Where each site is in each family is :mod:`.architectures`' table.
 """
@@ -25,7 +29,7 @@ from . import architectures, clock
 from .errors import ParameterError
 
 NameFilter = str | Sequence[str] | Callable[[str], bool]
-SITES = ("resid_post", "attn.pattern", "attn.head_out")
+SITES = ("resid_mid", "resid_post", "attn.pattern", "attn.head_out")
 
 
 def all_names(n_layers: int) -> list[str]:
@@ -37,14 +41,16 @@ def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tu
     """One forward pass of ``batch``; return ``(output, cache)`` where ``cache`` maps each
     requested name (see the module docstring) to a detached CPU tensor. Hooks are removed in
     ``finally``, whatever happens during the pass; the pass is timed (:func:`.clock.model_call`).
-    Head outputs need a model of a family in :mod:`.architectures`' table (else a one-line
-    :class:`ParameterError`)."""
+    Head outputs and the stream between the sublayers need a model of a family in
+    :mod:`.architectures`' table (else a one-line :class:`ParameterError`; the latter a post-norm
+    family, else :class:`~.errors.NotApplicableError`)."""
     n_layers = model.config.num_hidden_layers
     wanted = _matcher(names)
     requested = [name for name in all_names(n_layers) if wanted(name)]
     cache: dict[str, torch.Tensor] = {}
     handles = [_hook_head_out(site, name, model.config.num_attention_heads, cache)
                for name, site in _head_out_sites(model, requested)]
+    handles += [_hook_output(site, name, cache) for name, site in _resid_mid_sites(model, requested)]
     try:
         with torch.inference_mode(), clock.model_call():
             output = model(
@@ -76,6 +82,22 @@ def _head_out_sites(model: torch.nn.Module, requested: list[str]) -> list[tuple[
     family = architectures.family_of(model)
     blocks = family.blocks_of(model)
     return [(f"blocks.{l}.attn.head_out", family.head_out_of(blocks[l])) for l in layers]
+
+
+def _resid_mid_sites(model: torch.nn.Module, requested: list[str]) -> list[tuple[str, torch.nn.Module]]:
+    """(name, the norm that closes the attention sublayer) for each requested ``blocks.{l}.resid_mid``."""
+    layers = [_layer(name) for name in requested if name.endswith("resid_mid")]
+    if not layers:
+        return []
+    family = architectures.family_of(model)
+    blocks = family.blocks_of(model)
+    return [(f"blocks.{l}.resid_mid", family.attention_norm_of(blocks[l])) for l in layers]
+
+
+def _hook_output(site: torch.nn.Module, name: str, cache: dict) -> torch.utils.hooks.RemovableHandle:
+    def hook(module, args, output):
+        cache[name] = output.detach().cpu()
+    return site.register_forward_hook(hook)
 
 
 def _hook_head_out(site: torch.nn.Module, name: str, heads: int, cache: dict) -> torch.utils.hooks.RemovableHandle:

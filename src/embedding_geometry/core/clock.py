@@ -25,6 +25,10 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+BUILD_BUDGET_S = 600
+"""The book's time budget: a cold ``make book`` of the default profile, the venv set-up
+excluded, on the quiet 2-core machine, in seconds (10 minutes)."""
+
 _totals = {"seconds": 0.0, "calls": 0}
 _first: dict[str, float] = {}  # wall and CPU time at the first model use of this process
 

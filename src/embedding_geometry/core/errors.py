@@ -20,7 +20,7 @@ class ParameterError(BookError, ValueError):
     def __init__(self, name: str, expected: str, got: object, detail: str = ""):
         self.name, self.expected, self.got, self.detail = name, expected, got, detail
         note = f" ({' '.join(detail.split())})" if detail else ""
-        super().__init__(f"parameter '{name}' expects {expected}; got {_short(got)}{note}")
+        super().__init__(f"parameter '{name}' expects {expected}; got {short_repr(got)}{note}")
 
 
 class ModelUnavailableError(BookError, OSError):
@@ -39,7 +39,7 @@ class NotApplicableError(BookError, ValueError):
         super().__init__(f"{what} is not applicable to this architecture: {model} has no {needs}")
 
 
-def _short(value: object, width: int = 60) -> str:
+def short_repr(value: object, width: int = 60) -> str:
     """``repr(value)`` cut to ``width`` characters, built in bounded time and memory whatever
     the value (``reprlib``: a YAML alias bomb or a 5,000-digit integer included)."""
     import reprlib

@@ -129,7 +129,7 @@ def centred(x: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
     return x - (x.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float64))
 
 
-# --------------------------------------------------------------------------- per-text stacks (§1, §2)
+# ------------------------------------------------------------------ per-text stacks: within- and cross-sentence cosines
 
 def per_text(hidden: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
     """Split token rows into one stack per text: text i gets ``hidden[:, offsets[i]:offsets[i+1]]``

@@ -16,9 +16,15 @@ set            units        what it measures (keys of its metrics)
                             reversal (``negation``, ``role_reversal``, ``cls.*``, ``maxsim*``)
 ``easy_pairs`` pairs        chapter 2's easy pairs: chapter 1's sentences paired in order (``easy``)
 ``corpus``     sentences    chapter 3's sentences (``corpus_texts`` of its corpus, spread over the
-                            topics as chapter 3 takes them): anisotropy of mean pools and of tokens
-``heads``      windows      chapter 4's head pass on ``head_texts`` windows of ``head_length`` tokens
+                            topics as chapter 3 takes them), or the texts of the corpus the parameter
+                            ``corpus`` names (the first ``corpus_texts``; ``core.text_sources``): the
+                            same statistics as ``sentences``; the claims read its anisotropy
+``heads``      windows      chapter 4's head pass on ``head_texts`` windows of ``head_length`` tokens,
+                            cut from chapter 4's corpus or from ``corpus``'s texts, cycled
 =============  ===========  ===========================================================================
+
+The other sets are the claims' own texts, whatever the corpus: a claim about negation needs its
+negations.
 
 :func:`model_metrics` flattens one model's results into the dict the ledger reads: each set's
 metrics under its name (``sentences.intra_sentence_cosine``), its per-unit values under
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core import corpora
+from ..core import corpora, registry, text_sources
 from ..core.models import ModelInfo
 from . import cone, layer_by_layer, similarity_attractor
 from .accumulators import SAMPLE_SIZE
@@ -50,19 +56,21 @@ MIDDLE = 0.5
 
 
 def text_sets(params: Mapping[str, Any]) -> tuple[TextSet, ...]:
-    """The chapter's text sets (module docstring) from its parameters ``corpus_texts``,
-    ``head_texts``, ``head_length``, ``sample_size`` and ``seed``; each list of texts is the one
-    its chapter passes to the model, so that the forward passes hit the activation cache."""
+    """The chapter's text sets (module docstring) from its parameters ``corpus``,
+    ``corpus_column``, ``corpus_texts``, ``head_texts``, ``head_length``, ``sample_size`` and
+    ``seed``; the book's own texts are the lists their chapters pass to the model."""
     seed, size = params.get("seed", 0), params.get("sample_size", SAMPLE_SIZE)
     twins = corpora.retrieval_set("hard")["pool"]
     easy = similarity_attractor.pair_set_texts()["easy"]
-    corpus = cone.chapter_corpus("project", params.get("corpus_texts"), seed)["sentence"].tolist()
+    source = text_sources.of_parameters(params)
+    corpus = () if source else tuple(cone.chapter_corpus("project", params.get("corpus_texts"), seed)["sentence"])
     return (TextSet("sentences", "texts", tuple(layer_by_layer.inputs()["sentences"]), seed=seed, sample_size=size),
             TextSet("twins", "tuples", tuple(twins), names=("negation", "role_reversal"), maxsim=True),
             TextSet("easy_pairs", "tuples", tuple(easy), names=("easy",)),
-            TextSet("corpus", "texts", tuple(corpus), seed=seed, sample_size=size),
+            TextSet("corpus", "texts", corpus, seed=seed, sample_size=size, corpus=source),
             TextSet("heads", "windows", source="corpus", windows=params.get("head_texts", 32),
-                    length=params.get("head_length", 128), seed=seed))
+                    length=params.get("head_length", 128), seed=seed, corpus=source))
+
 
 
 def pair_sets(twins: Mapping[str, Any], easy: Mapping[str, Any]) -> Metrics:
@@ -135,6 +143,15 @@ def measured(found: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Metrics]
     return with_controls(by_model, {c: t for c, t in control_of.items() if t}), infos
 
 
+def model_key(found: Mapping[str, Any], name: str) -> str:
+    """The id under which ``found`` (model id → results) keeps the model the ``model`` parameter
+    names: the name itself, or, for an embedded model's short name (``minilm``), its hub id."""
+    if name in found:
+        return name
+    entry = registry.resolve(name)
+    return entry.hub_id if entry else name
+
+
 def trained_only(by_model: Mapping[str, Metrics], infos: Mapping[str, ModelInfo]) -> dict[str, Metrics]:
     """The trained models' metrics alone, without their controls' per-unit values: the chapter
     as it would read without random-init controls."""
@@ -167,11 +184,10 @@ def without_units(by_model: Mapping[str, Metrics]) -> dict[str, Metrics]:
             for name, metrics in by_model.items()}
 
 
-def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]],
-               limit: int | None = None) -> dict[str, dict[str, Any]]:
+def head_grids(by_model: Mapping[str, Metrics], models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """The per-head grids [L][H] of the head pass (mean pair distance and separator share) of
-    the first ``limit`` trained models (default: all), by the model's label."""
+    every trained model, by the model's label."""
     trained = [m for m in by_model if models[m]["kind"] == "trained" and (by_model[m].get("heads") or {}).get("heads")]
     return {models[m]["label"]: {key: by_model[m]["heads"]["heads"][key] for key in ("mean_pair_distance",
                                                                                      "separator_attention")}
-            for m in trained[:limit]}
+            for m in trained}

@@ -48,6 +48,7 @@ from ..core.errors import ParameterError
 from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
+from . import head_cache
 from .context_batch import TextBatch, batch_statistics
 from .context_heads import (HEAD_CLASSES, both_kinds_draws, class_counts, class_totals, classify, head_stability,
                             head_table)
@@ -58,13 +59,11 @@ from .context_stats import (NULL_DRAWS, RESAMPLES, TEXT_ROWS, TOKEN_KINDS, Conte
 __all__ = ["HEAD_CLASSES", "NULL_DRAWS", "RESAMPLES", "TEXT_ROWS", "TOKEN_KINDS", "ContextStats", "Example",
            "Measurement", "Settings", "TextBatch", "TextRows", "batch_statistics", "block_means",
            "class_counts", "class_totals", "classify", "head_stability", "head_table", "head_tables",
-           "last_over_first", "measure", "metrics", "pair_metrics", "pass_table", "recorded", "run", "summed_blocks"]
+           "last_over_first", "measure", "metrics", "pair_metrics", "recorded", "run", "summed_blocks"]
 
 SUMMED_SIDE = 32
 """The summed matrices are recorded as means over square blocks, this many per side (4 tokens
 each at T = 128)."""
-PROJECTED_TEXTS = 1_000
-"""The number of texts :func:`pass_table` projects each model's pass to (issue 30's target)."""
 
 
 # --------------------------------------------------------------------------- the fold over batches
@@ -99,14 +98,18 @@ class Measurement:
     seconds: float = 0.0
 
 
-def measure(batches: Iterable[Captured], settings: Settings) -> Measurement:
+def measure(batches: Iterable[Captured], settings: Settings, loaded: LoadedModel | None = None) -> Measurement:
     """Fold the batches: each is reduced to :class:`ContextStats`, added to the running totals
     in place and dropped before the next is captured, so that two batches' matrices are never
-    held at once. Only the first text's matrices are kept (for the figures)."""
+    held at once. Only the first text's matrices are kept (for the figures). With ``loaded``
+    (the model the batches came from), each batch's statistics are also stored in the head cache
+    (:mod:`.head_cache`), for the chapters that stream the same windows."""
     record, stats, example, start = TextRecord(), None, None, time.perf_counter()
     for captured in batches:
         part = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), settings,
                                 first=record.count)
+        if loaded is not None:
+            head_cache.store(loaded, captured.windows, settings, record.count, part)
         for window in captured.windows:
             record.add(window)
         if stats is None:
@@ -130,22 +133,11 @@ def texts_of(loaded: LoadedModel, params: Mapping) -> Iterator[Window]:
 def run(loaded: LoadedModel, params: Mapping) -> Measurement:
     """The chapter's pass on one model: :func:`texts_of` streamed through it in batches of
     ``batch_size`` (:func:`embedding_geometry.core.streaming.stream`) and folded by
-    :func:`measure` with the settings among ``params``."""
+    :func:`measure` with the settings among ``params``, each batch's statistics kept in the head
+    cache (chapter 8's head pass reads them)."""
     texts = texts_of(loaded, params)
     batches = streaming.stream(loaded, texts, params["batch_size"], total=params["n_texts"])
-    return measure(batches, Settings.from_parameters(params))
-
-
-def pass_table(runs: Mapping[str, Measurement]) -> pd.DataFrame:
-    """One row per model (id → its :class:`Measurement`): its blocks and heads, texts, whole
-    sentences per text, the pass's seconds, and those seconds projected to :data:`PROJECTED_TEXTS`
-    texts at the same throughput."""
-    rows = [{"model": name.rsplit("/", 1)[-1], "blocks L": r.stats.shape[0], "heads H": r.stats.shape[1],
-             "texts": r.texts.count, "whole sentences per text": r.texts.to_dict()["whole_sentences_per_text"],
-             "seconds": r.seconds,
-             f"seconds for {PROJECTED_TEXTS:,} texts": r.seconds / r.texts.count * PROJECTED_TEXTS}
-            for name, r in runs.items()]
-    return pd.DataFrame(rows).set_index("model")
+    return measure(batches, Settings.from_parameters(params), loaded)
 
 
 # --------------------------------------------------------------------------- metrics

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..core import geometry
 from ..core.activations import Activations
+from ..core.text_sources import TextSource
 from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Sample, Sums
 from .context_stats import Settings
 
@@ -297,10 +298,15 @@ class HeadStatistics(Accumulator):
         from .context_batch import TextBatch, batch_statistics
 
         units = list(units)
-        if len(units) != len(captured.windows) or units != list(range(units[0], units[0] + len(units))):
-            raise ValueError(f"{len(captured.windows)} windows need as many consecutive unit indices; got {units}")
-        stats = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
-                                 first=units[0])
+        self.add(batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
+                                  first=units[0] if units else 0), units)
+
+    def add(self, stats: Any, units: Sequence[int]) -> None:
+        """Fold one batch's statistics (``ContextStats`` of windows ``units``, consecutive), as
+        :meth:`update` computes them or the head cache (``studies.head_cache``) gives them back."""
+        units = list(units)
+        if not units or len(units) != stats.texts or units != list(range(units[0], units[0] + len(units))):
+            raise ValueError(f"statistics of {stats.texts} windows need as many consecutive unit indices; got {units}")
         before = next((start for start, (_, end) in self.parts.items() if end == units[0]), None)
         if before is None:
             self._check_new(units[0], units[-1] + 1)
@@ -341,11 +347,11 @@ KINDS = ("texts", "tuples", "windows")
 class TextSet:
     """A set of units and the accumulator that measures them:
 
-    ``texts``    one text per unit (:class:`TextStatistics`)
+    ``texts``    one text per unit: ``texts``, or a ``corpus`` read a run at a time (:class:`TextStatistics`)
     ``tuples``   ``len(names) + 1`` texts per unit, ``texts`` flattened unit by unit (:class:`TupleStatistics`)
     ``windows``  ``n_units`` windows of ``length`` tokens cut from the sentences of ``source`` with
-                 ``seed`` (``core.windows.from_source``; the texts depend on the model's
-                 tokenizer, so they are cut where the model is) (:class:`HeadStatistics`)
+                 ``seed`` (``core.windows.from_source``), or from ``corpus`` cycled; the texts depend
+                 on the model's tokenizer, so they are cut where the model is (:class:`HeadStatistics`)
     """
 
     name: str
@@ -358,6 +364,7 @@ class TextSet:
     length: int = 128
     seed: int = 0
     sample_size: int = SAMPLE_SIZE
+    corpus: TextSource | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -373,10 +380,14 @@ class TextSet:
 
     @property
     def n_units(self) -> int:
-        return self.windows if self.kind == "windows" else len(self.texts) // self.arity
+        if self.kind == "windows":
+            return self.windows
+        return self.corpus.n_texts if self.corpus is not None else len(self.texts) // self.arity
 
     def unit_texts(self, start: int, stop: int) -> list[str]:
         """The texts of units start … stop − 1, in order (not for ``windows``)."""
+        if self.corpus is not None:
+            return self.corpus.texts(start, stop)
         return list(self.texts[start * self.arity:stop * self.arity])
 
     def accumulator(self) -> Accumulator:

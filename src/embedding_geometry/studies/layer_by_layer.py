@@ -118,7 +118,7 @@ def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: M
     """Every measurement of the chapter on ``model``'s run, its random-init controls as the nulls,
     and the exercises' answers: one metrics dict (the module docstring's schema); ``seed`` seeds
     the resamples the study draws itself."""
-    run, acts = runs[model], runs[model].acts
+    acts = runs[model].acts
     sets = {name: (acts[f"{name}_queries"], acts[f"{name}_pool"], inputs[f"{name}_set"]["relevant"]) for name in k}
     sentences = acts["sentences"]
     return merged(
@@ -127,7 +127,7 @@ def measure(runs: Mapping[str, Run], model: str, inputs: Mapping[str, Any], k: M
         dimension_correlation(sentences),
         discriminative_dims(acts["negation_pair"]), matryoshka(acts["negation_pair"]), separability(sentences),
         recall(sets, k), pairs(acts["negation_pair"], acts["role_reversal_pair"], acts["token_pair_alone"]),
-        twin_cosine(acts["twins"]), cls_alignment(sentences), dip(sentences, run.sublayers),
+        twin_cosine(acts["twins"]), cls_alignment(sentences), dip(sentences),
         control([(c.acts["sentences"], c.acts["negation_twins"]) for c in controls_of(runs, model)]),
         by_model({**dict.fromkeys(PUBLISHED_MODELS), **{name: run.acts["sentences"] for name, run in runs.items()}}),
         exercises(acts["exercise_one_topic"], sets))

@@ -1,21 +1,20 @@
 """Chapter 1's models: every encoder of the chapter and its random-init controls run on the
 chapter's texts (:class:`Run`, :func:`run_all`), and the tables that name them.
 
-A trained model runs every text set of :data:`TRAINED_TEXTS`, and its sentences once more with
-each block split at its attention sublayer (:mod:`.sublayers`); a random-init control runs
-:data:`CONTROL_TEXTS`, what its nulls need. ``layer_by_layer.measure`` turns one model's run and
+A trained model runs every text set of :data:`TRAINED_TEXTS`, its sentences' pass keeping the
+stream between each block's two sublayers too (:mod:`.sublayers`: the same cached pass, whose
+record other chapters read as it was); a random-init control runs :data:`CONTROL_TEXTS`, what
+its nulls need. ``layer_by_layer.measure`` turns one model's run and
 its controls' runs into that model's metrics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from . import sublayers as split_blocks
+from ..core import architectures
 from ..core.activations import Activations
 from ..core.models import LoadedModel, ModelInfo
 
@@ -34,12 +33,11 @@ CONTROL_TEXTS = ("sentences", "negation_twins")
 
 @dataclass
 class Run:
-    """One model's activations of every text set, by name (:data:`TRAINED_TEXTS`), and, for a
-    trained model, its sentences' states after each block's attention sublayer (:func:`.sublayers.after_attention`)."""
+    """One model's activations of every text set, by name (:data:`TRAINED_TEXTS`); a trained
+    model's sentences hold their states between each block's sublayers (``after_attention``)."""
 
     info: ModelInfo
     acts: dict[str, Activations]
-    sublayers: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def control(self) -> bool:
@@ -64,18 +62,19 @@ SOURCES = {"easy_queries": "easy_set", "easy_pool": "easy_set", "hard_queries": 
 """The parameter each text set comes from, for error messages."""
 
 
-def run_all(extract: Extract, loaded_models: Iterable[LoadedModel], inputs: Mapping[str, Any],
-            batch_size: int = 32) -> dict[str, Run]:
+def run_all(extract: Extract, loaded_models: Iterable[LoadedModel], inputs: Mapping[str, Any]) -> dict[str, Run]:
     """Every model's :class:`Run`, by model id, in the order given: ``extract(texts, model,
-    source=…)`` (the chapter's cached forward pass) on each text set of :func:`texts_of`, and the
-    sentences' sublayer states of every trained model."""
+    source=…)`` (the chapter's cached forward pass) on each text set of :func:`texts_of`; a
+    trained post-norm model's sentences with ``after_attention`` (in the same pass: the sublayer
+    split of :mod:`.sublayers`; a pre-norm model is not split)."""
     runs = {}
     for loaded in loaded_models:
         control = loaded.info.source == "control"
-        acts = {name: extract(texts, loaded, source=SOURCES.get(name, name))
+        split = not control and architectures.family_of(loaded.model).attention_norm is not None
+        acts = {name: extract(texts, loaded, source=SOURCES.get(name, name),
+                              **({"after_attention": True} if name == "sentences" and split else {}))
                 for name, texts in texts_of(inputs, control).items()}
-        sublayers = None if control else split_blocks.after_attention(loaded, inputs["sentences"], batch_size)
-        runs[loaded.info.id] = Run(loaded.info, acts, sublayers)
+        runs[loaded.info.id] = Run(loaded.info, acts)
     return runs
 
 

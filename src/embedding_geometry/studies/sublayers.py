@@ -1,10 +1,11 @@
 """Chapter 1's open question, measured: what makes a sentence's tokens more or less alike inside a
 block. A block of a post-norm encoder (BERT, MPNet) is split at its attention sublayer,
-a_l = LN₁(h_{l−1} + O(heads_l)), h_l = LN₂(a_l + FFN(a_l)), from one forward pass with the
-existing capture sites (:func:`after_attention`), and the tokens are split into content and
-function words (:func:`word_classes`).
+a_l = LN₁(h_{l−1} + O(heads_l)), h_l = LN₂(a_l + FFN(a_l)): a_l is captured in the same cached
+forward pass as the hidden states (``activations.extract`` with ``after_attention``, the capture
+site ``blocks.{l}.resid_mid``), and the tokens are split into content and function words
+(:func:`word_classes`).
 
-dip(acts, after_attention)
+dip(acts)
     dip                        {attention_change [L], feed_forward_change [L]: the change in within-sentence
                                 cosine across each block's attention and feed-forward sublayers (None
                                 for a model not split); by_word_class {content, function, mixed: [L + 1]}:
@@ -15,59 +16,15 @@ dip(acts, after_attention)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from ..core import architectures, geometry
+from ..core import geometry
 from ..core.activations import Activations
-from ..core.capture import run_with_cache
-from ..core.errors import NotApplicableError
-from ..core.models import LoadedModel
 
 Metrics = dict[str, Any]
-
-
-def _attention_norm(block: torch.nn.Module) -> torch.nn.Module:
-    """The LayerNorm that closes a post-norm block's attention sublayer (BERT's
-    ``attention.output.LayerNorm``, MPNet's ``attention.LayerNorm``): the first one inside
-    ``block.attention``."""
-    found = next((m for m in getattr(block, "attention", torch.nn.Module()).modules()
-                  if isinstance(m, torch.nn.LayerNorm)), None)
-    if found is None:
-        raise NotApplicableError("the split of a block into its attention and feed-forward sublayers",
-                                 type(block).__name__, "a post-norm block whose attention module ends in a LayerNorm")
-    return found
-
-
-def after_attention(loaded: LoadedModel, texts: Sequence[str], batch_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """Every token's state at every depth and after each block's attention sublayer, from one
-    forward pass with the capture sites ``embed``, ``blocks.{l}.resid_post`` and
-    ``blocks.{l}.attn.head_out``: in a post-norm block, a_l = LN₁(h_{l−1} + O(head_out_l)), O the
-    attention output projection, and h_l = LN₂(a_l + FFN(a_l)). → (hidden [L + 1, n_tokens, D],
-    after attention [L, n_tokens, D]), texts in order, padding dropped."""
-    model, tokenizer = loaded.model, loaded.tokenizer
-    family, L = architectures.family_of(model), model.config.num_hidden_layers
-    blocks = family.blocks_of(model)
-    names = ["embed"] + [f"blocks.{l}.{site}" for l in range(L) for site in ("resid_post", "attn.head_out")]
-    ids = tokenizer(list(texts), truncation=True, max_length=loaded.info.max_seq_length)["input_ids"]
-    hidden, mid = [], []
-    for start in range(0, len(ids), batch_size):
-        chunk = ids[start:start + batch_size]
-        batch = tokenizer.pad({"input_ids": chunk}, padding_side="right", return_tensors="pt")
-        _, cache = run_with_cache(model, {k: v.to(loaded.device) for k, v in batch.items()}, names)
-        states = [cache["embed"]] + [cache[f"blocks.{l}.resid_post"] for l in range(L)]
-        with torch.inference_mode():
-            after = [_attention_norm(blocks[l])(states[l].to(loaded.device) + family.head_out_of(blocks[l])(
-                cache[f"blocks.{l}.attn.head_out"].flatten(2).to(loaded.device))).cpu() for l in range(L)]
-        states, after = torch.stack(states).float().numpy(), torch.stack(after).float().numpy()  # [L (+1), B, T, D]
-        for row, text_ids in enumerate(chunk):
-            hidden.append(states[:, row, :len(text_ids)])
-            mid.append(after[:, row, :len(text_ids)])
-    return np.concatenate(hidden, axis=1), np.concatenate(mid, axis=1)
 
 
 def word_classes(acts: Activations) -> np.ndarray:
@@ -98,12 +55,12 @@ def _class_cosine(stack: np.ndarray, kinds: np.ndarray, a: str, b: str) -> np.nd
     return cos.mean(axis=(1, 2))
 
 
-def dip(acts: Activations, sublayers: tuple[np.ndarray, np.ndarray] | None) -> Metrics:
+def dip(acts: Activations) -> Metrics:
     """The dip's mechanism: the change in within-sentence cosine across each block's attention
     sublayer (h_{l−1} → a_l) and feed-forward sublayer (a_l → h_l), means over sentences; the
     within-sentence cosine among content words, among function words and between the two
     (:func:`word_classes`), per depth; and the block where the within-sentence cosine falls most.
-    ``sublayers`` is :func:`after_attention` of the sentences (None: a model not split)."""
+    The sublayer split reads ``acts.after_attention`` (None: a model not split, e.g. a control)."""
     kinds = word_classes(acts)
     by_class = {}
     for name, (a, b) in {"content": ("content", "content"), "function": ("function", "function"),
@@ -116,9 +73,9 @@ def dip(acts: Activations, sublayers: tuple[np.ndarray, np.ndarray] | None) -> M
     found = {"by_word_class": by_class, "steepest_fall_block": int(np.argmin(np.diff(within))) + 1,
              "word_class_counts": {kind: int(np.sum((kinds == kind) & acts.word_mask))
                                    for kind in ("content", "function")}}
-    if sublayers is None:
+    if acts.after_attention is None:
         return {"dip": {**found, "attention_change": None, "feed_forward_change": None}}
-    hidden, after = sublayers
+    hidden, after = acts.hidden, acts.after_attention
     stacks = [np.concatenate([hidden[:-1, acts.rows(i)], after[:, acts.rows(i)], hidden[1:, acts.rows(i)]])
               [:, acts.word_mask[acts.rows(i)]] for i in range(acts.n_texts)]
     L = acts.n_layers

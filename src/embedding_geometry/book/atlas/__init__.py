@@ -9,6 +9,10 @@ From the command line (one line per bad input, as the build)::
 
     python -m embedding_geometry atlas --profile params/atlas.yaml [--executor ray] [--out DIR]
 
+The corpus is chapter 3's, or any the parameter ``corpus`` names (``core.text_sources``: a file
+or a hub dataset, read a run of texts at a time). Before any shard is measured, the driver checks
+chapter 8's needs that read a model on each trained model (:func:`check_models`).
+
 Its parts: :mod:`.plan` (models, text sets, shards), :mod:`.shards` (one shard measured and
 written once; a model's shards merged into its results), :mod:`.executors` (in-process or Ray).
 """
@@ -17,9 +21,11 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import executors, plan, shards
+from .. import parameters, rules
 from ...core import paths
 from ...core.errors import BookError
 from .shards import AtlasError, read
@@ -38,11 +44,23 @@ def run(chosen: plan.Plan, executor: str | object = "inprocess", workers: int | 
         executor = executors.EXECUTORS[executor](workers=workers) if executor == "ray" else executors.InProcess()
     shards.claim_folder(chosen)
     shards.remove_partial(chosen)
-    executor.run(chosen, [s for s in chosen.shards() if not shards.done(chosen, s)])
+    pending = [s for s in chosen.shards() if not shards.done(chosen, s)]
+    check_models(chosen, pending)
+    executor.run(chosen, pending)
     shards.remove_partial(chosen)  # what a writer killed mid-shard left
     for model in chosen.models:
         shards.combine(chosen, model, started)
     return chosen.out
+
+
+def check_models(chosen: plan.Plan, pending: Sequence[plan.Shard]) -> None:
+    """Chapter 8's needs that read a model (``book.rules``: the corpus's texts under its
+    tokenizer, windows within its positions) on each trained model with a shard pending, loaded
+    here before any shard is measured, so that a bad input is one line, not a failed task."""
+    for name in dict.fromkeys(shard.model.id for shard in pending):
+        spec = plan.ModelSpec(name)
+        view = parameters.ModelView(lambda spec=spec: shards.load(spec, chosen.device, chosen.trust_remote_code))
+        parameters.check_needs(rules.needs_for(plan.SLUG), chosen.params, view)
 
 
 def for_chapter(params: dict, folder: str | Path | None = None) -> dict[str, dict]:

@@ -1,16 +1,18 @@
 """What an atlas run measures: its models (each trained model, then the random-init controls of
-each), its text sets (``studies.across_models.text_sets``: chapter 8's), how every set is cut
-into shards, and the folder its results go to.
+each), its text sets (``studies.across_models.text_sets``: chapter 8's, with the corpus its
+parameter ``corpus`` names), how every set is cut into shards, and the folder its results go to.
 
 A plan is read from chapter 8's parameters — the notebook's defaults, overridden by a profile's
 ``common`` and ``chapters.08_across_models`` values (:func:`from_profile`), each checked by the
 chapter's rules — so that chapter 8 run on a profile and the atlas run on the same profile
 measure the same models on the same texts, and the chapter can read the atlas's results
 (parameter ``atlas_results``). A shard is a run of consecutive units of one set on one model:
-``shard_texts`` units (None: the whole set, so that each set is one forward pass, as the chapters
-that share its texts make it, and hits their activation cache). The head pass (windows) runs on
-the trained models only: its claims' nulls are exact (chance, uniform attention), and chapter 4
-does not run it on controls either.
+``shard_texts`` units (None: the whole set), measured a forward pass at a time
+(``shards.measure``), so a shard's memory does not grow with its size; its file holds the
+accumulator, whose seeded sample (``sample_size`` units of [L + 1, D] vectors) is what makes a
+shard file large, so shards of a few thousand texts keep a large corpus's shard files few. The
+head pass (windows) runs on the trained models only: its claims' nulls are exact (chance,
+uniform attention), and chapter 4 does not run it on controls either.
 """
 
 from __future__ import annotations

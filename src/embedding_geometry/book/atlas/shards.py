@@ -30,8 +30,9 @@ import joblib
 import numpy as np
 
 from .. import results
-from ...core import activations, models, paths, streaming, windows
+from ...core import activations, models, paths, windows
 from ...core.errors import BookError
+from ...studies import head_cache
 from ...studies.accumulators import Accumulator, merged
 from .plan import ModelSpec, Plan, Shard
 
@@ -73,22 +74,34 @@ def load(spec: ModelSpec, device: str, trust_remote_code: bool) -> models.Loaded
 
 
 def measure(plan: Plan, shard: Shard) -> Part:
-    """The accumulator of one shard: its units through the model, a forward pass at a time
-    (texts and tuples: one ``activations.extract`` of the shard's texts, through the activation
-    cache when the plan allows; windows: streamed in batches, nothing cached)."""
+    """The accumulator of one shard: its units through the model a forward pass at a time.
+
+    Texts and tuples of a corpus (parameter ``corpus``), or with the activation cache off:
+    ``batch_size`` texts a pass, each batch folded into the accumulator and let go, nothing
+    cached, so that a shard's memory does not grow with its units (a corpus's states would fill
+    the disk). The book's own sets with the cache on: one ``activations.extract`` of the shard's
+    texts, small fixed lists that chapters 1–3 pass to the model whole, so that a shard that is a
+    whole set reads their cached pass. Windows: cut where the model is, in batches, each batch's
+    head statistics through the head cache (``studies.head_cache``) when the plan allows:
+    chapter 4's pass stored them."""
     loaded = load(shard.model, plan.device, plan.trust_remote_code)
     text_set, accumulator = plan.text_set(shard.set), plan.text_set(shard.set).accumulator()
     if text_set.kind == "windows":
-        cut = windows.from_source(loaded.tokenizer, text_set.source, text_set.windows, text_set.length, text_set.seed)
+        source = text_set.corpus.cycled() if text_set.corpus else windows.sentence_stream(text_set.source,
+                                                                                          text_set.seed)
+        cut = windows.windows(loaded.tokenizer, source, text_set.windows, text_set.length)
         chosen = list(itertools.islice(cut, shard.start, shard.stop))
-        start = shard.start
-        for captured in streaming.stream(loaded, chosen, plan.batch_size):
-            accumulator.update(captured, range(start, start + len(captured.windows)))
-            start += len(captured.windows)
-    else:
-        acts = activations.extract(loaded, text_set.unit_texts(shard.start, shard.stop), batch_size=plan.batch_size,
-                                   cache=plan.cache, progress=False, source=text_set.name)
-        accumulator.update(acts, range(shard.start, shard.stop))
+        for first, stats in head_cache.statistics(loaded, chosen, accumulator.settings, shard.start, plan.batch_size,
+                                                  cache=plan.cache):
+            accumulator.add(stats, range(first, first + stats.texts))
+        return Part(accumulator, loaded.info.to_dict())
+    whole = plan.cache and text_set.corpus is None
+    step = shard.stop - shard.start if whole else max(1, plan.batch_size // text_set.arity)
+    for start in range(shard.start, shard.stop, step):
+        stop = min(start + step, shard.stop)
+        acts = activations.extract(loaded, text_set.unit_texts(start, stop), batch_size=plan.batch_size, cache=whole,
+                                   progress=False, source=text_set.name)
+        accumulator.update(acts, range(start, stop))
     return Part(accumulator, loaded.info.to_dict())
 
 
@@ -196,18 +209,25 @@ def _atomic(path: Path, write) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+def documents(folder: str | Path) -> dict[Path, dict[str, Any]]:
+    """The atlas results documents (``<model key>.json``) in ``folder``, as written (their
+    per-unit values left in their ``.npz``); none when it is not a folder."""
+    folder = Path(folder)
+    found = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        document = json.loads(path.read_text())
+        if document.get("chapter") == "atlas":
+            found[path] = document
+    return found
+
+
 def read(folder: str | Path) -> dict[str, dict[str, Any]]:
     """The results of an atlas folder by model id: ``{"model": info, "metrics": {set: metrics with
     their per_unit}, "params": …}``; a folder without results is an AtlasError."""
-    folder = Path(folder)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     found = {}
-    for path in files:
-        document = json.loads(path.read_text())
-        if document.get("chapter") != "atlas":
-            continue
+    for path, document in documents(folder).items():
         document["metrics"] = as_arrays(document["metrics"])
-        with np.load(folder / document["per_unit"]) as units:
+        with np.load(path.parent / document["per_unit"]) as units:
             for key in units.files:
                 name, unit_key = key.split("::", 1)
                 document["metrics"][name].setdefault("per_unit", {})[unit_key] = units[key]

@@ -14,7 +14,7 @@ import pandas as pd
 from ..claims import lookup
 from ..tables import number_text
 from .frames import per_layer_frame, published_frame
-from .theme import PUBLISHED_COLOR, _theme
+from .theme import CATEGORY_COLORS, PUBLISHED_COLOR
 
 __all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model"]
 
@@ -57,7 +57,7 @@ def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | N
         label = f"{short_model(published['model'])} (published)"
         frame = pd.concat([run, theirs.assign(kind=theirs["series"].map(kinds), model=label,
                                               series=label + " · " + theirs["series"])], ignore_index=True)
-    palette = _theme()["config"]["range"]["category"]
+    palette = CATEGORY_COLORS
     models, kind_names = list(dict.fromkeys(run["model"])), list(dict.fromkeys(frame["kind"]))
     domain = list(dict.fromkeys(frame["model"]))
     colours = palette[:len(models)] + [PUBLISHED_COLOR] * (len(domain) - len(models))

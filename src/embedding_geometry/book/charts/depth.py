@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from .theme import PUBLISHED_COLOR, _theme, published_label, short_name
+from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_label, short_name
 
 
 def depth_slider(n_layers: int, name: str = "depth", value: int | None = None) -> alt.Parameter:
@@ -170,7 +170,7 @@ def line_chart(frame: pd.DataFrame, x: str, y: str, color: str, x_title: str, y_
     """Lines of ``y`` against ``x``, one per ``color`` value (frame order), optionally dashed by
     ``dash``; series named in ``greyed`` (published or assumed curves) are drawn thin and grey."""
     order = list(dict.fromkeys(frame[color]))
-    palette = _theme()["config"]["range"]["category"]
+    palette = CATEGORY_COLORS
     colours, k = [], 0
     for name in order:
         if name in greyed:

@@ -283,7 +283,10 @@ def reach_text(reach: Mapping[str, Any]) -> str:
     """"0.50 [0.25, none]": the relative depth from which a difference stays visible, then the
     shallowest and deepest start within its 95 % interval ("none": not visible at the final depth)."""
     n_layers = len(reach["present"]) - 1
-    text = lambda depth: "none" if depth is None else f"{depth / n_layers:.2f}"  # noqa: E731
+
+    def text(depth: int | None) -> str:
+        return "none" if depth is None else f"{depth / n_layers:.2f}"
+
     low, high = reach["depth_interval"]
     return f"{text(reach['depth'])} [{text(low)}, {text(high)}]"
 

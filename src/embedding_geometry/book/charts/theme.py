@@ -58,6 +58,11 @@ MIN_FONT = 11
 """The smallest text a chart draws, in px (``_static/charts.js`` raises any smaller size to it)."""
 
 
+CATEGORY_COLORS = ["#1f5fa8", "#d2691e", "#2e8b57", "#8b3a8b", "#b8860b", "#4682b4"]
+"""The theme's colours for categories (models, series), in the order a chart assigns them; a chart
+that colours its marks by hand takes them from here so that they match its neighbours."""
+
+
 def _theme() -> alt.theme.ThemeConfig:
     return {
         "config": {
@@ -68,7 +73,7 @@ def _theme() -> alt.theme.ThemeConfig:
             "header": {"labelFontSize": 12, "titleFontSize": 13},
             "text": {"fontSize": 12},
             "title": {"fontSize": 15, "anchor": "start", "subtitleFontSize": 12},
-            "range": {"category": ["#1f5fa8", "#d2691e", "#2e8b57", "#8b3a8b", "#b8860b", "#4682b4"]},
+            "range": {"category": CATEGORY_COLORS},
             "line": {"strokeWidth": 2.5},
         }
     }

@@ -7,7 +7,8 @@ Each claim passes through its stages once, in order:
    about (:mod:`.reduce`); a metric that is None makes the claim *not measured*;
 3. **resample** — the statistic is rebuilt from its per-unit samples on B bootstrap resamples of
    the units, with the null's samples on the same draws (:mod:`.resample`); the interval method
-   follows the statistic and n, and with fewer than 5 units the claim is *descriptive*;
+   follows the statistic and n, and with fewer than 5 units — or a null of fewer than 3
+   random-init control seeds (:data:`.nulls.MIN_SEEDS`) — the claim is *descriptive*;
 4. **test** — the shape test judges the interval (:mod:`.shape_tests`) and the null judges the
    interval of the difference statistic − null, which must clear 0. A claim *holds* when both
    hold, *does not hold* when either does not, and is *inconclusive* otherwise. It is judged at
@@ -105,7 +106,7 @@ class Verdict:
                       "reason": c.fraction_reason} if c.bound_source else None,
             "unit": c.unit, "status": self.status, "reason": self.reason, "raw": self.raw, "outcome": self.outcome,
             "statistic": dict(self.statistic) if self.statistic else None,
-            "null": dict(self.null) if self.null else None,
+            "null": dict(self.null) if self.null else None, "no_null": c.no_null_reason,
             "family": self.family, "margin": self.margin, "float_deviation": self.deviation, "fragile": self.fragile,
             "sensitivity": dict(self.sensitivity) if self.sensitivity else None, "counted": self.counted,
         }
@@ -160,6 +161,8 @@ def _judge(claim: Claim, metrics: Mapping[str, Any], model: str, seed: int, resa
         return Verdict(**found, status=DESCRIPTIVE, reason="the statistic is undefined on every resample", family=m)
     null = nulls.judge_null(claim, metrics, judged, resamples, rng, m, _reducer(claim), lambda x: _point(claim, x))
     statistic = _statistic_record(claim, judged)
+    if null and null.get("insufficient"):
+        return Verdict(**found, status=DESCRIPTIVE, statistic=statistic, null=null, family=m, reason=null["note"])
     if judged.interval.width <= 1e-12 * max(1.0, abs(judged.point)) and test != shape_tests.LOCATION:
         return Verdict(**found, status=CENSUS, statistic=statistic, null=null, family=m,
                        reason=f"every one of the {judged.n_units} {claim.unit} gives {_fmt(judged.point)}: "

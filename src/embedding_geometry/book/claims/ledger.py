@@ -31,6 +31,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
                                   # the same units, with seeds (≥ 3 random-init controls), or
                                   # {kind: …, draws: <path>} (a permutation distribution), or
                                   # {kind: chance, value: 0.25} (an exact expectation)
+        no_null: paired           # why a claim with a shape test has no null: a key of NO_NULL or a
+                                  # sentence; required for a counted claim (in_family) without one
         fraction: 0.5             # the bound is this share of the published magnitude (above:
         fraction_reason: "…"      # f · published; below: published / f)
         by_construction: "<why it holds on every model>"   # shown, not counted
@@ -38,6 +40,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         not_measured: "<why, when the metric is None>"
     errata:
       - id, statement, prose_value, data_value, evidence
+    left_out:                     # a ledger that re-judges other chapters' claims (chapter 8): those
+      - {id, home, why}           # it leaves out, each with its home and why (shown on its page)
     parameters:                   # a chapter without an entry in book/rules.py states its own rules here
       n_texts: {integer: [3, 1000]}   # (book.parameters.declared): integer / number [low, high], boolean,
       corpus: {one_of: [a, b]}        # text, texts (a list of at least n strings), one_of [choices]
@@ -67,6 +71,19 @@ KINDS = ("published", "hypothesis", "pipeline")
 
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
               "uniform_attention": "uniform attention", "random_positions": "random positions"}
+NO_NULL = {
+    "paired": "the statistic is already a difference of two conditions on the same units, so no difference, 0, "
+              "is its null and its bound",
+    "own-curve": "the test compares the model's curve with itself (its ends, or a trough with the depths around it), "
+                 "so no change, 0, is its null and its bound",
+    "location": "a location claim: the test is where the curve peaks, against the window the text states; the text "
+                "compares it with no chance level",
+    "size": "the claim states a size: the bound, from the text's number or words, is the test; the text compares it "
+            "with no chance level",
+    "equivalence": "an equivalence claim: the band around the value the text states is the test; the text compares "
+                   "it with no chance level",
+}
+"""Why a claim has no null, the common reasons by name (``no_null: <name>``, or a sentence of its own)."""
 EXACT_NULLS = {"chance", "uniform_attention"}
 """Nulls whose value is an exact expectation (closed form): a number is their distribution's mean,
 and the claim's own interval carries the noise."""
@@ -100,6 +117,7 @@ class Claim:
     headline: bool = False
     caveat: str | None = None
     home: str | None = None
+    no_null: str | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -107,8 +125,8 @@ class Claim:
         except ValueError as error:
             self._refuse(str(error))
         self._check_kinds()
-        self._check_null()
         self._check_shape()
+        self._check_null()
 
     def _refuse(self, message: str) -> None:
         raise LedgerError(f"claim '{self.id}': {message}")
@@ -122,12 +140,17 @@ class Claim:
             self._refuse(f"unit must be one of {resample.UNITS}; got {self.unit!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
-        for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat"):
+        for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat", "no_null"):
             if getattr(self, name) is not None and not str(getattr(self, name)).strip():
                 self._refuse(f"{name} must say why")
 
     def _check_null(self) -> None:
         if self.null is None:
+            if self.no_null is not None and self.shape is None:
+                self._refuse("no_null says why a shape test has no null: give a shape test, or no no_null")
+            if self.in_family and self.no_null is None:
+                self._refuse(f"a counted claim without a null must say why it has none: no_null: one of "
+                             f"{sorted(NO_NULL)}, or a sentence")
             return
         kind, given = self.null.get("kind"), {"metric", "value", "samples", "draws"} & set(self.null)
         if kind not in NULL_KINDS or not given:
@@ -135,6 +158,8 @@ class Claim:
                          f"got {dict(self.null)}")
         if "value" in self.null and kind not in EXACT_NULLS:
             self._refuse(f"a '{kind}' null is a distribution, not a number: give samples or draws")
+        if self.no_null is not None:
+            self._refuse("a claim with a null takes no no_null")
         if self.null.get("side") not in (None, "above", "below"):
             self._refuse(f"null side must be above or below (the side of the null a between test's value lies on); "
                          f"got {self.null.get('side')!r}")
@@ -189,6 +214,11 @@ class Claim:
         return "sign" if float(self.shape["args"]["bound"]) == 0 else "typed"
 
     @property
+    def no_null_reason(self) -> str | None:
+        """Why the claim has no null, in words (:data:`NO_NULL`, or the ledger's own sentence)."""
+        return NO_NULL.get(self.no_null, self.no_null) if self.no_null else None
+
+    @property
     def in_family(self) -> bool:
         """Whether this claim counts in the multiplicity family: a published claim at its home,
         with a shape test, not true by construction."""
@@ -201,6 +231,7 @@ class Ledger:
     claims: list[Claim]
     errata: list[Mapping[str, Any]] = field(default_factory=list)
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    left_out: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def _folder() -> Path:
@@ -220,8 +251,12 @@ def load(slug: str, folder: str | Path | None = None) -> Ledger:
     ids = [item.get("id") for item in items]
     if len(ids) != len(set(ids)):
         raise LedgerError(f"{slug}.yaml repeats claim ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    left_out = list(data.get("left_out") or [])
+    for entry in left_out:
+        if set(entry) != {"id", "home", "why"} or not str(entry["why"]).strip():
+            raise LedgerError(f"{slug}.yaml: a left_out entry needs id, home and why (no other fields); got {entry}")
     return Ledger(chapter=slug, claims=[Claim(**item) for item in items], errata=list(data.get("errata", [])),
-                  parameters=dict(data.get("parameters") or {}))
+                  parameters=dict(data.get("parameters") or {}), left_out=left_out)
 
 
 @functools.cache

@@ -10,8 +10,11 @@ the difference must clear 0 in the claim's direction. The null comes in one of f
   against each resample of the claim;
 * ``samples`` — the null measured on the same units (random-init controls, with their seeds):
   the claim's statistic minus the null's, each reduced as the claim reduces, on the same unit
-  draws (seeds resampled too), with the controls' seed-to-seed spread as the effect-size unit;
-* ``metric`` — one value of a null metric: reported as "a single value (no distribution)".
+  draws (seeds resampled too), with the controls' seed-to-seed spread as the effect-size unit.
+  Fewer than :data:`MIN_SEEDS` seeds of a control are too few for a distribution: the null is
+  marked ``insufficient`` and the claim is *descriptive* (claims.judge);
+* ``metric`` — one value of a null metric: reported as "a single value (no distribution)"; a
+  control's single value is one seed, too few (the claim is descriptive).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from . import resample, samples
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, lookup
 
 ALPHA = 1 - resample.LEVEL
+MIN_SEEDS = 3
+"""The fewest random-init control seeds that make a null distribution (book/methods.md)."""
 
 
 def judge_null(claim: Claim, metrics, judged, resamples: int, rng, m: int, reducer, point) -> dict[str, Any] | None:
@@ -57,6 +62,10 @@ def judge_null(claim: Claim, metrics, judged, resamples: int, rng, m: int, reduc
         record["note"] = f"not measured on this run ('{spec['metric']}')"
         return record
     value = float(raw) if np.ndim(raw) == 0 else point(raw)
+    if kind == "control":  # one control value: one seed
+        record.update(value=value, insufficient=True, note=f"a single random-init control value: fewer than "
+                                                           f"{MIN_SEEDS} seeds, too few for a null distribution")
+        return record
     exact = kind in EXACT_NULLS
     record.update(value=value, distribution="exact" if exact else "a single value (no distribution)")
     return _difference(record, judged.point - value, judged.draws - value, m)
@@ -73,6 +82,11 @@ def _paired(claim: Claim, metrics, record, resamples: int, rng, m: int, reducer)
             return record
     if own.n_units != other.n_units:
         record["note"] = f"the null has {other.n_units} units, the claim {own.n_units}: not the same units"
+        return record
+    seeds = other.n_seeds or 1
+    if claim.null["kind"] == "control" and seeds < MIN_SEEDS:
+        record.update(insufficient=True, note=f"only {seeds} random-init control seed{'s' if seeds > 1 else ''}: "
+                                              f"fewer than {MIN_SEEDS}, too few for a null distribution")
         return record
     reduce = reducer
     record.update(value=float(reduce(other.point()[None])[0]),

@@ -14,11 +14,10 @@ words. Functions that take ``items`` accept records or ``claims.Verdict`` object
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
+from .. import maths
 from .judge import BY_CONSTRUCTION, CENSUS, DESCRIPTIVE, NOT_MEASURED
 from .shape_tests import FAILS, HOLDS, INCONCLUSIVE
 
@@ -49,8 +48,9 @@ MEANINGS = {
     "not supported": "the book's own hypothesis does not hold",
     "passes": "a check of the pipeline holds (the book's numbers mean what they say)",
     "fails": "a check of the pipeline does not hold",
-    "descriptive": "shown with no verdict: the claim has no model-agnostic form, declares no sampling unit, or has "
-                   "fewer than 5 units, too few for an interval",
+    "descriptive": "shown with no verdict: the claim has no model-agnostic form, declares no sampling unit, has "
+                   "fewer than 5 units, too few for an interval, or a null of fewer than 3 random-init control "
+                   "seeds, too few for a distribution",
     "census": "every unit gives the same value, so the interval has zero width: a count of the units, not an "
               "estimate with noise, and not counted as a verdict",
     "not measured": "the metric was not computed on this run; the reason is given with the claim",
@@ -104,10 +104,11 @@ def interval_text(record: Mapping[str, Any], adjusted: bool = False) -> str:
 
 
 def null_text(record: Mapping[str, Any]) -> str:
-    """"0.12 (random-init control, 3 seeds); difference [0.2, 0.3]", or "—"."""
+    """"0.12 (random-init control, 3 seeds); difference [0.2, 0.3]"; for a claim the ledger says
+    has none, "none: <why>"; else "—"."""
     null = record.get("null")
     if not null:
-        return "—"
+        return f"none: {record['no_null']}" if record.get("no_null") else "—"
     value = number(null["value"]) if null.get("value") is not None else null.get("note") or "not measured"
     text = f"{value} ({null['label']}" + (f", {null['distribution']}" if null.get("distribution") else "") + ")"
     if null.get("difference"):
@@ -182,6 +183,7 @@ def row(record: Mapping[str, Any]) -> dict[str, str]:
         "published (model)": f"{number(published['value'])} ({published['model']})" if published else "—",
         "this run (model)": f"{run_text(record)} ({record['model']})",
         "verdict": verdict_cell(record),
+        "test (its bound)": test_text(record),
         "test: result [95 % interval]": result_text(record),
         "adjusted interval": interval_text(record, adjusted=True),
         "null": null_text(record),
@@ -233,7 +235,7 @@ def sentence(record: Mapping[str, Any]) -> str:
         reason = f" ({record['reason']})" if record.get("reason") else ""
         return f"{subject} — {word}{reason}: {run_text(record)} on {record['model']}."
     parts = [result_text(record), f"adjusted interval {interval_text(record, adjusted=True)}"]
-    if record.get("null"):
+    if record.get("null") or record.get("no_null"):
         parts.append(f"null: {null_text(record)}")
     fragile = f" Fragile: {record['fragile']}." if record.get("fragile") else ""
     return (f"{subject} — {verdict_cell(record).split(' — fragile')[0]} on {record['model']}: "
@@ -255,12 +257,28 @@ def badge(record: Mapping[str, Any]) -> str:
     return f'<span class="eg-badge eg-badge-{kind}">{html.escape(word)}</span>{fragile}'
 
 
+def differences(items: Iterable[Any]) -> list[str]:
+    """For every claim whose verdict differs between the models it was judged on, one sentence
+    (Markdown) that says so: "`within-dip`: shape transfers on all-mpnet-base-v2 but does not
+    transfer on all-MiniLM-L6-v2."."""
+    by_claim: dict[str, dict[str, list[str]]] = {}
+    for r in _records(items):
+        by_claim.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(r["model"].rsplit("/", 1)[-1])
+    found = []
+    for claim, groups in by_claim.items():
+        if len(groups) > 1:
+            parts = [f"{word} on {' and '.join(models)}" for word, models in groups.items()]
+            found.append(f"`{claim}`: " + (" but ".join(parts) if len(parts) == 2 else ", ".join(parts)) + ".")
+    return found
+
+
 def report(items: Iterable[Any]) -> str:
     """Claims in words for a chapter's text (Markdown with HTML badges): per claim and model, its
     badge, its shape in plain words, the test with its result and adjusted interval, and the
-    published value where there is one."""
-    lines = []
-    for r in _records(items):
+    published value where there is one; then, where the models' verdicts differ, the sentence
+    that says so (:func:`differences`)."""
+    lines, found = [], _records(items)
+    for r in found:
         numbers = [result_text(r)]
         if r.get("adjusted_interval"):
             numbers.append(f"adjusted {interval_text(r, adjusted=True)}")
@@ -269,8 +287,9 @@ def report(items: Iterable[Any]) -> str:
         if r.get("published"):
             numbers.append(f"published {number(r['published']['value'])} on "
                            f"{r['published']['model'].rsplit('/', 1)[-1]}")
-        lines.append(f"- {badge(r)} {html.escape(plain_sentence(r))} "
+        lines.append(f"- {badge(r)} {maths.markdown(plain_sentence(r))} "
                      f"<small>({html.escape('; '.join(numbers))})</small>")
+    lines += [f"\n**The models differ.** {sentence}" for sentence in differences(found)]
     return "\n".join(lines) + "\n"
 
 
@@ -288,9 +307,9 @@ def findings(items: Iterable[Any]) -> str:
         return "*This chapter's ledger marks no headline claim.*\n"
     blocks = []
     for r in chosen:
-        details = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        details = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>"
                           for k, v in [("claim (the post's words)", r["statement"]),
-                                       ("test and result", result_text(r)),
+                                       ("test (its bound)", test_text(r)), ("test and result", result_text(r)),
                                        ("adjusted interval", interval_text(r, adjusted=True)),
                                        ("95 % interval", interval_text(r)), ("null", null_text(r)),
                                        ("published", f"{number(r['published']['value'])} on {r['published']['model']}"
@@ -298,7 +317,7 @@ def findings(items: Iterable[Any]) -> str:
                                        ("numeric", r.get("numeric_verdict") or "—"),
                                        ("sensitivity", sensitivity_text(r)), ("fragile", r.get("fragile") or "no")]
                           if v and v != "—")
-        blocks.append(f'<div class="eg-finding">{badge(r)} {html.escape(plain_sentence(r))}'
+        blocks.append(f'<div class="eg-finding">{badge(r)} {maths.html(plain_sentence(r))}'
                       f'<details><summary>numbers</summary><table class="eg-finding-table">{details}</table>'
                       f"</details></div>")
     return "\n".join(blocks) + "\n"
@@ -322,6 +341,9 @@ def chapter_summary(items: Iterable[Any]) -> str:
         group = [r for r in found if verdict_of(r) == word]
         lines.append(f"\n**{word[:1].upper() + word[1:]}** ({len(group)}):\n")
         lines += [f"- `{r['id']}` · {sentence(r)}" for r in group]
+    if differ := differences(found):
+        lines.append(f"\n**The models differ** ({len(differ)}):\n")
+        lines += [f"- {sentence}" for sentence in differ]
     fragile = [r for r in found if r.get("fragile")]
     if fragile:
         lines.append(f"\n**Fragile** ({len(fragile)}): " + ", ".join(f"`{r['id']}`" for r in fragile) + ".")
@@ -337,53 +359,3 @@ def summary_omissions(text: str, items: Iterable[Any]) -> list[str]:
 def legend() -> str:
     """Every word explained once (Markdown)."""
     return "\n".join(f"- **{word}**: {meaning}." for word, meaning in MEANINGS.items()) + "\n"
-
-
-def glued_text(notebook: str | Path, name: str = "claims_summary") -> str | None:
-    """The Markdown (or plain text) glued under ``name`` in an executed notebook, or None."""
-    document = json.loads(Path(notebook).read_text())
-    for cell in document.get("cells", []):
-        for output in cell.get("outputs", []):
-            if output.get("metadata", {}).get("scrapbook", {}).get("name") == name:
-                data = output.get("data", {})
-                kinds = [f"{prefix}text/{kind}" for kind in ("markdown", "plain")
-                         for prefix in ("", "application/papermill.record/")]
-                text = next((data[kind] for kind in kinds if kind in data), "")
-                return "".join(text) if isinstance(text, list) else text
-    return None
-
-
-# --------------------------------------------------------------------------- values for the prose
-
-def _key(record: Mapping[str, Any]) -> str:
-    return record["id"].replace("-", "_")
-
-
-def prose_values(items: Iterable[Any]) -> dict[str, str]:
-    """Text for a chapter's prose, per claim id (``-`` becomes ``_``): ``run_`` this run's value,
-    ``pub_`` the published value, ``shape_`` and ``verdict_`` the verdict word, ``interval_``,
-    ``null_``, ``depth_``, ``test_`` and ``result_`` (the test with its result inline)."""
-    values = {}
-    for r in _records(items):
-        key = _key(r)
-        values[f"run_{key}"] = number(r["measured"]) if r.get("measured") is not None else NOT_MEASURED
-        values[f"pub_{key}"] = number(r["published"]["value"]) if r.get("published") else "—"
-        values[f"shape_{key}"] = values[f"verdict_{key}"] = verdict_of(r)
-        values[f"interval_{key}"] = interval_text(r)
-        values[f"null_{key}"] = null_text(r)
-        values[f"depth_{key}"] = r.get("depth") or "—"
-        values[f"test_{key}"] = r.get("test") or "—"
-        values[f"result_{key}"] = result_text(r)
-    return values
-
-
-def markdown_values(items: Iterable[Any]) -> dict[str, Any]:
-    """``IPython.display.Markdown`` objects to glue: ``findings`` (the box), ``claims_summary``,
-    ``verdict_legend`` and one ``sentence_<id>`` per claim."""
-    from IPython.display import Markdown
-
-    found = _records(items)
-    values = {f"sentence_{_key(r)}": Markdown(sentence(r)) for r in found}
-    values.update(findings=Markdown(findings(found)), claims_summary=Markdown(chapter_summary(found)),
-                  verdict_legend=Markdown(legend()))
-    return values

@@ -1,0 +1,144 @@
+"""The packaged ledgers as a whole: a claim is (home, id) with one statement, a counted claim has a
+null or the reason it has none, and chapter 8 judges or lists every shape claim of chapters 1–4."""
+
+import re
+
+import pytest
+
+from embedding_geometry.book import claims, model_verdicts
+from embedding_geometry.book.claims import ledger as ledgers, words
+
+CHAPTERS_1_TO_4 = ("01_layer_by_layer", "02_similarity_attractor", "03_inside_the_cone",
+                   "04_attention_context_similarity")
+ACROSS = "08_across_models"
+
+
+def packaged() -> dict[str, claims.Ledger]:
+    from importlib import resources
+
+    folder = resources.files("embedding_geometry") / "data" / "claims"
+    return {name: claims.load(name) for name in sorted(i.name.removesuffix(".yaml") for i in folder.iterdir())}
+
+
+def load(tmp_path, text):
+    (tmp_path / "ch.yaml").write_text(text)
+    return claims.load("ch", folder=tmp_path)
+
+
+COUNTED = """
+claims:
+  - id: score
+    statement: the score is high
+    source: s
+    metric: score
+    unit: sentences
+    shape: {test: above, args: {bound: 0}}
+"""
+
+
+def test_a_counted_claim_needs_a_null_or_the_reason_it_has_none(tmp_path):
+    with pytest.raises(claims.LedgerError, match="claim 'score': a counted claim without a null must say why"):
+        load(tmp_path, COUNTED)
+    with pytest.raises(claims.LedgerError, match="a claim with a null takes no no_null"):
+        load(tmp_path, COUNTED + "    no_null: paired\n    null: {kind: chance, value: 0}\n")
+    with pytest.raises(claims.LedgerError, match="no_null says why a shape test has no null"):
+        load(tmp_path, COUNTED.replace("    shape: {test: above, args: {bound: 0}}\n",
+                                       "    description: a number\n    no_null: paired\n"))
+    for other in ("    kind: hypothesis\n", "    home: 01_layer_by_layer\n"):  # not counted: the reason may wait
+        assert load(tmp_path, COUNTED + other).claims[0].no_null is None
+    claim = load(tmp_path, COUNTED + "    no_null: paired\n").claims[0]
+    assert claim.no_null_reason == ledgers.NO_NULL["paired"]
+    own = load(tmp_path, COUNTED + "    no_null: the text compares two models, each its own null\n").claims[0]
+    assert own.no_null_reason == "the text compares two models, each its own null"
+
+
+def test_the_reason_for_no_null_reaches_the_record_and_is_shown_where_the_null_is(tmp_path):
+    import numpy as np
+
+    claim = load(tmp_path, COUNTED + "    no_null: paired\n")
+    values = 0.3 + 0.05 * np.random.default_rng(0).standard_normal(30)
+    record = claims.records(claims.evaluate(claim, {"score": float(values.mean()), "per_unit": {"score": values}},
+                                            "m"))[0]
+    assert record["null"] is None and record["no_null"] == ledgers.NO_NULL["paired"]
+    assert words.null_text(record) == f"none: {ledgers.NO_NULL['paired']}"
+    assert words.row(record)["null"] == words.null_text(record) and "null: none: " in words.sentence(record)
+
+
+def test_every_counted_packaged_claim_has_a_null_or_says_why_not():
+    for name, found in packaged().items():
+        for claim in found.claims:
+            if claim.in_family:
+                assert bool(claim.null) != bool(claim.no_null), f"{name}: {claim.id}"
+
+
+def test_a_claim_is_its_home_and_id_with_one_statement():
+    """Ids repeat across homes (``gap-end`` of chapters 1 and 2 are two claims), so a claim is
+    (home, id); a re-judgement names a claim that exists at its home and states it in its words."""
+    found = packaged()
+    statements: dict[tuple[str, str], str] = {}
+    for name, ledger in found.items():
+        for claim in ledger.claims:
+            if claim.home is None:
+                assert (name, claim.id) not in statements
+                statements[name, claim.id] = claim.statement
+    for name, ledger in found.items():
+        for claim in ledger.claims:
+            if claim.home is not None:
+                assert (claim.home, claim.id) in statements, f"{name}: {claim.id} names no claim of {claim.home}"
+                assert claim.statement == statements[claim.home, claim.id], f"{name}: {claim.id}"
+    shared = {i for (_, i) in statements if sum(j == i for (_, j) in statements) > 1}
+    assert {"gap-end", "cls-start", "cls-end"} <= shared  # the id alone is not a claim
+
+
+def test_chapter_8_judges_or_lists_every_shape_claim_of_chapters_1_to_4():
+    """Every claim of chapters 1–4 with a shape test (and not true by construction) is judged in
+    chapter 8 or left out with a reason: no orphan, no stale or doubled entry."""
+    found = packaged()
+    shape_claims = {(name, c.id) for name in CHAPTERS_1_TO_4 for c in found[name].claims
+                    if c.home is None and c.test is not None and not c.by_construction}
+    judged = [(c.home, c.id) for c in found[ACROSS].claims]
+    left = [(e["home"], e["id"]) for e in found[ACROSS].left_out]
+    assert len(set(judged)) == len(judged) and len(set(left)) == len(left)
+    assert not set(judged) & set(left), "judged and left out"
+    assert set(judged) | set(left) == shape_claims, {"orphans": shape_claims - set(judged) - set(left),
+                                                    "stale": (set(judged) | set(left)) - shape_claims}
+    assert all(len(e["why"]) > 20 for e in found[ACROSS].left_out)
+    assert ("03_inside_the_cone", "anisotropy-partial-reversal") in judged
+
+
+def test_a_left_out_entry_needs_its_home_and_why(tmp_path):
+    with pytest.raises(claims.LedgerError, match="a left_out entry needs id, home and why"):
+        load(tmp_path, "claims: []\nleft_out:\n  - {id: a, home: 01_layer_by_layer}\n")
+    with pytest.raises(claims.LedgerError, match="a left_out entry needs id, home and why"):
+        load(tmp_path, "claims: []\nleft_out:\n  - {id: a, home: 01_layer_by_layer, why: ' '}\n")
+
+
+def test_the_left_out_table_links_each_claim_to_its_home_row():
+    ledger = claims.load(ACROSS)
+    shown = model_verdicts.left_out_table(ledger)
+    html = shown._repr_html_()
+    n = len(ledger.left_out)
+    assert html.startswith(f'<details class="eg-fold"><summary>{n} shape claims of other chapters not judged here')
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["claim", "home chapter", "why it is left out"]
+    first = ledger.left_out[0]
+    assert f'<a href="{first["home"]}.html#claim-{first["id"]}">{first["id"]}</a>' in html
+    assert "<td" in html and html.count("<tr>") == n + 1  # the header and one row per claim
+
+
+def test_the_build_check_names_what_a_counted_verdict_lacks(tmp_path):
+    """tests/verdict_checks.py, which test_build runs on every verdict of a tiny-model build, on a
+    verdict that carries everything and on copies that each lack one thing."""
+    import numpy as np
+    from verdict_checks import problems
+
+    text = COUNTED.replace("bound: 0}", "bound: 0.1}") + "    no_null: size\n"
+    values = 0.3 + 0.05 * np.random.default_rng(0).standard_normal(30)
+    record = claims.records(claims.evaluate(load(tmp_path, text), {"score": float(values.mean()),
+                                                                   "per_unit": {"score": values}}, "m"))[0]
+    assert record["counted"] and record["bound"]["source"] == "typed" and problems(record) == []
+    for key, value, lacks in [("no_null", None, "neither a null"), ("interval_method", None, "no interval method"),
+                              ("raw", None, "raw None"), ("sensitivity", None, "a sensitivity"),
+                              ("interval", [0.3, 0.3], "zero width"), ("kind", "opinion", "kind")]:
+        assert any(lacks in p for p in problems({**record, key: value})), key
+    census = {**record, "status": "census", "counted": False, "outcome": None, "raw": None}
+    assert problems(census) == [] and problems({**census, "counted": True}) == ["a census counted as a verdict"]
