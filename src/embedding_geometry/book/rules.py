@@ -53,8 +53,7 @@ CLS_POSITIONS = 102
 (``studies.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
 STEPS_AT_LEAST = 6
-"""Chapter 7's fewest training steps: whether a copy's loss levelled off compares the means of its
-last two tenths of steps, two steps at least each, with its first tenth (studies.objectives.levelled)."""
+"""Chapter 7's fewest steps: a copy's levelling compares tenths of 2 steps or more (objectives.levelled)."""
 
 CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
