@@ -81,8 +81,8 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
                               "pair_sample": 60},
     "07_training_objective": {"scratch_seeds": 2, "scratch_steps": 100, "scratch_pairs_per_batch": 16,
                               "scratch_learning_rate": 3e-3, "scratch_layers": 2, "scratch_width": 32, "concepts": 16,
-                              "task_pairs": 256, "task_held_out": 32, "finetune_seeds": 2, "finetune_steps": 100,
-                              "finetune_learning_rate": 3e-3, "finetune_pairs_per_batch": 8, "held_out_pairs": 40,
+                              "task_pairs": 256, "task_held_out": 32, "finetune_seeds": 2, "finetune_steps": 200,
+                              "finetune_learning_rate": 2e-3, "finetune_pairs_per_batch": 8, "held_out_pairs": 40,
                               "recall_k": 5, "max_length": 16, "workers": 1},
     "08_across_models": {"models": [], "corpus_texts": 240, "head_texts": 4, "head_length": 32},
 }

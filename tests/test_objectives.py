@@ -15,7 +15,7 @@ from test_layer_by_layer import E1, E2, record
 from embedding_geometry.book import charts, claims, objective_text
 from embedding_geometry.core import corpora, geometry, hierarchical
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import layer_by_layer, objective_runs, objectives
+from embedding_geometry.studies import layer_by_layer, objective_results, objective_runs, objectives
 from embedding_geometry.studies import objective_geometry as study
 from embedding_geometry.studies import synthetic_retrieval as sr
 
@@ -259,35 +259,102 @@ def test_the_peak_margin_holds_its_peak_depth_in_every_draw():
     assert found["peak_depth"] == 1 and found["value"] == pytest.approx(0.2, abs=0.02) and found["interval"][0] > 0.1
 
 
+# --------------------------------------------------------------------------- has a copy finished learning?
+
+def test_levelled_compares_the_last_two_tenths_by_hand():
+    # 20 steps, tenths of t = 2: first (4, 4), ninth (1.2, 1.2), last (1.0, 0.8): fall 1.2 − 0.9 = 0.3,
+    # share 0.3 / (4 − 0.9). The last half (1.2 × 8, then 1.0, 0.8) changes by 0 seven times, then
+    # −0.2 twice: the changes' sd is 0.2 √(2/9 · 7/8) = 0.2 √(7/36), s = that / √2, n = 2 s √(2 / 2) = 2 s
+    losses = [4.0, 4.0] + [2.0] * 8 + [1.2] * 8 + [1.0, 0.8]
+    found = objectives.levelled(losses)
+    s = 0.2 * math.sqrt(7 / 36) / math.sqrt(2)
+    assert found["steps_per_tenth"] == 2 and found["fall"] == pytest.approx(0.3)
+    assert found["step_noise"] == pytest.approx(s) and found["noise"] == pytest.approx(2 * s)
+    assert found["share"] == pytest.approx(0.3 / 3.1) and not found["levelled"]  # 0.3 > 0.12, and 9.7 % > 5 %
+    noisy = objectives.levelled([4.0, 4.0] + [2.0] * 8 + [1.2, 1.6] * 4 + [1.0, 0.8])  # the same fall, in noise
+    assert noisy["fall"] == pytest.approx(0.5) and noisy["noise"] > noisy["fall"] and noisy["levelled"]
+    with pytest.raises(ValueError, match="at least 6 steps"):
+        objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2])
+    from embedding_geometry.book import rules
+
+    assert objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])["steps_per_tenth"] == 2 == rules.STEPS_AT_LEAST // 3
+
+
+def test_levelled_on_synthetic_loss_curves():
+    rng = np.random.default_rng(0)
+    steps = np.arange(200)
+    flattened = 3.0 * np.exp(-steps / 20) + 0.1 + rng.normal(0, 0.02, 200)  # flat for the last half
+    still_falling = np.linspace(3.0, 0.5, 200) + rng.normal(0, 0.02, 200)  # falls as fast at the end
+    noisy_flat = 1.0 + rng.normal(0, 0.3, 30)  # a fine-tuning curve: no trend, batch noise
+    rose_then_fell = np.r_[np.full(20, 1.0), np.full(160, 2.0), np.full(20, 1.5)] + rng.normal(0, 0.01, 200)
+    assert objectives.levelled(flattened)["levelled"]
+    falling = objectives.levelled(still_falling)
+    assert not falling["levelled"] and falling["fall"] > falling["noise"]
+    assert falling["share"] == pytest.approx(1 / 9, rel=0.1)  # one tenth of a linear fall, over nine tenths of it
+    assert objectives.levelled(noisy_flat)["levelled"]
+    rose = objectives.levelled(rose_then_fell)
+    assert rose["share"] == float("inf") and not rose["levelled"]  # it fell at the end, but never overall
+    slow_end = np.r_[np.linspace(3.0, 0.2, 160), np.linspace(0.2, 0.19, 40)] + rng.normal(0, 0.001, 200)
+    slow = objectives.levelled(slow_end)
+    assert slow["fall"] > slow["noise"] and slow["share"] < objectives.LEVEL_TOLERANCE and slow["levelled"]
+
+
 # --------------------------------------------------------------------------- copies, exclusion, an arm's results
 
-def test_a_seed_is_kept_only_when_both_of_its_copies_beat_chance():
-    ok, no = {"beats_chance": True}, {"beats_chance": False}
-    assert study.kept_seeds({"mean_pool": {0: ok, 1: ok, 2: no}, "maxsim": {0: ok, 1: no, 2: ok}}) == [0]
+def curve(last=0.5, steps=20):
+    """A loss curve from 2.0 that has levelled off at ``last`` over its last half."""
+    return [2.0] * 2 + list(np.linspace(2.0, last, steps // 2 - 2)) + [last] * (steps // 2)
 
 
-def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True):
+def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, levelled=lambda variant, seed: True,
+                 drift=0.0):
     """Records as :func:`objective_runs.run_copy` returns them, with made-up measurements: a copy
-    that ``learned`` finds every held-out document, else none."""
+    that ``learned`` finds every held-out document, else none; one that ``levelled`` has a flat
+    end to its loss, else one that still falls; its snapshot is its geometry with the mean-pool
+    copy's measures lower by ``drift``."""
     rng = np.random.default_rng(1)
     n = len(arm.held_out)
     out = {}
-    for variant in study.VARIANTS:
-        geometry_of = fake_measured(rng, seeds, shift=0.2 if variant == "mean_pool" else 0.0)
-        out[variant] = {s: {"arm": arm.name, "variant": variant, "seed": s, "info": {"id": f"{variant} {s}"},
-                            "losses": None if variant == "before" else [2.0, 1.0, 0.5], "geometry": geometry_of[s],
-                            "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
-                            "pools": rng.normal(size=(8, 5))} for s in seeds}
+    for variant in ("before", *arm.trained):
+        geometry_of = fake_measured(rng, seeds, shift=0.2 if variant in ("mean_pool", "mean_pool_hard") else 0.0)
+        if arm.pair_sets:
+            for s in seeds:
+                geometry_of[s][1].update({key: rng.normal(0.1 if variant == "mean_pool_hard" else 0.0, 0.01, (5, 4))
+                                          for key in objective_results.HARD_KEYS if key != "anisotropy"}, **{
+                    key: rng.normal(0.3, 0.05, (6, 4)) for key in study.PAIR_MEASURES})
+        out[variant] = {}
+        for s in seeds:
+            curves, units = geometry_of[s]
+            early = {k: v - (drift if variant == "mean_pool" else 0.0) for k, v in units.items()}
+            losses = curve() if levelled(variant, s) else list(np.linspace(2.0, 0.2, 20))
+            out[variant][s] = {"arm": arm.name, "variant": variant, "seed": s, "info": {"id": f"{variant} {s}"},
+                               "losses": None if variant == "before" else losses, "geometry": (curves, units),
+                               "snapshot": None if variant == "before" else (curves, early),
+                               "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
+                               "pools": rng.normal(size=(8, 5)), "cpu_seconds": 1.5}
     return out
 
 
 SCRATCH = objective_runs.Arm("scratch", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
                              task=sr.Task(concepts=16), shape=sr.Shape(layers=2, width=16))
+FINETUNE = objective_runs.Arm("finetune", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
+                              model="m", pair_sets=study.PAIR_SETS, hard_negatives=True)
 
 
-def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
+def test_a_seed_is_kept_only_when_every_copy_beats_chance_and_levels_off():
+    found = {"mean_pool": {0: {"beats_chance": True}, 1: {"beats_chance": True}, 2: {"beats_chance": False}},
+             "maxsim": {0: {"beats_chance": True}, 1: {"beats_chance": True}, 2: {"beats_chance": True}}}
+    loss = {v: {f"seed_{s}": {"levelled": {"levelled": not (v == "maxsim" and s == 1)}} for s in range(3)}
+            for v in found}
+    dropped = objective_results.excluded(found, loss)
+    assert [(e["variant"], e["seed"], e["reasons"]) for e in dropped] == [
+        ("mean_pool", 2, ["does not beat chance"]), ("maxsim", 1, ["its loss had not levelled off"])]
+    assert objective_results.kept_seeds([0, 1, 2], dropped) == [0]
+
+
+def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_with_its_seed():
     records = fake_records(SCRATCH, learned=lambda variant, seed: not (variant == "maxsim" and seed == 1))
-    block = objective_runs.block(records, SCRATCH, resamples=200)
+    block = objective_results.block(records, SCRATCH, resamples=200)
     assert block["kept"] == [0, 2] and block["comparison"]["seeds"] == [0, 2]
     assert [(e["variant"], e["seed"]) for e in block["excluded"]] == [("maxsim", 1)]
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
@@ -295,26 +362,50 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_with_its_seed():
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
     ran = objective_runs.models_run({"scratch": records})
     assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
-    nobody = objective_runs.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
+    unlevelled = objective_results.block(fake_records(SCRATCH, levelled=lambda v, s: s != 2), SCRATCH, resamples=50)
+    assert unlevelled["kept"] == [0, 1] and {e["seed"] for e in unlevelled["excluded"]} == {2}
+    assert unlevelled["excluded"][0]["reasons"] == ["its loss had not levelled off"]
+    nobody = objective_results.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
     assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {
         "value": None, "interval": None, "draws": None, "n_seeds": None}
-    reasons = objective_runs.not_measured({"scratch": nobody})
+    reasons = objective_results.not_measured({"scratch": nobody})
     assert reasons["objectives.scratch.judged.collapse_difference.value"].startswith("1 of 3 seeds kept")
+
+
+def test_a_comparison_that_had_not_settled_judges_nothing_but_its_checks():
+    settled = objective_results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
+    assert settled["comparison"]["settled"]["settled"] and settled["hard_negatives"]["settled"]["settled"]
+    assert settled["unsettled"] == {} and settled["judged"]["hard_negative_margin"]["value"] > 0
+    moving = objective_results.block(fake_records(FINETUNE, drift=0.5), FINETUNE, resamples=300)
+    check = moving["comparison"]["settled"]
+    assert not check["settled"] and check["three_quarters"] == pytest.approx(check["end"] - 0.5)
+    assert check["per_seed_three_quarters"] == pytest.approx(
+        np.asarray(moving["comparison"]["final"]["difference"][study.FINGERPRINT]["per_seed"]) - 0.5)
+    assert not moving["hard_negatives"]["settled"]["settled"]  # the in-batch copy moved: the margin too
+    for name in objective_results.RESTS_ON["comparison"] + objective_results.RESTS_ON["hard_negatives"]:
+        assert moving["judged"][name]["value"] is None and "had not settled" in moving["unsettled"][name]
+    for name in ("retrieval_match", "anisotropy_change_maxsim", "easy_change_mean_pool", "hard_negative_retrieval"):
+        assert moving["judged"][name]["value"] is not None  # the checks are judged either way
+    reasons = objective_results.not_measured({"finetune": moving})
+    assert "outside the 95 % interval" in reasons["objectives.finetune.judged.collapse_difference.value"]
 
 
 def test_copies_are_deterministic_and_paired_on_the_small_encoder():
     task = sr.Task(concepts=16, train_pairs=64, held_out=12)
     arm = objective_runs.scratch_arm(task, sr.Shape(layers=1, width=16),
-                                     objectives.Settings(steps=3, pairs_per_batch=8, learning_rate=1e-3, max_length=16))
+                                     objectives.Settings(steps=4, pairs_per_batch=8, learning_rate=1e-3, max_length=16))
     one, again = objective_runs.run_copy(arm, "maxsim", 5), objective_runs.run_copy(arm, "maxsim", 5)
     assert one["info"]["sha256"] == again["info"]["sha256"] and one["losses"] == again["losses"]
-    for key, curve in one["geometry"][0].items():
-        np.testing.assert_array_equal(curve, again["geometry"][0][key])
+    for key, curve_ in one["geometry"][0].items():
+        np.testing.assert_array_equal(curve_, again["geometry"][0][key])
+    assert objective_runs.snapshot_step(4) == 3 and objective_runs.snapshot_step(30) == 23
+    assert set(one["snapshot"][1]) == set(one["geometry"][1])  # measured after 3 of the 4 steps
+    assert not np.array_equal(one["snapshot"][1]["intra_sentence_cosine"], one["geometry"][1]["intra_sentence_cosine"])
     start = objective_runs.run_copy(arm, None, 5)
-    assert start["variant"] == "before" and start["losses"] is None
+    assert start["variant"] == "before" and start["losses"] is None and start["snapshot"] is None
     assert start["info"]["sha256"] == sr.encoder(sr.vocabulary(task), arm.shape, 5).info.sha256  # both copies' start
     assert objective_runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
-    assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1
+    assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1 and one["cpu_seconds"] > 0
 
 
 def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
@@ -323,6 +414,9 @@ def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
     expected = [("finetune", o, s) for s in (0, 1, 2) for o in objectives.OBJECTIVES] + [("finetune", None, 0)]
     assert [(a.name, o, s) for a, o, s in todo][:7] == expected
     assert len(todo) == 7 + 6
+    assert FINETUNE.trained == ("mean_pool", "maxsim", "mean_pool_hard") and SCRATCH.trained == objectives.OBJECTIVES
+    with_hard = objective_runs.jobs([FINETUNE], {"finetune": [0, 1]})
+    assert [(o, s) for _, o, s in with_hard] == [(v, s) for s in (0, 1) for v in FINETUNE.trained] + [(None, 0)]
 
 
 def test_ledger_judges_every_claim_on_draws_over_seeds():
@@ -334,14 +428,29 @@ def test_ledger_judges_every_claim_on_draws_over_seeds():
         assert claim.metric.startswith(f"objectives.{arm}.judged.") and claim.null is None
         assert (claim.measured_on is not None) == (arm == "scratch")
     names = {c.metric.split(".")[3] for c in ledger.claims}
-    assert names <= set(objective_runs.judged(None, True))
-    assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse-scratch", "maxsim-keeps-spread"}
+    assert names <= set(objective_results.judged(None, FINETUNE))
+    assert {c.id for c in ledger.claims if c.headline} >= {"loss-decides-collapse-scratch", "maxsim-keeps-spread",
+                                                           "hard-negatives-necessary"}
+
+
+def test_the_hard_negative_claim_lives_here_and_chapter_2_links_to_it():
+    from importlib import resources
+
+    import yaml
+
+    (here,) = [c for c in claims.load(SLUG).claims if c.id == "hard-negatives-necessary"]
+    (there,) = [c for c in claims.load("02_similarity_attractor").claims if c.id == "hard-negatives-necessary"]
+    assert here.kind == "published" and here.home is None and here.in_family and here.source == there.source
+    assert here.statement == there.statement and there.home == SLUG and not there.in_family
+    path = resources.files("embedding_geometry") / "data" / "coverage" / "02_similarity_attractor.yaml"
+    (item,) = [i for i in yaml.safe_load(path.read_text())["items"] if i["id"] == "hard-negatives-necessary"]
+    assert item["where"] == SLUG and item["status"] == "partly"
 
 
 def test_the_engine_reads_both_intervals_from_the_arms_draws():
     """Each scratch claim judged on a fake arm: its 95 % and adjusted intervals are the
     percentiles of the draws the arm stored, the adjusted one (1 − 0.05/m) the wider, deciding."""
-    block = objective_runs.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
+    block = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
     scratch = claims.Ledger(SLUG, [c for c in claims.load(SLUG).claims if ".scratch." in c.metric])
     verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
     m = claims.family_size()
@@ -380,29 +489,92 @@ def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
     rules.check(SLUG, defaults)
     for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
                       ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),
-                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch")):
+                      ({"held_out_pairs": 300}, "finetune_pairs_per_batch"),
+                      ({"hard_negatives": "yes"}, "hard_negatives"), ({"finetune_steps": 5}, "finetune_steps"),
+                      ({"scratch_steps": 5}, "scratch_steps")):
         with pytest.raises(ParameterError, match=f"parameter '{name}'"):
             rules.check(SLUG, {**defaults, **bad})
 
 
 def test_charts_and_sentences_of_an_arm():
-    block = objective_runs.block(fake_records(SCRATCH), SCRATCH, resamples=100)
+    block = objective_results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
     blocks = {"scratch": block}
     assert charts.objective_loss_chart(blocks).to_dict()["hconcat"]
-    assert len(charts.objective_retrieval_table(blocks)) == 3 * 2 + 2
+    table = charts.objective_convergence_table(blocks)
+    assert len(table) == 3 * 2 + 2 and bool(table["levelled off"].iloc[0])
+    assert table.attrs["fold"].startswith("How each of the 6 copies trained")
+    settled = charts.objective_settled_table(blocks)
+    assert settled["settled"].tolist() == [True] and settled["at 3/4 of the steps"].iloc[0] == pytest.approx(
+        block["comparison"]["settled"]["three_quarters"])
     table = charts.objective_per_seed_table(blocks, "intra_sentence_cosine")
     assert list(table.columns)[:3] == ["seed 0", "seed 1", "seed 2"]
     for chart in (charts.objective_chart(blocks, "anisotropy", "a"), charts.objective_answers_chart(blocks),
                   charts.objective_difference_chart(blocks, "anisotropy", "d")):
         assert chart.to_dict()
     text = objective_text.convergence(blocks)
-    assert "all 6 copies beat chance" in text and "from 2.00 to 0.50" in text
+    assert "all 6 copies beat chance (one-sided exact binomial test at 0.05) and levelled off" in text
+    assert "from 2.00 to 0.50 and levels off on 3 of 3 copies" in text
+    assert objective_text.starts(blocks).startswith("- **Trained from scratch**, before training: held-out recall@1")
+    assert "had settled, so its claims are judged" in objective_text.settling(blocks)
     assert objective_text.reaches(blocks).startswith("- Trained from scratch: visible from relative depth")
     assert charts.reach_text({"depth": 2, "present": [0] * 5, "depth_interval": [1, None]}) == "0.50 [0.25, none]"
     assert set(charts.dense_colbert_endpoints()) == {"mxbai_end", "jina_end", "jina_peak", "jina_peak_layer"}
     few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
     assert list(few["seeds kept"].values()) == [2, 3] and all(w > 0 for w in few["width"].values())
     assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
+
+
+def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_why():
+    block = objective_results.block(fake_records(FINETUNE, levelled=lambda v, s: (v, s) != ("mean_pool_hard", 1)),
+                                    FINETUNE, resamples=100)
+    blocks = {"finetune": block}
+    assert block["hard_negatives"]["pair"] == ["mean_pool_hard", "mean_pool"] and block["kept"] == [0, 2]
+    assert charts.objective_chart(blocks, "hard_margin", "m", comparison="hard_negatives").to_dict()
+    final = charts.objective_final_table(blocks, {"hard_margin": "hard margin"}, comparison="hard_negatives")
+    assert [c[1] for c in final.columns] == ["before training", "mean-pool loss + hard negatives", "mean-pool loss"]
+    text = objective_text.convergence(blocks)
+    assert "mean-pool loss + hard negatives, seed 1: its loss had not levelled off" in text
+    assert len(charts.objective_settled_table(blocks)) == 2
+    assert any("hard negatives" in name for name in charts.objective_cone_table(block).index)
+
+
+def test_the_budget_sentence_reads_the_recorded_seconds():
+    blocks = {"scratch": {"cpu_seconds": {"before": {"seed_0": 1.0}, "maxsim": {"seed_0": 10.25}}},
+              "finetune": {"cpu_seconds": {"mean_pool": {"seed_0": 30.0, "seed_1": 31.0}}}}
+    document = {"environment": {"seconds": 241.6, "device": "cpu"}, "params": {"workers": 2},
+                "metrics": {"objectives": blocks}}
+    assert objective_text.budget(document) == (
+        "This build ran the chapter in 242 s on cpu (from opening the chapter to writing its results): 81 % of the "
+        "300 s budget of the default build's chapter, within it. Training and measuring its 4 copies and starts "
+        "took 72 CPU-seconds in all, in 2 worker processes of one thread each.\n")
+    document["environment"]["seconds"] = 301
+    assert "100 % of the 300 s budget of the default build's chapter, over it" in objective_text.budget(document)
+
+
+def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
+    """The flag is written from the matched-retrieval check's verdict, and follows the fine-tuning
+    arm's geometry claims only."""
+    ledger = claims.load(SLUG)
+    ids = ["finetune-retrieval-matched", "loss-decides-collapse", "loss-decides-collapse-scratch"]
+    chosen = claims.Ledger(SLUG, [c for c in ledger.claims if c.id in ids])
+
+    def verdicts(recall_gap):
+        block = objective_results.block(fake_records(FINETUNE, seeds=(0, 1, 2, 3, 4)), FINETUNE, resamples=500)
+        match = block["judged"]["retrieval_match"]
+        match.update(value=recall_gap, draws=match["draws"] * 0 + recall_gap
+                     + np.random.default_rng(0).normal(0, 0.01, len(match["draws"])))
+        scratch = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=500)
+        return claims.evaluate(chosen, {"objectives": {"finetune": block, "scratch": scratch}}, "tiny", resamples=100)
+
+    matched, unmatched = verdicts(0.0), verdicts(0.4)
+    assert objective_text.flag(matched) == "" and objective_text.report(matched, ["loss-decides-collapse"]).count(
+        "Flagged") == 0
+    flag = objective_text.flag(unmatched)
+    assert flag.startswith("**Flagged:** the check that the two fine-tuned copies retrieve equally well did not "
+                           "pass (its verdict: fails; in [-0.1, 0.1]: 0.4")
+    assert "Flagged" in objective_text.report(unmatched, ["loss-decides-collapse"])
+    assert "Flagged" not in objective_text.report(unmatched, ["loss-decides-collapse-scratch"])
+    assert "Flagged" in objective_text.answers(unmatched, {"finetune": {"not_measured": None}})
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
@@ -417,18 +589,29 @@ def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(bui
                                 ("finetune", params["finetune_seeds"], params["finetune_steps"])):
         block = m[arm]
         assert len(block["seeds"]) == n_seeds and set(block["kept"]) <= set(block["seeds"])
-        for objective in objectives.OBJECTIVES:
+        assert block["variants"] == list(objectives.OBJECTIVES) + (["mean_pool_hard"] if arm == "finetune" else [])
+        for variant in block["variants"]:
             for seed in block["seeds"]:
-                assert len(block["loss"][objective][f"seed_{seed}"]["losses"]) == steps
-                found = block["retrieval"][objective][str(seed)]
+                loss = block["loss"][variant][f"seed_{seed}"]
+                assert len(loss["losses"]) == steps and loss["levelled"] == objectives.levelled(loss["losses"])
+                found = block["retrieval"][variant][str(seed)]
                 assert found["beats_chance"] == (found["p_value"] < 0.05) and found["chance"] == block["chance"]
-        if block["comparison"]:
-            seeds = block["comparison"]["seeds"]
-            assert seeds == block["kept"]  # no statistic rests on an excluded copy
-            depths = len(block["comparison"]["difference"]["intra_sentence_cosine"])
-            band = np.asarray(block["comparison"]["band"]["maxsim"]["intra_sentence_cosine"])
-            assert band.shape == (2, depths) and np.all(band[0] <= band[1])
-            assert len(block["comparison"]["per_seed_difference"]["intra_sentence_cosine"]) == len(seeds)
+                usable = found["beats_chance"] and loss["levelled"]["levelled"]
+                assert usable or seed not in block["kept"]  # no statistic rests on an excluded copy
+        for name in ("comparison", "hard_negatives"):
+            if block.get(name):
+                seeds = block[name]["seeds"]
+                assert seeds == block["kept"]
+                depths = len(block[name]["difference"][objective_results.MAIN[name]])
+                band = np.asarray(block[name]["band"][block[name]["pair"][0]][objective_results.MAIN[name]])
+                assert band.shape == (2, depths) and np.all(band[0] <= band[1])
+                settled = block[name]["settled"]
+                assert settled["settled"] == (settled["interval"][0] <= settled["three_quarters"]
+                                              <= settled["interval"][1])
+                assert len(settled["per_seed_three_quarters"]) == len(seeds)
     verdicts = {c["id"]: c for c in results["claims"]}
     assert verdicts["loss-decides-collapse-scratch"]["unit"] == "seeds"
     assert all(c["interval"] is not None or c["verdict"] == "not measured" for c in verdicts.values())
+    assert verdicts["hard-negatives-necessary"]["home"] is None and len(results["inputs"]["finetune_hard_negatives"]) \
+        == m["finetune"]["n_train"]
+    assert results["environment"]["seconds"] > 0

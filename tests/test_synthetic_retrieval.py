@@ -35,6 +35,27 @@ def test_words_are_stop_word_fillers_and_distinct_content_words_paired_by_a_seed
     assert words.vocabulary[:5] == list(sr.SPECIALS) and len(set(words.vocabulary)) == len(words.vocabulary)
 
 
+def test_fillers_are_the_most_frequent_stop_words_and_content_words_the_most_frequent_others_of_three_letters():
+    """The module docstring's rule, counted again here from the corpus: the fillers are the corpus's
+    most frequent stop words (whatever their length: "after", "with"), the content words its most
+    frequent other words of at least three letters ("man", "day" among them)."""
+    import collections
+    import re
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from embedding_geometry.core import corpora
+
+    counts = collections.Counter(w for s in corpora.corpus()["sentence"] for w in re.findall(r"[a-z]+", s.lower()))
+    ranked = sorted(counts, key=lambda w: (-counts[w], w))
+    words = sr.vocabulary(TASK)
+    assert list(words.fillers) == [w for w in ranked if w in ENGLISH_STOP_WORDS][:TASK.n_fillers]
+    assert any(len(w) > 3 for w in words.fillers)
+    others = [w for w in ranked if w not in ENGLISH_STOP_WORDS and len(w) >= 3][: 2 * TASK.concepts]
+    content = {w for pair in words.forms for w in pair}
+    assert content == set(others) and min(len(w) for w in content) == 3
+
+
 def test_a_query_names_some_of_its_documents_concepts_only_in_the_other_form():
     made = sr.texts(TASK)
     words = made["words"]

@@ -60,7 +60,9 @@ a study never imports ``book``):
     ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
     ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from
                             scratch
-    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel, and each arm's results
+    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel
+    ``objective_results``   chapter 7: each arm's results: the copies kept, whether they settled, what the claims judge
+    ``hard_negatives``      chapter 7: hard negatives built in code (twins of the positives) and the hard set measured
     ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
     ``accumulators``        mergeable building blocks: rows per unit, sums, co-moments, a bottom-K sample

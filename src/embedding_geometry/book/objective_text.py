@@ -3,7 +3,7 @@ tables its exercises' answers show.
 
 Nothing here judges: the verdicts come from the claims engine (:mod:`.claims`) and are put in
 words by :mod:`.claims.words`, the numbers come from the chapter's metrics
-(``metrics["objectives"]``, see :mod:`..studies.objective_runs`). A page shows each text or table
+(``metrics["objectives"]``, see :mod:`..studies.objective_results`). A page shows each text or table
 as a cell output, so that it reads the same in plain Jupyter.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from . import claims
 from .claims import words
 from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
-from ..studies import objective_geometry
+from ..studies import objective_geometry, objective_results
 
 ANSWER_CLAIMS = {
     "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-reaches-back-scratch",
@@ -26,7 +26,14 @@ ANSWER_CLAIMS = {
                  "finetune-retrieval-matched", "finetune-keeps-anisotropy-mean-pool",
                  "finetune-keeps-anisotropy-maxsim"],
 }
-"""The claims each arm's answer is stated with, in the order the page reads them."""
+"""The claims each arm's answer to the two losses is stated with, in the order the page reads them."""
+MATCH_CHECK = "finetune-retrieval-matched"
+"""The check whose failure flags the fine-tuning arm's geometry comparison."""
+FLAGGED = {"maxsim-keeps-spread", "loss-decides-collapse", "loss-leaves-fingerprint", "fingerprint-reaches-back",
+           "fingerprint-every-depth", "loss-decides-separability", "maxsim-peak-inside"}
+"""The fine-tuning arm's geometry claims: flagged when the two copies' retrieval is not matched."""
+BUDGET_SECONDS = 300
+"""The chapter's budget in the default build (issue 27): five minutes on the book's 2-core machine."""
 
 
 def _span(values: Sequence[float], digits: int = 2) -> str:
@@ -35,18 +42,34 @@ def _span(values: Sequence[float], digits: int = 2) -> str:
     return f"{low:.{digits}f}" if round(low, digits) == round(high, digits) else f"{low:.{digits}f}–{high:.{digits}f}"
 
 
+def starts(blocks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per arm, the starts' held-out recall@k with each score against chance, and how many of them
+    beat it (Markdown): what every copy starts from."""
+    lines = []
+    for arm, block in blocks.items():
+        found = [r for by_seed in block["retrieval"]["before"].values() for r in by_seed.values()]
+        beating = sum(r["beats_chance"] for r in found)
+        lines.append(f"- **{ARM_LABELS[arm].capitalize()}**, before training: held-out recall@{block['k']} "
+                     f"{_span([r['recall'] for r in found], 3)} against chance {block['chance']:.3g}; "
+                     f"{beating} of {len(found)} start–score pairs beat chance (one-sided exact binomial test at "
+                     "0.05).")
+    return "\n".join(lines) + "\n"
+
+
 def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
     """Per arm, how every copy trained: the loss over the first and the last tenth of its steps,
-    its held-out recall against chance, and which copies were excluded (Markdown)."""
+    how many copies' loss levelled off, their held-out recall@k against chance, and which copies
+    were excluded (Markdown)."""
     lines = []
     for arm, block in blocks.items():
         k, chance = block["k"], block["chance"]
         parts = []
-        for objective in ("mean_pool", "maxsim"):
-            runs, found = block["loss"][objective].values(), block["retrieval"][objective].values()
-            parts.append(f"the {OBJECTIVE_LABELS[objective]} goes from {_span([r['first'] for r in runs])} to "
-                         f"{_span([r['last'] for r in runs])}, and its copies' held-out recall@{k} is "
-                         f"{_span([r['recall'] for r in found])}")
+        for variant in block["variants"]:
+            runs, found = block["loss"][variant].values(), block["retrieval"][variant].values()
+            level = sum(r["levelled"]["levelled"] for r in runs)
+            parts.append(f"the {OBJECTIVE_LABELS[variant]} goes from {_span([r['first'] for r in runs])} to "
+                         f"{_span([r['last'] for r in runs])} and levels off on {level} of {len(runs)} copies, whose "
+                         f"held-out recall@{k} is {_span([r['recall'] for r in found])}")
         lines.append(f"- **{ARM_LABELS[arm].capitalize()}** ({len(block['seeds'])} seeds, "
                      f"{block['settings']['steps']} steps each): over the first and the last tenth of the steps "
                      + "; ".join(parts) + f" (chance: {chance:.3g}); {_kept(block)}.")
@@ -54,23 +77,69 @@ def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def _kept(block: Mapping[str, Any]) -> str:
-    """Which copies beat chance, which were excluded with their seed, and how many seeds are kept."""
-    excluded, n_seeds = block["excluded"], len(block["seeds"])
+    """Which copies are usable, which were excluded with their seed and why, and how many seeds are kept."""
+    excluded, n_seeds, n_copies = block["excluded"], len(block["seeds"]), len(block["variants"]) * len(block["seeds"])
     if not excluded:
-        return (f"all {2 * n_seeds} copies beat chance (one-sided exact binomial test at 0.05), so all {n_seeds} "
-                "seeds are kept")
-    which = ", ".join(f"{OBJECTIVE_LABELS[e['variant']]}, seed {e['seed']}: {e['recall']:.3f}" for e in excluded)
+        return (f"all {n_copies} copies beat chance (one-sided exact binomial test at 0.05) and levelled off, so all "
+                f"{n_seeds} seeds are kept")
+    which = ", ".join(f"{OBJECTIVE_LABELS[e['variant']]}, seed {e['seed']}: {' and '.join(e['reasons'])}"
+                      for e in excluded)
     one = len(excluded) == 1
-    return (f"{len(excluded)} cop{'y does' if one else 'ies do'} not beat chance and {'is' if one else 'are'} "
-            f"excluded with {'its' if one else 'their'} seed ({which}); {len(block['kept'])} of {n_seeds} seeds "
-            "are kept")
+    return (f"{len(excluded)} cop{'y is' if one else 'ies are'} excluded with {'its' if one else 'their'} seed "
+            f"({which}); {len(block['kept'])} of {n_seeds} seeds are kept")
+
+
+def settling(blocks: Mapping[str, Mapping[str, Any]]) -> str:
+    """Per comparison made, whether its main difference had settled (Markdown), and what follows."""
+    lines = []
+    for arm, block in blocks.items():
+        for name in ("comparison", "hard_negatives"):
+            if not block.get(name):
+                continue
+            s = block[name]["settled"]
+            pair = " and ".join(OBJECTIVE_LABELS[v] for v in s["pair"])
+            verdict = ("it had settled, so its claims are judged" if s["settled"] else
+                       "it had not settled, so the claims that rest on it are not judged (the checks still are)")
+            measure = objective_results.MAIN_NAMES[s["measure"]]
+            lines.append(f"- {ARM_LABELS[arm].capitalize()}, {pair}: the final-depth difference in {measure} was "
+                         f"{s['three_quarters']:.4f} at three quarters of the steps and {s['end']:.4f} at the end "
+                         f"(95 % interval [{s['interval'][0]:.4f}, {s['interval'][1]:.4f}]): {verdict}.")
+    return "\n".join(lines) + "\n" if lines else "No comparison was made: fewer than 2 seeds were kept.\n"
+
+
+def flag(verdicts: Iterable[claims.Verdict]) -> str:
+    """The sentence that flags the fine-tuning arm's geometry comparison, generated from the
+    verdict of the matched-retrieval check (Markdown; empty when the check passes, or when it
+    was not measured and the geometry verdicts with it)."""
+    found = [v.record() for v in verdicts if v.claim.id == MATCH_CHECK]
+    if not found:
+        return ""
+    record = found[0]
+    word = words.verdict_of(record)
+    if word in ("passes", "not measured"):
+        return ""
+    return (f"**Flagged:** the check that the two fine-tuned copies retrieve equally well did not pass (its verdict: "
+            f"{word}; {words.result_text(record)}), so their difference in geometry may be a difference in how well "
+            "each learned, not one of the loss alone; the fine-tuning arm's geometry verdicts above are read with that "
+            "caution.")
+
+
+def report(verdicts: Iterable[claims.Verdict], ids: Sequence[str]) -> str:
+    """The claims ``ids`` in the engine's words (:func:`.claims.words.report`); when any of them is
+    a geometry claim of the fine-tuning arm and the matched-retrieval check did not pass, the
+    :func:`flag` follows them (Markdown)."""
+    verdicts = list(verdicts)
+    chosen = [v for i in ids for v in verdicts if v.claim.id == i]
+    text = words.report(chosen)
+    warning = flag(verdicts) if FLAGGED & set(ids) else ""
+    return text + (f"\n{warning}\n" if warning else "")
 
 
 def answers(verdicts: Iterable[claims.Verdict], blocks: Mapping[str, Mapping[str, Any]]) -> str:
-    """Each arm's answer: its claims of :data:`ANSWER_CLAIMS` in the engine's words
-    (:func:`.claims.words.report`: badge, plain sentence, test, result and adjusted interval), in
-    the order the page reads them (Markdown); an arm that kept fewer than 2 seeds says so instead."""
-    by_id = {v.claim.id: v for v in verdicts}
+    """Each comparison's answer: its claims of :data:`ANSWER_CLAIMS` in the engine's words, with the
+    flag of :func:`report`, in the order the page reads them (Markdown); an arm that kept fewer
+    than 2 seeds says so instead."""
+    verdicts = list(verdicts)
     lines = []
     for arm, ids in ANSWER_CLAIMS.items():
         if arm not in blocks:
@@ -79,8 +148,23 @@ def answers(verdicts: Iterable[claims.Verdict], blocks: Mapping[str, Mapping[str
         if blocks[arm].get("not_measured"):
             lines.append(f"- Not measured: {blocks[arm]['not_measured']}.\n")
             continue
-        lines.append(words.report([by_id[i] for i in ids if i in by_id]))
+        lines.append(report(verdicts, ids))
     return "\n".join(lines) + "\n"
+
+
+def budget(document: Mapping[str, Any], seconds: float = BUDGET_SECONDS) -> str:
+    """The chapter's run time as this build recorded it (the results JSON's ``environment.seconds``:
+    from opening the chapter to writing its results) against its budget, and the CPU seconds its
+    copies took in their worker processes (Markdown)."""
+    took = float(document["environment"]["seconds"])
+    within = "within" if took <= seconds else "over"
+    blocks = document["metrics"]["objectives"].values()
+    cpu = sum(s for block in blocks for by_seed in block["cpu_seconds"].values() for s in by_seed.values())
+    copies = sum(len(by_seed) for block in blocks for by_seed in block["cpu_seconds"].values())
+    return (f"This build ran the chapter in {took:.0f} s on {document['environment']['device']} (from opening the "
+            f"chapter to writing its results): {100 * took / seconds:.0f} % of the {seconds:.0f} s budget of the "
+            f"default build's chapter, {within} it. Training and measuring its {copies} copies and starts took "
+            f"{cpu:.0f} CPU-seconds in all, in {document['params']['workers']} worker processes of one thread each.\n")
 
 
 def post_curves() -> str:
@@ -97,7 +181,7 @@ def reaches(blocks: Mapping[str, Mapping[str, Any]], measure: str = "intra_sente
     its 95 % interval over seeds and sentences (Markdown)."""
     lines = []
     for arm, block in blocks.items():
-        if block["comparison"]:
+        if block.get("comparison"):
             reach = block["comparison"]["reach"][measure]
             lines.append(f"- {ARM_LABELS[arm].capitalize()}: visible from relative depth {reach_text(reach)} "
                          f"(share of the {len(reach['present'])} depths {reach['share']:.2f}, 95 % interval "

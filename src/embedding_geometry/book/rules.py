@@ -52,6 +52,9 @@ CLS_POSITIONS = 102
 """The shortest text whose [CLS] attention reaches every position bucket of chapter 5
 (``studies.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
+STEPS_AT_LEAST = 6
+"""Chapter 7's fewest steps: a copy's levelling compares tenths of 2 steps or more (objectives.levelled)."""
+
 CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
     "00b_primer": {
@@ -95,15 +98,15 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "07_training_objective": {
         **MODEL, "workers": p.integer(1, 64),
         "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
-        "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(2, 1_000_000),
+        "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(STEPS_AT_LEAST, 1_000_000),
         "scratch_pairs_per_batch": p.integer(2, 512), "finetune_pairs_per_batch": p.integer(2, 512),
         "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(2, 24),
         "scratch_width": p.integer(8, 1024), "concepts": p.integer(8, 256), "task_pairs": p.integer(16, 1_000_000),
         "task_held_out": p.integer(4, 10_000),
-        "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(2, 1_000_000),
+        "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(STEPS_AT_LEAST, 1_000_000),
         "finetune_learning_rate": p.number(1e-8, 1.0), "held_out_pairs": p.integer(4, 300),
         "recall_k": p.integer(1, 100), "sentences": p.optional(p.text_list(3)),
-        "hard_twin": p.one_of("negation", "role_reversal"),
+        "hard_twin": p.one_of("negation", "role_reversal"), "hard_negatives": p.boolean,
     },
     "08_across_models": {
         **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,

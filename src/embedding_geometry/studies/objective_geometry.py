@@ -1,8 +1,9 @@
 """Chapter 7, *One backbone, two losses*: the geometry each training objective leaves, per depth,
 compared over paired seeds.
 
-:mod:`.objective_runs` trains and measures every copy; this module holds the measures of one
-model and the comparison of the copies. Every measure is one chapters 1–3 define, computed by
+:mod:`.objective_runs` trains and measures every copy, :mod:`.objective_results` keeps the copies
+that learned and settled; this module holds the measures of one model and the comparison of the
+copies. Every measure is one chapters 1–3 define, computed by
 their study functions (the Methods page, §1–§3), on texts held out from training:
 
 ==========================  =========================================================  ===========
@@ -21,16 +22,17 @@ anisotropy                  mean_{s≠t} cos(m_l(s), m_l(t))                    
 with <pairs> one of ``hard`` (each document of chapter 1's hard retrieval set with its negation or
 role-reversal twin, the ``hard_twin`` parameter), ``easy`` (consecutive relevant documents of the
 easy set: different topics) and ``other_twin`` (the hard set's other twin); the pair sets are
-measured on the fine-tuned copies only (the small encoder knows only its task's words).
+measured on the fine-tuned copies only (the small encoder knows only its task's words), as are
+the hard set's query measures (:func:`.hard_negatives.hard_set_measures`).
 
-**The comparison** (:func:`compare`, one block per arm). A copy is *kept* when its held-out
-retrieval beats chance (:func:`.synthetic_retrieval.beats_chance`), a seed when both of its
-copies are kept: no statistic uses a copy that did not learn. For the S kept seeds and the U
-units, every measure is an array values[variant][s, u, l]; the copies of one seed share their
-start and batches, so differences are taken seed by seed and unit by unit:
+**The comparison** (:func:`compare`) of a pair of copies (a, b) — the mean-pool copy and the MaxSim
+copy; the hard-negative copy and the in-batch one — over the S seeds kept
+(:mod:`.objective_results`: no statistic uses a copy that did not learn) and the U units. Every
+measure is an array values[variant][s, u, l]; the copies of one seed share their start and
+batches, so differences are taken seed by seed and unit by unit:
 
-    difference[s, u, l] = mean_pool[s, u, l] − maxsim[s, u, l]
-    change[o][s, u, l]  = o[s, u, l] − before[s, u, l]         (o: one of the two objectives)
+    difference[s, u, l] = a[s, u, l] − b[s, u, l]
+    change[o][s, u, l]  = o[s, u, l] − before[s, u, l]         (o: a or b)
 
 Each statistic (the mean over seeds and units; the ratio of the means of B and W for the
 separability ratio) gets its draws and 95 % interval over seeds *and* units from
@@ -57,7 +59,7 @@ import numpy as np
 
 from ..core import corpora, geometry, hierarchical
 from ..core.activations import Activations
-from . import layer_by_layer, objectives
+from . import hard_negatives, layer_by_layer, objectives
 from .anisotropy import cone_formation
 
 Curves = dict[str, np.ndarray]
@@ -73,14 +75,15 @@ PAIR_MEASURES = tuple(f"{p}_{s}" for p in PAIR_SETS for s in objectives.OBJECTIV
 
 def texts(sentences: Sequence[str] | None = None, hard_twin: str = "negation") -> dict[str, Any]:
     """Every text the fine-tuned copies are measured on: the sentence set (chapter 1's when
-    None), the pairs of each pair set as [a, b] lists, and the exercise's one-topic sentences."""
+    None), the pairs of each pair set as [a, b] lists, the hard set's queries and pool
+    (:func:`.hard_negatives.hard_set`) and the exercise's one-topic sentences."""
     hard, easy = corpora.load_yaml("retrieval_hard.yaml")["items"], corpora.retrieval_set("easy")
     other = TWINS[1 - TWINS.index(hard_twin)]
     relevant = [easy["pool"][i] for i in easy["relevant"]]
     return {"sentences": list(sentences or corpora.layer_by_layer_sentences()),
             "hard": [[item["relevant"], item[hard_twin]] for item in hard],
             "other_twin": [[item["relevant"], item[other]] for item in hard],
-            "easy": [list(pair) for pair in pairwise(relevant)],
+            "easy": [list(pair) for pair in pairwise(relevant)], **hard_negatives.hard_set(hard_twin),
             "one_topic": list(layer_by_layer.ONE_TOPIC)}
 
 
@@ -134,12 +137,6 @@ def pair_measures(acts: Activations, name: str) -> Measured:
 
 # --------------------------------------------------------------------------- seeds and copies
 
-def kept_seeds(retrieval: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> list[int]:
-    """The seeds whose copies all beat chance ({objective: {seed: beats_chance record}})."""
-    by_objective = [retrieval[o] for o in objectives.OBJECTIVES]
-    return sorted(s for s in by_objective[0] if all(r[s]["beats_chance"] for r in by_objective))
-
-
 def ratio_statistic(means: np.ndarray) -> np.ndarray:
     """B / W from the means [B, …, 2] of B and W over seeds and units: the ratio of the means."""
     return means[..., 0] / means[..., 1]
@@ -181,28 +178,32 @@ def judged(found: hierarchical.Hierarchical, per_seed: np.ndarray | None = None)
 
 
 def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int], keys: Sequence[str],
-            seed: int = 0, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
+            seed: int = 0, resamples: int = hierarchical.RESAMPLES,
+            pair: tuple[str, str] = objectives.OBJECTIVES) -> dict[str, Any]:
     """The comparison block of the module docstring for ``measured`` ({variant: {seed: (curves,
-    units)}}) over the kept ``seeds``, for the measures ``keys``: ``mean``, ``band``,
-    ``difference``, ``change``, their bands, the per-seed differences, the final-depth summaries
-    (``final``) and the ``reach`` of every difference; ``judged_final`` holds the same summaries
-    with their draws (:func:`judged`; {"difference": {key: …}, "change": {o: {key: …}}}) and the
-    :func:`visibility` of the :data:`FINGERPRINT` difference, for the claims (popped by the
-    caller, which keeps the judged ones: every draw of every measure would be too many to record)."""
-    block: dict[str, Any] = {"seeds": list(seeds), "mean": {}, "band": {}, "difference": {}, "difference_band": {},
-                             "per_seed_difference": {}, "change": {o: {} for o in objectives.OBJECTIVES},
-                             "change_band": {o: {} for o in objectives.OBJECTIVES}, "reach": {},
-                             "final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}},
-                             "judged_final": {"difference": {}, "change": {o: {} for o in objectives.OBJECTIVES}}}
+    units)}}) over the kept ``seeds``, for the measures ``keys`` and the ``pair`` of copies (a, b)
+    whose difference a − b it takes (the two objectives; the hard-negative copy and the in-batch
+    one): ``mean``, ``band``, ``difference``, ``change`` (of a and of b), their bands, the per-seed
+    differences, the final-depth summaries (``final``) and the ``reach`` of every difference;
+    ``judged_final`` holds the same summaries with their draws (:func:`judged`; {"difference":
+    {key: …}, "change": {o: {key: …}}}) and the :func:`visibility` of the :data:`FINGERPRINT`
+    difference, for the claims (popped by the caller, which keeps the judged ones: every draw of
+    every measure would be too many to record)."""
+    stream = "" if tuple(pair) == objectives.OBJECTIVES else f"{pair[0]}-{pair[1]}."
+    block: dict[str, Any] = {"seeds": list(seeds), "pair": list(pair), "mean": {}, "band": {}, "difference": {},
+                             "difference_band": {}, "per_seed_difference": {}, "change": {o: {} for o in pair},
+                             "change_band": {o: {} for o in pair}, "reach": {},
+                             "final": {"difference": {}, "change": {o: {} for o in pair}},
+                             "judged_final": {"difference": {}, "change": {o: {} for o in pair}}}
     for key in keys:
-        values = {v: unit_values(measured[v], seeds, key) for v in VARIANTS}
+        values = {v: unit_values(measured[v], seeds, key) for v in ("before", *pair)}
         statistic = ratio_statistic if key == RATIO else hierarchical.identity
         for variant, array in values.items():
             found = hierarchical.hierarchical_interval(array, statistic, generator(seed, f"{variant}.{key}"), resamples)
             block["mean"].setdefault(variant, {})[key] = found.value
             block["band"].setdefault(variant, {})[key] = found.band
-        diff = _paired(values["mean_pool"], values["maxsim"], key, generator(seed, f"difference.{key}"), resamples)
-        per_seed = seed_differences(values["mean_pool"], values["maxsim"], key)
+        diff = _paired(values[pair[0]], values[pair[1]], key, generator(seed, f"{stream}difference.{key}"), resamples)
+        per_seed = seed_differences(values[pair[0]], values[pair[1]], key)
         block["difference"][key], block["difference_band"][key] = diff.value, diff.band
         block["per_seed_difference"][key] = per_seed
         block["final"]["difference"][key] = final_summary(diff, per_seed[:, -1])
@@ -210,7 +211,7 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
         block["reach"][key] = reach(diff)
         if key == FINGERPRINT:
             block["judged_final"]["visibility"] = {name: visibility(diff, r) for name, r in VISIBILITY.items()}
-        for o in objectives.OBJECTIVES:
+        for o in pair:
             change = _paired(values[o], values["before"], key, generator(seed, f"change.{o}.{key}"), resamples)
             per_seed_change = seed_differences(values[o], values["before"], key)[:, -1]
             block["change"][o][key], block["change_band"][o][key] = change.value, change.band
@@ -261,7 +262,7 @@ def reach(found: hierarchical.Hierarchical) -> dict[str, Any]:
     present = np.abs(found.value) > noise
     back, n_layers = _run_back(present), len(present) - 1
     depth = None if back == 0 else n_layers + 1 - back
-    backs = np.array([_run_back(row) for row in np.abs(found.draws) > noise])
+    backs = runs_back(np.abs(found.draws) > noise)
     low, high = np.percentile(backs, [2.5, 97.5], method="inverted_cdf")
     return {"present": present, "noise": noise, "depth": depth,
             "relative_depth": None if depth is None else depth / n_layers, "share": back / (n_layers + 1),
@@ -290,7 +291,13 @@ def visibility(found: hierarchical.Hierarchical, r: float) -> dict[str, Any]:
 
 def _run_back(present: np.ndarray) -> int:
     """The length of the run of True at the end of ``present``."""
-    return len(present) if present.all() else int(np.argmin(present[::-1]))
+    return int(runs_back(present[None])[0])
+
+
+def runs_back(present: np.ndarray) -> np.ndarray:
+    """Per row of ``present`` [B, n], the length of the run of True at its end."""
+    backwards = present[:, ::-1]
+    return np.where(backwards.all(axis=1), present.shape[1], np.argmin(backwards, axis=1))
 
 
 def peak_margin(values: np.ndarray, seed: int, name: str, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:

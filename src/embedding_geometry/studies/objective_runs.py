@@ -5,14 +5,18 @@ An **arm** (:class:`Arm`) is one question asked with paired seeds:
 * ``scratch``: a small encoder (:func:`.synthetic_retrieval.encoder`, its initial weights drawn
   from the seed) trained on the synthetic retrieval task; its ``before`` is its own random start;
 * ``finetune``: a pre-trained encoder fine-tuned on the book's pairs; its ``before`` is the
-  backbone itself, the same for every seed.
+  backbone itself, the same for every seed. With ``hard_negatives``, each seed also trains the
+  copy of :mod:`.hard_negatives` (the mean-pool loss with a twin of every positive in its batch).
 
-For every seed of an arm, one **copy** per objective (:func:`run_copy`) starts from the seed's
-start, trains with :func:`.objectives.train`, and is measured on held-out texts: the geometry
-(:func:`.objective_geometry.sentence_measures`, and the pair sets on the fine-tuning arm),
-held-out retrieval with both scores (each held-out query against the pool of held-out
-documents), the one-topic sentences of the exercise, and the final mean pools of the held-out
-texts (for the cone axis). A copy's record holds numbers only, so that it can come back from a
+For every seed of an arm, one **copy** per trained variant (:func:`run_copy`) starts from the
+seed's start, trains with :func:`.objectives.train`, and is measured on held-out texts: the
+geometry (:func:`.objective_geometry.sentence_measures`; on the fine-tuning arm the pair sets and
+the hard set's queries, :func:`.hard_negatives.hard_set_measures`), held-out retrieval with both
+scores (each held-out query against the pool of held-out documents), the one-topic sentences of
+the exercise, and the final mean pools of the held-out texts (for the cone axis). Three quarters
+of the way through its steps (:func:`snapshot_step`) the copy is measured once more, on the
+sentences and the hard set only: the ``snapshot`` that tells whether its geometry had settled
+(:mod:`.objective_results`). A copy's record holds numbers only, so that it can come back from a
 worker process; the trained weights are dropped once measured.
 
 **One thread per copy.** Every copy trains and is measured on one CPU thread, so that its numbers
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +37,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import activations, geometry, hierarchical, models
+from ..core import activations, models
 from ..core.models import LoadedModel
-from . import layer_by_layer, objective_geometry, objectives, synthetic_retrieval
+from . import hard_negatives, layer_by_layer, objective_geometry, objectives, synthetic_retrieval
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,8 @@ class Arm:
     """One arm: its ``name``, how its start is made (``model``: a model id for a fine-tuning arm,
     None for the small encoder of ``task`` and ``shape``), the training ``settings``, the
     ``train`` and ``held_out`` pairs (query, document), recall's ``k``, the geometry ``texts``
-    (``sentences``; the pair sets and ``one_topic`` where measured), and the extraction's
-    ``batch_size`` and ``device``."""
+    (``sentences``; the pair sets, the hard set and ``one_topic`` where measured), whether it
+    trains the ``hard_negatives`` copy, and the extraction's ``batch_size`` and ``device``."""
 
     name: str
     settings: objectives.Settings
@@ -58,6 +63,12 @@ class Arm:
     batch_size: int = 32
     device: str = "cpu"
     pair_sets: tuple[str, ...] = field(default=())
+    hard_negatives: bool = False
+
+    @property
+    def trained(self) -> tuple[str, ...]:
+        """The variants each seed trains: one copy per objective, and the hard-negative copy."""
+        return objectives.OBJECTIVES + ((hard_negatives.VARIANT,) if self.hard_negatives else ())
 
     @property
     def chance(self) -> float:
@@ -80,13 +91,15 @@ def scratch_arm(task: synthetic_retrieval.Task, shape: synthetic_retrieval.Shape
 
 
 def finetune_arm(model: str, settings: objectives.Settings, texts: Mapping[str, Any], held_out_pairs: int, k: int = 1,
-                 device: str = "auto", batch_size: int = 32, trust_remote_code: bool = False) -> Arm:
+                 device: str = "auto", batch_size: int = 32, trust_remote_code: bool = False,
+                 with_hard_negatives: bool = True) -> Arm:
     """The fine-tuning arm: the book's pairs less ``held_out_pairs`` held out
-    (:func:`.objectives.split_pairs`), measured on ``texts`` (:func:`.objective_geometry.texts`)."""
+    (:func:`.objectives.split_pairs`), measured on ``texts`` (:func:`.objective_geometry.texts`),
+    with the hard-negative copy unless ``with_hard_negatives`` is False."""
     train, held_out = objectives.split_pairs(objectives.training_pairs(), held_out_pairs)
     return Arm("finetune", settings, tuple(train), tuple(held_out), dict(texts), k=k, model=model,
                trust_remote_code=trust_remote_code, device=device, batch_size=batch_size,
-               pair_sets=objective_geometry.PAIR_SETS)
+               pair_sets=objective_geometry.PAIR_SETS, hard_negatives=with_hard_negatives)
 
 
 @contextlib.contextmanager
@@ -113,20 +126,31 @@ def start(arm: Arm, seed: int) -> LoadedModel:
     return synthetic_retrieval.encoder(words, arm.shape, seed)
 
 
+def geometry_of(model: LoadedModel, arm: Arm) -> objective_geometry.Measured:
+    """The geometry of one model: the sentence measures and, where the arm has them, the pair sets'
+    and the hard set's (curves, per-unit values)."""
+    extract = functools.partial(activations.extract, model, batch_size=arm.batch_size, cache=False, progress=False)
+    curves, units = objective_geometry.sentence_measures(extract(list(arm.texts["sentences"])))
+    parts = [objective_geometry.pair_measures(extract([t for pair in arm.texts[name] for t in pair]), name)
+             for name in arm.pair_sets]
+    if "hard_queries" in arm.texts:
+        parts.append(hard_negatives.hard_set_measures(extract(list(arm.texts["hard_queries"])),
+                                                      extract(list(arm.texts["hard_pool"]))))
+    for more in parts:
+        curves.update(more[0])
+        units.update(more[1])
+    return curves, units
+
+
 def measure(model: LoadedModel, arm: Arm) -> dict[str, Any]:
     """Every measurement of one model (module docstring): ``geometry`` (curves, per-unit values),
     ``retrieval`` {score: hits per held-out query}, ``one_topic`` curves and ``pools`` (the
     final-depth mean pools of the held-out queries and documents)."""
     extract = functools.partial(activations.extract, model, batch_size=arm.batch_size, cache=False, progress=False)
-    curves, units = objective_geometry.sentence_measures(extract(list(arm.texts["sentences"])))
-    for name in arm.pair_sets:
-        more = objective_geometry.pair_measures(extract([t for pair in arm.texts[name] for t in pair]), name)
-        curves.update(more[0])
-        units.update(more[1])
     queries, documents = (extract([pair[i] for pair in arm.held_out]) for i in (0, 1))
     hits = {score: synthetic_retrieval.recall(synthetic_retrieval.scores(queries, documents, score), arm.k)
             for score in objectives.OBJECTIVES}
-    found = {"geometry": (curves, units), "retrieval": hits,
+    found = {"geometry": geometry_of(model, arm), "retrieval": hits,
              "pools": np.concatenate([queries.mean_pool("all")[-1], documents.mean_pool("all")[-1]])}
     if arm.texts.get("one_topic"):
         topic = layer_by_layer.collapse(extract(list(arm.texts["one_topic"])))
@@ -135,24 +159,38 @@ def measure(model: LoadedModel, arm: Arm) -> dict[str, Any]:
     return found
 
 
-def run_copy(arm: Arm, objective: str | None, seed: int) -> dict[str, Any]:
-    """One copy on one thread: the start of ``seed``, trained with ``objective`` (None: the
-    start itself, measured as ``before``), measured; its description and losses with it."""
+def snapshot_step(steps: int) -> int:
+    """The step after which a copy is measured a second time: ⌈3 K / 4⌉ of its K steps."""
+    return -(-3 * steps // 4)
+
+
+def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
+    """One copy on one thread: the start of ``seed``, trained as ``variant`` (an objective, or the
+    hard-negative copy; None: the start itself, measured as ``before``), measured, with its
+    geometry at :func:`snapshot_step` (``snapshot``); its description, losses and the CPU seconds
+    it took (its worker's, from its start to its last measurement) with it."""
+    started = time.process_time()
     with one_thread():
-        model, losses = start(arm, seed), None
-        if objective is not None:
-            model, losses = objectives.train(model, list(arm.train), objective, arm.settings, seed)
-        return {"arm": arm.name, "variant": objective or "before", "seed": seed, "info": model.info.to_dict(),
-                "losses": losses, **measure(model, arm)}
+        model, losses, snapshot = start(arm, seed), None, {}
+        if variant is not None:
+            hard = variant == hard_negatives.VARIANT
+            at = {snapshot_step(arm.settings.steps): lambda copy: snapshot.update(geometry=geometry_of(copy, arm))}
+            model, losses = objectives.train(model, list(arm.train), hard_negatives.BASELINE if hard else variant,
+                                             arm.settings, seed, hard_negatives.negatives(arm.train) if hard else None,
+                                             snapshots=at)
+        found = measure(model, arm)
+    return {"arm": arm.name, "variant": variant or "before", "seed": seed, "info": model.info.to_dict(),
+            "losses": losses, "snapshot": snapshot.get("geometry"), **found,
+            "cpu_seconds": time.process_time() - started}
 
 
 def jobs(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]]) -> list[tuple[Arm, str | None, int]]:
     """Every copy to run, the long ones first: per arm, each seed's start (once for a fine-tuning
-    arm, whose start is the same for every seed) and each objective's copy."""
+    arm, whose start is the same for every seed) and each trained variant's copy."""
     found = []
     for arm in arms:
         befores = seeds[arm.name][:1] if arm.model is not None else seeds[arm.name]
-        found += [(arm, o, s) for s in seeds[arm.name] for o in objectives.OBJECTIVES]
+        found += [(arm, v, s) for s in seeds[arm.name] for v in arm.trained]
         found += [(arm, None, s) for s in befores]
     return sorted(found, key=lambda job: job[0].model is None)  # fine-tuning copies first
 
@@ -166,7 +204,7 @@ def run(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]],
     todo = jobs(arms, seeds)
     records = Parallel(n_jobs=workers, backend="loky")(delayed(run_copy)(*job) for job in todo) if workers > 1 \
         else [run_copy(*job) for job in todo]
-    out: dict[str, dict[str, dict[int, Any]]] = {arm.name: {v: {} for v in objective_geometry.VARIANTS} for arm in arms}
+    out: dict[str, dict[str, dict[int, Any]]] = {arm.name: {v: {} for v in ("before", *arm.trained)} for arm in arms}
     for record in records:
         out[record["arm"]][record["variant"]][record["seed"]] = record
     for arm in arms:
@@ -179,147 +217,3 @@ def models_run(records: Mapping[str, Mapping[str, Mapping[int, Any]]]) -> dict[s
     """Every model :func:`run` trained or measured, by id: its description (for provenance)."""
     return {r["info"]["id"]: r["info"] for arm in records.values() for by_seed in arm.values()
             for r in by_seed.values()}
-
-
-# --------------------------------------------------------------------------- an arm's results
-
-def retrieval(records: Mapping[str, Mapping[int, Any]], arm: Arm) -> dict[str, dict[str, Any]]:
-    """Each copy's held-out recall@k with the score it was trained with, its exact interval and
-    whether it beats chance ({objective: {seed: …}}); each start's with both scores ({before:
-    {score: {seed: …}}}, one entry for a fine-tuning arm, whose start is the same for every seed)."""
-    own = {o: {s: synthetic_retrieval.beats_chance(r["retrieval"][o], arm.chance) for s, r in records[o].items()}
-           for o in objectives.OBJECTIVES}
-    starts = dict(list(records["before"].items())[:1]) if arm.model is not None else records["before"]
-    own["before"] = {score: {s: synthetic_retrieval.beats_chance(r["retrieval"][score], arm.chance)
-                             for s, r in starts.items()} for score in objectives.OBJECTIVES}
-    return own
-
-
-def losses(records: Mapping[str, Mapping[int, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """{objective: {seed_<k>: {losses, first, last}}}: every step's loss, and the means over the
-    first and the last tenth of the steps."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for objective in objectives.OBJECTIVES:
-        for seed, record in records[objective].items():
-            values, k = record["losses"], max(1, len(record["losses"]) // 10)
-            out.setdefault(objective, {})[f"seed_{seed}"] = {"losses": values, "first": float(np.mean(values[:k])),
-                                                             "last": float(np.mean(values[-k:]))}
-    return out
-
-
-def retrieval_match(records: Mapping[str, Mapping[int, Any]], seeds: Sequence[int], seed: int, resamples: int) -> dict:
-    """The mean-pool copy's held-out recall minus the MaxSim copy's, each with its own score,
-    paired by seed and query, with its draws over seeds and queries and its sign-flip test."""
-    values = np.stack([records["mean_pool"][s]["retrieval"]["mean_pool"] - records["maxsim"][s]["retrieval"]["maxsim"]
-                       for s in seeds])[..., None]
-    found = hierarchical.hierarchical_interval(
-        values, seed=objective_geometry.generator(seed, "retrieval_match"), resamples=resamples)
-    return objective_geometry.judged(found, values.mean(axis=1)[:, 0])
-
-
-def cone(records: Mapping[str, Mapping[int, Any]], seeds: Sequence[int]) -> dict[str, Any]:
-    """The cone of each fine-tuned copy against its backbone's, on the final mean pools P of the
-    held-out texts: |cos| between the cone axes (PC1 of the centred pools), cos between the mean
-    directions, and the anisotropy of the copy's pools raw, centred on the backbone's mean pool
-    (the backbone's centering vector) and centred on its own ({variant: {seed_<k>: …}})."""
-    base = records["before"][seeds[0]]["pools"]
-    base_axis, base_mean = geometry.principal_axis(base), base.mean(axis=0)
-    out: dict[str, Any] = {}
-    for variant in objective_geometry.VARIANTS:
-        for s in seeds if variant != "before" else seeds[:1]:
-            pools = records[variant][s]["pools"]
-            out.setdefault(variant, {})[f"seed_{s}"] = {
-                "axis_cosine": abs(geometry.cosine(geometry.principal_axis(pools), base_axis)),
-                "mean_direction_cosine": geometry.cosine(pools.mean(axis=0), base_mean),
-                "anisotropy": geometry.mean_pairwise_cosine(pools),
-                "anisotropy_backbone_centred": geometry.mean_pairwise_cosine(pools - base_mean),
-                "anisotropy_own_centred": geometry.mean_pairwise_cosine(pools - pools.mean(axis=0))}
-    return out
-
-
-def block(records: Mapping[str, Mapping[int, Any]], arm: Arm, seed: int = 0,
-          resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
-    """One arm's results: the ``settings``, the seeds run and ``kept`` (both copies beat chance),
-    the ``excluded`` copies, every copy's ``loss`` and ``retrieval``, the curves of the kept seeds'
-    copies and of the starts (``runs``; an excluded copy's geometry is never reported), the
-    comparison of :func:`.objective_geometry.compare` over the kept seeds (with
-    ``retrieval_match`` and the MaxSim copy's ``peak_margin``; None, with ``not_measured``, when
-    fewer than 2 seeds are kept) and, on a fine-tuning arm, the ``cone``."""
-    found = retrieval(records, arm)
-    kept = objective_geometry.kept_seeds(found)
-    excluded = [{"variant": o, "seed": s, **r} for o in objectives.OBJECTIVES for s, r in found[o].items()
-                if not r["beats_chance"]]
-    distinct = {v: dict(list(by_seed.items())[:1]) if v == "before" and arm.model is not None else
-                {s: r for s, r in by_seed.items() if v == "before" or s in kept} for v, by_seed in records.items()}
-    out = {"settings": {**vars(arm.settings)}, "seeds": sorted(records["mean_pool"]), "kept": kept,
-           "excluded": excluded, "chance": arm.chance, "k": arm.k, "n_train": len(arm.train),
-           "n_held_out": len(arm.held_out), "loss": losses(records), "retrieval": found,
-           "runs": {v: {f"seed_{s}": r["geometry"][0] for s, r in by_seed.items()} for v, by_seed in distinct.items()}}
-    if "one_topic" in next(iter(records["before"].values())):
-        out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()}
-                            for v, by_seed in distinct.items()}
-    if len(kept) < 2:
-        out["comparison"] = None
-        out["judged"] = judged(None, arm.model is not None)
-        out["not_measured"] = (f"{len(kept)} of {len(out['seeds'])} seeds kept: both copies of at least 2 "
-                               "must beat chance")
-        return out
-    keys = objective_geometry.SENTENCE_MEASURES + (objective_geometry.PAIR_MEASURES if arm.pair_sets else ())
-    measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
-    out["comparison"] = objective_geometry.compare(measured, kept, keys, seed, resamples)
-    final = out["comparison"].pop("judged_final")
-    final["retrieval_match"] = retrieval_match(records, kept, seed, resamples)
-    within = np.stack([measured["maxsim"][s][1][objective_geometry.FINGERPRINT] for s in kept])
-    final["peak_margin"] = objective_geometry.peak_margin(within, seed, f"{arm.name}.peak", resamples)
-    out["comparison"]["peak_margin"] = {k: v for k, v in final["peak_margin"].items() if k != "draws"}
-    if arm.model is not None:
-        out["cone"] = cone(records, kept)
-    out["judged"] = judged(final, arm.model is not None)
-    return out
-
-
-JUDGED = {"collapse_difference": ("difference", objective_geometry.FINGERPRINT),
-          "separability_difference": ("difference", objective_geometry.RATIO),
-          **{f"visibility_{name}": ("visibility", name) for name in objective_geometry.VISIBILITY},
-          "peak_margin": ("peak_margin",), "retrieval_match": ("retrieval_match",)}
-FINETUNE_JUDGED = {"maxsim_change": ("change", "maxsim", objective_geometry.FINGERPRINT),
-                   **{f"{m}_change_{o}": ("change", o, key) for o in objectives.OBJECTIVES
-                      for m, key in (("anisotropy", "anisotropy"), ("easy", "easy_mean_pool"))}}
-
-
-def judged(final: Mapping[str, Any] | None, finetune: bool) -> dict[str, dict[str, Any]]:
-    """The statistics the chapter's claims judge, each {value, interval, draws, n_seeds, n_units}
-    (None throughout when the arm kept fewer than 2 seeds), picked from ``final`` (the comparison's
-    ``judged_final``, with ``retrieval_match`` and ``peak_margin``): the final-depth differences of
-    within-sentence cosine and separability, the within-sentence difference's ``visibility`` at the
-    final depth, over the back half and at every depth, the MaxSim copy's ``peak_margin``, the
-    ``retrieval_match``; on a fine-tuning arm also the final-depth changes (the MaxSim copy's
-    within-sentence cosine; each copy's anisotropy and easy-pair cosine)."""
-    paths = {**JUDGED, **(FINETUNE_JUDGED if finetune else {})}
-    if final is None:
-        return {name: {"value": None, "interval": None, "draws": None, "n_seeds": None} for name in paths}
-    found = {}
-    for name, path in paths.items():
-        entry = final
-        for part in path:
-            entry = entry[part]
-        found[name] = {**entry, "draws": recorded(entry["draws"])}
-    return found
-
-
-DRAW_DIGITS = 6
-"""Significant digits a judged statistic's draws keep: 20,000 draws of each land in the results JSON,
-and six digits move no percentile by more than a millionth of its value."""
-
-
-def recorded(draws: np.ndarray) -> np.ndarray:
-    """``draws`` rounded to :data:`DRAW_DIGITS` significant digits (what the claims engine and the
-    results JSON both read)."""
-    return np.array([float(f"{x:.{DRAW_DIGITS}g}") for x in np.asarray(draws, dtype=float)])
-
-
-def not_measured(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Why each judged statistic of an arm that kept fewer than 2 seeds is None, keyed by the
-    claims' metric path (``objectives.<arm>.judged.<name>.value``)."""
-    return {f"objectives.{arm}.judged.{name}.value": block["not_measured"]
-            for arm, block in blocks.items() if block.get("not_measured") for name in block["judged"]}

@@ -43,8 +43,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -163,6 +164,33 @@ def batches(pairs: Sequence[tuple[str, str]], size: int, steps: int, seed: int) 
     return out
 
 
+LEVEL_TOLERANCE = 0.05
+"""The share of a copy's whole fall in loss that its last tenth of steps may still fall by."""
+
+
+def levelled(losses: Sequence[float], tolerance: float = LEVEL_TOLERANCE) -> dict[str, Any]:
+    """Whether a loss curve has levelled off by its end. With t = max(2, ⌊K / 10⌋) steps per
+    tenth and ℓ_first, ℓ_9, ℓ_10 the mean losses over the first, the second-to-last and the last
+    tenth: the last tenth's ``fall`` Δ = ℓ_9 − ℓ_10; its ``noise`` n = 2 s √(2 / t), two standard
+    errors of a difference of two means of t steps, where s, the batch-to-batch noise of one step's
+    loss, is read from the step-to-step changes over the last half of the steps, s = sd(ℓ_{k+1} −
+    ℓ_k) / √2 (a slow trend hardly moves it, and half the steps estimate it far better than two
+    tenths would); and its ``share`` of the whole fall, r = Δ / (ℓ_first − ℓ_10) (∞ when the loss did
+    not fall overall). ``levelled`` when Δ ≤ n (the last tenth fell no further than the noise) or
+    r ≤ ``tolerance`` (it fell by at most that share of what the copy learned)."""
+    values = np.asarray(losses, dtype=float)
+    t = max(2, len(values) // 10)
+    if len(values) < 3 * t:
+        raise ValueError(f"a loss curve needs at least {3 * t} steps to compare its tenths; got {len(values)}")
+    first, ninth, last = values[:t].mean(), values[-2 * t:-t].mean(), values[-t:].mean()
+    fall, whole = float(ninth - last), float(first - last)
+    step_noise = float(np.std(np.diff(values[len(values) // 2:]), ddof=1) / np.sqrt(2))
+    noise = 2 * step_noise * float(np.sqrt(2 / t))
+    share = fall / whole if whole > 0 else (0.0 if fall <= 0 else float("inf"))
+    return {"fall": fall, "noise": noise, "step_noise": step_noise, "share": share, "tolerance": tolerance,
+            "steps_per_tenth": t, "levelled": bool(fall <= noise or share <= tolerance)}
+
+
 def weights_digest(model: torch.nn.Module) -> str:
     """SHA-256 of a module's state dict (names and bytes, in name order): the identity of
     trained weights, as ``core.models.random_control`` hashes initialised ones."""
@@ -185,15 +213,20 @@ def schedule(step: int, steps: int, warmup: float) -> float:
     return (step + 1) / ramp if step < ramp else (steps - step) / max(1, steps - ramp)
 
 
-def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings,
-          seed: int) -> tuple[LoadedModel, list[float]]:
+def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings, seed: int,
+          negatives: Sequence[str | None] | None = None,
+          snapshots: Mapping[int, Callable[[LoadedModel], None]] | None = None) -> tuple[LoadedModel, list[float]]:
     """A copy of ``base`` trained with ``objective`` ("mean_pool" or "maxsim") for
     ``settings.steps`` AdamW steps on :func:`schedule`, gradient norm clipped, in train mode
-    (dropout on), seeded by ``seed``. Returns the trained copy (in eval mode, its id naming the
-    objective, seed and steps, its sha256 its weights') and the loss of every step."""
+    (dropout on), seeded by ``seed``. With ``negatives`` (one text or None per pair), each batch
+    also scores every query against the negatives of its pairs (:func:`hard_negative_scores`).
+    ``snapshots`` {step k: f} calls f with the copy as it is after k steps (in eval mode; training
+    goes on after). Returns the trained copy (in eval mode, its id naming the objective, seed and
+    steps, its sha256 its weights') and the loss of every step."""
     if objective not in SCORES:
         raise ParameterError("objective", f"one of {list(SCORES)}", objective)
     order = batches(pairs, settings.pairs_per_batch, settings.steps, seed)
+    name = f"{objective} loss" + ("" if negatives is None else " with hard negatives")
     torch.manual_seed(seed)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -203,25 +236,50 @@ def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, s
     rate = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: schedule(k, settings.steps, settings.warmup))
     losses = []
     try:
-        for batch in order:
+        for step, batch in enumerate(order, start=1):
             with clock.model_call():  # one training step: forward, backward, update
-                q, q_mask = _encode(base, model, [pairs[i][0] for i in batch], settings.max_length)
-                d, d_mask = _encode(base, model, [pairs[i][1] for i in batch], settings.max_length)
-                loss = info_nce(SCORES[objective](q, q_mask, d, d_mask), settings.temperature)
+                scores = _batch_scores(base, model, [pairs[i] for i in batch], objective, settings.max_length,
+                                       None if negatives is None else [negatives[i] for i in batch])
+                loss = info_nce(scores, settings.temperature)
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
                 rate.step()
             losses.append(loss.detach().item())
+            if step in (snapshots or {}):
+                snapshots[step](_trained(base, model, name, seed, step))
+                model.train()
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
-    return _trained(base, model, objective, seed, settings.steps), losses
+    return _trained(base, model, name, seed, settings.steps), losses
 
 
-def _trained(base: LoadedModel, model: torch.nn.Module, objective: str, seed: int, steps: int) -> LoadedModel:
+def _batch_scores(base: LoadedModel, model: torch.nn.Module, batch: list[tuple[str, str]], objective: str,
+                  max_length: int, negatives: list[str | None] | None) -> torch.Tensor:
+    """The batch's scores [B, B] (with ``negatives``: [B, 2B], the negatives' columns after the
+    positives', a missing negative's column at −∞)."""
+    q, q_mask = _encode(base, model, [a for a, _ in batch], max_length)
+    d, d_mask = _encode(base, model, [b for _, b in batch], max_length)
+    scores = SCORES[objective](q, q_mask, d, d_mask)
+    if negatives is None:
+        return scores
+    present = [n is not None for n in negatives]
+    n, n_mask = _encode(base, model, [t for t in negatives if t is not None], max_length)
+    return hard_negative_scores(scores, SCORES[objective](q, q_mask, n, n_mask), present)
+
+
+def hard_negative_scores(scores: torch.Tensor, negative_scores: torch.Tensor, present: Sequence[bool]) -> torch.Tensor:
+    """[B, 2B]: the in-batch ``scores`` [B, B], then one column per pair's negative (the scores of
+    the present ones [B, n], a missing one's column −∞, so that its softmax term is 0)."""
+    columns = torch.full((len(scores), len(present)), float("-inf"), dtype=scores.dtype, device=scores.device)
+    columns[:, torch.tensor(present, dtype=torch.bool)] = negative_scores
+    return torch.cat([scores, columns], dim=1)
+
+
+def _trained(base: LoadedModel, model: torch.nn.Module, loss: str, seed: int, steps: int) -> LoadedModel:
     """``model`` (put in eval mode) as a LoadedModel: ``base``'s tokenizer and description, with an
-    id that names the training and the SHA-256 of its weights."""
-    info = replace(base.info, id=f"{base.info.id} [trained: {objective} loss, seed {seed}, {steps} steps]",
+    id that names the training (``loss``, seed, steps) and the SHA-256 of its weights."""
+    info = replace(base.info, id=f"{base.info.id} [trained: {loss}, seed {seed}, {steps} steps]",
                    source="trained", sha256=weights_digest(model), revision=None)
     return LoadedModel(model=model.eval(), tokenizer=base.tokenizer, info=info, device=base.device)

@@ -7,9 +7,9 @@ signals: a query and its document share several concepts, but no surface form.
 **Words** (:func:`vocabulary`), from ``data/corpus.tsv``, lower-cased alphabetic words ranked by
 frequency (ties alphabetically):
 
-* fillers: the ``n_fillers`` most frequent words of at most three letters ("the", "a", "in", …);
-  they stand between concepts and mean nothing in the task;
-* content words: the ``2 C`` most frequent words of at least four letters.
+* fillers: the ``n_fillers`` most frequent stop words (scikit-learn's English stop-word list:
+  "the", "a", "in", …); they stand between concepts and mean nothing in the task;
+* content words: the ``2 C`` most frequent other words of at least three letters.
 
 **Concepts.** A seeded shuffle pairs the content words: concept c has the two surface forms
 (w_c, w'_c), *paraphrases* that mean the same here and nothing else.

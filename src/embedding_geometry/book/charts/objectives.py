@@ -1,6 +1,8 @@
 """Chapter 7's charts and tables: both arms' copies on relative depth with 95 % bands over seeds
 and sentences, the posts' curves in grey underneath, the per-seed differences against their
-noise band, the loss of every copy, and the tables of retrieval, reach and checks."""
+noise band, the loss of every copy, and the tables of convergence, settling, reach and checks.
+A chart or table of a comparison reads the arm's ``comparison`` (the two losses) by default, or
+its ``hard_negatives`` comparison (the hard-negative copy and the in-batch one)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...core import corpora
+from ...studies import objective_results
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
 
@@ -22,6 +25,7 @@ __all__ = [
     "objective_answers_chart",
     "objective_chart",
     "objective_cone_table",
+    "objective_convergence_table",
     "objective_difference_chart",
     "objective_final_table",
     "objective_loss_chart",
@@ -29,14 +33,16 @@ __all__ = [
     "objective_per_seed_table",
     "objective_published",
     "objective_reach_table",
-    "objective_retrieval_table",
+    "objective_settled_table",
     "reach_text",
 ]
 
-OBJECTIVE_LABELS = {"before": "before training", "mean_pool": "mean-pool loss", "maxsim": "MaxSim loss"}
+OBJECTIVE_LABELS = {"before": "before training", "mean_pool": "mean-pool loss", "maxsim": "MaxSim loss",
+                    "mean_pool_hard": "mean-pool loss + hard negatives"}
 ARM_LABELS = {"scratch": "trained from scratch", "finetune": "fine-tuned from the backbone"}
-PALETTE = {"before": "#9a9a9a", "mean_pool": "#1f5fa8", "maxsim": "#d2691e"}
-LOSS_COLOURS = alt.Scale(domain=["mean-pool loss", "MaxSim loss"], range=["#1f5fa8", "#d2691e"])
+PALETTE = {"before": "#9a9a9a", "mean_pool": "#1f5fa8", "maxsim": "#d2691e", "mean_pool_hard": "#2e8b57"}
+LOSS_COLOURS = alt.Scale(domain=[OBJECTIVE_LABELS[v] for v in ("mean_pool", "maxsim", "mean_pool_hard")],
+                         range=[PALETTE[v] for v in ("mean_pool", "maxsim", "mean_pool_hard")])
 PANEL = 240  # px: two panels and their axes fit a 688 px column side by side; a phone stacks them
 PUBLISHED_CURVES: dict[str, tuple[str, str, Sequence[str] | None]] = {
     # measure: (chapter whose data/published file holds it, figure, series; None = every series)
@@ -71,20 +77,25 @@ def _band_layer(low: Sequence[float], high: Sequence[float], colour: str) -> alt
     return alt.Chart(frame).mark_area(opacity=0.18, color=colour).encode(x=_x(), y="low:Q", y2="high:Q")
 
 
-def objective_panel(block: Mapping[str, Any], arm: str, measure: str, y_title: str) -> alt.LayerChart:
+def objective_panel(block: Mapping[str, Any], arm: str, measure: str, y_title: str,
+                    comparison: str = "comparison") -> alt.LayerChart:
     """One arm: the mean curve of ``measure`` over the kept seeds before training and after each
-    loss, each with its 95 % band over seeds and sentences, the posts' curves in grey."""
-    comparison = block["comparison"]
-    series = {OBJECTIVE_LABELS[v]: comparison["mean"][v][measure] for v in OBJECTIVE_LABELS}
+    training of the ``comparison``, each with its 95 % band over seeds and sentences, the posts'
+    curves in grey."""
+    found = block[comparison]
+    series = {OBJECTIVE_LABELS[v]: found["mean"][v][measure] for v in found["mean"]}
     chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, objective_published(measure),
                         title=ARM_LABELS[arm], y_zero=False)
-    bands = [_band_layer(*np.asarray(comparison["band"][v][measure], dtype=float), PALETTE[v]) for v in PALETTE]
+    bands = [_band_layer(*np.asarray(found["band"][v][measure], dtype=float), PALETTE[v]) for v in found["band"]]
     return alt.layer(*bands, chart).properties(width=PANEL)
 
 
-def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "") -> alt.HConcatChart:
-    """:func:`objective_panel` for every arm that kept at least 2 seeds, side by side."""
-    panels = [objective_panel(block, arm, measure, y_title) for arm, block in blocks.items() if block["comparison"]]
+def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "",
+                    comparison: str = "comparison") -> alt.HConcatChart:
+    """:func:`objective_panel` for every arm whose ``comparison`` was made (at least 2 seeds kept),
+    side by side."""
+    panels = [objective_panel(block, arm, measure, y_title, comparison) for arm, block in blocks.items()
+              if block.get(comparison)]
     return alt.hconcat(*panels).properties(title=title)
 
 
@@ -111,23 +122,24 @@ def objective_answers_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
         title="Within-sentence token cosine: the post's two models and each arm's two copies")
 
 
-def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str,
-                               title: str = "") -> alt.HConcatChart:
+def objective_difference_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "",
+                               comparison: str = "comparison") -> alt.HConcatChart:
     """Per arm, mean-pool copy minus MaxSim copy at every depth: each kept seed's difference (thin
     lines), their mean with its 95 % band over seeds and sentences, and the grey zone ±n_l (the
-    band's half-width): where the mean leaves the zone, the loss is visible at that depth."""
+    band's half-width): where the mean leaves the zone, the loss is visible at that depth (of the
+    arm's ``comparison``: the two losses, or ``hard_negatives``)."""
     panels = []
     for arm, block in blocks.items():
-        comparison = block["comparison"]
-        if not comparison:
+        found = block.get(comparison)
+        if not found:
             continue
-        mean = np.asarray(comparison["difference"][measure], dtype=float)
-        low, high = np.asarray(comparison["difference_band"][measure], dtype=float)
+        mean = np.asarray(found["difference"][measure], dtype=float)
+        low, high = np.asarray(found["difference_band"][measure], dtype=float)
         depth = np.arange(len(mean)) / (len(mean) - 1)
         noise = (high - low) / 2
-        per_seed = np.asarray(comparison["per_seed_difference"][measure])
+        per_seed = np.asarray(found["per_seed_difference"][measure])
         seeds = pd.concat([pd.DataFrame({"relative_depth": depth, "value": row, "seed": f"seed {s}"})
-                           for s, row in zip(comparison["seeds"], per_seed)])
+                           for s, row in zip(found["seeds"], per_seed)])
         zone = pd.DataFrame({"relative_depth": depth, "low": -noise, "high": noise})
         frame = pd.DataFrame({"relative_depth": depth, "value": mean, "low": low, "high": high})
         layers = [alt.Chart(zone).mark_area(opacity=0.25, color="#9a9a9a").encode(x=_x(), y="low:Q", y2="high:Q"),
@@ -167,54 +179,84 @@ def _interval(value: float | None, interval: Sequence[float] | None, digits: int
     return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
-def objective_retrieval_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
-    """Every copy's held-out recall@k (with the score it was trained with) and its exact 95 %
-    interval, chance, the one-sided binomial p-value, and whether the copy is kept."""
+def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Every copy: its loss over the first and the last tenth of its steps, how far the last tenth
+    still fell against its noise and as a share of the whole fall, whether it levelled off, its
+    held-out recall@k (with the score it was trained with) and exact 95 % interval against
+    chance, and whether it is kept; then each arm's starts (both scores)."""
     rows = []
     for arm, block in blocks.items():
-        for objective in ("mean_pool", "maxsim"):
-            for seed, r in block["retrieval"][objective].items():
-                rows.append({"arm": ARM_LABELS[arm], "loss": OBJECTIVE_LABELS[objective], "seed": seed,
+        reasons = {(e["variant"], e["seed"]): "; ".join(e["reasons"]) for e in block["excluded"]}
+        for variant in block["variants"]:
+            for seed, r in block["retrieval"][variant].items():
+                loss = block["loss"][variant][f"seed_{seed}"]
+                level = loss["levelled"]
+                rows.append({"arm": ARM_LABELS[arm], "copy": OBJECTIVE_LABELS[variant], "seed": seed,
+                             "loss, first tenth": loss["first"], "loss, last tenth": loss["last"],
+                             "last tenth's fall": level["fall"], "its noise (2 SE)": level["noise"],
+                             "share of the whole fall": level["share"], "levelled off": level["levelled"],
                              f"recall@{block['k']} [95 %]": _interval(r["recall"], r["interval"]),
-                             "chance": round(r["chance"], 4), "p (vs chance)": f"{r['p_value']:.2g}",
-                             "kept": "yes" if int(seed) in block["kept"] else "no — excluded"})
+                             "chance": r["chance"], "p (vs chance)": r["p_value"],
+                             "kept": "yes" if int(seed) in block["kept"] else
+                             f"no — {reasons.get((variant, int(seed)), 'another copy of its seed is excluded')}"})
         for score, by_seed in block["retrieval"]["before"].items():
             found = list(by_seed.values())
             recall = (_interval(found[0]["recall"], found[0]["interval"]) if len(found) == 1 else
                       f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} "
                       f"over {len(found)} starts")
-            rows.append({"arm": ARM_LABELS[arm], "loss": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
-                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], 4),
-                         "p (vs chance)": "—", "kept": "—"})
+            rows.append({"arm": ARM_LABELS[arm], "copy": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
+                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": block["chance"]})
+    frame = pd.DataFrame(rows)
+    frame.attrs["fold"] = f"How each of the {sum(len(b['loss'][v]) for b in blocks.values() for v in b['variants'])} " \
+                          "copies trained, and whether it is kept"
+    return frame
+
+
+def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
+    """Per comparison that was made: its main difference at the final depth on the snapshots at
+    three quarters of the steps and at the end, the end's 95 % interval, and whether it settled."""
+    rows = []
+    for arm, block in blocks.items():
+        for name in ("comparison", "hard_negatives"):
+            found = block.get(name)
+            if not found:
+                continue
+            s = found["settled"]
+            rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
+                         "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
+                         s["three_quarters"], "at the end [95 %]": _interval(s["end"], s["interval"], 4),
+                         "settled": s["settled"]})
     return pd.DataFrame(rows)
 
 
-def objective_final_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str]) -> pd.DataFrame:
-    """Per measure (rows) and arm × variant (columns): the final-depth mean over the kept seeds
-    with its 95 % interval over seeds and sentences."""
+def objective_final_table(blocks: Mapping[str, Mapping], measures: Mapping[str, str],
+                          comparison: str = "comparison") -> pd.DataFrame:
+    """Per measure (rows) and arm × variant (columns) of each arm's ``comparison``: the final-depth
+    mean over the kept seeds with its 95 % interval over seeds and sentences."""
     columns = {}
     for arm, block in blocks.items():
-        comparison = block["comparison"]
-        if not comparison:
+        found = block.get(comparison)
+        if not found:
             continue
-        for variant, label in OBJECTIVE_LABELS.items():
-            columns[(ARM_LABELS[arm], label)] = {
-                name: _interval(float(comparison["mean"][variant][key][-1]),
-                                np.asarray(comparison["band"][variant][key])[:, -1])
-                for key, name in measures.items() if key in comparison["mean"][variant]}
+        for variant in found["mean"]:
+            columns[(ARM_LABELS[arm], OBJECTIVE_LABELS[variant])] = {
+                name: _interval(float(found["mean"][variant][key][-1]), np.asarray(found["band"][variant][key])[:, -1])
+                for key, name in measures.items() if key in found["mean"][variant]}
     return pd.DataFrame(columns)
 
 
-def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str) -> pd.DataFrame:
-    """Each kept seed's final-depth difference (mean-pool copy − MaxSim copy) per arm, with the
-    mean, its 95 % interval over seeds and sentences, and the exact sign-flip p-value."""
+def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str,
+                             comparison: str = "comparison") -> pd.DataFrame:
+    """Each kept seed's final-depth difference (of the arm's ``comparison``: mean-pool copy −
+    MaxSim copy, or hard-negative copy − in-batch copy) per arm, with the mean, its 95 % interval
+    over seeds and sentences, and the exact sign-flip p-value."""
     rows = []
     for arm, block in blocks.items():
-        if not block["comparison"]:
+        if not block.get(comparison):
             continue
-        final = block["comparison"]["final"]["difference"][measure]
+        final = block[comparison]["final"]["difference"][measure]
         row = {"arm": ARM_LABELS[arm],
-               **{f"seed {s}": round(v, 4) for s, v in zip(block["comparison"]["seeds"], final["per_seed"])},
+               **{f"seed {s}": round(v, 4) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
                "mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
