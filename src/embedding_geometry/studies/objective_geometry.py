@@ -4,7 +4,7 @@ compared over paired seeds.
 :mod:`.objective_runs` trains and measures every copy, :mod:`.objective_results` keeps the copies
 that learned and settled; this module holds the measures of one model and the comparison of the
 copies. Every measure is one chapters 1–3 define, computed by
-their study functions (the Methods page, §1–§3), on texts held out from training:
+their study functions (defined on the Methods page), on texts held out from training:
 
 ==========================  =========================================================  ===========
 measure [L + 1]             definition                                                 unit
