@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import test_notebook_conventions
+import test_plain_jupyter
 import test_teaching
 from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, declared_tiny, tiny_parameters, tiny_profile
 from embedding_geometry.book import derived, profiles, rules, scaffold
@@ -123,6 +124,8 @@ def test_the_scaffold_writes_the_skeleton_of_the_convention(tmp_path):
     assert tags["ch.findings()"] == ["remove-input"] and tags["ch.finish()"] == ["remove-input"]
     assert all(not cell.get("outputs") for cell in notebook["cells"])
     assert "{glue" not in json.dumps(notebook)
+    markdown = "\n\n".join(cell["source"] for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+    assert test_plain_jupyter.myst_syntax(markdown) == []  # it reads in Jupyter as in the book
 
 
 def test_the_scaffold_notebook_teaches_and_keeps_the_conventions_of_every_chapter(tmp_path, monkeypatch):

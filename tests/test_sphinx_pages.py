@@ -1,5 +1,6 @@
 """The Sphinx extension around the pages (book/sphinx_pages.py): numbers, lighter pages, downloads,
-footer and repository setting; and the citation files it points to."""
+footer and repository setting; and the citation files it points to. The launch buttons
+(book/sphinx_launch.py) and a chapter's links (book/sphinx_links.py) on the site."""
 
 import json
 import re
@@ -154,3 +155,34 @@ def test_launch_buttons_are_retargeted_to_the_clean_notebook():
     retarget_launch_buttons(None, "book/chapters/01_x", None, context, None)
     assert context["header_buttons"][0]["buttons"][0]["url"].endswith("tree/notebooks/01_x.ipynb")
     assert context["header_buttons"][1]["buttons"][0]["url"] == "book/chapters/01_x.ipynb"
+
+
+def test_a_chapters_plain_links_and_anchors_become_labels_and_cross_references_on_the_site():
+    """A chapter's Markdown, written for Jupyter in notebooks/, read by MyST from book/chapters/:
+    an anchor line becomes a label, a link to a label a cross-reference, a link to a book page is
+    taken from one folder down; links to chapters, within the page and off the site stay as they are."""
+    from embedding_geometry.book.sphinx_links import for_the_site
+
+    written = ('<a id="primer-cosine"></a>\n## Cosine similarity\n\nSee [below](#primer-cosine), '
+               "[Methods, verdicts](../book/methods.md#methods-verdicts), [How to rerun](../book/rerun.md), "
+               "[chapter 2](02_similarity_attractor.ipynb), [PCA](00b_primer.ipynb#primer-pca), "
+               "[a post](https://example.org/post.md#intro).")
+    assert for_the_site(written) == (
+        "(primer-cosine)=\n## Cosine similarity\n\nSee [below](#primer-cosine), "
+        "[Methods, verdicts](#methods-verdicts), [How to rerun](../rerun.md), "
+        "[chapter 2](02_similarity_attractor.ipynb), [PCA](#primer-pca), "
+        "[a post](https://example.org/post.md#intro).")
+
+
+def test_only_chapter_notebooks_are_rewritten_and_their_code_cells_stay():
+    from embedding_geometry.book.sphinx_links import rewrite_chapter
+
+    notebook = {"cells": [{"cell_type": "markdown", "source": ["See [How to rerun](../book/rerun.md).\n"]},
+                          {"cell_type": "code", "source": 'print("](../book/x.md)")'}], "metadata": {}}
+    source = [json.dumps(notebook)]
+    rewrite_chapter(None, "book/chapters/01_x", source)
+    cells = json.loads(source[0])["cells"]
+    assert cells[0]["source"] == "See [How to rerun](../rerun.md).\n" and cells[1] == notebook["cells"][1]
+    page = ["See [How to rerun](../book/rerun.md)."]
+    rewrite_chapter(None, "book/methods", page)
+    assert page == ["See [How to rerun](../book/rerun.md)."]

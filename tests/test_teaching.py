@@ -4,8 +4,11 @@ numbers computed in the build (CONTRIBUTING.md, "How a chapter notebook reads").
 
 The pattern a chapter follows (see ``notebooks/00_the_model.ipynb``):
 
-- a markdown cell with ```` ```{admonition} Learning objectives ```` holding 3–5 ``- `` bullets,
-  and a line starting ``**Prerequisites:**`` (links to primer sections use ``{ref}`primer-…```);
+- in the folded ``<details class="eg-fold"><summary>About this chapter…`` block, a paragraph
+  ``**Learning objectives.** After this chapter you can:`` followed by 3–5 ``- `` bullets, and a
+  line starting ``**Prerequisites:**`` that links to a chapter or to a section of the primer
+  (``[Cosine similarity](00b_primer.ipynb#primer-cosine)``, an anchor ``<a id="primer-…"></a>``
+  of the primer): plain Markdown and HTML, which read the same in Jupyter and in the book;
 - a ``## Exercises`` section of ``### Exercise N: …`` subsections, each with the papermill command
   (``papermill notebooks/<slug>.ipynb … -p name value`` or ``-y 'name: …'``) or a profile snippet
   naming a declared parameter, a question, a code cell tagged ``hide-output`` whose output holds
@@ -76,7 +79,8 @@ def declared_parameters(slug: str) -> set[str]:
 
 
 def primer_labels() -> set[str]:
-    return set(re.findall(r"^\((primer-[\w-]+)\)=", markdown(PRIMER), re.M))
+    """The primer's section anchors, ``<a id="primer-…"></a>`` on the line before a heading."""
+    return set(re.findall(r'^<a id="(primer-[\w-]+)"></a>$', markdown(PRIMER), re.M))
 
 
 def exercises(text: str) -> list[tuple[str, str]]:
@@ -114,16 +118,16 @@ HAND_TYPED = re.compile(r"\d+\.\d+|\d{2,}")
 def teaching_problems(slug: str) -> list[str]:
     """What the notebook's teaching pattern lacks (empty when complete)."""
     text, problems = stream(slug), []
-    objectives = re.search(r"(`{3,}|:{3,})\{admonition\} Learning objectives\n(.*?)\n\1", text, re.S)
-    bullets = re.findall(r"^- ", objectives.group(2), re.M) if objectives else []
+    objectives = re.search(r"^\*\*Learning objectives\.\*\*[^\n]*\n\n(.*?)(?:\n\n|\Z)", text, re.M | re.S)
+    bullets = re.findall(r"^- ", objectives.group(1), re.M) if objectives else []
     if not 3 <= len(bullets) <= 5:
-        problems.append(f"a 'Learning objectives' admonition with 3–5 bullets (found {len(bullets)})")
+        problems.append(f"a '**Learning objectives.**' paragraph with 3–5 bullets (found {len(bullets)})")
     prerequisites = re.search(r"^\*\*Prerequisites:\*\*(.*?)(?:\n\n|\Z)", text, re.M | re.S)
-    if not prerequisites or not re.search(r"\{(ref|doc)\}`", prerequisites.group(1)):
+    if not prerequisites or not re.search(r"\]\((?:\d\d[a-z]?_\w+\.ipynb)?(?:#[\w-]+)?\)", prerequisites.group(1)):
         problems.append("a '**Prerequisites:**' line that links to the primer or a chapter")
     else:
-        refs = re.findall(r"\{ref\}`(?:[^`<]*<)?(primer-[\w-]+)>?`", prerequisites.group(1))
-        problems += [f"prerequisite {ref} is not a label of the primer" for ref in set(refs) - primer_labels()]
+        refs = re.findall(r"\]\((?:00b_primer\.ipynb)?#(primer-[\w-]+)\)", prerequisites.group(1))
+        problems += [f"prerequisite {ref} is not an anchor of the primer" for ref in set(refs) - primer_labels()]
     found = exercises(text)
     if len(found) < MIN_EXERCISES:
         problems.append(f"at least {MIN_EXERCISES} '### Exercise' subsections under '## Exercises' "
@@ -141,7 +145,7 @@ def teaching_problems(slug: str) -> list[str]:
             continue
         if "{glue" in text_of_answer:
             problems.append(f"{title}: its answer uses a glue role (a placeholder in plain Jupyter)")
-        prose = re.sub(r"`[^`]*`|\$[^$]*\$", "", text_of_answer)
+        prose = re.sub(r"`[^`]*`|\$[^$]*\$|\]\([^)]*\)", "", text_of_answer)  # code, maths, a link's target
         if typed := HAND_TYPED.findall(prose):
             problems.append(f"{title}: its answer types numbers by hand: {typed}")
     return problems
@@ -181,12 +185,12 @@ def test_the_checker_rejects_a_chapter_without_the_pattern(tmp_path, monkeypatch
 @pytest.mark.slow
 @pytest.mark.parametrize("slug", chapters())
 def test_built_page_shows_objectives_and_computed_answers(built_book, slug):
-    """On the built page: the objectives admonition, and in the Exercises section at least three
-    answers, each a folded output (the computed numbers) and an answer block."""
+    """On the built page: the learning objectives and their list, and in the Exercises section at
+    least three answers, each a folded output (the computed numbers) and an answer block."""
     root, result = built_book
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     page = (root / "_build" / "html" / "book" / "chapters" / f"{slug}.html").read_text()
-    assert re.search(r'<p class="admonition-title">Learning objectives', page)
+    assert re.search(r"<p><strong>Learning objectives\.</strong>[^<]*</p>\s*<ul", page)
     start = page.find('<section id="exercises">')
     assert start >= 0, "no Exercises section"
     end = re.search(r'<section id="(?!exercise)', page[start + 1:])

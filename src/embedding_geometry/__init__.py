@@ -97,6 +97,8 @@ a study never imports ``book``):
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
+    ``sphinx_links``    a Sphinx extension: a chapter's plain links and anchors, which work in Jupyter, resolved
+                        on the site
     ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
     ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall

@@ -7,10 +7,10 @@ study module and a ledger, and nothing else.
   before the last one (the reference pages). :func:`write_toc` writes the result to
   ``build/_toc.yml``, which the site build reads (``jupyter-book build --toc``).
 - **The Methods page's stub.** A measuring chapter (one with a claims ledger) whose notebook cites no chapter section of
-  ``book/methods.md`` (a ``{ref}`` to a ``methods-…`` label of its own) gets one, written from
-  the docstrings of the study modules its notebook imports: ``build/methods_stubs.md``, which the
-  Methods page includes at its end. A hand-written section replaces the stub as soon as the
-  notebook cites it.
+  ``book/methods.md`` (a link to a ``methods-…`` label of its own, ``[…](../book/methods.md#methods-…)``)
+  gets one, written from the docstrings of the study modules its notebook imports:
+  ``build/methods_stubs.md``, which the Methods page includes at its end. A hand-written section
+  replaces the stub as soon as the notebook cites it.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def cited_sections(root: Path, slug: str) -> set[str]:
     """The chapter sections of the Methods page that chapter ``slug``'s notebook cites."""
     labels = set(re.findall(r"^\((methods-[\w-]+)\)=", (root / "book" / "methods.md").read_text(encoding="utf-8"),
                             flags=re.M))
-    cited = set(re.findall(r"\{ref\}`(?:[^<`]*<)?(methods-[\w-]+)>?`", _source(_notebook(root, slug))))
+    cited = set(re.findall(r"\]\(\.\./book/methods\.md#(methods-[\w-]+)\)", _source(_notebook(root, slug))))
     return (cited & labels) - SHARED_SECTIONS
 
 

@@ -5,11 +5,11 @@ The notebook is one of the three things a chapter is; the other two — its stud
 ``studies/`` and its ledger in ``data/claims/`` — are the contributor's to write. The skeleton
 runs as soon as the study module has a ``measure(acts)`` that returns the chapter's metrics and the
 ledger names the claims to judge on them: the parameters cell, ``Chapter.open``, the findings box,
-the dropdown with learning objectives and prerequisites, one measurement section (the chapter's
-sentences through the model, ``study.measure``, the claims in words), the claims table, the
-summary, three exercises (each a rerun command, a question, a folded cell with the numbers of
-the answer and the answer's reasoning), the parameter table and provenance. It passes the
-checks every chapter passes (``tests/test_teaching.py``, ``tests/test_notebook_conventions.py``);
+the folded "About this chapter" with learning objectives and prerequisites, one measurement
+section (the chapter's sentences through the model, ``study.measure``, the claims in words), the
+claims table, the summary, three exercises (each a rerun command, a question, a folded cell with
+the numbers of the answer and the answer's reasoning), the parameter table and provenance. It
+passes the checks every chapter passes (``tests/test_teaching.py``, ``tests/test_notebook_conventions.py``);
 its words are the contributor's to replace.
 
 Its metadata (``embedding_geometry``) holds the part of the table of contents it is listed in
@@ -42,22 +42,23 @@ def _code(text: str, *tags: str) -> dict:
             "outputs": [], "source": text.strip("\n")}
 
 
-ABOUT = """::::{dropdown} About this chapter: the claims tested, learning objectives, prerequisites
+ABOUT = """<details class="eg-fold">
+<summary>About this chapter: the claims tested, learning objectives, prerequisites</summary>
 
 **Overview — the claims tested.** Which text this chapter reproduces, and its claims in a few words.
 
-```{admonition} Learning objectives
-:class: tip
-After this chapter you can:
+**Learning objectives.** After this chapter you can:
+
 - say what this chapter measures, on which sentences, and at which depths;
 - read its measurement on a model of any depth;
 - judge each of its claims from its interval and its test.
-```
 
-**Prerequisites:** the {doc}`00b_primer` on hidden states and depths ({ref}`primer-hidden-states`).
+**Prerequisites:** the [primer](00b_primer.ipynb) on hidden states and depths
+([Hidden states and depths](00b_primer.ipynb#primer-hidden-states)).
 
-::::"""
-"""The skeleton's dropdown: three learning objectives and the prerequisites (to be rewritten)."""
+</details>"""
+"""The skeleton's folded "About this chapter": three learning objectives and the prerequisites (to be
+rewritten), in plain Markdown and HTML, which reads the same in Jupyter and in the book (CONTRIBUTING.md)."""
 
 EXERCISES = [
     ("a model of another depth", "-p model sentence-transformers/all-mpnet-base-v2",
