@@ -15,8 +15,9 @@ any later cell fails the test.
 
 The cases are derandomized, use no example database and are not shrunk (one case is a chapter
 run): ``EXAMPLES`` per chapter (``FUZZ_CHAPTER_EXAMPLES`` overrides it) keeps the suite to a
-few minutes. Every failure found is a fixed case, ``FOUND``, run through the build (and at its
-boundary in tests/test_rules.py).
+few minutes. Every failure found is a fixed case, run through the build: ``FOUND``, an input the
+rules now refuse (and at its boundary in tests/test_rules.py), or ``RAN``, an input the rules rightly
+accept that the chapter now runs, saying which claim it could not judge and why.
 """
 
 from __future__ import annotations
