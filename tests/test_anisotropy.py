@@ -207,6 +207,9 @@ def test_topic_measurements_shapes_and_too_few_topics():
     for too_few in (centering.topic_measurements(states, labels, min_size=6),
                     centering.topic_measurements(states, ["only"] * 12)):
         assert all(too_few[key] is None for key in centering.TOPIC_KEYS)
+        assert set(too_few["not_measured"]) == set(centering.TOPIC_KEYS)  # the claims say why they are not measured
+        assert "fewer than two topics have" in too_few["not_measured"]["topic_centering_removal_offdiag"]
+    assert "not_measured" not in result
     assert centering.topic_measurements(states, ["only"] * 12)["topics"] == ["only"]
     assert centering.topic_measurements(states, ["only"] * 12)["topic_centering_removal_offdiag_permutations"] is None
 

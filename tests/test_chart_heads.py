@@ -123,3 +123,15 @@ def _walk(tree, key=None):
     elif isinstance(tree, list):
         for v in tree:
             yield from _walk(v, key)
+
+
+def test_what_a_run_did_not_measure_leaves_an_empty_frame_and_a_row_of_dashes():
+    """One text (no halves for the head rule) whose window ends no sentence (no R-precision): the chart
+    frame has no rows but its columns, the stability table a row of "—"."""
+    by_model = {"org/tiny": {"head_stability": None, "segmentation": {"r_precision": None, "chance": None}}}
+    frame = charts.depth_frame(by_model, "segmentation.r_precision", chance="segmentation.chance")
+    assert frame.empty and list(frame.columns) == ["model", "block", "relative_depth", "value", "chance"]
+    charts.depth_lines(frame, "R-precision").to_dict()
+    table = charts.stability_table(by_model)
+    assert table.index.tolist() == ["tiny"] and (table == "—").all().all() and "Cohen's κ" in table.columns
+

@@ -434,6 +434,29 @@ claims:
     assert row["sensitivity"].startswith("f = 0.5; holds for f < ")
 
 
+def test_a_fraction_bound_above_an_interval_that_reaches_zero_holds_for_every_fraction_in_finite_results(tmp_path):
+    # a bound p / f is positive for every f: an interval below 0 holds for every f and fails for none (once
+    # written as inf, which the results JSON refuses: chapter 3 on six sentences failed in its last cell)
+    text = """
+claims:
+  - id: small
+    statement: The gap is at most a tenth.
+    source: s
+    metric: gap
+    published: {value: 0.1, model: big}
+    unit: sentences
+    fraction: 0.5
+    fraction_reason: a smaller model
+    shape: {test: below, statement: the gap stays small}
+    no_null: size
+"""
+    found = judged(tmp_path, text, {"gap": -0.5, "per_unit": {"gap": np.linspace(-0.6, -0.4, 30)}})["small"]
+    assert found.outcome == "holds" and found.statistic["adjusted"][1] < 0
+    assert found.sensitivity["holds_below"] is None and found.sensitivity["fails_from"] is None
+    assert words.sensitivity_text(found.record()) == "f = 0.5; holds for every f, fails for no f"
+    results.to_jsonable(found.record())  # finite: the results JSON takes it
+
+
 def test_a_typed_bound_is_marked_and_its_flip_reported(tmp_path):
     text = per_unit_ledger(shape="{test: above, args: {bound: 0.09}}")
     found = judged(tmp_path, text, scores(0.2))["score"].record()

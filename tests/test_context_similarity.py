@@ -221,6 +221,19 @@ def test_segmentation_scores_the_most_attended_word_tokens_against_sentence_ends
     assert m["per_unit"]["segmentation.chance_hits"].tolist() == [[1.0]]
 
 
+def test_segmentation_without_a_sentence_end_is_not_measured_and_says_why():
+    """[CLS] a b [SEP]: a window that ends no sentence among its word tokens has nothing for the
+    most-attended tokens to find (a short text_length): no R-precision, and the reason its claim reads."""
+    batch = cs.TextBatch(input_ids=np.array([[101, 7, 8, 102]]), sentence_ids=np.array([[-1, 0, 0, -1]]),
+                         separators=np.array([[False, False, False, True]]), tokens=[["[CLS]", "a", "b", "[SEP]"]])
+    pattern = np.full((1, 1, 4, 4), 0.25)
+    head_out = np.random.default_rng(0).normal(size=(1, 4, 1, 3))
+    settings = cs.Settings(q=0.9)
+    m = cs.metrics(cs.batch_statistics([head_out], [pattern], batch, settings), settings)
+    assert m["segmentation"]["r_precision"] is None and m["segmentation"]["chance"] is None
+    assert m["not_measured"] == {"segmentation.r_precision": cs.NO_ENDS}
+
+
 def test_two_heads_on_two_occurrences_of_one_token():
     """Two heads whose focus positions differ but hold the same token: 2 distinct positions,
     1 distinct token id; the nulls by hand for T = 5 and H = 2."""

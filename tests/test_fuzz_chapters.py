@@ -15,8 +15,9 @@ any later cell fails the test.
 
 The cases are derandomized, use no example database and are not shrunk (one case is a chapter
 run): ``EXAMPLES`` per chapter (``FUZZ_CHAPTER_EXAMPLES`` overrides it) keeps the suite to a
-few minutes. Every failure found is a fixed case, ``FOUND``, run through the build (and at its
-boundary in tests/test_rules.py).
+few minutes. Every failure found is a fixed case, run through the build: ``FOUND``, an input the
+rules now refuse (and at its boundary in tests/test_rules.py), or ``RAN``, an input the rules rightly
+accept that the chapter now runs, saying which claim it could not judge and why.
 """
 
 from __future__ import annotations
@@ -279,6 +280,39 @@ def test_what_the_fuzz_found_is_refused_in_one_line_before_any_forward_pass(book
     as_it_opens = rf"cell {open_cell(slug)}: ParameterError: parameter '{name}' expects .+; got .+"
     assert re.fullmatch(f"{before_any_chapter}|{as_it_opens}", message), message
     assert snapshot(book / "build" / "results", book / "book" / "chapters") == earlier
+
+
+RAN = {
+    # what failed inside a cell before and is a legitimate input, so the chapter now runs: (chapter, values, claim
+    # id, the status and reason that claim gets). The fuzz found all three.
+    "chapter 1 without random-init controls": (
+        "01_layer_by_layer", {"sentences": None, "easy_set": None, "hard_set": None, "easy_k": 1, "hard_k": 1,
+                              "random_control": False},
+        "within-training", "descriptive: its null is the random-init controls, and this run made none"),
+    "chapter 3 on six sentences, no topic of five": (
+        "03_inside_the_cone", {"k_extremes": 6, "random_control": True, "seed": 43, "n_texts": 6, "k_vocab": 16,
+                               "token_set": "all"},
+        "centering-is-corpus-specific", "not measured: fewer than two topics have 5 sentences"),
+    "chapter 4 on one text too short to end a sentence": (
+        "04_attention_context_similarity", {"n_texts": 1, "text_length": 4, "q": 0.0, "attention_threshold": 0.0,
+                                            "sensitivity_thresholds": [0.0], "common_min_count": 2,
+                                            "repeat_share_threshold": 0.0, "common_focus_threshold": 0.0,
+                                            "matrix_size": 2},
+        "separator-segmentation", "not measured: no text ends a sentence"),
+}
+
+
+@pytest.mark.parametrize("case", RAN, ids=list(RAN))
+def test_what_the_fuzz_found_that_the_rules_rightly_accept_now_runs_and_says_what_it_could_not_judge(book, run_chapter,
+                                                                                                     case):
+    slug, params, claim, reading = RAN[case]
+    assert refusal(slug, params) is None
+    outcome, message = run_chapter(slug, params)
+    assert outcome == "ran", message
+    results = json.loads((book / "build" / "results" / f"{slug}.json").read_text())
+    status, why = reading.split(": ")
+    found = [(c["status"], c["reason"]) for c in results["claims"] if c["id"] == claim]
+    assert found and all(s == status and why in r for s, r in found), found
 
 
 def summarize() -> None:

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from . import charts, claims, pages, parameters, results, rules
-from .claims import words
+from .claims import judge, words
 from ..core import activations, models
 
 
@@ -195,8 +195,9 @@ class Chapter:
             if model in self._not_measured:
                 metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
             single = claims.Ledger(self.slug, found)
-            self._verdicts[claim_id, model] = claims.evaluate(single, metrics, model,
-                                                              seed=self.params.get("seed", 0))[0]
+            judged = claims.evaluate(single, metrics, model, seed=self.params.get("seed", 0))[0]
+            controlled = self.params.get("random_control", True)
+            self._verdicts[claim_id, model] = judged if controlled else uncontrolled(judged)
         return self._verdicts[claim_id, model]
 
     def report(self, *claim_ids: str):
@@ -289,6 +290,19 @@ def _with_none(metrics: dict[str, Any], path: str, reason: str) -> dict[str, Any
     node[parts[-1]] = None
     out["not_measured"] = {**out.get("not_measured", {}), path: reason}
     return out
+
+
+NO_CONTROLS = "its null is the random-init controls, and this run made none (random_control is false)"
+
+
+def uncontrolled(verdict: claims.Verdict) -> claims.Verdict:
+    """``verdict`` as a run without random-init controls gives it: a claim judged against a control null
+    is *descriptive* (:data:`NO_CONTROLS`), as with fewer than ``claims.nulls.MIN_SEEDS`` seeds, never
+    judged on its shape test alone; any other verdict as it is."""
+    if verdict.status is not None or (verdict.claim.null or {}).get("kind") != "control":
+        return verdict
+    return replace(verdict, status=judge.DESCRIPTIVE, reason=NO_CONTROLS, raw=None, outcome=None, margin=None,
+                   deviation=None, fragile=None, sensitivity=None)
 
 
 def seed_everything(seed: int) -> None:

@@ -33,7 +33,8 @@ of topic b and μ_b their mean:
                                                   row per topic (unit: topics)
 
 All but ``topics`` and ``topic_sizes`` are None when fewer than two topics qualify (a corpus with
-one topic, such as SNLI, has nothing to compare).
+one topic, such as SNLI, has nothing to compare), and ``not_measured`` {key: why} says so (the
+claims that read them are *not measured*, for that reason).
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int 
     kept = [name for name, size in sizes.items() if size >= min_size]
     result = {"topics": kept, "topic_sizes": {name: sizes[name] for name in kept}}
     if len(kept) < 2:
-        return {**result, **dict.fromkeys(TOPIC_KEYS)}
+        why = f"fewer than two topics have {min_size} sentences or more (sentences per topic: {sizes})"
+        return {**result, **dict.fromkeys(TOPIC_KEYS), "not_measured": dict.fromkeys(TOPIC_KEYS, why)}
     rows = np.isin(labels, kept)
     states, labels = np.asarray(states, dtype=np.float64)[:, rows], labels[rows]
     removal = [centering_removal(x, labels) for x in states]

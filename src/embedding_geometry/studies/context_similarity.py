@@ -65,6 +65,10 @@ SUMMED_SIDE = 32
 """The summed matrices are recorded as means over square blocks, this many per side (4 tokens
 each at T = 128)."""
 
+NO_ENDS = ("no text ends a sentence among its word tokens (texts of text_length tokens): there is no sentence end "
+           "for the most-attended tokens to find")
+"""Why the segmentation is not measured (``not_measured``), when no window holds a sentence end."""
+
 
 # --------------------------------------------------------------------------- the fold over batches
 
@@ -194,7 +198,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
                                "same_sentence_fraction", "separator_attention", "class")}
     kinds = stats.attended_kinds / stats.attended_kinds.sum(axis=1, keepdims=True)
     rows = stats.text_rows()
-    sensitivity = _sensitivity(stats, settings)
+    sensitivity, segmentation = _sensitivity(stats, settings), _segmentation(rows)
     return {
         "layers": list(range(1, n_layers + 1)),
         "n_texts": stats.texts,
@@ -211,7 +215,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "unique_focus_ids_fraction_null_draws": stats.focus_ids_null_draws.mean(axis=1) / stats.texts,
         "separator_attention": stats.head_attended_separators.sum(axis=1) / stats.head_attended.sum(axis=1),
         "separator_share": stats.separators / stats.tokens,
-        "segmentation": _segmentation(rows),
+        "segmentation": segmentation,
         "attended_kinds": dict(zip(TOKEN_KINDS, kinds.T)),
         "repeat_chance": stats.all_repeats / stats.all_pairs,
         "heads": per_head,
@@ -221,6 +225,7 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "head_stability": head_stability(stats, settings),
         "sensitivity": sensitivity,
         "per_unit": _per_unit(rows, stats.shape),
+        **({} if segmentation["r_precision"] is not None else {"not_measured": {"segmentation.r_precision": NO_ENDS}}),
     }
 
 

@@ -11,9 +11,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..claims import lookup
 from ..tables import number_text
-from .frames import per_layer_frame, published_frame
+from .frames import per_layer_frame, published_frame, run_metric
 from .theme import CATEGORY_COLORS, PUBLISHED_COLOR
 
 __all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model"]
@@ -34,14 +33,17 @@ def short_model(model: str) -> str:
 def cone_frame(found: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, str]) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model, kind) of the per-depth metrics at
     the key paths ``kinds`` ({kind label: key path}) on every trained model of ``found`` (its
-    metrics by model id); a metric that is None on a model is left out."""
+    metrics by model id); a metric that is None on a model, or under a None, is left out (with
+    none left, the frame has no rows: a chart of nothing, where the claims say why)."""
     frames = []
     for model, metrics in found.items():
         for kind, key in kinds.items():
-            values = lookup(metrics, key)
+            values = run_metric(metrics, key)
             if values is not None:
                 frame = per_layer_frame({f"{short_model(model)} · {kind}": np.asarray(values, dtype=float)}, model)
                 frames.append(frame.assign(model=short_model(model), kind=kind))
+    if not frames:
+        return pd.DataFrame(columns=["depth", "relative_depth", "value", "series", "model", "kind"])
     return pd.concat(frames, ignore_index=True)
 
 

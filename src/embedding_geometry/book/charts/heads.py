@@ -147,7 +147,8 @@ def _at(metrics: Mapping[str, Any], key: str) -> Any:
 def depth_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, chance: str | None = None) -> pd.DataFrame:
     """(model, block, relative_depth, value[, chance]): the per-block series at key path ``key``
     of every model, block l at l / L; with ``chance``, that model's chance level (a number at key
-    path ``chance``) on every row. Models where the series is None are left out."""
+    path ``chance``) on every row. Models where the series is None are left out (with none left, a
+    frame with no rows: a chart of nothing, where the claims say why)."""
     frames = []
     for model, m in by_model.items():
         values = _at(m, key)
@@ -158,6 +159,9 @@ def depth_frame(by_model: Mapping[str, Mapping[str, Any]], key: str, chance: str
         frame = pd.DataFrame({"model": _short(model), "block": blocks, "relative_depth": blocks / len(values),
                               "value": values})
         frames.append(frame if chance is None else frame.assign(chance=float(_at(m, chance))))
+    if not frames:
+        columns = ["model", "block", "relative_depth", "value"]
+        return pd.DataFrame(columns=columns if chance is None else [*columns, "chance"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -245,19 +249,19 @@ def class_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 def stability_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The head rule on two halves of the texts, one row per model: texts per half, the share of
     heads in the same class, Cohen's κ, Spearman's ρ of each per-head measure between the halves,
-    and the blocks with both kinds in each half; "—" where undefined."""
-    rows = []
+    and the blocks with both kinds in each half; "—" where undefined (the whole row with fewer than
+    2 texts, which have no halves)."""
+    rows = {}
     for model, m in by_model.items():
-        found = m["head_stability"]
-        if found is None:
-            continue
-        rho = found["rank_correlation"]
-        rows.append({"model": _short(model), "texts per half": " / ".join(map(str, found["texts"])),
-                     "same class": found["agreement"], "Cohen's κ": found["kappa"],
-                     "ρ repeat share": rho["repeat_share"], "ρ common focus": rho["common_focus_share"],
-                     "ρ mean distance": rho["mean_pair_distance"], "ρ separator share": rho["separator_attention"],
-                     "blocks with both kinds": " / ".join(map(str, found["layers_with_both_kinds"]))})
-    frame = pd.DataFrame(rows).set_index("model").astype(object)
+        found = m["head_stability"] or {"texts": None, "rank_correlation": {}, "layers_with_both_kinds": None}
+        rho, halves = found["rank_correlation"], [found["texts"], found["layers_with_both_kinds"]]
+        texts, both = (None if h is None else " / ".join(map(str, h)) for h in halves)
+        rows[_short(model)] = {"texts per half": texts, "same class": found.get("agreement"),
+                               "Cohen's κ": found.get("kappa"), "ρ repeat share": rho.get("repeat_share"),
+                               "ρ common focus": rho.get("common_focus_share"),
+                               "ρ mean distance": rho.get("mean_pair_distance"),
+                               "ρ separator share": rho.get("separator_attention"), "blocks with both kinds": both}
+    frame = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model").astype(object)
     return frame.where(frame.notna(), "—")
 
 

@@ -15,8 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..claims import lookup
-from .frames import binned_frame, per_layer_frame, step_frame
+from .frames import binned_frame, per_layer_frame, run_metric, step_frame
 from .theme import PUBLISHED_COLOR
 
 __all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
@@ -29,10 +28,11 @@ def models_series_frame(measured: Mapping[str, Mapping[str, Any]], series: Mappi
                         blocks: bool = False) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model) of the metrics at the key paths
     ``series`` (legend name → key path) of every model in ``measured`` (label → metrics dict);
-    ``blocks`` for series over blocks 1..L. A metric that is None on a model is left out."""
+    ``blocks`` for series over blocks 1..L. A metric that is None on a model, or under a None (the
+    controls of a run without them), is left out."""
     frames = [(step_frame if blocks else per_layer_frame)({name: values}, model)
               for model, metrics in measured.items() for name, key in series.items()
-              if (values := lookup(metrics, key)) is not None]
+              if (values := run_metric(metrics, key)) is not None]
     return pd.concat(frames, ignore_index=True)
 
 

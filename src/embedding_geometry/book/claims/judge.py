@@ -293,7 +293,8 @@ def _margin(test: str, args, interval: resample.Interval, null) -> float:
 def _sensitivity(claim: Claim, adjusted: resample.Interval) -> dict[str, Any] | None:
     """For a bound derived from ``fraction`` (f · published or published / f), the values of f at
     which the adjusted verdict changes: it holds for f below ``holds_below`` and does not hold
-    from ``fails_from`` on. For a typed bound, the same in bound units."""
+    from ``fails_from`` on (None: for every f, for no f: a bound p / f stays above an interval that reaches
+    0). For a typed bound, the same in bound units."""
     source = claim.bound_source
     if source not in ("fraction", "typed"):
         return None
@@ -308,8 +309,8 @@ def _sensitivity(claim: Claim, adjusted: resample.Interval) -> dict[str, Any] | 
     if test == "above":  # bound f·p: holds while f·p < lo, fails once f·p ≥ hi
         holds_below, fails_from = lo / p, hi / p
     else:  # bound p/f: holds while hi < p/f (f < p/hi), fails once lo ≥ p/f (f ≥ p/lo)
-        holds_below = p / hi if hi > 0 else math.inf
-        fails_from = p / lo if lo > 0 else math.inf
+        holds_below = p / hi if hi > 0 else None
+        fails_from = p / lo if lo > 0 else None
     return {"bound": "fraction", "fraction": claim.fraction, "holds_below": holds_below, "fails_from": fails_from}
 
 

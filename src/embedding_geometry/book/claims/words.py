@@ -155,8 +155,10 @@ def sensitivity_text(record: Mapping[str, Any]) -> str:
     if not found:
         return "—"
     if found["bound"] == "fraction":
-        return (f"f = {number(found['fraction'])}; holds for f < {number(found['holds_below'])}, "
-                f"does not hold for f ≥ {number(found['fails_from'])}")
+        holds, fails = found["holds_below"], found["fails_from"]
+        holds = "holds for every f" if holds is None else f"holds for f < {number(holds)}"
+        fails = "fails for no f" if fails is None else f"does not hold for f ≥ {number(fails)}"
+        return f"f = {number(found['fraction'])}; {holds}, {fails}"
     side, holds = found["holds_if_bound"]
     return f"typed bound {number(found['value'])}; holds for a bound {side} {number(holds)}"
 
