@@ -5,7 +5,7 @@ On every page of the built book:
 - no chart is wider than the column it sits in, and none draws text smaller than 11 px as
   rendered (its font size times the scale it is drawn at), cuts a legend or axis label ("…"), or
   draws a label outside its own box;
-- no text of the page is smaller than 11 px (maths typeset by MathJax aside);
+- no text of the page is smaller than 11 px (a formula's sub- and superscripts aside);
 - no word of a table cell is broken across lines, folded tables (claims, errata, parameters,
   findings: every ``<details>`` opened while measuring) included;
 - the visible text, cell outputs and folded sections included, holds nothing raw: no
@@ -13,7 +13,7 @@ On every page of the built book:
   (code excepted), and no leftovers of the sources ("METHODS.md", a tab character, a broken ``\\top``);
 - the console shows no error or warning;
 - the page weighs at most 1.5 MB, or 2.5 MB with charts: its own HTML (text, tables, the data of
-  its charts) and everything it loads (theme, scripts, fonts, MathJax, the chart bundle), uncompressed.
+  its charts) and everything it loads (theme, scripts, fonts, the chart bundle), uncompressed.
 
 The tests that open the site are marked slow and browser; the tests of the checks themselves
 (the raw-output patterns, the weight limit) need neither and run in ``make test-fast``.
@@ -97,7 +97,7 @@ var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), nod
 while ((node = walker.nextNode())) {
   if (!node.textContent.trim()) continue;
   var parent = node.parentElement;
-  if (!parent || parent.closest('svg, mjx-container, script, style, noscript, .MathJax')) continue;
+  if (!parent || parent.closest('svg, math, script, style, noscript')) continue;
   var range = document.createRange(); range.selectNodeContents(node);
   if (!range.getClientRects().length) continue;
   var size = parseFloat(getComputedStyle(parent).fontSize);
@@ -131,7 +131,7 @@ return broken.slice(0, 10);
 VISIBLE_TEXT = """
 var article = (document.querySelector('article') || document.body).cloneNode(true);
 article.querySelectorAll('details').forEach(function (d) { d.open = true; });
-article.querySelectorAll('.cell_input, code, script, style, svg, mjx-container, .eg-chart')
+article.querySelectorAll('.cell_input, code, script, style, svg, math, .eg-chart')
   .forEach(function (e) { e.remove(); });
 article.querySelectorAll('pre').forEach(function (e) { if (!e.closest('.cell_output')) e.remove(); });  // outputs stay
 article.style.position = 'absolute'; article.style.left = '-99999px';
@@ -157,22 +157,19 @@ def width(request, browser):
 
 SETTLED = """
 var done = arguments[arguments.length - 1];
-var maths = window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve();
-maths.then(function () { return document.fonts.ready; }).then(function () { done(true); }, function () { done(true); });
+document.fonts.ready.then(function () { done(true); }, function () { done(true); });
 """
-"""Waits for MathJax's typesetting (its components load after the page) and the fonts it asks for."""
+"""Waits for the fonts the page asks for."""
 
 
 def visit(browser, url):
-    """Open ``url`` and wait until every chart is laid out and drawn and the maths typeset."""
+    """Open ``url`` and wait until every chart is laid out and drawn and the fonts are loaded."""
     browser.get(url)
     wait_for(lambda: browser.execute_script(
         "return document.readyState === 'complete' && Array.from(document.querySelectorAll('.eg-chart'))"
         ".every(function (c) { return c.getAttribute('data-eg-ready') "
         "|| (!window.egChart && c.querySelector('svg')); })"),
         timeout=60)
-    wait_for(lambda: browser.execute_script("return !window.MathJax || !!(MathJax.startup && MathJax.startup.promise)"),
-             timeout=30)
     browser.set_script_timeout(60)
     browser.execute_async_script(SETTLED)
 

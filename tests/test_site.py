@@ -56,10 +56,15 @@ def test_every_slider_changes_its_chart(site_book, site, browser):
     assert checked >= 1
 
 
-def test_maths_is_typeset_offline(site, browser):
+def test_maths_is_mathml_the_browser_sets_with_no_script(site, browser):
     browser.get(f"{site}/book/chapters/00_the_model.html")
-    assert wait_for(lambda: browser.execute_script("return document.querySelectorAll('mjx-container').length") > 0), \
-        "MathJax (the offline copy in _static/) did not typeset the page's maths"
+    wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
+    found = browser.execute_script(
+        "var m = document.querySelectorAll('article math');"
+        "return [m.length, m.length ? m[0].getBoundingClientRect().width : 0, !!window.MathJax,"
+        " document.body.innerText.indexOf('\\\\frac') >= 0];")
+    assert found[0] > 0 and found[1] > 0, f"no rendered MathML on the page: {found}"
+    assert not found[2] and not found[3], "a page loads a maths script, or shows raw TeX"
 
 
 def test_claims_dashboard_sorts_on_header_click(site, browser):
@@ -133,7 +138,7 @@ def test_every_icon_a_page_draws_is_in_the_books_icon_fonts(site_book, site, bro
 def test_scripts_load_only_where_needed_and_every_chart_offers_its_data(site_book, site, browser):
     root, _ = site_book
     loaded = "return performance.getEntriesByType('resource').map(function (r) { return r.name; }).join(' ')"
-    browser.get(f"{site}/book/rerun.html")  # no chart, no maths
+    browser.get(f"{site}/book/rerun.html")  # no chart
     wait_for(lambda: browser.execute_script("return document.readyState === 'complete'"))
     names = browser.execute_script(loaded)
     assert "vega-bundle" not in names and "mathjax" not in names and "searchindex" not in names

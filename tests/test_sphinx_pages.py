@@ -40,33 +40,38 @@ def test_a_chapter_title_carries_the_number_its_file_name_starts_with():
     assert pages.chapter_label("07_training_objective") == "7 · training objective"
 
 
-def test_chart_scripts_and_mathjax_load_only_where_a_page_needs_them():
-    def scripts():
-        return [SimpleNamespace(filename=name, attributes={}) for name in
-                ("jquery.js", "vega-bundle.js", "charts.js", "book.js", "mathjax/startup.js")] + [
-            SimpleNamespace(filename="", attributes={"body": "window.MathJax = {}"})]
-
+def test_chart_scripts_load_only_where_a_page_needs_them_and_maths_needs_none():
     def kept(body):
-        context = {"body": body, "script_files": scripts(),
+        context = {"body": body, "script_files": [SimpleNamespace(filename=name, attributes={}) for name in
+                                                  ("jquery.js", "vega-bundle.js", "charts.js", "book.js")],
                    "css_files": [SimpleNamespace(filename="sphinx-design.min.css")]}
         sphinx_pages.prune_assets(None, "page", "page.html", context, None)
-        return [s.filename or "config" for s in context["script_files"] + context["css_files"]]
+        return [s.filename for s in context["script_files"] + context["css_files"]]
 
     assert kept("<p>text</p>") == ["jquery.js", "book.js"]
     assert kept('<div class="eg-chart"></div>') == ["jquery.js", "vega-bundle.js", "charts.js", "book.js"]
-    assert kept('<span class="math notranslate nohighlight">\\(x\\)</span>') == [
-        "jquery.js", "book.js", "mathjax/startup.js", "config"]
     assert kept('<details class="sd-sphinx-override sd-dropdown">') == ["jquery.js", "book.js", "sphinx-design.min.css"]
-    from embedding_geometry.book import maths
-
-    in_a_table = pages.HtmlTable(pd.DataFrame({"claim": ["high pairs $S_{ij} \\ge t$"]}), math_columns=("claim",))
-    assert "mathjax/startup.js" in kept(in_a_table._repr_html_())  # a page whose only maths is a claim's
-    assert "mathjax/startup.js" not in kept(pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), math_columns=("claim",))
-                                            ._repr_html_())
-    assert maths.SPAN.format("x") == '<span class="math notranslate nohighlight">\\(x\\)</span>'
     config = yaml.safe_load((ROOT / "_config.yml").read_text())  # a claim's $…$ in a Markdown output is maths
     assert config["sphinx"]["config"]["nb_render_markdown_format"] == "myst"
+    assert config["sphinx"]["config"]["html_math_renderer"] == "mathml"
     assert "dollarmath" in config["parse"]["myst_enable_extensions"]
+
+
+def test_a_formula_is_written_as_mathml_in_pages_and_in_the_claims_tables():
+    from embedding_geometry.book import maths, sphinx_mathml
+
+    assert maths.mathml("a_j \\ge \\tau") == (
+        '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow><msub><mi>a</mi><mi>j</mi></msub>'
+        "<mo>&#x02265;</mo><mi>&#x003C4;</mi></mrow></math>")
+    assert 'display="block"' in maths.mathml("x", block=True)
+    for tex in ("\\operatorname{mean}_s x", "\\arg\\max_l x"):  # upright operator names, no TeX left over
+        written = maths.mathml(tex)
+        assert "\\" not in written and '<mi mathvariant="normal">' in written, written
+    cell = pages.HtmlTable(pd.DataFrame({"claim": ["high pairs $S_{ij} \\ge t$ for 5 < 6"]}), math_columns=("claim",))
+    shown = cell._repr_html_()
+    assert "<msub><mi>S</mi>" in shown and "5 &lt; 6" in shown and "$" not in shown
+    assert "<math" not in pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), math_columns=("claim",))._repr_html_()
+    assert sphinx_mathml.display_parts("a = b\n\n c = d\n") == ["a = b", "c = d"]  # one block each
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():
@@ -78,7 +83,7 @@ def test_a_pasted_number_that_rounds_to_zero_has_no_sign():
 
 
 def config(**options):
-    return SimpleNamespace(html_theme_options=dict(options), mathjax_path="", mathjax3_config=None)
+    return SimpleNamespace(html_theme_options=dict(options))
 
 
 def test_one_repository_setting_turns_the_repository_and_launch_buttons_on():
@@ -90,7 +95,6 @@ def test_one_repository_setting_turns_the_repository_and_launch_buttons_on():
     assert "source</a>" not in options["extra_footer"]
     assert re.search(r"Built \d{4}-\d\d-\d\d from commit <code>[0-9a-f]+\+?|unknown</code>", options["extra_footer"])
     assert "MIT" in options["extra_footer"] and "CC BY 4.0" in options["extra_footer"]
-    assert default.mathjax_path == "mathjax/startup.js" and "loader" in default.mathjax3_config
     public = config(repository_url="https://github.com/someone/embedding-geometry", launch_buttons={})
     sphinx_pages.configure(SimpleNamespace(srcdir=str(ROOT)), public)
     options = public.html_theme_options

@@ -3,16 +3,13 @@ MyST Markdown does, and every output that shows the text sets it as maths.
 
 - **Markdown** (a chapter's sentences, its summary): the dollars stay; MyST's ``dollarmath`` on
   the page (``_config.yml`` has myst-nb read Markdown outputs as MyST, not its default CommonMark,
-  which would show the dollars) and Jupyter's Markdown renderer both typeset them. Markdown that mixes in inline HTML
-  (a badge) escapes the text around the formulas and leaves each formula as it is
-  (:func:`markdown`): Markdown reads the text between two tags as Markdown, where ``\\(`` would
-  lose its backslash.
+  which would show the dollars) and Jupyter's Markdown renderer both typeset them. Markdown that
+  mixes in inline HTML (a badge) escapes the text around the formulas and leaves each formula as
+  it is (:func:`markdown`): Markdown reads the text between two tags as Markdown, where a TeX
+  backslash would be lost.
 - **HTML** (a table cell, an HTML block such as a finding, a dashboard row): :func:`html` escapes
-  the text and writes
-  each formula as Sphinx writes a math node, ``<span class="math notranslate nohighlight">\\(…\\)
-  </span>``. On the page MathJax typesets it (MyST limits MathJax to elements of class ``math``),
-  and :func:`embedding_geometry.book.sphinx_pages.has_maths` sees the class, so a page whose only
-  maths is in such an output still loads MathJax; Jupyter typesets ``\\(…\\)`` in an output too.
+  the text and writes each formula as MathML (:func:`mathml`, as the book's pages write theirs:
+  :mod:`.sphinx_mathml`), which the browser renders on the page and in Jupyter alike.
 - **Plain text** (a CSV, a ``text/plain`` output): the TeX stays as written, short enough to read.
 """
 
@@ -21,10 +18,26 @@ from __future__ import annotations
 import html as _html
 import re
 
+from latex2mathml.converter import convert
+
 FORMULA = re.compile(r"\$([^$\n]+?)\$")
 """A formula: the shortest run between two dollars on one line."""
-SPAN = '<span class="math notranslate nohighlight">\\({}\\)</span>'
-"""How Sphinx writes an inline math node in HTML (the class MathJax looks for)."""
+SPAN = '<span class="math notranslate nohighlight">{}</span>'
+"""How the book's pages write an inline formula (:mod:`.sphinx_mathml`): its MathML in a span."""
+
+
+UPRIGHT = ((re.compile(r"\\operatorname\*?\{([^{}]*)\}"), r"\\mathrm{\1}"),
+           (re.compile(r"\\arg(?![A-Za-z])"), r"\\mathrm{arg}\\,"))
+"""Operator names ``latex2mathml`` sets wrong, rewritten as upright text before converting:
+``\\operatorname{mean}`` (which it sets in italics) and ``\\arg`` (which it leaves as TeX)."""
+
+
+def mathml(tex: str, block: bool = False) -> str:
+    """The MathML of one TeX formula (``latex2mathml``, after :data:`UPRIGHT`):
+    ``<math display="inline">…</math>``, or ``display="block"``."""
+    for pattern, upright in UPRIGHT:
+        tex = pattern.sub(upright, tex)
+    return convert(tex.strip(), display="block" if block else "inline")
 
 
 def formulas(text: str) -> list[str]:
@@ -33,8 +46,8 @@ def formulas(text: str) -> list[str]:
 
 
 def html(text: object) -> str:
-    """``text`` as HTML: escaped, each ``$…$`` a math span (module docstring)."""
-    return _escaped(str(text), lambda tex: SPAN.format(_html.escape(tex)))
+    """``text`` as HTML: escaped, each ``$…$`` a formula in MathML (module docstring)."""
+    return _escaped(str(text), lambda tex: SPAN.format(mathml(tex)))
 
 
 def markdown(text: object) -> str:

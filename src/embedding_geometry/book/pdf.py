@@ -6,7 +6,7 @@
    as a printer would see it (print styles, a column as wide as an A4 page's text), lets
    ``_static/charts.js`` lay out every chart for that column, replaces each chart by a PNG
    picture of itself (``window.egFreeze``: Vega's own renderer, at twice the resolution), opens
-   every folded section and waits for MathJax;
+   every folded section (the maths is MathML, set by the browser itself: :mod:`.sphinx_mathml`);
 3. it prints the page to ``_build/pdf/book.pdf`` (A4, page numbers in the footer) with the
    DevTools command ``Page.printToPDF``.
 
@@ -46,8 +46,7 @@ return document.readyState === 'complete' && charts.every(function (c) { return 
 FREEZE = """
 var done = arguments[arguments.length - 1];
 document.querySelectorAll('details').forEach(function (d) { d.open = true; });
-var typeset = window.MathJax && MathJax.startup ? MathJax.startup.promise : Promise.resolve();
-typeset.then(function () { return window.egFreeze ? window.egFreeze() : null; })
+Promise.resolve(window.egFreeze ? window.egFreeze() : null)
   .then(function () { done(null); }, function (error) { done(String(error)); });
 """
 CHARTS_BY_CHAPTER = """

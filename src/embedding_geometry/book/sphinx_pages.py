@@ -6,7 +6,7 @@
   title, the sidebar and every link to it read "7. One backbone, two losses…", as the dashboard
   and the Methods page do.
 - **Lighter pages.** The chart bundle (``vega-bundle.js``, ``charts.js``) loads only on pages that
-  draw a chart, MathJax (its loader, without menu: :data:`MATHJAX`) only on pages with maths; the
+  draw a chart (maths needs no script: :mod:`.sphinx_mathml` writes it as MathML); the
   theme's 1.5 MB icon script and its icon font give way to ``_static/icons.css``, and the search
   index loads on the search page only (``_templates/layout.html``).
 - **Downloads.** Every chapter's results JSON is copied to ``downloads/results/<chapter>.json``
@@ -32,8 +32,6 @@ from docutils import nodes
 from . import dashboard, pages
 
 CHART_SCRIPTS = ("vega-bundle.js", "charts.js")
-MATH_MARKS = ('class="math', "\\(", "\\[", "$$", "<mjx-")
-"""What marks maths in a page's body: Sphinx's math nodes render as ``\\(…\\)`` / ``\\[…\\]``."""
 LAUNCH = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
 
 
@@ -61,25 +59,17 @@ def unsigned_zeros(app, doctree, docname) -> None:
             node.children = [nodes.Text(node.astext()[1:])]
 
 
-def has_maths(body: str) -> bool:
-    """Whether a page's body holds maths for MathJax to typeset (:data:`MATH_MARKS`)."""
-    return any(mark in body for mark in MATH_MARKS)
-
-
 def _named(asset: Any, names: list[str]) -> bool:
-    """Whether a script or stylesheet of the page is one of ``names`` (a file name, or "mathjax":
-    its files and its inline configuration)."""
-    filename = str(getattr(asset, "filename", asset) or "")
-    inline = str(getattr(asset, "attributes", {}).get("body", ""))
-    return any(name in filename or (name == "mathjax" and "MathJax" in inline) for name in names)
+    """Whether a script or stylesheet of the page is one of ``names`` (file names)."""
+    return any(name in str(getattr(asset, "filename", asset) or "") for name in names)
 
 
 def prune_assets(app, pagename, templatename, context, doctree) -> None:
-    """Drop the chart scripts from pages without a chart, MathJax from pages without maths, and
-    sphinx-design's stylesheet from pages without its dropdowns or cards."""
+    """Drop the chart scripts from pages without a chart, and sphinx-design's stylesheet from
+    pages without its dropdowns or cards."""
     body = context.get("body", "")
     scripts, styles = context.get("script_files"), context.get("css_files")
-    drop = ([] if "eg-chart" in body else list(CHART_SCRIPTS)) + ([] if has_maths(body) else ["mathjax"])
+    drop = [] if "eg-chart" in body else list(CHART_SCRIPTS)
     if isinstance(scripts, list):
         scripts[:] = [s for s in scripts if not _named(s, drop)]
     if isinstance(styles, list) and 'class="sd-' not in body and " sd-" not in body:
@@ -106,18 +96,8 @@ def build_stamp() -> tuple[str, str]:
     return head + ("+" if dirty else ""), date
 
 
-MATHJAX = {"path": "mathjax/startup.js",
-           "config": {"loader": {"load": ["input/tex", "output/chtml"]}}}
-"""MathJax without its menu and accessibility tools: the loader with TeX input (its usual packages,
-others loaded when a page names them) and HTML output, about 0.75 MB instead of the 1.16 MB of
-``tex-chtml.js``, from the offline copy sphinx-mathjax-offline puts in ``_static/mathjax``."""
-
-
 def configure(app, config) -> None:
-    """MathJax's lighter loader, the footer (licences, citation, commit and date) and the
-    repository setting."""
-    config.mathjax_path = MATHJAX["path"]
-    config.mathjax3_config = {**MATHJAX["config"], **(config.mathjax3_config or {})}
+    """The footer (licences, citation, commit and date) and the repository setting."""
     options = config.html_theme_options
     commit, date = build_stamp()
     repository = options.get("repository_url") or ""
@@ -184,7 +164,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("config-inited", configure)
     app.connect("doctree-read", number_titles, priority=400)  # before the title collector (500)
     app.connect("doctree-resolved", unsigned_zeros)
-    app.connect("html-page-context", prune_assets, priority=900)  # after MathJax adds itself (500)
+    app.connect("html-page-context", prune_assets, priority=900)  # after the theme and extensions add theirs (500)
     app.connect("html-page-context", footer_links, priority=901)
     app.connect("build-finished", copy_downloads)
     app.connect("build-finished", trim_theme)
