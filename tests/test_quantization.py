@@ -141,3 +141,14 @@ def test_quantization_study_keys_and_known_values():
     again = quantization.quantization_study(x, labels, article_m=2, pairs=pairs, seed=0, key="again", samples=False)
     assert set(again) == {"again"}  # an exercise's run: another key, no samples
     assert again["again"]["pq_8x"]["mean_cosine_error"] == study["pq_8x"]["mean_cosine_error"]  # seeded k-means
+
+
+def test_product_quantization_trains_on_one_thread_and_gives_faiss_its_threads_back():
+    import faiss
+
+    faiss.omp_set_num_threads(2)
+    x = np.random.default_rng(0).standard_normal((300, 16)).astype(np.float32)
+    first = quantization.product_quantization(x, 4, 8, seed=3)
+    assert faiss.omp_get_max_threads() == 2
+    again = quantization.product_quantization(x, 4, 8, seed=3)
+    assert np.array_equal(first["codes"], again["codes"])  # one thread, one order of sums: the same codes

@@ -99,8 +99,13 @@ def product_quantization(x: np.ndarray, m: int, nbits: int = 8, seed: int = 0) -
     quantizer = faiss.ProductQuantizer(d, m, nbits)
     quantizer.cp.seed = seed
     quantizer.cp.min_points_per_centroid = 1  # silence faiss's "provide at least 39 points a centroid"
-    quantizer.train(x)
-    codes = quantizer.compute_codes(x)
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)  # a small k-means; faiss's OpenMP threads spin and stall on a busy machine
+    try:
+        quantizer.train(x)
+        codes = quantizer.compute_codes(x)
+    finally:
+        faiss.omp_set_num_threads(threads)
     return {"codes": codes, "reconstruction": quantizer.decode(codes)}
 
 
