@@ -46,7 +46,7 @@ HUB = "hub:"
 MIN_TEXTS = 2
 """The fewest texts a corpus may hold: its statistics are means over pairs of texts."""
 EXPECTS = ("None (chapter 3's corpus), a UTF-8 file of at least 2 texts (one a line; .jsonl and .tsv: under "
-           "corpus_column) or hub:<dataset id>[:<config>]:<split>")
+           "corpus_column) or a hub dataset: hub:ID, hub:ID:SPLIT or hub:ID:CONFIG:SPLIT")
 """What parameter ``corpus`` expects, in words (its rule and every error say it)."""
 BATCH = 10_000
 """Rows of a hub dataset read at a time while it is opened."""

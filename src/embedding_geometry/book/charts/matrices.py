@@ -319,7 +319,7 @@ def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, ti
             y=alt.Y("draws:Q", title="draws"),
             tooltip=[alt.Tooltip("start:Q", format=".4f"), alt.Tooltip("end:Q", format=".4f"), "draws:Q"])
         rule = alt.Chart(value).mark_rule(color="#d2691e", strokeWidth=2).encode(
-            x=alt.X("value:Q", scale=scale),
+            x=alt.X("value:Q", scale=scale, title=x_title, axis=alt.Axis(labelFlush=True)),  # the bars' axis
             tooltip=[alt.Tooltip("model:N"), alt.Tooltip("value:Q", title="this run", format=".4f")])
         panels.append(alt.layer(bars, rule).properties(title=model, width=520, height=100))
     return alt.vconcat(*panels).properties(title=title)
