@@ -560,9 +560,11 @@ def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path)
     record = judged(tmp_path, text, scores(0.8))["score"].record()
     assert "$a_j \\ge \\tau$" in words.sentence(record)  # Markdown: MyST and Jupyter typeset the dollars
     assert "$a_j \\ge \\tau$" in words.report([record])  # inline, beside a badge: still dollars
-    span = '<span class="math notranslate nohighlight">\\(a_j \\ge \\tau\\)</span>'
-    assert span in words.findings([{**record, "headline": True}])  # an HTML block: a math span
-    assert maths.html("a < b, $x < y$") == 'a &lt; b, <span class="math notranslate nohighlight">\\(x &lt; y\\)</span>'
+    span = maths.SPAN.format(maths.mathml("a_j \\ge \\tau"))
+    assert 'display="inline"' in span and "<mi>&#x003C4;</mi>" in span and "<mo>&#x02265;</mo>" in span  # τ, ≥
+    assert span in words.findings([{**record, "headline": True}])  # an HTML block: MathML in a span
+    assert maths.html("a < b, $x < y$") == "a &lt; b, " + maths.SPAN.format(maths.mathml("x < y"))
+    assert "<mo>&#x0003C;</mo>" in maths.mathml("x < y")  # the formula's "<" is an operator, not a tag
     assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
     assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
 

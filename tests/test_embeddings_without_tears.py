@@ -13,7 +13,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from embedding_geometry.book import claims
+from embedding_geometry.book import claims, maths
 from embedding_geometry.book.claims import samples, words
 from embedding_geometry.core import corpora
 
@@ -268,7 +268,7 @@ def assert_chapter_reads_as_outputs(root, slug: str, document: dict) -> None:
     assert words.summary_omissions(shown, document["claims"]) == []
     for record in document["claims"]:
         if record["headline"]:
-            assert html.escape(words.plain_sentence(record)) in shown, record["id"]
+            assert maths.html(words.plain_sentence(record)) in shown, record["id"]
 
 
 @pytest.mark.slow

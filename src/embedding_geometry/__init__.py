@@ -99,6 +99,7 @@ a study never imports ``book``):
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
     ``sphinx_links``    a Sphinx extension: a chapter's plain links and anchors, which work in Jupyter, resolved
                         on the site
+    ``sphinx_mathml``   a Sphinx extension: every formula written as MathML when the book is built, no script
     ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
     ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall
