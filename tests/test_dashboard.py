@@ -76,6 +76,17 @@ def test_the_count_sentence_separates_shape_from_reproduction_and_says_what_is_n
     assert "1 of the book's own hypotheses, 1 checks of the pipeline, 2 re-judgements" in text
 
 
+def test_models_the_build_did_not_run_are_named_once_not_counted_as_zero(tmp_path):
+    ran = [claim("peak", "shape transfers"), claim("gap", "not measured")]
+    unrun = [claim("peak", "not measured", model="org/jina"), claim("gap", "not measured", model="org/jina"),
+             claim("rise", "not measured", model="org/bert")]
+    (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", ran + unrun)))
+    text = dashboard.count_sentence(dashboard.claims_frame(tmp_path))
+    assert "on **minilm**: shape transfers 1 (not judged: not measured 1)" in text
+    assert "not measured, since this build did not run them: bert (1 claim), jina (2 claims);" in text
+    assert "**jina**" not in text and "**bert**" not in text
+
+
 def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind_and_verdict(results):
     html = dashboard.ClaimsDashboard(dashboard.claims_frame(results))._repr_html_()
     assert '<a href="01_a.html#claim-peak">claim peak</a>' in html and html.count('href="01_a.html#claim-peak"') == 4

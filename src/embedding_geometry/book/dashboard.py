@@ -91,13 +91,21 @@ def numeric_counts(frame: pd.DataFrame) -> tuple[int, int]:
 
 def count_sentence(frame: pd.DataFrame) -> str:
     """The book's claims in one paragraph (Markdown): the distinct published claims, per model
-    what their shapes did, the numeric reproductions, and what is shown but not counted."""
-    parts = []
+    what their shapes did, the models named by claims this build did not run, the numeric
+    reproductions, and what is shown but not counted."""
+    parts, unrun = [], []
     for row in model_counts(frame).to_dict("records"):
+        other = {word: row[word] for word in words.STATUS_WORDS.values() if row.get(word)}
+        if not row["judged"] and set(other) <= {words.STATUS_WORDS[words.NOT_MEASURED]}:
+            unrun.append((_short(row["model"]), sum(other.values())))
+            continue
         judged = [f"{word} {row[word]}" for word in words.COUNTED_ORDER if word in row]
-        other = [f"{word} {row[word]}" for word in words.STATUS_WORDS.values() if word in row and row[word]]
-        parts.append(f"on **{_short(row['model'])}**: {', '.join(judged)}" + (f" (not judged: {', '.join(other)})"
-                                                                              if other else ""))
+        status = [f"{word} {n}" for word, n in other.items()]
+        parts.append(f"on **{_short(row['model'])}**: {', '.join(judged)}"
+                     + (f" (not judged: {', '.join(status)})" if status else ""))
+    if unrun:
+        named = ", ".join(f"{model} ({n} {'claim' if n == 1 else 'claims'})" for model, n in unrun)
+        parts.append(f"not measured, since this build did not run them: {named}")
     reproduced, numeric = numeric_counts(frame)
     numeric_text = (f"numeric reproduction: {reproduced} of {numeric}, where this build ran the published model"
                     if numeric else "numeric reproduction: none, since this build ran none of the published models")
