@@ -175,9 +175,10 @@ def levelled(losses: Sequence[float], tolerance: float = LEVEL_TOLERANCE) -> dic
     errors of a difference of two means of t steps, where s, the batch-to-batch noise of one step's
     loss, is read from the step-to-step changes over the last half of the steps, s = sd(ℓ_{k+1} −
     ℓ_k) / √2 (a slow trend hardly moves it, and half the steps estimate it far better than two
-    tenths would); and its ``share`` of the whole fall, r = Δ / (ℓ_first − ℓ_10) (∞ when the loss did
-    not fall overall). ``levelled`` when Δ ≤ n (the last tenth fell no further than the noise) or
-    r ≤ ``tolerance`` (it fell by at most that share of what the copy learned)."""
+    tenths would); and its ``share`` of the whole fall, r = Δ / (ℓ_first − ℓ_10) (undefined, None,
+    when the loss did not fall overall and its last tenth still fell). ``levelled`` when Δ ≤ n (the
+    last tenth fell no further than the noise) or r ≤ ``tolerance`` (it fell by at most that share of
+    what the copy learned)."""
     values = np.asarray(losses, dtype=float)
     t = max(2, len(values) // 10)
     if len(values) < 3 * t:
@@ -186,9 +187,9 @@ def levelled(losses: Sequence[float], tolerance: float = LEVEL_TOLERANCE) -> dic
     fall, whole = float(ninth - last), float(first - last)
     step_noise = float(np.std(np.diff(values[len(values) // 2:]), ddof=1) / np.sqrt(2))
     noise = 2 * step_noise * float(np.sqrt(2 / t))
-    share = fall / whole if whole > 0 else (0.0 if fall <= 0 else float("inf"))
+    share = fall / whole if whole > 0 else (0.0 if fall <= 0 else None)
     return {"fall": fall, "noise": noise, "step_noise": step_noise, "share": share, "tolerance": tolerance,
-            "steps_per_tenth": t, "levelled": bool(fall <= noise or share <= tolerance)}
+            "steps_per_tenth": t, "levelled": bool(fall <= noise or (share is not None and share <= tolerance))}
 
 
 def weights_digest(model: torch.nn.Module) -> str:
