@@ -50,12 +50,19 @@ Promise.resolve(window.egFreeze ? window.egFreeze() : null)
   .then(function () { done(null); }, function (error) { done(String(error)); });
 """
 CHARTS_BY_CHAPTER = """
-return Array.from(document.querySelectorAll('section > h1')).map(function (h) {
-  var section = h.parentElement;
+var pages = Array.from(document.querySelectorAll('section > h1')).map(function (h) { return h.parentElement; });
+document.querySelectorAll('span[id^="document-"] + section').forEach(function (s) {
+  if (pages.indexOf(s) < 0) pages.push(s);
+});
+return pages.map(function (section) {
+  var h = section.querySelector('h1, h2');
   return [h.textContent.replace(/#$/, '').trim(), section.querySelectorAll('img.eg-chart-image').length,
           section.querySelectorAll('.eg-chart').length];
 });
 """
+"""Per page of the book: its title and its charts, as pictures and in all. The single page sets the
+root page's title as an ``h1``; every page its table of contents includes follows an anchor
+``<span id="document-…">``, one heading level down."""
 
 
 class PdfError(BookError):
@@ -67,7 +74,7 @@ class Pdf:
     path: Path
     seconds: float
     charts: dict[str, int] = field(default_factory=dict)
-    """Per top-level section (a chapter's title): the charts it holds as pictures."""
+    """Per page of the book (its title): the charts it holds as pictures."""
 
 
 def singlehtml(root: Path) -> Path:

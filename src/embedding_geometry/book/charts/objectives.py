@@ -15,6 +15,7 @@ import pandas as pd
 
 from ...core import corpora
 from ...studies import objective_results
+from ..tables import number_text
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
 
@@ -171,12 +172,13 @@ def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
 
 
 def _interval(value: float | None, interval: Sequence[float] | None, digits: int = 3) -> str:
-    """"0.395 [0.360, 0.431]", or "not measured"."""
+    """"0.395 [0.360, 0.431]", or "not measured"; a zero never carries a sign (:func:`.tables.number_text`)."""
     if value is None:
         return "not measured"
     if interval is None:
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+        return number_text(value, digits)
+    low, high = (number_text(end, digits) for end in interval)
+    return f"{number_text(value, digits)} [{low}, {high}]"
 
 
 def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
