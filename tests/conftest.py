@@ -46,6 +46,21 @@ def embedded():
     return models.load(device="cpu")
 
 
+@pytest.fixture
+def encoded_batches(monkeypatch) -> list[tuple[str, ...]]:
+    """Every batch of texts ``objectives.train`` encodes, in order (a list the test may clear)."""
+    from embedding_geometry.studies import objectives
+
+    seen, original = [], objectives._encode
+
+    def encode(base, model, texts, n):
+        seen.append(tuple(texts))
+        return original(base, model, texts, n)
+
+    monkeypatch.setattr(objectives, "_encode", encode)
+    return seen
+
+
 def copy_book(destination: Path) -> Path:
     """The book's sources (not its build products) copied to ``destination``."""
     from embedding_geometry.book.build import copy_sources

@@ -77,15 +77,8 @@ def test_info_nce_with_a_negative_beside_each_pair_in_closed_form():
     assert objectives.info_nce(masked, tau).item() == pytest.approx(by_hand)
 
 
-def test_the_hard_negative_copy_sees_its_in_batch_twins_batches_and_their_negatives(tiny_bert, monkeypatch):
-    seen = []
-    original = objectives._encode
-
-    def encode(base, model, texts, n):
-        seen.append(tuple(texts))
-        return original(base, model, texts, n)
-
-    monkeypatch.setattr(objectives, "_encode", encode)
+def test_the_hard_negative_copy_sees_its_in_batch_twins_batches_and_their_negatives(tiny_bert, encoded_batches):
+    seen = encoded_batches
     twins = hard_negatives.negatives(TINY_PAIRS)
     plain, _ = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
     in_batch, seen[:] = list(seen), []

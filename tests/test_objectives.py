@@ -106,14 +106,8 @@ def test_training_is_deterministic_for_a_seed_and_leaves_its_start_alone(tiny_be
         objectives.train(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
 
 
-def test_the_two_losses_of_a_seed_are_paired_and_differ_only_in_the_score(tiny_bert, monkeypatch):
-    seen = []
-    original = objectives._encode
-    def encode(base, model, texts, n):
-        seen.append(tuple(texts))
-        return original(base, model, texts, n)
-
-    monkeypatch.setattr(objectives, "_encode", encode)
+def test_the_two_losses_of_a_seed_are_paired_and_differ_only_in_the_score(tiny_bert, encoded_batches):
+    seen = encoded_batches
     mean_pool, losses_mean = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
     batches_mean, seen[:] = list(seen), []
     maxsim, losses_max = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=2)

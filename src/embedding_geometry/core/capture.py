@@ -49,8 +49,8 @@ def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tu
     requested = [name for name in all_names(n_layers) if wanted(name)]
     cache: dict[str, torch.Tensor] = {}
     handles = [_hook_head_out(site, name, model.config.num_attention_heads, cache)
-               for name, site in _head_out_sites(model, requested)]
-    handles += [_hook_output(site, name, cache) for name, site in _resid_mid_sites(model, requested)]
+               for name, site in _sites(model, requested, "attn.head_out")]
+    handles += [_hook_output(site, name, cache) for name, site in _sites(model, requested, "resid_mid")]
     try:
         with torch.inference_mode(), clock.model_call():
             output = model(
@@ -74,24 +74,16 @@ def run_with_cache(model: torch.nn.Module, batch: dict, names: NameFilter) -> tu
     return output, cache
 
 
-def _head_out_sites(model: torch.nn.Module, requested: list[str]) -> list[tuple[str, torch.nn.Module]]:
-    """(name, output projection) for each requested ``blocks.{l}.attn.head_out``."""
-    layers = [_layer(name) for name in requested if name.endswith("attn.head_out")]
+def _sites(model: torch.nn.Module, requested: list[str], kind: str) -> list[tuple[str, torch.nn.Module]]:
+    """(name, module to hook) for each requested ``blocks.{l}.<kind>``: ``attn.head_out``, the
+    block's attention output projection; ``resid_mid``, the norm that closes its attention sublayer."""
+    layers = [_layer(name) for name in requested if name.endswith(kind)]
     if not layers:
         return []
     family = architectures.family_of(model)
+    site_of = family.head_out_of if kind == "attn.head_out" else family.attention_norm_of
     blocks = family.blocks_of(model)
-    return [(f"blocks.{l}.attn.head_out", family.head_out_of(blocks[l])) for l in layers]
-
-
-def _resid_mid_sites(model: torch.nn.Module, requested: list[str]) -> list[tuple[str, torch.nn.Module]]:
-    """(name, the norm that closes the attention sublayer) for each requested ``blocks.{l}.resid_mid``."""
-    layers = [_layer(name) for name in requested if name.endswith("resid_mid")]
-    if not layers:
-        return []
-    family = architectures.family_of(model)
-    blocks = family.blocks_of(model)
-    return [(f"blocks.{l}.resid_mid", family.attention_norm_of(blocks[l])) for l in layers]
+    return [(f"blocks.{l}.{kind}", site_of(blocks[l])) for l in layers]
 
 
 def _hook_output(site: torch.nn.Module, name: str, cache: dict) -> torch.utils.hooks.RemovableHandle:
