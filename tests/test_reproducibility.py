@@ -121,6 +121,8 @@ def test_what_gradient_training_computes_is_its_own_family():
     assert reproducibility.family("06_search_in_practice", "finetune.working.loss_change", -0.3) == "trained"
     assert reproducibility.family("06_search_in_practice", "quantization.int8.recall", 0.9) == "float"
     assert reproducibility.family("06_search_in_practice", "finetune.texts_per_second", 9.0) == "timing"
+    seconds = "objectives.scratch.cpu_seconds.maxsim.seed_4"  # a copy's training time
+    assert reproducibility.family("07_training_objective", seconds, 20.3) == "timing"
 
 
 def test_each_family_measures_a_deviation_its_own_way():
@@ -132,11 +134,14 @@ def test_each_family_measures_a_deviation_its_own_way():
     assert reproducibility.deviation("float", 0.5, None, 0.5, 0.5) == math.inf
 
 
-def test_tolerances_are_the_margin_times_the_worst_deviation_rounded_up_to_a_power_of_ten():
-    measured = {"a": {"largest": {"float": {"max": 3e-7}, "count": {"max": 2.4e-4}}},
+def test_tolerances_are_the_margin_times_the_worst_deviation_rounded_up_to_1_2_or_5():
+    measured = {"a": {"largest": {"float": {"max": 3e-7}, "count": {"max": 2.4e-4}, "trained": {"max": 0.032}}},
                 "b": {"largest": {"float": {"max": 2e-6}, "noise": {"max": 0.3}}}}
     tolerance = reproducibility.derive(measured)
-    assert tolerance["float"] == pytest.approx(1e-4) and tolerance["count"] == pytest.approx(1e-2)
+    assert tolerance["float"] == pytest.approx(2e-5) and tolerance["count"] == pytest.approx(5e-3)
+    assert tolerance["trained"] == pytest.approx(0.5)  # 0.32 up to 0.5
+    assert [reproducibility.round_up(x) for x in (0.019, 0.02, 0.021, 1.0, 7e-6)] == pytest.approx(
+        [0.02, 0.02, 0.05, 1.0, 1e-5])
     assert tolerance["noise"] == 2.0  # log10 ratio 0.3, plus log10 of the margin (1), rounded up
     assert tolerance["share"] == 0.0 and tolerance["exact"] == 0.0
     assert reproducibility.derive({})["float"] == reproducibility.FLOORS["float"]

@@ -50,19 +50,30 @@ Promise.resolve(window.egFreeze ? window.egFreeze() : null)
   .then(function () { done(null); }, function (error) { done(String(error)); });
 """
 CHARTS_BY_CHAPTER = """
-var pages = Array.from(document.querySelectorAll('section > h1')).map(function (h) { return h.parentElement; });
-document.querySelectorAll('span[id^="document-"] + section').forEach(function (s) {
-  if (pages.indexOf(s) < 0) pages.push(s);
-});
-return pages.map(function (section) {
+var pages = Array.from(document.querySelectorAll('span[id^="document-"] + section'));
+var top = document.querySelector('section > h1');
+if (top && pages.indexOf(top.parentElement) < 0) pages.unshift(top.parentElement);
+function pageOf(node) {
+  for (var s = node.closest('section'); s; s = s.parentElement ? s.parentElement.closest('section') : null) {
+    if (pages.indexOf(s) >= 0) return pages.indexOf(s);
+  }
+  return -1;
+}
+var counts = pages.map(function () { return [0, 0]; });
+function count(selector, column) {
+  document.querySelectorAll(selector).forEach(function (c) { var i = pageOf(c); if (i >= 0) counts[i][column]++; });
+}
+count('img.eg-chart-image', 0);
+count('.eg-chart', 1);
+return pages.map(function (section, i) {
   var h = section.querySelector('h1, h2');
-  return [h.textContent.replace(/#$/, '').trim(), section.querySelectorAll('img.eg-chart-image').length,
-          section.querySelectorAll('.eg-chart').length];
+  return [h.textContent.replace(/#$/, '').trim(), counts[i][0], counts[i][1]];
 });
 """
-"""Per page of the book: its title and its charts, as pictures and in all. The single page sets the
-root page's title as an ``h1``; every page its table of contents includes follows an anchor
-``<span id="document-…">``, one heading level down."""
+"""Per page of the book: its title, and the charts it holds (not those of a page inside it) as
+pictures and in all. The single page sets the root page's title as an ``h1``, and the pages its
+table of contents includes inside the root's section, each after an anchor
+``<span id="document-…">`` and one heading level down."""
 
 
 class PdfError(BookError):

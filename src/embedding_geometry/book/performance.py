@@ -17,6 +17,7 @@ from . import readback
 from ..core import clock, paths
 from .claims import words
 from .pages import HtmlTable, chapter_label
+from .reproducibility import FLOORS
 
 
 SENSES = {"≥": float.__ge__, "≤": float.__le__, "<": float.__lt__}
@@ -206,7 +207,8 @@ class PerformanceReport:
                                         if not part.frame.empty)
 
 
-FAMILY_NAMES = {"float": "float (× scale)", "share": "share", "count": "count (× total)", "noise": "noise (decades)"}
+FAMILY_NAMES = {"float": "float (× scale)", "trained": "trained (× scale)", "share": "share",
+                "count": "count (× total)", "noise": "noise (decades)"}
 """The columns of the float-path table: each family of the reproducibility contract, with its unit."""
 
 
@@ -218,8 +220,10 @@ def float_path_table(found: dict[str, Any]) -> pd.DataFrame:
                                                 for family, label in FAMILY_NAMES.items()},
              "verdicts changed": len(found["verdict_changes"][name])}
             for name, spec in found["perturbations"].items()]
-    rows.append({"perturbed path": f"tolerance ({words.number(found['margin'])} × the largest, a power of ten up)",
-                 **{label: words.number(found["tolerances"][family]) for family, label in FAMILY_NAMES.items()},
+    tolerance = {**FLOORS, **found["tolerances"]}  # figures measured before a family existed: its floor
+    label = f"tolerance ({words.number(found['margin'])} × the largest, rounded up to 1, 2 or 5 × 10ⁿ)"
+    rows.append({"perturbed path": label,
+                 **{label: words.number(tolerance[family]) for family, label in FAMILY_NAMES.items()},
                  "verdicts changed": "—"})
     return pd.DataFrame(rows)
 

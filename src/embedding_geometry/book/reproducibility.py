@@ -20,8 +20,8 @@ count      whole counts past a threshold (histogram bins): |a − b| ≤ ε_coun
 noise      numbers that measure float noise itself (the largest difference between two batch
            sizes): the same order of magnitude, |log₁₀ |a| − log₁₀ |b|| ≤ ε_noise
 exact      text, truth values, token counts and other integers from the tokenizer: equal
-timing     wall-clock speeds (texts per second in chapters 5 and 6): the machine's, not the
-           arithmetic's — recorded, never compared
+timing     wall-clock times (texts per second in chapters 5 and 6, a copy's training seconds in
+           chapter 7): the machine's, not the arithmetic's — recorded, never compared
 trained    float results of gradient training (chapter 7's copies, chapter 6's fine-tuning):
            as float, with its own ε_trained. Each step's update feeds the next, so a training
            run carries the last bits of the arithmetic forward and amplifies them; what
@@ -34,9 +34,10 @@ any rounding the page applies to it.
 **Measured, not guessed.** ``make tolerances`` (``benchmarks/float_paths.py``) builds the book
 on its own path and on a perturbed one (every perturbation at once) and records, per family, the largest deviation each
 perturbation caused and the claims whose verdict changed (:func:`measure`). Each ε is
-:data:`MARGIN` times the largest deviation measured, rounded up to a power of ten, and never
-below the family's floor (:data:`FLOORS`). The figures live in ``data/float_paths.json``
-(:data:`FIGURES`); the golden test and the claims engine read them (:func:`tolerances`).
+:data:`MARGIN` times the largest deviation measured, rounded up to the next 1, 2 or 5 times a
+power of ten (:func:`round_up`), and never below the family's floor (:data:`FLOORS`). The figures
+live in ``data/float_paths.json`` (:data:`FIGURES`); the golden test and the claims engine read
+them (:func:`tolerances`).
 
 **Fragile verdicts.** A verdict rests on an interval and a threshold; its *margin* is how far
 the interval would have to move to change the verdict (:func:`embedding_geometry.book.claims.shape_tests.margin`).
@@ -78,6 +79,7 @@ FAMILIES: list[tuple[str, str, str]] = [
     ("05_embeddings_without_tears", "library.max_norm_deviation", "noise"),
     ("05_embeddings_without_tears", "library.meanpool_vs_model.*", "noise"),
     ("0[56]_*", "*texts_per_second", "timing"),  # a speed timed on the machine: not the arithmetic's
+    ("07_training_objective", "*cpu_seconds*", "timing"),  # a copy's training time: the machine's
     ("*", "*distance_histogram*", "count"),  # histograms of pair distances, stored as floats
     ("*", "*peak_write_last_two*", "share"),  # the share of dimensions whose largest write is late
     ("*", "*same_sentence_fraction*", "share"),  # the share of a head's high pairs within one sentence
@@ -256,7 +258,7 @@ def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "
 
 def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
     """Each family's tolerance: :data:`MARGIN` × the largest deviation any perturbation caused,
-    rounded up to a power of ten, and at least the family's floor (share and count: a
+    rounded up (:func:`round_up`), and at least the family's floor (share and count: a
     deviation of 0 gives 0, and a rule still allows what the floor allows). A noise deviation is
     already a log₁₀ ratio, so there the margin adds log₁₀ MARGIN and the result is rounded up to
     a whole number of orders of magnitude."""
@@ -269,8 +271,15 @@ def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
             out[name] = max(floor, float(math.ceil(worst + math.log10(MARGIN))) if worst > 0 else 0.0)
             continue
         scaled = MARGIN * worst
-        out[name] = max(floor, 10.0 ** math.ceil(math.log10(scaled)) if scaled > 0 else 0.0)
+        out[name] = max(floor, round_up(scaled) if scaled > 0 else 0.0)
     return out
+
+
+def round_up(x: float) -> float:
+    """The least of 1, 2 and 5 times a power of ten that is ≥ ``x`` > 0 (0.32 → 0.5, 0.019 → 0.02):
+    a tolerance as readable as a power of ten, and at most 2.5 times the margin's product."""
+    power = 10.0 ** math.floor(math.log10(x))
+    return next(step * power for step in (1, 2, 5, 10) if step * power >= x * (1 - 1e-12))
 
 
 # --------------------------------------------------------------------------- reading the figures
