@@ -309,13 +309,15 @@ def test_the_atlas_projection_scales_with_parameters_texts_and_gpus():
 def test_the_atlas_figures_carry_their_targets():
     result = {"memory": {"ratio": 1.02, "runs": [{"n_texts": 200, "peak_rss_mib": 900.0},
                                                  {"n_texts": 2000, "peak_rss_mib": 918.0}]},
-              "overhead": {"ratio": 1.4, "workers": 2, "ray": 14.0, "inprocess": 10.0, "shards": 20, "texts": 96},
+              "overhead": {"ratio": 1.4, "workers": 2, "ray": 14.0, "ray_start": 3.7, "inprocess": 10.0, "shards": 20,
+                           "texts": 96},
               "projection": {"texts": 20000, "tokens": 128,
                              "hours": {"org/m": {"1 GPU": 1.0, "8 GPU": 0.125, "64 GPU": 0.02}},
                              "assumed": {"gpu_effective_tflops": 100.0}, "statistics_s_per_text": 0.001,
                              "ray_ratio": 1.4}}
     memory, ray, projected = bench.atlas_figures(result)
     assert memory["met"] and not ray["met"] and projected["met"] is None and "0.125 h on 8 GPUs" in projected["detail"]
+    assert "96 corpus texts in 20 shards; the instance's start apart: 3.7 s" in ray["detail"]
 
 
 @pytest.mark.slow
