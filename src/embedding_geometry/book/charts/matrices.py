@@ -314,12 +314,13 @@ def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, ti
         counts, edges = np.histogram(mine, bins=bins, range=(lo - pad, hi + pad))
         frame = pd.DataFrame({"start": edges[:-1], "end": edges[1:], "draws": counts})
         scale = alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False)
+        axis = alt.Axis(labelFlush=True, labelBound=True)  # no tick label past the panel's ends
         bars = alt.Chart(frame[frame["draws"] > 0]).mark_bar(color=PUBLISHED_COLOR).encode(
-            x=alt.X("start:Q", scale=scale, title=x_title, axis=alt.Axis(labelFlush=True)), x2="end:Q",
+            x=alt.X("start:Q", scale=scale, title=x_title, axis=axis), x2="end:Q",
             y=alt.Y("draws:Q", title="draws"),
             tooltip=[alt.Tooltip("start:Q", format=".4f"), alt.Tooltip("end:Q", format=".4f"), "draws:Q"])
         rule = alt.Chart(value).mark_rule(color="#d2691e", strokeWidth=2).encode(
-            x=alt.X("value:Q", scale=scale, title=x_title, axis=alt.Axis(labelFlush=True)),  # the bars' axis
+            x=alt.X("value:Q", scale=scale, title=x_title, axis=axis),  # the bars' axis
             tooltip=[alt.Tooltip("model:N"), alt.Tooltip("value:Q", title="this run", format=".4f")])
         panels.append(alt.layer(bars, rule).properties(title=model, width=520, height=100))
     return alt.vconcat(*panels).properties(title=title)
