@@ -79,7 +79,7 @@ document.querySelectorAll('.eg-chart svg').forEach(function (svg) {
   var scale = drawn.width / own, limit = chart.getBoundingClientRect();
   svg.querySelectorAll('text').forEach(function (t) {
     var text = t.textContent.trim(), box = t.getBoundingClientRect();
-    if (!text || !box.width) return;
+    if (!text || !box.width || getComputedStyle(t).opacity === '0') return;  // a label Vega hid (labelBound)
     var size = parseFloat(getComputedStyle(t).fontSize) * scale;
     smallest = Math.min(smallest, size);
     if (size < arguments_min - 0.01)
