@@ -39,7 +39,8 @@ def clean_environment(monkeypatch):
 
 
 def test_a_chapter_alongside_makes_every_kernel_wait_without_spinning(tmp_path, clean_environment):
-    planned = notebooks(tmp_path, {"01_a": {}, "07_trains": {"alongside": True}, "99_summary": {"depends_on_results": True}})
+    planned = notebooks(tmp_path, {"01_a": {}, "07_trains": {"alongside": True},
+                                   "99_summary": {"depends_on_results": True}})
     outcomes = build._run_chapters(planned, tmp_path, False, recording_runner)
     assert [o.slug for o in outcomes] == ["01_a", "07_trains", "99_summary"]  # the summary waited for chapter 7
     for slug in ("01_a", "07_trains", "99_summary"):
