@@ -1,6 +1,7 @@
 """How the build runs its chapters (book/build.py ``_run_chapters``): a chapter that declares
-``alongside`` runs in a second process, a summary page waits for it, and while two chapters share
-the cores every kernel's thread pools wait without spinning (``SHARED_CORES``)."""
+``alongside`` runs in a second process, ranked lower by the scheduler, a summary page waits for
+it, and while two chapters share the cores every kernel's thread pools wait without spinning
+(``SHARED_CORES``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def recording_runner(notebook, params, root, force=False):
     """A chapter runner that writes down what it saw: the thread-pool variables of its environment."""
     seen = {name: os.environ.get(name) for name in build.SHARED_CORES}
     (root / f"{notebook.stem}.seen.json").write_text(json.dumps(seen))
+    (root / f"{notebook.stem}.nice").write_text(str(os.nice(0)))
     return build.Outcome(notebook.stem, "ran", 0.0)
 
 
@@ -45,6 +47,9 @@ def test_a_chapter_alongside_makes_every_kernel_wait_without_spinning(tmp_path, 
     assert [o.slug for o in outcomes] == ["01_a", "07_trains", "99_summary"]  # the summary waited for chapter 7
     for slug in ("01_a", "07_trains", "99_summary"):
         assert seen(tmp_path, slug) == build.SHARED_CORES, slug
+    niceness = {slug: int((tmp_path / f"{slug}.nice").read_text()) for slug in ("01_a", "07_trains", "99_summary")}
+    assert niceness["07_trains"] - niceness["01_a"] == build.ALONGSIDE_NICENESS  # the chapters in order come first
+    assert niceness["99_summary"] == niceness["01_a"] == os.nice(0)
     assert not any(name in os.environ for name in build.SHARED_CORES)  # the build's own environment is restored
 
 

@@ -108,6 +108,18 @@ while ((node = walker.nextNode())) {
 return smallest;
 """
 
+MATH_CUT = """
+return Array.from(document.querySelectorAll('div.math')).map(function (block) {
+  var edge = block.getBoundingClientRect().left, cut = [];
+  block.querySelectorAll('math').forEach(function (m) {
+    var left = m.getBoundingClientRect().left;
+    if (left < edge - 1) cut.push('"' + m.textContent.trim().slice(0, 30) + '" starts ' + Math.round(edge - left) +
+                                  ' px left of its block, where no scroll bar reaches');
+  });
+  return cut;
+}).flat();
+"""
+
 TABLE_BREAKS = """
 var closed = Array.from(document.querySelectorAll('details:not([open])')), broken = [];
 closed.forEach(function (d) { d.open = true; });  // folded tables are measured as a reader who opens them sees them
@@ -223,7 +235,8 @@ def read_page(browser, page: str, width: int, allowed: tuple[str, ...] = ()) -> 
         text = text.replace(name, "the model")
     return {"overflow": browser.execute_script(CHART_OVERFLOW), "chart_text": chart_problems,
             "chart_font": chart_smallest, "page_font": browser.execute_script(PAGE_FONTS),
-            "table_breaks": browser.execute_script(TABLE_BREAKS), "raw": raw_strings(text),
+            "table_breaks": browser.execute_script(TABLE_BREAKS), "math_cut": browser.execute_script(MATH_CUT),
+            "raw": raw_strings(text),
             "leftovers": [s for s in LEFTOVERS if s in browser.execute_script(
                 "return (document.querySelector('article') || document.body).textContent")],
             "charts": browser.execute_script("return document.querySelectorAll('.eg-chart').length"),
@@ -232,7 +245,7 @@ def read_page(browser, page: str, width: int, allowed: tuple[str, ...] = ()) -> 
 
 def problems_of(page: str, width: int, seen: dict) -> list[str]:
     where = f"{page} @{width}"
-    problems = [f"{where}: {p}" for p in seen["overflow"] + seen["chart_text"]]
+    problems = [f"{where}: {p}" for p in seen["overflow"] + seen["chart_text"] + seen["math_cut"]]
     if seen["page_font"][0] < MIN_FONT:
         problems.append(f"{where}: text at {seen['page_font'][0]} px ({seen['page_font'][1]})")
     problems += [f"{where}: a word broken inside a table cell: {b}" for b in seen["table_breaks"]]
@@ -341,6 +354,22 @@ def test_the_weight_limit_counts_the_pages_own_html():
 FOLDED_TABLE = """data:text/html,<html><body><article><details><summary>claims</summary>
 <table><tr><td style="width: 40px; overflow-wrap: anywhere">interval</td><td>ok</td></tr></table>
 </details><table><tr><td>whole words here</td></tr></table></article></body></html>"""
+
+
+WIDE_FORMULA = """data:text/html,<html><head><style>div.math { width: 200px; overflow-x: auto; }{fix}</style></head>
+<body><div class="math"><math display="block"><mi>x</mi><mo>=</mo><mn>1234567890123456789012345678901234567890</mn>
+</math></div></body></html>"""
+BOOK_CSS = (ROOT / "_static" / "book.css").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_centred_formula_wider_than_its_column_is_cut_and_the_books_style_keeps_it_whole(browser):
+    browser.get(WIDE_FORMULA.replace("\n", "").replace("{fix}", ""))
+    assert len(browser.execute_script(MATH_CUT)) == 1  # Chromium centres it: its start spills past the left edge
+    rule = next(line for line in BOOK_CSS.splitlines() if line.startswith('div.math > math[display="block"]'))
+    browser.get(WIDE_FORMULA.replace("\n", "").replace("{fix}", rule))
+    assert browser.execute_script(MATH_CUT) == []
 
 
 @pytest.mark.slow

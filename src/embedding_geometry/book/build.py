@@ -50,6 +50,11 @@ forward passes: 18.8 and 20.5 s with spinning threads, 8.2 and 9.6 s with these,
 only for builds that run a chapter alongside. Neither setting changes any arithmetic. A value the
 caller's environment already holds is kept."""
 
+ALONGSIDE_NICENESS = 10
+"""How much lower the scheduler ranks a chapter run alongside (``os.nice``): the chapters in
+order are the build's longest path, and a chapter alongside has time to spare; it takes the cycles
+they leave (Linux gives a process 10 steps nicer about a tenth of a contested core)."""
+
 
 # --------------------------------------------------------------------------- fingerprints
 
@@ -269,7 +274,9 @@ def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool, 
     chapter whose notebook declares ``embedding_geometry.alongside: true`` (it shares no forward pass
     with the others through the activation cache: chapter 7 trains and measures its own copies) runs
     in a second process alongside the rest, when there is a rest and that process can import the
-    runner by name; a summary page (``depends_on_results``) waits for it."""
+    runner by name, ranked lower by the scheduler (:data:`ALONGSIDE_NICENESS`), every kernel's
+    threads then waiting without spinning (:data:`SHARED_CORES`); a summary page
+    (``depends_on_results``) waits for it."""
     parallel = len(planned) > 1 and _importable(runner)
     alongside = [n for n in planned if _build_metadata(n).get("alongside")] if parallel else []
     with _environment(SHARED_CORES if alongside else {}):
@@ -331,6 +338,7 @@ def _start_alongside(runner, notebook: Path, params: dict[str, Any], root: Path,
 
 def _run_and_send(sender, runner, notebook: Path, params: dict[str, Any], root: Path, force: bool) -> None:
     install_sigterm_handler()
+    os.nice(ALONGSIDE_NICENESS)  # its kernel server and kernels inherit it
     sender.send(runner(notebook, params, root, force))
 
 
