@@ -254,7 +254,8 @@ def _build_once(command: list[str], env: dict) -> tuple[float, str]:
 def build_breakdown(output: str, results: Path, cold_s: float) -> dict:
     """Per chapter (from the build's ``ran <slug> <s> s`` lines and each results JSON's
     ``environment.timing``): wall seconds, seconds in model calls (``forward_s``: forward passes
-    and training steps), fixed overhead (process start → first model use, or → the chapter's
+    and training steps; those of a chapter's worker pool are its workers' model-call seconds over
+    their number, ``core.clock.add_pool_calls``), fixed overhead (process start → first model use, or → the chapter's
     open for a page that calls none, plus papermill's launch and shutdown around the kernel) and
     analysis (the rest); the site build's seconds; the build process's own seconds (cold less the
     site and the chapters run one after another: a chapter run ``alongside`` the others overlaps

@@ -199,6 +199,14 @@ def test_model_call_clock_accumulates_and_stamps_the_first_call(monkeypatch):
     assert timing["process_to_open_s"] >= timing["process_to_first_model_use_s"]
 
 
+def test_a_pools_model_calls_count_as_its_wall_time_in_them_and_stamp_no_first_use(monkeypatch):
+    monkeypatch.setattr(clock, "_totals", {"seconds": 1.0, "calls": 3})
+    monkeypatch.setattr(clock, "_first", {})
+    clock.add_pool_calls(30.0, 12, workers=2)  # two workers side by side, 15 s each in model calls
+    assert clock.model_seconds() == (16.0, 15)
+    assert clock.timing()["process_to_first_model_use_s"] is None
+
+
 def test_a_cache_read_is_a_model_use_but_no_model_call(monkeypatch, tmp_path, tiny_bert_dir):
     from embedding_geometry.core import activations, models
 

@@ -402,6 +402,23 @@ def test_copies_are_deterministic_and_paired_on_the_small_encoder():
     assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1 and one["cpu_seconds"] > 0
 
 
+def test_a_pool_of_workers_gives_its_model_calls_to_the_chapters_clock(monkeypatch):
+    from embedding_geometry.core import clock
+
+    task = sr.Task(concepts=8, train_pairs=16, held_out=6)
+    arm = objective_runs.scratch_arm(task, sr.Shape(layers=1, width=8),
+                                     objectives.Settings(steps=2, pairs_per_batch=8, learning_rate=1e-3, max_length=8,
+                                                         warmup=0))
+    monkeypatch.setattr(clock, "_totals", {"seconds": 0.0, "calls": 0})
+    records = objective_runs.run([arm], {arm.name: [0, 1]}, workers=2)
+    copies = [r for by_seed in records[arm.name].values() for r in by_seed.values()]
+    assert all(r["model_calls"][1] >= 2 for r in copies if r["variant"] != "before")  # its 2 training steps at least
+    done = {id(r): r for r in copies}.values()  # a start stands under every seed it serves
+    seconds, calls = clock.model_seconds()
+    assert calls == sum(r["model_calls"][1] for r in done) > 0
+    assert seconds == pytest.approx(sum(r["model_calls"][0] for r in done) / 2)
+
+
 def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
     fine = objective_runs.Arm("finetune", SETTINGS, (), tuple(TINY_PAIRS), {}, model="m")
     todo = objective_runs.jobs([SCRATCH, fine], {"scratch": [0, 1], "finetune": [0, 1, 2]})

@@ -52,6 +52,20 @@ def model_call() -> Iterator[None]:
         _totals["calls"] += 1
 
 
+def model_seconds() -> tuple[float, int]:
+    """This process's model-call totals so far: wall seconds and calls."""
+    return _totals["seconds"], _totals["calls"]
+
+
+def add_pool_calls(seconds: float, calls: int, workers: int) -> None:
+    """Count the model calls a pool of ``workers`` processes made side by side for this one (each
+    worker has a clock of its own): ``seconds``, the sum of their model-call seconds, over
+    ``workers`` (the pool's wall time in model calls while its workers are busy together), and
+    their ``calls``. It stamps no first use: that is this process's own."""
+    _totals["seconds"] += seconds / workers
+    _totals["calls"] += calls
+
+
 def process_started() -> float:
     """When this process started (a ``time.time()`` stamp; for a notebook, the kernel's start).
     On Linux its age is read from ``/proc`` (start and uptime both in ticks since boot, 10 ms);

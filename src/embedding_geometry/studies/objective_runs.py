@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import activations, models
+from ..core import activations, clock, models
 from ..core.models import LoadedModel
 from . import hard_negatives, layer_by_layer, objective_geometry, objectives, synthetic_retrieval
 
@@ -167,9 +167,10 @@ def snapshot_step(steps: int) -> int:
 def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
     """One copy on one thread: the start of ``seed``, trained as ``variant`` (an objective, or the
     hard-negative copy; None: the start itself, measured as ``before``), measured, with its
-    geometry at :func:`snapshot_step` (``snapshot``); its description, losses and the CPU seconds
-    it took (its worker's, from its start to its last measurement) with it."""
-    started = time.process_time()
+    geometry at :func:`snapshot_step` (``snapshot``); its description, losses, the CPU seconds it
+    took (its worker's, from its start to its last measurement) and its model calls (``[wall
+    seconds, calls]``, for the chapter's clock: :func:`run`) with it."""
+    started, calls_before = time.process_time(), clock.model_seconds()
     with one_thread():
         model, losses, snapshot = start(arm, seed), None, {}
         if variant is not None:
@@ -181,7 +182,8 @@ def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
         found = measure(model, arm)
     return {"arm": arm.name, "variant": variant or "before", "seed": seed, "info": model.info.to_dict(),
             "losses": losses, "snapshot": snapshot.get("geometry"), **found,
-            "cpu_seconds": time.process_time() - started}
+            "cpu_seconds": time.process_time() - started,
+            "model_calls": [after - before for after, before in zip(clock.model_seconds(), calls_before)]}
 
 
 def jobs(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]]) -> list[tuple[Arm, str | None, int]]:
@@ -202,8 +204,12 @@ def run(arms: Sequence[Arm], seeds: Mapping[str, Sequence[int]],
     from joblib import Parallel, delayed
 
     todo = jobs(arms, seeds)
-    records = Parallel(n_jobs=workers, backend="loky")(delayed(run_copy)(*job) for job in todo) if workers > 1 \
-        else [run_copy(*job) for job in todo]
+    if workers > 1:  # the workers' clocks are their own: their model calls are counted here
+        records = Parallel(n_jobs=workers, backend="loky")(delayed(run_copy)(*job) for job in todo)
+        clock.add_pool_calls(sum(r["model_calls"][0] for r in records), sum(r["model_calls"][1] for r in records),
+                             min(workers, len(todo)))
+    else:
+        records = [run_copy(*job) for job in todo]
     out: dict[str, dict[str, dict[int, Any]]] = {arm.name: {v: {} for v in ("before", *arm.trained)} for arm in arms}
     for record in records:
         out[record["arm"]][record["variant"]][record["seed"]] = record
