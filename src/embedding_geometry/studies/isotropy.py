@@ -60,8 +60,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..core import models as encoders
 from ..core.geometry import mean_pairwise_cosine, unit_rows
-from . import retrieval
+from . import pooling, retrieval
 
 WARNING_THRESHOLD = 0.6
 """The article's rule: "If average similarity > 0.6, you have a problem"."""
@@ -245,6 +246,30 @@ def model_row(
         "texts_per_second": texts_per_second,
         "kernels": pair_kernels(pairs),
     }
+
+
+def compared_rows(compared, extract, sentences: list[str], queries: list[str], relevant: retrieval.Relevant,
+                  sample: np.ndarray) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The isotropy table's rows (:func:`model_row`) of the models ``compared`` with the chapter's
+    own, and each trained one's corpus and query embeddings and text lengths ({"docs", "queries",
+    "lengths"}), by model id. A random-init control is measured on the ``sample`` of ``sentences``
+    only (its architecture, untrained: nothing to search with); a trained model on the whole
+    corpus, with recall for ``queries`` and its encoding speed. ``extract(texts, model, source=…)``
+    runs a forward pass or reads it back (``Chapter.extract``)."""
+    rows, runs = {}, {}
+    for m in compared:
+        if m.info.source == "control":
+            pairs = pooling.model_pooling(extract([sentences[i] for i in sample], m, source="pair_sample"),
+                                          m.info.pooling)
+            rows[m.info.id] = model_row(pairs)
+            continue
+        corpus = extract(sentences, m, source="models")
+        docs = pooling.model_pooling(corpus, m.info.pooling)
+        asks = pooling.model_pooling(extract(queries, m, source="models"), m.info.pooling)
+        runs[m.info.id] = {"docs": docs, "queries": asks, "lengths": corpus.lengths}
+        rows[m.info.id] = model_row(docs[sample], docs, asks, relevant,
+                                    pooling.encoding_speed(encoders.sentence_transformer(m), queries))
+    return rows, runs
 
 
 def controls_of(model: str, by_model: Mapping[str, object]) -> list[str]:
