@@ -339,8 +339,8 @@ def test_the_raw_output_scan_passes_what_a_page_shows_on_purpose(text):
 
 def measured(**values) -> dict:
     """What read_page returns for a page with nothing wrong, with ``values`` replaced."""
-    return {"overflow": [], "chart_text": [], "chart_font": 12.0, "page_font": (12.0, ""), "table_breaks": [],
-            "raw": [], "leftovers": [], "charts": 0, "weight": 1.0e6, "own": 0.2e6, **values}
+    return {"overflow": [], "chart_text": [], "math_cut": [], "chart_font": 12.0, "page_font": (12.0, ""),
+            "table_breaks": [], "raw": [], "leftovers": [], "charts": 0, "weight": 1.0e6, "own": 0.2e6, **values}
 
 
 def test_the_weight_limit_counts_the_pages_own_html():
