@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, tiny_profile
 from embedding_geometry import __main__ as cli
-from embedding_geometry.book import build, parameters, profiles, rules
+from embedding_geometry.book import build, parameters, profiles, rules, schedule
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
 from fuzz_values import FUZZ, one_line, snapshot
@@ -196,7 +196,7 @@ def earlier_outputs(root: Path, slug: str) -> dict[Path, str]:
 @pytest.fixture()
 def run_chapter(book, tiny_bert_dir, monkeypatch, tmp_path_factory):
     """``run_chapter(slug, params)`` → (outcome, message): one build of one chapter, in-process."""
-    monkeypatch.setattr(build, "install_sigterm_handler", lambda: None)
+    monkeypatch.setattr(schedule, "install_sigterm_handler", lambda: None)
     monkeypatch.setenv("EMBEDDING_GEOMETRY_CACHE", str(book / "build" / "cache"))  # shared: the book's own texts hit
 
     def call(slug: str, params: dict) -> tuple[str, str]:

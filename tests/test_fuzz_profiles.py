@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, copy_book
 from embedding_geometry import __main__ as cli
-from embedding_geometry.book import build, profiles, rules
+from embedding_geometry.book import build, profiles, rules, schedule
 from fuzz_values import FUZZ, one_line, snapshot, texts, yaml_values
 
 SLUGS = profiles.chapters(ROOT)
@@ -54,10 +54,10 @@ def run(book, tmp_path, monkeypatch):
 
     def recorder(notebook, params, root, force=False):
         received[notebook.stem] = params
-        return build.Outcome(notebook.stem, "skipped", 0.0, "fuzz: not run")
+        return schedule.Outcome(notebook.stem, "skipped", 0.0, "fuzz: not run")
 
     monkeypatch.setattr(build, "run_chapter", recorder)
-    monkeypatch.setattr(build, "install_sigterm_handler", lambda: None)
+    monkeypatch.setattr(schedule, "install_sigterm_handler", lambda: None)
     monkeypatch.setenv("EMBEDDING_GEOMETRY_CACHE", str(book / "build" / "cache"))
     before = snapshot(book / "build", book / "book" / "chapters")
 

@@ -96,6 +96,7 @@ a study never imports ``book``):
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
+    ``schedule``        the chapters in order, and one alongside them in a second process sharing the cores
     ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
     ``sphinx_links``    a Sphinx extension: a chapter's plain links and anchors, which work in Jupyter, resolved
                         on the site

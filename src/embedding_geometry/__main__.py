@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         return _atlas(args, root, start)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
         chosen = profiles.load(args.profile, root, profiles.chapters(root))
-        from .book import build
+        from .book import build, schedule
 
-        build.install_sigterm_handler()
+        schedule.install_sigterm_handler()
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         code = build.build(root, chosen, args.only, args.force, site=not args.no_site)
     except BookError as error:
@@ -96,9 +96,9 @@ def _atlas(args, root: Path, start: float) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args.root = root
     try:
-        from .book import atlas, build
+        from .book import atlas, schedule
 
-        build.install_sigterm_handler()
+        schedule.install_sigterm_handler()
 
         code = atlas.main(args)
     except BookError as error:

@@ -24,36 +24,20 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core import disk_cache, models, paths
 from ..core.errors import BookError, ParameterError
 from ..core.errors import short_repr
-from . import charts, derived, jupyter_kernels, profiles
+from . import charts, derived, jupyter_kernels, profiles, schedule
+from .schedule import Outcome, report
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
-
-SHARED_CORES = {"OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_THREAD_TIMEOUT": "4"}
-"""How idle threads wait while two chapters share the cores: at once, not spinning. By default a
-thread pool keeps its threads spinning after each parallel region (torch's OpenMP about 300,000
-turns, numpy's OpenBLAS about 2²⁸ cycles), which is free on cores of one's own and steals the
-other process's time on shared ones. Measured on 2 cores, a training loop of MiniLM beside MPNet's
-forward passes: 18.8 and 20.5 s with spinning threads, 8.2 and 9.6 s with these, against 5.4 and
-6.5 s for each alone. Alone, waiting at once is slower (a forward pass about 25 %), so it is set
-only for builds that run a chapter alongside. Neither setting changes any arithmetic. A value the
-caller's environment already holds is kept."""
-
-ALONGSIDE_NICENESS = 10
-"""How much lower the scheduler ranks a chapter run alongside (``os.nice``): the chapters in
-order are the build's longest path, and a chapter alongside has time to spare; it takes the cycles
-they leave (Linux gives a process 10 steps nicer about a tenth of a contested core)."""
 
 
 # --------------------------------------------------------------------------- fingerprints
@@ -88,9 +72,9 @@ def _results_read(notebook: Path) -> dict[str, str]:
     ``embedding_geometry.depends_on_results: true`` (the results JSON of every chapter that does
     not itself summarise results: two summary pages reading each other would never be unchanged) and
     ``embedding_geometry.depends_on_files: [paths relative to the root]``."""
-    metadata = _build_metadata(notebook)
+    metadata = schedule.metadata(notebook)
     root = notebook.parent.parent
-    summaries = {p.stem for p in notebook.parent.glob("*.ipynb") if _build_metadata(p).get("depends_on_results")}
+    summaries = {p.stem for p in notebook.parent.glob("*.ipynb") if schedule.metadata(p).get("depends_on_results")}
     read = [p for p in sorted((root / "build" / "results").glob("*.json")) if p.stem not in summaries] \
         if metadata.get("depends_on_results") else []
     read += [root / name for name in metadata.get("depends_on_files", [])]
@@ -98,20 +82,7 @@ def _results_read(notebook: Path) -> dict[str, str]:
             for p in read}
 
 
-def _build_metadata(notebook: Path) -> dict[str, Any]:
-    """The notebook's ``embedding_geometry`` metadata (what its page reads of the build)."""
-    return json.loads(notebook.read_text()).get("metadata", {}).get("embedding_geometry", {})
-
-
 # --------------------------------------------------------------------------- running chapters
-
-@dataclass
-class Outcome:
-    slug: str
-    status: str  # "ran", "skipped", "failed"
-    seconds: float
-    message: str = ""
-
 
 def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool = False) -> Outcome:
     """Execute one chapter (or skip it when unchanged); see the module docstring."""
@@ -146,7 +117,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         return Outcome(slug, "ran", time.time() - start)
     except papermill.PapermillExecutionError as error:
         return Outcome(slug, "failed", time.time() - start, failure_message(error, slug, params, log, root))
-    finally:  # also on SIGTERM (see install_sigterm_handler): papermill has stopped the kernel by now
+    finally:  # also on SIGTERM (see schedule.install_sigterm_handler): papermill has stopped the kernel by now
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
         disk_cache.remove_partial_entries(paths.cache_dir(root))
@@ -254,7 +225,7 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)
         return 1
     _remove_leftovers(root)
-    outcomes = _run_chapters(planned, root, force, run_chapter)
+    outcomes = schedule.run_chapters(planned, root, force, run_chapter)
     failures = sum(outcome.status == "failed" for outcome in outcomes)
     if failures:
         print(f"{failures} chapter(s) failed; their previous executed copies and results were kept; "
@@ -269,96 +240,6 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     return code
 
 
-def _run_chapters(planned: dict[Path, dict[str, Any]], root: Path, force: bool, runner) -> list[Outcome]:
-    """Run the ``planned`` chapters in order with ``runner`` (:func:`run_chapter`), reporting each. A
-    chapter whose notebook declares ``embedding_geometry.alongside: true`` (it shares no forward pass
-    with the others through the activation cache: chapter 7 trains and measures its own copies) runs
-    in a second process alongside the rest, when there is a rest and that process can import the
-    runner by name, ranked lower by the scheduler (:data:`ALONGSIDE_NICENESS`), every kernel's
-    threads then waiting without spinning (:data:`SHARED_CORES`); a summary page
-    (``depends_on_results``) waits for it."""
-    parallel = len(planned) > 1 and _importable(runner)
-    alongside = [n for n in planned if _build_metadata(n).get("alongside")] if parallel else []
-    with _environment(SHARED_CORES if alongside else {}):
-        background = {n: _start_alongside(runner, n, planned[n], root, force) for n in alongside}
-        return _run_in_order(planned, alongside, background, root, force, runner)
-
-
-def _run_in_order(planned, alongside, background, root: Path, force: bool, runner) -> list[Outcome]:
-    """The chapters not run alongside, in order, then those that were, reported as each ends."""
-    outcomes = []
-    try:
-        for notebook, params in planned.items():
-            if _build_metadata(notebook).get("depends_on_results"):
-                outcomes += _finish_alongside(background)
-            if notebook not in alongside:
-                outcomes.append(runner(notebook, params, root, force))
-                _report(outcomes[-1])
-        return outcomes + _finish_alongside(background)
-    finally:
-        for process, _ in background.values():
-            process.terminate()
-
-
-@contextlib.contextmanager
-def _environment(defaults: dict[str, str]):
-    """``os.environ`` with ``defaults`` for the names it lacks (kernels and their server started
-    meanwhile inherit them), restored afterwards."""
-    added = {name: value for name, value in defaults.items() if name not in os.environ}
-    os.environ.update(added)
-    try:
-        yield
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-
-
-def _importable(runner) -> bool:
-    """Whether another process can be handed ``runner``: a function it imports by its name."""
-    import pickle
-
-    try:
-        pickle.dumps(runner)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return False
-    return True
-
-
-def _start_alongside(runner, notebook: Path, params: dict[str, Any], root: Path, force: bool):
-    """A fresh process running ``runner`` on ``notebook``, and the pipe its outcome comes back on."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_run_and_send, args=(sender, runner, notebook, params, root, force))
-    process.start()
-    sender.close()
-    return process, receiver
-
-
-def _run_and_send(sender, runner, notebook: Path, params: dict[str, Any], root: Path, force: bool) -> None:
-    install_sigterm_handler()
-    os.nice(ALONGSIDE_NICENESS)  # its kernel server and kernels inherit it
-    sender.send(runner(notebook, params, root, force))
-
-
-def _finish_alongside(background: dict) -> list[Outcome]:
-    """Wait for every chapter still running alongside, report each, and forget it."""
-    outcomes = []
-    for notebook, (process, receiver) in list(background.items()):
-        try:
-            outcome = receiver.recv()
-        except EOFError:  # the process died without a word
-            outcome = Outcome(notebook.stem, "failed", 0.0, f"its process ended with exit code {process.exitcode}")
-        process.join()
-        if outcome.status == "ran":
-            outcome.message = "alongside the others"
-        _report(outcome)
-        outcomes.append(outcome)
-        del background[notebook]
-    return outcomes
-
-
 def _checked_parameters(notebook: Path, profile: profiles.Profile) -> dict[str, Any] | None:
     """The chapter's parameters from ``profile`` (checked with the notebook's defaults for the
     rest), or None after reporting a bad value (the chapter is then not run, and its previous
@@ -367,12 +248,8 @@ def _checked_parameters(notebook: Path, profile: profiles.Profile) -> dict[str, 
     try:
         return profiles.chapter_parameters(slug, profile, profiles.notebook_defaults(notebook))
     except ParameterError as error:
-        _report(Outcome(slug, "failed", 0.0, f"parameters cell: ParameterError: {error} (from {profile.where})"))
+        report(Outcome(slug, "failed", 0.0, f"parameters cell: ParameterError: {error} (from {profile.where})"))
         return None
-
-
-def _report(outcome: Outcome) -> None:
-    print(f"{outcome.status:>8}  {outcome.slug:<40} {outcome.seconds:7.1f} s  {outcome.message}", flush=True)
 
 
 @contextlib.contextmanager
@@ -421,8 +298,3 @@ def _remove_leftovers(root: Path) -> None:
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def install_sigterm_handler() -> None:
-    """Turn SIGTERM into SystemExit so that ``finally`` blocks remove temporary files."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
