@@ -334,3 +334,19 @@ def test_the_atlas_bench_runs_at_tiny_sizes():
 
     found = atlas_scale.memory("minilm", [8, 16], batch_size=8)
     assert [r["n_texts"] for r in found["runs"]] == [8, 16] and found["ratio"] >= 1.0
+
+
+@pytest.mark.slow
+def test_the_shared_cores_bench_runs_each_workload_alone_and_beside_the_other_in_each_setting():
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shared_cores.py"), "--steps", "1"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines()[1:]]
+    settings = ("default", "passive", "build")
+    assert [(r[0], r[1]) for r in rows] == [(s, k) for s in settings for k in ("train", "forward")]
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows)
