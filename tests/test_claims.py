@@ -126,40 +126,6 @@ def test_second_rise_needs_a_rebuild_after_the_dip():
     assert shape_tests.statistic("second_rise", [0.1, 0.5, 0.4, 0.3, 0.2]) < 0  # a plain decline
 
 
-def test_judging_an_interval_against_a_bound():
-    above = {"bound": 0.5}
-    assert shape_tests.judge("above", above, (0.6, 0.7)) == "holds"
-    assert shape_tests.judge("above", above, (0.3, 0.4)) == "does not hold"
-    assert shape_tests.judge("above", above, (0.4, 0.6)) == "inconclusive"
-    assert shape_tests.judge("below", {"bound": 0.1}, (0.01, 0.05)) == "holds"
-    between = {"low": 0.2, "high": 0.4}
-    assert shape_tests.judge("between", between, (0.25, 0.35)) == "holds"
-    assert shape_tests.judge("between", between, (0.5, 0.6)) == "does not hold"
-    assert shape_tests.threshold_text("second_rise", {}) == "second rise > 0"
-
-
-@pytest.mark.parametrize("interval, expected", [
-    ((11.5 / 24, 12.5 / 24), "holds"),        # all resamples at depth 12 of 24: its cell is inside [0.45, 0.55]
-    ((3.5 / 24, 4.5 / 24), "does not hold"),  # at depth 4 of 24
-    ((7.5 / 24, 12.5 / 24), "inconclusive"),  # depths 8 … 12: some inside, some not
-])
-def test_a_location_is_judged_by_the_depth_cells_of_its_resamples(interval, expected):
-    assert shape_tests.judge("location", {"window": [0.45, 0.55], "L": 24}, interval) == expected
-
-
-def test_on_six_blocks_a_narrow_window_is_met_by_the_nearest_depth():
-    # L12–13 of 24 is [0.46, 0.56]; depth 3 of 6 (0.5) covers [0.42, 0.58] and meets it, depth 1 does not
-    window = {"window": [0.46, 0.56], "L": 6}
-    assert shape_tests.judge("location", window, (2.5 / 6, 3.5 / 6)) == "holds"
-    assert shape_tests.judge("location", window, (0.5 / 6, 1.5 / 6)) == "does not hold"
-    assert shape_tests.location([[0.1, 0.9, 0.2], [0.1, 0.2, 0.9]]).tolist() == [0.5, 1.0]
-    assert shape_tests.location_interval(np.array([0.5, 0.5, 0.5]), 2, 0.95) == (0.25, 0.75)  # never zero width
-
-
-def test_a_margin_is_the_distance_from_the_interval_to_the_nearest_threshold():
-    assert shape_tests.margin("above", {"bound": 0.0}, (0.3, 0.5)) == pytest.approx(0.3)
-    assert shape_tests.margin("between", {"low": -0.1, "high": 0.1}, (-0.02, 0.05)) == pytest.approx(0.05)
-
 
 # --------------------------------------------------------------------------- the ledger
 
@@ -223,45 +189,59 @@ claims:
 
 # --------------------------------------------------------------------------- verdicts
 
-def test_one_verdict_per_case_read_at_the_adjusted_level(tmp_path):
+def test_one_verdict_per_case_decided_on_the_adjusted_p(tmp_path):
     text = per_unit_ledger()
     holds = judged(tmp_path, text, scores(0.8))["score"]
-    assert (holds.raw, holds.outcome, holds.record()["verdict"]) == ("holds", "holds", "shape transfers")
-    assert judged(tmp_path, text, scores(0.2))["score"].record()["verdict"] == "does not transfer"
+    assert (holds.outcome, holds.record()["verdict"]) == ("holds", "holds")
+    assert judged(tmp_path, text, scores(0.2))["score"].record()["verdict"] == "does not hold"
     straddle = np.linspace(0.1, 0.9, 21)  # mean 0.5 exactly
-    assert judged(tmp_path, text, {"score": 0.5, "per_unit": {"score": straddle}})["score"].outcome == "inconclusive"
+    undecided = judged(tmp_path, text, {"score": 0.5, "per_unit": {"score": straddle}})["score"]
+    assert undecided.outcome == "inconclusive" and undecided.p > 0.5
     record = holds.record()
-    assert record["n_units"] == 40 and record["interval_method"] == "percentile" and record["counted"]
+    assert record["n_units"] == 40 and record["interval_method"] == "bootstrap (BCa)" and record["counted"]
     lo, hi = record["interval"]
-    alo, ahi = record["adjusted_interval"]
-    assert alo < lo < holds.measured < hi < ahi  # the adjusted level 1 − 0.05/m is wider
-    assert record["statistic"]["adjusted_level"] == pytest.approx(1 - 0.05 / claims.family_size())
-    assert hi - lo == pytest.approx(2 * 1.96 * 0.05 / np.sqrt(40), rel=0.3)
+    assert lo < holds.measured < hi and hi - lo == pytest.approx(2 * 1.96 * 0.05 / np.sqrt(40), rel=0.3)
+    m = claims.family_size()
+    assert record["family"] == m and record["p_adjusted"] == pytest.approx(min(1, record["p"] * m))
+    assert record["p"] < 1e-3 and record["mc_error"] < record["p"]
 
 
-def test_a_claim_can_hold_raw_and_be_inconclusive_once_adjusted(tmp_path):
+def test_a_claim_below_0_05_can_be_inconclusive_once_adjusted_and_says_what_its_n_detects(tmp_path):
     rng = np.random.default_rng(4)
     values = 0.5 + 0.035 + 0.1 * rng.standard_normal(60)
     values += 0.535 - values.mean()  # a mean 2.9 standard errors above the bound
     verdict = judged(tmp_path, per_unit_ledger(),
                      {"score": float(values.mean()), "per_unit": {"score": values}})["score"]
-    assert (verdict.raw, verdict.outcome) == ("holds", "inconclusive")
-    assert "inconclusive (unadjusted: shape transfers)" in words.verdict_cell(verdict.record())
+    assert verdict.p < 0.05 < verdict.p_adjusted and verdict.outcome == "inconclusive"
+    assert verdict.detectable > 0.035  # the effect it would detect with 80 % power is larger than the one seen
+    cell = words.verdict_cell(verdict.record())
+    assert cell.startswith("inconclusive: too few sentences to tell: 60 detect a difference of ")
+    family_of_one = judged(tmp_path, per_unit_ledger(), {"score": float(values.mean()), "per_unit": {"score": values}},
+                           family=1)["score"]
+    assert family_of_one.outcome == "holds"
 
 
-def test_small_n_takes_the_studentized_interval_and_fewer_than_five_units_none(tmp_path):
+def test_small_n_takes_the_exact_sign_flip_test_and_fewer_than_five_units_none(tmp_path):
     text = per_unit_ledger()
     eight = judged(tmp_path, text, scores(0.8, n=8))["score"].record()
-    assert eight["interval_method"] == "studentized" and eight["verdict"] == "shape transfers"
+    assert eight["interval_method"] == "sign-flip (exact)" and eight["p"] == 2 / 2 ** 8  # every unit above the bound
+    assert eight["verdict"] == "inconclusive"  # 0.0078 cannot clear q / m
+    assert judged(tmp_path, text, scores(0.8, n=8), family=1)["score"].outcome == "holds"
+    lo, hi = eight["interval"]
+    assert 0.7 < lo < hi < 0.9
     four = judged(tmp_path, text, scores(0.8, n=4))["score"]
     assert four.status == "descriptive" and "fewer than 5" in four.reason and not four.counted
 
 
-def test_a_zero_width_interval_is_a_census_not_a_verdict(tmp_path):
-    text = per_unit_ledger(shape="{test: between, args: {low: 1, high: 1}}")
-    verdict = judged(tmp_path, text, {"score": 1.0, "per_unit": {"score": np.ones(24)}})["score"]
-    assert verdict.status == "census" and verdict.record()["verdict"] == "census" and not verdict.counted
-    assert "every one of the 24 sentences gives 1" in verdict.reason
+def test_every_unit_agreeing_is_an_exact_result_not_a_census(tmp_path):
+    text = per_unit_ledger()  # a share of units above 0.5, each unit 0 or 1
+    none = judged(tmp_path, text, {"score": 0.0, "per_unit": {"score": np.zeros(96)}})["score"]
+    assert none.outcome == "does not hold" and none.counted and none.statistic["method"] == "binomial (exact)"
+    assert none.p_fails == pytest.approx(0.5 ** 96) and none.statistic["interval"][0] == 0.0
+    hits = np.r_[np.ones(60), np.zeros(36)]
+    share = judged(tmp_path, text, {"score": 0.625, "per_unit": {"score": hits}})["score"]
+    lo, hi = share.statistic["interval"]
+    assert 0 <= lo < 0.625 < hi <= 1  # Clopper–Pearson stays inside [0, 1]
 
 
 def test_by_construction_not_measured_and_description(tmp_path):
@@ -293,11 +273,10 @@ claims:
 """
     found = judged(tmp_path, text,
                    {"cos0": 1.0, "colbert": None, "not_measured": {"colbert": "jina-colbert-v2 was not run"}})
-    assert found["same-token"].record()["verdict"] == "by construction"
-    assert found["colbert"].record()["verdict"] == "not measured"
-    assert found["colbert"].reason == "jina-colbert-v2 was not run"
-    assert found["exact"].record()["verdict"] == "descriptive" and found["exact"].measured == 1.0
-    assert found["no-unit"].record()["verdict"] == "descriptive"
+    assert {v.record()["verdict"] for v in found.values()} == {"not tested"}
+    assert [found[i].status for i in ("same-token", "colbert", "exact", "no-unit")] == [
+        "by construction", "not measured", "descriptive", "descriptive"]
+    assert found["colbert"].reason == "jina-colbert-v2 was not run" and found["exact"].measured == 1.0
     assert found["no-unit"].reason == "no sampling unit declared"
     assert not any(v.counted for v in found.values())
 
@@ -332,7 +311,7 @@ def test_a_control_with_seeds_is_compared_unit_by_unit(tmp_path):
     verdict = judged(tmp_path, text, metrics)["score"]
     assert verdict.null["distribution"] == "3 seeds, unit by unit" and verdict.outcome == "holds"
     assert verdict.null["difference_value"] == pytest.approx(trained.mean() - seeds.mean())
-    assert len(verdict.null["seed_values"]) == 3 and verdict.null["effect_size"] > 5
+    assert len(verdict.null["seed_values"]) == 3 and verdict.null["difference"][0] > 0.1
     metrics["per_unit"]["control"] = seeds + 0.25  # the control scores above the trained model
     assert judged(tmp_path, text, metrics)["score"].outcome == "does not hold"
 
@@ -358,13 +337,16 @@ def test_a_single_value_of_another_null_is_reported_as_no_distribution(tmp_path)
     assert verdict.null["distribution"] == "a single value (no distribution)"
 
 
-def test_a_permutation_distribution_is_drawn_against_each_resample(tmp_path):
+def test_a_permutation_null_gives_its_own_p_and_its_draws_bound_how_small_it_can_be(tmp_path):
     text = per_unit_ledger("    null: {kind: permuted_labels, draws: permuted}")
     metrics = {**scores(0.8), "permuted": 0.78 + 0.05 * np.random.default_rng(1).standard_normal(500)}
     verdict = judged(tmp_path, text, metrics)["score"]
     assert verdict.null["distribution"] == "500 draws" and verdict.outcome == "inconclusive"
     metrics["permuted"] = metrics["permuted"] - 0.5
-    assert judged(tmp_path, text, metrics)["score"].outcome == "holds"
+    beaten = judged(tmp_path, text, metrics)["score"]
+    assert beaten.p_holds == pytest.approx(1 / 501)  # no draw reaches the statistic: (1 + 0) / (N + 1)
+    assert beaten.outcome == "inconclusive"  # 500 draws cannot resolve q / m
+    assert judged(tmp_path, text, metrics, family=1)["score"].outcome == "holds"
 
 
 # --------------------------------------------------------------------------- series and location claims
@@ -424,14 +406,13 @@ claims:
     no_null: size
 """
     found = judged(tmp_path, text, {"jump": 12.0, "per_unit": {"jump": np.linspace(11, 13, 30)}})["jump"]
-    sensitivity = found.sensitivity
-    lo, hi = found.statistic["adjusted"]
+    sensitivity = found.record()["sensitivity"]
+    lo, hi = found.statistic["interval"]
     assert sensitivity["holds_below"] == pytest.approx(lo / 20) and sensitivity["fails_from"] == pytest.approx(hi / 20)
     assert found.outcome == "holds" and 0.5 < sensitivity["holds_below"]
     row = words.row(found.record())
-    assert ("0.5 × the published 20" in row["test: result [95 % interval]"]
-            or "0.5 × the published 20" in words.test_text(found.record()))
-    assert row["sensitivity"].startswith("f = 0.5; holds for f < ")
+    assert "0.5 × the published 20" in row["test (its bound)"]
+    assert row["sensitivity"].startswith("f = 0.5; the interval clears the bound for f < ")
 
 
 def test_a_fraction_bound_above_an_interval_that_reaches_zero_holds_for_every_fraction_in_finite_results(tmp_path):
@@ -451,9 +432,11 @@ claims:
     no_null: size
 """
     found = judged(tmp_path, text, {"gap": -0.5, "per_unit": {"gap": np.linspace(-0.6, -0.4, 30)}})["small"]
-    assert found.outcome == "holds" and found.statistic["adjusted"][1] < 0
-    assert found.sensitivity["holds_below"] is None and found.sensitivity["fails_from"] is None
-    assert words.sensitivity_text(found.record()) == "f = 0.5; holds for every f, fails for no f"
+    assert found.outcome == "holds" and found.statistic["interval"][1] < 0
+    sensitivity = found.record()["sensitivity"]
+    assert sensitivity["holds_below"] is None and sensitivity["fails_from"] is None
+    assert words.sensitivity_text(found.record()) == (
+        "f = 0.5; the interval clears the bound for every f, lies past it for no f")
     results.to_jsonable(found.record())  # finite: the results JSON takes it
 
 
@@ -461,7 +444,7 @@ def test_a_typed_bound_is_marked_and_its_flip_reported(tmp_path):
     text = per_unit_ledger(shape="{test: above, args: {bound: 0.09}}")
     found = judged(tmp_path, text, scores(0.2))["score"].record()
     assert found["bound"]["source"] == "typed" and "typed into the ledger" in words.test_text(found)
-    assert found["sensitivity"]["bound"] == "typed"
+    assert found["sensitivity"] is None  # the interval beside it says the rest
 
 
 # --------------------------------------------------------------------------- words
@@ -496,19 +479,19 @@ def _mixed(tmp_path):
     return claims.evaluate(ledger(tmp_path, text), metrics, "org/small")
 
 
-def test_each_verdict_word_comes_from_the_kind_and_the_outcome(tmp_path):
+def test_four_verdict_words_whatever_the_kind(tmp_path):
     found = {v.claim.id: v.record() for v in _mixed(tmp_path)}
     assert [found[i]["verdict"] for i in ("score", "weak", "absent", "own")] == [
-        "shape transfers", "inconclusive", "not measured", "supported"]
+        "holds", "inconclusive", "not tested", "holds"]
     assert [found[i]["counted"] for i in ("score", "weak", "absent", "own")] == [True, True, False, False]
-    assert set(words.MEANINGS) >= {w for kind in words.WORDS.values() for w in kind.values()}
+    assert set(words.MEANINGS) >= set(words.VERDICTS) | set(words.NUMERIC) and len(words.VERDICTS) == 4
 
 
 def test_sentences_state_the_test_and_result_inline(tmp_path):
     found = {v.claim.id: v.record() for v in _mixed(tmp_path)}
     text = words.sentence(found["score"])
-    assert text.startswith("The score exceeds 0.5 — shape transfers on org/small: > 0.5: ")
-    assert "adjusted interval [" in text and "not measured" in words.sentence(found["absent"])
+    assert text.startswith("The score exceeds 0.5 — holds on org/small: > 0.5: ")
+    assert "p = " in text and ", adjusted " in text and "not measured" in words.sentence(found["absent"])
     assert words.plain_sentence(found["score"]) == "On small, the score exceeds 0.5."
     assert words.plain_sentence(found["weak"]).startswith("On small, this run cannot tell whether")
 
@@ -516,19 +499,18 @@ def test_sentences_state_the_test_and_result_inline(tmp_path):
 def test_the_findings_box_shows_every_headline_whatever_its_outcome(tmp_path):
     found = _mixed(tmp_path)
     box = words.findings(found)
-    assert box.count('class="eg-finding"') == 2 and "eg-badge-transfers" in box and "eg-badge-other" in box
+    assert box.count('class="eg-finding"') == 2 and "eg-badge-holds" in box and "eg-badge-inconclusive" in box
     flipped = [v.record() for v in found]
-    flipped[0] = {**flipped[0], "outcome": "does not hold", "verdict": "does not transfer"}
+    flipped[0] = {**flipped[0], "outcome": "does not hold", "verdict": "does not hold"}
     assert [r["id"] for r in words.headlines(flipped)] == [r["id"] for r in words.headlines(found)]
     assert "eg-badge-fails" in words.findings(flipped)
 
 
-def test_the_summary_names_every_claim_that_is_not_a_judged_pass(tmp_path):
+def test_the_summary_names_every_claim_that_does_not_hold_or_is_undecided(tmp_path):
     found = _mixed(tmp_path)
     text = words.chapter_summary(found)
-    assert text.startswith("Of 4 claims — shape transfers 1, inconclusive 1, supported 1, not measured 1.")
-    assert words.summary_omissions(text, found) == []
-    assert "`score`" not in text
+    assert text.startswith("Of 4 claims — holds 2, inconclusive 1, not tested 1.")
+    assert "`weak`" in text and "`score`" not in text
 
 
 def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
@@ -546,7 +528,7 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
         metrics, agreed = scores(mean), scores(0.8)
         metrics.update(both=agreed["score"], per_unit={**metrics["per_unit"], "both": agreed["per_unit"]["score"]})
         found += claims.evaluate(ledger(tmp_path, text), metrics, model)
-    expected = "`score`: shape transfers on all-mpnet-base-v2 but does not transfer on all-MiniLM-L6-v2."
+    expected = "`score`: holds on all-mpnet-base-v2 but does not hold on all-MiniLM-L6-v2."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
     assert f"**The models differ.** {expected}" in words.report(found)
     assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
@@ -607,8 +589,8 @@ def test_results_json_schema(tmp_path, monkeypatch):
     assert set(document) == {"chapter", "model", "models", "params", "inputs", "metrics", "claims", "environment"}
     assert document["metrics"] == {"curve": [0.1, 0.2], "n": 3}
     record = document["claims"][0]
-    assert {"kind", "interval", "interval_method", "adjusted_interval", "null", "raw", "outcome", "verdict", "counted",
-            "margin", "fragile", "sensitivity", "family"} <= set(record)
+    assert {"kind", "interval", "interval_method", "p", "p_holds", "p_fails", "p_adjusted", "mc_error", "detectable",
+            "null", "outcome", "verdict", "counted", "fragile", "sensitivity", "family"} <= set(record)
 
 
 def test_results_write_is_atomic_and_refuses_nan(tmp_path, monkeypatch):

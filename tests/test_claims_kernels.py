@@ -22,7 +22,7 @@ def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 
 def weights(b: int, n: int, seed: int = 1) -> np.ndarray:
-    return resample._weights(np.random.default_rng(seed), b, n)
+    return resample.weights(np.random.default_rng(seed), b, n)
 
 
 def test_pairwise_values_are_the_u_statistic_of_each_resample():

@@ -136,9 +136,13 @@ def test_the_build_check_names_what_a_counted_verdict_lacks(tmp_path):
     record = claims.records(claims.evaluate(load(tmp_path, text), {"score": float(values.mean()),
                                                                    "per_unit": {"score": values}}, "m"))[0]
     assert record["counted"] and record["bound"]["source"] == "typed" and problems(record) == []
-    for key, value, lacks in [("no_null", None, "neither a null"), ("interval_method", None, "no interval method"),
-                              ("raw", None, "raw None"), ("sensitivity", None, "a sensitivity"),
-                              ("interval", [0.3, 0.3], "zero width"), ("kind", "opinion", "kind")]:
+    for key, value, lacks in [("no_null", None, "neither a null"), ("interval_method", None, "no test"),
+                              ("outcome", None, "outcome None"), ("p_adjusted", None, "adjusted None"),
+                              ("sensitivity", {"bound": "fraction"}, "a sensitivity"),
+                              ("interval", [0.3, 0.2], "interval"), ("kind", "opinion", "kind"),
+                              ("verdict", "census", "verdict 'census'")]:
         assert any(lacks in p for p in problems({**record, key: value})), key
-    census = {**record, "status": "census", "counted": False, "outcome": None, "raw": None}
-    assert problems(census) == [] and problems({**census, "counted": True}) == ["a census counted as a verdict"]
+    undecided = {**record, "outcome": "inconclusive", "verdict": "inconclusive", "detectable": None}
+    assert problems(undecided) == ["inconclusive without the effect its n detects"]
+    untested = {**record, "status": "descriptive", "verdict": "not tested", "reason": "no unit"}
+    assert problems(untested) == [] and problems({**untested, "reason": None}) == ["not tested, without why"]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, pages, parameters, results, rules
+from . import charts, claims, pages, parameters, reproducibility, results, rules
 from .claims import judge, words
 from ..core import activations, models
 
@@ -49,6 +49,8 @@ class Chapter:
     judged: list[str] = field(default_factory=list)  # the other models judged with the ledger (judge_model)
     _not_measured: dict[str, str] = field(default_factory=dict, repr=False)  # model → why some claims are not
     _verdicts: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (claim, model) → Verdict
+    _decided: list[Any] | None = field(default=None, repr=False)  # every verdict, once finish() has decided them
+    _shown: list[tuple[str, Any]] = field(default_factory=list, repr=False)  # (display id, make) of verdict outputs
 
     @classmethod
     def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
@@ -183,10 +185,12 @@ class Chapter:
         return claims.load(self.slug)
 
     def verdict(self, claim_id: str, model: str | None = None) -> claims.Verdict:
-        """The verdict of one claim of the ledger on ``model`` (default: the main model), judged
-        once on the metrics recorded so far (bootstrap seeded by ``seed`` and the claim's id, so
-        the verdict is the one :meth:`finish` records)."""
+        """The verdict of one claim of the ledger on ``model`` (default: the main model): its test
+        and p on the metrics recorded so far (bootstrap seeded by ``seed`` and the claim's id), and,
+        once :meth:`finish` has adjusted the chapter's p-values, its outcome."""
         model = model or self.model.info.id
+        if self._decided is not None:
+            return next(v for v in self._decided if v.claim.id == claim_id and v.model == model)
         if (claim_id, model) not in self._verdicts:
             found = [c for c in self.ledger.claims if c.id == claim_id]
             if not found:
@@ -194,22 +198,36 @@ class Chapter:
             metrics = self.metrics if model == self.model.info.id else self.other_models[model]
             if model in self._not_measured:
                 metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
-            single = claims.Ledger(self.slug, found)
-            judged = claims.evaluate(single, metrics, model, seed=self.params.get("seed", 0))[0]
+            judged = claims.judge(found[0], metrics, model, seed=self.params.get("seed", 0))
             controlled = self.params.get("random_control", True)
             self._verdicts[claim_id, model] = judged if controlled else uncontrolled(judged)
         return self._verdicts[claim_id, model]
 
-    def report(self, *claim_ids: str):
-        """The claims ``claim_ids`` in words, on every model judged so far (:func:`words.report`):
-        a cell's output, right under the measurement that decides them."""
-        from IPython.display import Markdown
+    def report(self, *claim_ids: str) -> None:
+        """The claims ``claim_ids`` in words, on every model judged so far (:func:`words.report`): a
+        cell's output, right under the measurement that decides them. Their verdict words appear
+        once :meth:`finish` has adjusted the chapter's p-values (the output is updated in place)."""
+        self._show(lambda: words.report(self._chosen(claim_ids)))
 
-        found = [self.verdict(c, m) for c in claim_ids for m in self._models_of(c)]
-        return Markdown(words.report(found))
+    def show(self, render, *args: Any) -> None:
+        """``render(verdicts, *args)`` (Markdown) on every verdict of the ledger — each claim's metric
+        must be recorded by now — shown as :meth:`report` shows its claims and updated likewise."""
+        self._show(lambda: render(self.verdicts(), *args))
+
+    def _show(self, make) -> None:
+        from IPython.display import Markdown, display
+
+        display_id = f"verdicts-{len(self._shown)}"
+        self._shown.append((display_id, make))
+        display(Markdown(make()), display_id=display_id)
+
+    def _chosen(self, claim_ids) -> list[claims.Verdict]:
+        return [self.verdict(c, m) for c in claim_ids for m in self._models_of(c)]
 
     def verdicts(self) -> list[claims.Verdict]:
         """Every claim of the ledger on every model judged (the main model first)."""
+        if self._decided is not None:
+            return list(self._decided)
         return [self.verdict(c.id, m) for m in [self.model.info.id, *self.judged] for c in self.ledger.claims
                 if m in self._models_of(c.id)]
 
@@ -238,7 +256,7 @@ class Chapter:
         anchor ``claim-<id>``, the dashboard's link target), or None without verdicts."""
         from IPython.display import Markdown, update_display
 
-        found = self.verdicts() if verdicts else []
+        found = (self.verdicts() if self._decided is not None else self.decide()) if verdicts else []
         model = self.model.info.to_dict() if "model" in self.params else {}
         others = {m: {k: v for k, v in found.items() if k != "per_unit"} for m, found in self.other_models.items()}
         metrics = {**self.metrics, "other_models": others} if others else self.metrics
@@ -248,7 +266,20 @@ class Chapter:
         if not verdicts:
             return None
         update_display(Markdown(words.findings(found)), display_id=self.FINDINGS)
+        for display_id, make in self._shown:
+            update_display(Markdown(make()), display_id=display_id)
         return pages.claims_table(found)
+
+    def decide(self) -> list[claims.Verdict]:
+        """Every verdict, its p-values adjusted for the number of claims (:func:`claims.decide`),
+        fragile where a perturbed float path changed it (book.reproducibility). Every metric must
+        be recorded by now: :meth:`finish` calls it, unless a cell that needs the final verdicts
+        (a table of them) already did."""
+        found = self.verdicts()
+        flips = {(v.claim.id, v.model): f for v in found
+                 if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
+        self._decided = claims.decide(found, flips=flips)
+        return list(self._decided)
 
     def summary(self):
         """The chapter's summary in words (:func:`words.chapter_summary`): the tally, and every
@@ -296,13 +327,13 @@ NO_CONTROLS = "its null is the random-init controls, and this run made none (ran
 
 
 def uncontrolled(verdict: claims.Verdict) -> claims.Verdict:
-    """``verdict`` as a run without random-init controls gives it: a claim judged against a control null
-    is *descriptive* (:data:`NO_CONTROLS`), as with fewer than ``claims.nulls.MIN_SEEDS`` seeds, never
-    judged on its shape test alone; any other verdict as it is."""
+    """``verdict`` as a run without random-init controls gives it: a claim tested against a control
+    null is *not tested* (:data:`NO_CONTROLS`), as with too few seeds, never decided on its shape
+    test alone; any other verdict as it is."""
     if verdict.status is not None or (verdict.claim.null or {}).get("kind") != "control":
         return verdict
-    return replace(verdict, status=judge.DESCRIPTIVE, reason=NO_CONTROLS, raw=None, outcome=None, margin=None,
-                   deviation=None, fragile=None, sensitivity=None)
+    return replace(verdict, status=judge.DESCRIPTIVE, reason=NO_CONTROLS, null=None, p_holds=None, p_fails=None,
+                   outcome=None, se=None, mc_error=0.0)
 
 
 def seed_everything(seed: int) -> None:

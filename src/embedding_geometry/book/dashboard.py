@@ -1,8 +1,8 @@
 """The claims across the book: every verdict of every chapter's results JSON, counted honestly.
 
 Each row of :func:`claims_frame` is one claim judged on one model. The counts keep the book's
-two questions apart (:mod:`.claims.words`): whether a published claim's **shape transfers** to
-the models this build ran, and whether a published number was **reproduced** on the published
+two questions apart (:mod:`.claims.words`): whether a published claim **holds** on the models
+this build ran, and whether a published number was **reproduced** on the published
 model. Only a published claim at its home counts (``counted``): a claim another chapter
 re-judges (``home``), the book's own hypotheses and the checks of the pipeline are shown, never
 added to the published claims.
@@ -22,7 +22,7 @@ from .claims import words
 from .pages import DOWNLOADS, chapter_label, chapter_number, claim_href
 
 COLUMNS = ["chapter", "id", "kind", "home", "counted", "headline", "claim", "source", "published", "published model",
-           "model", "this run", "depth", "test", "result", "adjusted interval", "method", "null", "verdict", "raw",
+           "model", "this run", "depth", "test", "result", "p", "method", "null", "verdict",
            "fragile", "numeric", "sensitivity", "reason", "caveat"]
 
 
@@ -56,9 +56,9 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
             "published": words.number(published["value"]) if published else "—",
             "published model": published.get("model", ""), "model": record["model"], "this run": value,
             "depth": depth or "—", "test": words.test_text(record), "result": words.result_text(record),
-            "adjusted interval": words.interval_text(record, adjusted=True),
-            "method": record.get("interval_method") or "—", "null": words.null_text(record),
-            "verdict": words.verdict_of(record), "raw": record.get("raw") or "", "fragile": record.get("fragile") or "",
+            "p": words.p_text(record), "method": record.get("interval_method") or "—",
+            "null": words.null_text(record), "verdict": words.verdict_of(record),
+            "fragile": record.get("fragile") or "",
             "numeric": record.get("numeric_verdict") or "—", "sensitivity": words.sensitivity_text(record),
             "reason": record.get("reason") or "", "caveat": record.get("caveat") or ""}
 
@@ -73,12 +73,12 @@ def distinct_published(frame: pd.DataFrame) -> int:
 
 
 def model_counts(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per model, how many published claims at their home got each verdict word (the judged
-    words first); the column ``judged`` adds the three judged words."""
+    """Per model, how many published claims at their home got each verdict word; the column
+    ``tested`` adds the three words of a tested claim."""
     home = frame[(frame["kind"] == "published") & (frame["home"] == "")]
-    order = [w for w in [*words.COUNTED_ORDER, *words.STATUS_WORDS.values()] if w in set(home["verdict"])]
+    order = [w for w in words.VERDICTS if w in set(home["verdict"])]
     table = pd.crosstab(home["model"], home["verdict"]).reindex(columns=order, fill_value=0)
-    table.insert(0, "judged", table[[w for w in words.COUNTED_ORDER if w in table]].sum(axis=1))
+    table.insert(0, "tested", table[[w for w in words.VERDICTS[:3] if w in table]].sum(axis=1))
     table.index.name = "model"
     return table.reset_index()
 
@@ -95,17 +95,16 @@ def count_sentence(frame: pd.DataFrame) -> str:
     reproductions, and what is shown but not counted."""
     parts, unrun = [], []
     for row in model_counts(frame).to_dict("records"):
-        other = {word: row[word] for word in words.STATUS_WORDS.values() if row.get(word)}
-        if not row["judged"] and set(other) <= {words.STATUS_WORDS[words.NOT_MEASURED]}:
-            unrun.append((_short(row["model"]), sum(other.values())))
+        untested = row.get(words.NOT_TESTED, 0)
+        if not row["tested"]:
+            unrun.append((_short(row["model"]), untested))
             continue
-        judged = [f"{word} {row[word]}" for word in words.COUNTED_ORDER if word in row]
-        status = [f"{word} {n}" for word, n in other.items()]
-        parts.append(f"on **{_short(row['model'])}**: {', '.join(judged)}"
-                     + (f" (not judged: {', '.join(status)})" if status else ""))
+        tested = [f"{word} {row[word]}" for word in words.VERDICTS[:3] if word in row]
+        parts.append(f"on **{_short(row['model'])}**: {', '.join(tested)}"
+                     + (f" (not tested: {untested})" if untested else ""))
     if unrun:
         named = ", ".join(f"{model} ({n} {'claim' if n == 1 else 'claims'})" for model, n in unrun)
-        parts.append(f"not measured, since this build did not run them: {named}")
+        parts.append(f"not tested on models this build did not run: {named}")
     reproduced, numeric = numeric_counts(frame)
     numeric_text = (f"numeric reproduction: {reproduced} of {numeric}, where this build ran the published model"
                     if numeric else "numeric reproduction: none, since this build ran none of the published models")
@@ -135,7 +134,7 @@ class ClaimsDashboard:
     """The dashboard as HTML: filters (chapter, model, kind, verdict; ``_static/book.js`` hides
     the other rows), then a sortable table — chapter · claim · model · test and result ·
     sensitivity · verdict. The claim links to its row in its home chapter's claims table and
-    folds its test with how its bound was set, published value, null, adjusted interval, method,
+    folds its test with how its bound was set, published value, null, p, test method,
     source and id under it."""
 
     def __init__(self, frame: pd.DataFrame):
@@ -168,13 +167,11 @@ class ClaimsDashboard:
     def _row(self, r: dict[str, Any]) -> str:
         link = _e(claim_href(r["home"] or r["chapter"], r["id"]))
         details = "".join(f"<dt>{k}</dt><dd>{maths.html(r[k])}</dd>" for k in
-                          ("test", "published", "published model", "null", "adjusted interval", "method", "numeric",
+                          ("test", "published", "published model", "null", "p", "method", "numeric",
                            "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
         claim = (f'<a href="{link}">{maths.html(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl>'
                  f"</details>")
         verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
-        if r["raw"] and r["verdict"] in words.JUDGED_WORDS and words.WORDS[r["kind"]][r["raw"]] != r["verdict"]:
-            verdict += f"<small>unadjusted: {_e(words.WORDS[r['kind']][r['raw']])}</small>"
         if r["fragile"]:
             verdict += f"<small>fragile: {_e(r['fragile'])}</small>"
         if r["reason"]:

@@ -10,21 +10,19 @@ claims table does. The *roster* (:func:`roster`) gives each model its role: ``tr
 difference trained − control, resampled unit by unit and seed by seed); a control's claim on its
 own bound.
 
-**Reading a row** (:func:`reading`): explicit rules on effect sizes, the first that applies:
+**Reading a row** (:func:`reading`): one truth table over the verdicts, the first row that applies:
 
 ================  ===========================================================================
-``training``      on every trained model, trained − control lies beyond the controls' seed
-                  distribution: the adjusted interval of the difference excludes 0 in the
-                  claim's direction
-``architecture``  every random-init control shows the shape beyond its bound (its own
-                  verdict holds): an untrained copy has it
-``model``         the trained models' adjusted intervals of the statistic exclude each other:
-                  the finding's size depends on the model
-``undecided``     anything else
+``training``      every trained model's claim holds (beyond its controls, where it has a
+                  control null) and no random-init control's does: training makes it
+``architecture``  every trained model's claim holds and so does every control's: an untrained
+                  copy shows it too
+``model``         one trained model's claim holds and another's does not hold
+``undecided``     anything else (a claim that holds on no trained model is read here)
 ================  ===========================================================================
 
-Each reading reports its effect sizes: Δ = trained − control with its interval, and Δ in units
-of the controls' seed-to-seed standard deviation where there are at least two seeds.
+Each reading reports the difference trained − control with its 95 % interval where a trained
+model was tested against its controls.
 
 A ledger that re-judges other chapters' claims lists those it leaves out, with why
 (``left_out``); :func:`left_out_table` shows them on its page.
@@ -41,15 +39,15 @@ import pandas as pd
 from ..core.models import ModelInfo
 from . import claims
 from .claims import words
-from .claims.shape_tests import HOLDS
+from .claims.judge import FAILS, HOLDS
 from .pages import Folded, HtmlTable, chapter_label, claim_href
 
 TRAINED, CONTROL = "trained", "control"
 READINGS = {
-    "training": ("follows training",
-                 "on every trained model, trained − control lies beyond the controls' seeds ({effects})"),
-    "architecture": ("follows the architecture", "every random-init control shows the shape ({controls})"),
-    "model": ("depends on the model", "the trained models' intervals exclude each other ({intervals})"),
+    "training": ("follows training", "it holds on every trained model and on no random-init control ({effects})"),
+    "architecture": ("follows the architecture",
+                     "it holds on every trained model and on every random-init control ({controls})"),
+    "model": ("depends on the model", "it holds on one trained model and does not hold on another ({intervals})"),
     "undecided": ("undecided", "{why}"),
 }
 """Each reading's title and the sentence that explains it (module docstring)."""
@@ -107,10 +105,10 @@ def without_controls(ledger: claims.Ledger, verdicts: Mapping[str, list[dict]],
 
 
 def judged_interval(record: Mapping[str, Any], named: bool = True) -> str:
-    """The adjusted interval the verdict rests on ("peak margin [0.01, 0.03]"; without ``named``,
-    three significant digits and no name); "" when there is none."""
+    """The 95 % interval beside the verdict ("peak margin [0.01, 0.03]"; without ``named``, three
+    significant digits and no name); "" when there is none."""
     stat = record.get("statistic") or {}
-    interval = stat.get("adjusted")
+    interval = stat.get("interval")
     if not interval:
         return ""
     if not named:
@@ -119,13 +117,13 @@ def judged_interval(record: Mapping[str, Any], named: bool = True) -> str:
 
 
 def cell(record: Mapping[str, Any]) -> str:
-    """The verdict and the interval it rests on, "shape transfers (peak margin [0.01, 0.03])"."""
+    """The verdict and its interval, "holds (peak margin [0.01, 0.03])"."""
     interval = judged_interval(record)
     return f"{words.verdict_of(record)} ({interval})" if interval else words.verdict_of(record)
 
 
 def table_cell(record: Mapping[str, Any]) -> str:
-    """A model's cell of the table: the verdict, and on a line of its own the adjusted interval."""
+    """A model's cell of the table: the verdict, and on a line of its own the 95 % interval."""
     return f"{words.verdict_of(record)}\n{judged_interval(record, named=False)}".rstrip()
 
 
@@ -138,35 +136,29 @@ def _by_claim(verdicts: Mapping[str, list[dict]]) -> dict[str, dict[str, dict]]:
     return found
 
 
-def _direction(record: Mapping[str, Any]) -> int:
-    """+1 when the claim is that its statistic is large (above, series tests), −1 for below."""
-    return -1 if (record.get("shape") or {}).get("test") == "below" else 1
-
-
-def beyond_control(record: Mapping[str, Any]) -> bool:
-    """Whether trained − control excludes 0 in the claim's direction at the adjusted level."""
-    difference = (record.get("null") or {}).get("adjusted_difference")
-    if (record.get("null") or {}).get("kind") != "control" or not difference:
-        return False
-    return difference[0] > 0 if _direction(record) > 0 else difference[1] < 0
-
-
 def effect(record: Mapping[str, Any]) -> str:
-    """"Δ 0.31 [0.25, 0.37], 4.2 seed SDs" for a trained model judged against its controls."""
+    """"Δ 0.31 [0.25, 0.37]": trained − control and its 95 % interval, for a trained model tested
+    against its controls."""
     null = record.get("null") or {}
     if null.get("difference_value") is None:
         return "no control"
-    lo, hi = null["adjusted_difference"]
-    text = f"Δ {words.number(null['difference_value'])} [{words.number(lo)}, {words.number(hi)}]"
-    return text + (f", {words.number(null['effect_size'])} seed SDs" if null.get("effect_size") is not None else "")
+    text = f"Δ {words.number(null['difference_value'])}"
+    return text + (f" [{words.number(null['difference'][0])}, {words.number(null['difference'][1])}]"
+                   if null.get("difference") else "")
 
 
-def _disjoint(records: list[Mapping[str, Any]]) -> bool:
-    intervals = [(r.get("statistic") or {}).get("adjusted") for r in records]
-    if len(intervals) < 2 or not all(intervals):
-        return False
-    ordered = sorted(intervals)
-    return all(a[1] < b[0] for a, b in zip(ordered, ordered[1:]))
+def truth(trained: Iterable[str], controls: Iterable[str]) -> str:
+    """The reading of one claim from its verdict words on the trained models and on the controls
+    (module docstring)."""
+    trained, controls = list(trained), list(controls)
+    if trained and all(w == HOLDS for w in trained):
+        if controls and not any(w == HOLDS for w in controls):
+            return "training"
+        if controls and all(w == HOLDS for w in controls):
+            return "architecture"
+    if HOLDS in trained and FAILS in trained:
+        return "model"
+    return "undecided"
 
 
 def reading(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
@@ -175,19 +167,11 @@ def reading(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[s
     labels = {m: models[m]["label"] for m in row}
     trained = {m: r for m, r in row.items() if models[m]["kind"] == TRAINED}
     controls = {m: r for m, r in row.items() if models[m]["kind"] == CONTROL}
+    kind = truth([words.verdict_of(r) for r in trained.values()], [words.verdict_of(r) for r in controls.values()])
     effects = "; ".join(f"{labels[m]}: {effect(r)}" for m, r in trained.items())
-    if trained and all(beyond_control(r) for r in trained.values()):
-        kind = "training"
-    elif controls and all(r.get("outcome") == HOLDS for r in controls.values()):
-        kind = "architecture"
-    elif _disjoint(list(trained.values())):
-        kind = "model"
-    else:
-        kind = "undecided"
     title, text = READINGS[kind]
-    why = (f"trained − control: {effects or 'no trained model'}; controls: "
-           + ("; ".join(f"{labels[m]} {words.verdict_of(r)}" for m, r in controls.items()) or "none run"))
-    intervals = "; ".join(f"{labels[m]} {judged_interval(r)}" for m, r in trained.items())
+    why = ("; ".join(f"{labels[m]} {cell(r)}" for m, r in {**trained, **controls}.items()) or "no model run")
+    intervals = "; ".join(f"{labels[m]} {cell(r)}" for m, r in trained.items())
     controls_text = "; ".join(f"{labels[m]} {cell(r)}" for m, r in controls.items())
     return kind, f"{title}: {text.format(effects=effects, controls=controls_text, intervals=intervals, why=why)}"
 
@@ -210,7 +194,7 @@ class VerdictTable(HtmlTable):
     classes = "eg-table eg-verdicts"
 
     def _repr_html_(self) -> str:
-        pattern = "|".join(re.escape(w) for w in [*words.JUDGED_WORDS, *words.STATUS_WORDS.values()])
+        pattern = "|".join(re.escape(w) for w in words.VERDICTS)
         return re.sub(rf'(<td data-label="(?!reading")[^"]*")>({pattern})', r'\1 data-verdict="\2">\2',
                       super()._repr_html_())
 
@@ -268,8 +252,8 @@ def _cells(row: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[st
 
 def tally(records: Mapping[str, Mapping[str, Any]], models: Mapping[str, Mapping[str, Any]], named: int = 3) -> str:
     """The verdicts of ``records`` (model → record) counted: the verdict and "3 of 3" when they
-    agree; else one a line, most common first, "9 of 12: shape transfers", then "2: does not
-    transfer (a, b)", naming the models of every verdict but the most common (the first
+    agree; else one a line, most common first, "9 of 12: holds", then "2: does not
+    hold (a, b)", naming the models of every verdict but the most common (the first
     ``named``, then how many more; a label that several seeds share once, with ×k)."""
     by_word: dict[str, list[str]] = {}
     for model, record in records.items():

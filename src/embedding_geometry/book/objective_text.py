@@ -116,7 +116,7 @@ def flag(verdicts: Iterable[claims.Verdict]) -> str:
         return ""
     record = found[0]
     word = words.verdict_of(record)
-    if word in ("passes", "not measured"):
+    if word in (words.HOLDS, words.NOT_TESTED):
         return ""
     return (f"**Flagged:** the check that the two fine-tuned copies retrieve equally well did not pass (its verdict: "
             f"{word}; {words.result_text(record)}), so their difference in geometry may be a difference in how well "

@@ -39,12 +39,10 @@ power of ten (:func:`round_up`), and never below the family's floor (:data:`FLOO
 live in ``data/float_paths.json`` (:data:`FIGURES`); the golden test and the claims engine read
 them (:func:`tolerances`).
 
-**Fragile verdicts.** A verdict rests on an interval and a threshold; its *margin* is how far
-the interval would have to move to change the verdict (:func:`embedding_geometry.book.claims.shape_tests.margin`).
-A claim is *fragile* when its margin is smaller than the float deviation its statistic may
-take on another machine (:func:`claim_deviation`), or when a perturbed build gave it another
-verdict (recorded in the figures). A fragile claim's verdict is shown as such: float noise
-could flip it.
+**Fragile verdicts.** A verdict is *fragile* when a perturbed build gave it another verdict
+(recorded in the figures, :func:`flipped`) or when its own p lies within twice its Monte Carlo
+error of the threshold (:func:`embedding_geometry.book.claims.judge.decide`): float noise or the
+resamples could flip it. No blanket ε decides it.
 """
 
 from __future__ import annotations
@@ -59,7 +57,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 FIGURES = Path(str(resources.files("embedding_geometry") / "data" / "float_paths.json"))
 """The measured figures (written by ``make tolerances``, read by the golden test and the build)."""
@@ -305,30 +302,6 @@ def flipped(chapter: str, claim: str, model: str, path: Path | None = None) -> l
     key = f"{claim}@{model}"
     return [name for name, flips in found.get("verdict_changes", {}).items()
             if any(f["chapter"] == chapter and f["claim"] == key for f in flips)]
-
-
-def claim_deviation(chapter: str, metric: str, raw: Any, record: Mapping[str, Any], path: Path | None = None) -> float:
-    """δ, the float deviation a claim's statistic may take on another machine: for the float
-    family 2 · ε_float · S, with S the largest |x| among the claim's metric, its value and its
-    interval's ends (a statistic is at most a difference of two such numbers, each off by
-    ε_float · S), and the same with ε_trained for the trained family; for shares ε_share; for
-    counts ε_count · N (N the metric's total)."""
-    tol = tolerances(path)
-    try:
-        numbers = [float(x) for x in np.ravel(np.asarray(raw, dtype=float))]
-    except (TypeError, ValueError):
-        return 0.0
-    integral = all(float(x).is_integer() for x in numbers) and np.asarray(raw).dtype.kind in "iu"
-    name = family(chapter, metric, 0 if integral else 0.0)
-    if name == "share":
-        return tol["share"]
-    if name == "count":
-        return tol["count"] * max(sum(abs(x) for x in numbers), 1.0)
-    if name not in ("float", "trained"):
-        return 0.0
-    ends = [x for x in [record.get("measured"), *(record.get("interval") or []),
-                        *((record.get("statistic") or {}).get("interval") or [])] if _number(x)]
-    return 2 * tol[name] * max([abs(x) for x in numbers + ends], default=0.0)
 
 
 def machine() -> str:

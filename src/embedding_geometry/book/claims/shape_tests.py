@@ -1,4 +1,4 @@
-"""Shape tests, the model-agnostic form of a claim, and how an interval is judged by one.
+"""Shape tests: the model-agnostic form of a claim, and the statistic each one tests.
 
 **Scalar tests** see the claim's reduced value v:
 
@@ -18,28 +18,12 @@ uncertainty of *where* as well as of *how much*:
   out of it;
 * ``rises``: s = x_L − x_0;  ``falls``: s = x_0 − x_L.
 
-**The location test** (``location {window: [a, b], at: max | min}``; the judge adds ``L``) sees where the series
-peaks (or bottoms out), on relative depth r = l / L, found again in each resample. A depth is
-known only to the resolution of one depth, so depth l stands for the cell
-[r − 1/2L, r + 1/2L], and the interval of the location is the cells from the lowest to the
-highest depth of the central resamples: never of zero width. It holds when every depth of that
-interval has its cell meet the window, does not hold when none does, and is inconclusive
-otherwise.
+**The location test** (``location {window: [a, b], at: max | min}``) sees where the series peaks
+(or bottoms out), on relative depth r = l / L, found again in each resample. It holds when the
+re-found peak lies inside the window the claim states — exactly that window, no padding — on
+all but a share of the resamples small enough to decide (claims.pvalues).
 
-**Judging an interval** [lo, hi] (of v or s) against the test's threshold t:
-
-* ``holds`` when the interval clears t (lo > t for above and series tests, hi < t for below);
-* ``does not hold`` when it lies entirely on the wrong side (hi ≤ t; lo ≥ t);
-* ``inconclusive`` when it straddles t.
-
-``between`` holds when [lo, hi] ⊂ [low, high], and does not hold when the two are disjoint.
-A null is judged separately (book/claims/judge.py): the claim's statistic minus the null's,
-which must clear 0.
-
-**The margin** of a verdict is how far the interval would have to move for the verdict to
-change: the smallest distance between an end of [lo, hi] and a threshold the verdict depends on,
-min |e − t| over e ∈ {lo, hi}. A verdict whose margin is smaller than the float noise of its
-statistic is *fragile* (:mod:`embedding_geometry.book.reproducibility`).
+How a statistic is tested against its threshold is claims.pvalues' and claims.judge's.
 """
 
 from __future__ import annotations
@@ -48,10 +32,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-
-HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
-OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
-
 
 def _peak_margin(x: np.ndarray) -> np.ndarray:
     return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
@@ -99,46 +79,6 @@ def location(series: Any, at: str = "max", blocks: bool = False) -> np.ndarray:
     index = np.argmax(x, axis=-1) if at == "max" else np.argmin(x, axis=-1)
     L = x.shape[-1] if blocks else x.shape[-1] - 1
     return (index + blocks) / L
-
-
-def location_interval(draws: np.ndarray, L: int, level: float) -> tuple[float, float]:
-    """The cells [r_lo − 1/2L, r_hi + 1/2L] of the central ``level`` of the location draws."""
-    tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(draws, [tail, 100 - tail], method="inverted_cdf")
-    return float(lo) - 0.5 / L, float(hi) + 0.5 / L
-
-
-def judge(test: str, args: Mapping[str, Any], interval: tuple[float, float]) -> str:
-    """holds / does not hold / inconclusive for ``interval`` (see the module docstring)."""
-    lo, hi = interval
-    if test == LOCATION:  # [lo, hi] are padded cells: depth r_lo = lo + c … r_hi = hi − c, c = 1/2L
-        (a, b), c = args["window"], 0.5 / float(args["L"])
-        if hi <= a or lo >= b:
-            return FAILS
-        return HOLDS if lo + 2 * c > a and hi - 2 * c < b else INCONCLUSIVE
-    if test == "between":
-        low, high = float(args["low"]), float(args["high"])
-        if hi < low or lo > high:
-            return FAILS
-        return HOLDS if low <= lo and hi <= high else INCONCLUSIVE
-    bound = float(args.get("bound", 0.0))
-    if test == "below":
-        return HOLDS if hi < bound else FAILS if lo >= bound else INCONCLUSIVE
-    return HOLDS if lo > bound else FAILS if hi <= bound else INCONCLUSIVE
-
-
-def thresholds(test: str, args: Mapping[str, Any]) -> list[float]:
-    """The thresholds a verdict of ``test`` depends on."""
-    if test == LOCATION:
-        return [float(x) for x in args["window"]]
-    if test == "between":
-        return [float(args["low"]), float(args["high"])]
-    return [float(args.get("bound", 0.0))]
-
-
-def margin(test: str, args: Mapping[str, Any], interval: tuple[float, float]) -> float:
-    """min |e − t| over the interval's ends e and the thresholds t (module docstring)."""
-    return min(abs(end - t) for end in interval for t in thresholds(test, args))
 
 
 def threshold_text(test: str, args: Mapping[str, Any]) -> str:

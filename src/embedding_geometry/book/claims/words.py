@@ -1,10 +1,10 @@
-"""The words a verdict is shown with, each defined once: the rules table of verdict words, table
-cells, one sentence per claim, the "What this run found" box, the summary and the legend.
+"""The words a verdict is shown with, each defined once: the verdict words, table cells, one
+sentence per claim, the "What this run found" box, the summary and the legend.
 
-Two questions, two words. **Shape transfers** asks whether this run's model shows the shape a
-published claim states (any model); **reproduced** asks whether it gives the published number,
-on the published model (:data:`NUMERIC`). A claim's verdict word comes from its kind and its
-outcome (:data:`WORDS`), or from why it was not judged (:data:`STATUS_WORDS`).
+Two questions, two sets of words. A claim's **verdict** — *holds*, *does not hold*, *inconclusive*
+or *not tested* — asks whether this run's model shows what the claim states (any model); the
+**numeric** verdict — *reproduced* or *not reproduced* — whether it gives the published number, on
+the published model (:data:`NUMERIC`). Six words in all.
 
 Everything here reads claim **records** — the dicts of ``claims.records`` that the results JSON
 stores — so a chapter page, the dashboard and a test of an executed chapter all write the same
@@ -18,51 +18,35 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import maths
-from .judge import BY_CONSTRUCTION, CENSUS, DESCRIPTIVE, NOT_MEASURED
-from .shape_tests import FAILS, HOLDS, INCONCLUSIVE
+from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
 
-WORDS: dict[str, dict[str, str]] = {
-    "published": {HOLDS: "shape transfers", FAILS: "does not transfer", INCONCLUSIVE: "inconclusive"},
-    "hypothesis": {HOLDS: "supported", FAILS: "not supported", INCONCLUSIVE: "inconclusive"},
-    "pipeline": {HOLDS: "passes", FAILS: "fails", INCONCLUSIVE: "inconclusive"},
-}
-"""The rules table: a judged claim's verdict word by its kind and its (adjusted) outcome."""
-
-STATUS_WORDS = {DESCRIPTIVE: "descriptive", CENSUS: "census", NOT_MEASURED: "not measured",
-                BY_CONSTRUCTION: "by construction"}
-"""The word of a claim that got no judged verdict, by why."""
+NOT_TESTED = "not tested"
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_TESTED)
+"""The four verdict words, in the order tallies list them."""
+PENDING = "decided when the chapter's last cell has run"
+"""What a claim shows between its measurement and the chapter's adjustment (:func:`.judge.decide`)."""
 
 NUMERIC = {"reproduced": "this run's value is within the ledger's tolerance of the published one, on the "
                          "published model",
            "not reproduced": "it is not, on the published model"}
 
 MEANINGS = {
-    "shape transfers": "a published claim's shape holds on this run's model: its interval, at the level adjusted "
-                       "for the number of published claims, clears the test's bound and, where there is one, the "
-                       "null (the difference from a random-init control, a permutation distribution or chance "
-                       "clears 0)",
-    "does not transfer": "the adjusted interval lies entirely on the wrong side of the bound, or the difference "
-                         "from the null does",
-    "inconclusive": "the adjusted interval straddles the bound or the null: this run cannot tell",
-    "supported": "the book's own hypothesis holds, judged as a published claim is",
-    "not supported": "the book's own hypothesis does not hold",
-    "passes": "a check of the pipeline holds (the book's numbers mean what they say)",
-    "fails": "a check of the pipeline does not hold",
-    "descriptive": "shown with no verdict: the claim has no model-agnostic form, declares no sampling unit, has "
-                   "fewer than 5 units, too few for an interval, or a null of fewer than 3 random-init control "
-                   "seeds, too few for a distribution",
-    "census": "every unit gives the same value, so the interval has zero width: a count of the units, not an "
-              "estimate with noise, and not counted as a verdict",
-    "not measured": "the metric was not computed on this run; the reason is given with the claim",
-    "by construction": "true on every model because of how the metric is built; shown, not counted",
-    "fragile": "float noise could flip the verdict: its margin is within the deviation another machine may give "
-               "its statistic, or a perturbed float path changed it",
+    HOLDS: "the test the claim's design calls for decides it: its p, adjusted for the number of claims, is at most "
+           "0.05, and the statistic lies on the claim's side of its bound (and of its null, where it has one)",
+    FAILS: "the adjusted p is at most 0.05 and the statistic lies on the other side",
+    INCONCLUSIVE: "the adjusted p is above 0.05: this run cannot tell; the verdict says which effect its n would "
+                  "detect with 80 % power",
+    NOT_TESTED: "shown without a verdict, with the reason: the claim has no model-agnostic form (descriptive), holds "
+                "on every model by construction, was not measured on this run, has fewer than 5 units, or has too "
+                "few random-init control seeds for a null",
+    "fragile": "a perturbed float path changed the verdict, or its p lies within twice its Monte Carlo error of the "
+               "threshold",
     **NUMERIC,
 }
-"""Every word once, with what it means (the legend)."""
+"""Every word once, with what it means (the legend and the glossary)."""
 
-JUDGED_WORDS = tuple(dict.fromkeys(w for words in WORDS.values() for w in words.values()))
-COUNTED_ORDER = ("shape transfers", "does not transfer", "inconclusive")
+BADGES = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_TESTED: "other"}
+"""The badge class of each verdict word: _static/book.css gives each its colour."""
 
 
 def number(x: Any) -> str:
@@ -81,10 +65,10 @@ def _records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
 
 
 def verdict_word(record: Mapping[str, Any]) -> str:
-    """The record's verdict word (:data:`WORDS`, :data:`STATUS_WORDS`)."""
+    """The record's verdict word (:data:`VERDICTS`), or :data:`PENDING` before its chapter decides."""
     if record.get("status"):
-        return STATUS_WORDS[record["status"]]
-    return WORDS[record.get("kind") or "published"][record["outcome"]]
+        return NOT_TESTED
+    return record.get("outcome") or PENDING
 
 
 def verdict_of(record: Mapping[str, Any]) -> str:
@@ -94,18 +78,27 @@ def verdict_of(record: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- table cells
 
-def interval_text(record: Mapping[str, Any], adjusted: bool = False) -> str:
-    """"[0.51, 0.6] over 24 sentences (percentile)", or "—"."""
-    interval = record.get("adjusted_interval" if adjusted else "interval")
+def interval_text(record: Mapping[str, Any]) -> str:
+    """"[0.51, 0.6] over 24 sentences", or "—"."""
+    interval = record.get("interval")
     if not interval:
         return "—"
-    text = f"[{number(interval[0])}, {number(interval[1])}]"
-    return text if adjusted else f"{text} over {record['n_units']} {record['unit']} ({record['interval_method']})"
+    return f"[{number(interval[0])}, {number(interval[1])}] over {record['n_units']} {record['unit']}"
+
+
+def p_text(record: Mapping[str, Any]) -> str:
+    """"p = 0.0012 (sign-flip (exact)), adjusted 0.021", or "—"."""
+    if record.get("p") is None:
+        return "—"
+    text = f"p = {number(record['p'])} ({record['interval_method']})"
+    if record.get("p_adjusted") is not None:
+        text += f", adjusted {number(record['p_adjusted'])}"
+    return text
 
 
 def null_text(record: Mapping[str, Any]) -> str:
-    """"0.12 (random-init control, 3 seeds); difference [0.2, 0.3]"; for a claim the ledger says
-    has none, "none: <why>"; else "—"."""
+    """"0.12 (random-init control, 3 seeds, unit by unit); difference [0.2, 0.3]"; for a claim the
+    ledger says has none, "none: <why>"; else "—"."""
     null = record.get("null")
     if not null:
         return f"none: {record['no_null']}" if record.get("no_null") else "—"
@@ -141,7 +134,7 @@ def run_text(record: Mapping[str, Any]) -> str:
 
 def result_text(record: Mapping[str, Any]) -> str:
     """The test and its result inline: "last − first > 0: 0.34 [0.32, 0.36]"; for a value test
-    the value and its interval ("> 0.45: 0.39 [0.37, 0.41]")."""
+    the value and its 95 % interval ("> 0.45: 0.39 [0.37, 0.41]")."""
     stat = record.get("statistic")
     if not stat or not record.get("test"):
         return run_text(record)
@@ -150,30 +143,33 @@ def result_text(record: Mapping[str, Any]) -> str:
 
 
 def sensitivity_text(record: Mapping[str, Any]) -> str:
-    """At which bound the verdict would change, for a bound the ledger derived or typed; "—"."""
+    """For a bound the ledger derived from the published value, the fractions f whose bound the
+    95 % interval clears or lies past; "—"."""
     found = record.get("sensitivity")
     if not found:
         return "—"
-    if found["bound"] == "fraction":
-        holds, fails = found["holds_below"], found["fails_from"]
-        holds = "holds for every f" if holds is None else f"holds for f < {number(holds)}"
-        fails = "fails for no f" if fails is None else f"does not hold for f ≥ {number(fails)}"
-        return f"f = {number(found['fraction'])}; {holds}, {fails}"
-    side, holds = found["holds_if_bound"]
-    return f"typed bound {number(found['value'])}; holds for a bound {side} {number(holds)}"
+    holds, fails = found["holds_below"], found["fails_from"]
+    holds = "clears the bound for every f" if holds is None else f"clears the bound for f < {number(holds)}"
+    fails = "lies past it for no f" if fails is None else f"lies past it for f ≥ {number(fails)}"
+    return f"f = {number(found['fraction'])}; the interval {holds}, {fails}"
+
+
+def why_undecided(record: Mapping[str, Any]) -> str | None:
+    """For an inconclusive verdict, what its n could have detected."""
+    if verdict_of(record) != INCONCLUSIVE or record.get("detectable") is None:
+        return None
+    return (f"too few {record['unit']} to tell: {record['n_units']} detect a difference of "
+            f"{number(record['detectable'])} from the bound with 80 % power")
 
 
 def verdict_cell(record: Mapping[str, Any]) -> str:
-    """The verdict word, the unadjusted result where it differs, its reason, and "fragile"."""
+    """The verdict word, why a claim is undecided or not tested, and "fragile"."""
     word = verdict_of(record)
-    parts = [word]
-    if record.get("raw") and record.get("outcome") and record["raw"] != record["outcome"]:
-        parts.append(f"(unadjusted: {WORDS[record.get('kind') or 'published'][record['raw']]})")
-    text = " ".join(parts)
-    if record.get("reason") and word != "descriptive":
-        text += f": {record['reason']}"
-    elif record.get("reason"):
-        text += f" ({record['reason']})"
+    text = word
+    if word == NOT_TESTED and record.get("reason"):
+        text += f" ({record.get('status')}: {record['reason']})"
+    elif undecided := why_undecided(record):
+        text += f": {undecided}"
     return text + (f" — fragile: {record['fragile']}" if record.get("fragile") else "")
 
 
@@ -186,8 +182,8 @@ def row(record: Mapping[str, Any]) -> dict[str, str]:
         "this run (model)": f"{run_text(record)} ({record['model']})",
         "verdict": verdict_cell(record),
         "test (its bound)": test_text(record),
-        "test: result [95 % interval]": result_text(record),
-        "adjusted interval": interval_text(record, adjusted=True),
+        "result [95 % interval]": result_text(record),
+        "p (test), adjusted": p_text(record),
         "null": null_text(record),
         "numeric": record.get("numeric_verdict") or "—",
         "sensitivity": sensitivity_text(record),
@@ -210,33 +206,34 @@ def _lowered(text: str) -> str:
 
 
 def plain_sentence(record: Mapping[str, Any]) -> str:
-    """The claim's finding in plain words, no numbers: "On all-MiniLM-L6-v2 the shape transfers:
-    within-sentence similarity is higher at the final depth than at depth 0."."""
+    """The claim's finding in plain words, no numbers: "On all-MiniLM-L6-v2, within-sentence
+    similarity is higher at the final depth than at depth 0."."""
     record = _records([record])[0]
     word, subject = verdict_of(record), _subject(record)
     model = record["model"].rsplit("/", 1)[-1]
     claim = _lowered(subject)
-    if word in ("shape transfers", "supported", "passes"):
+    if word == HOLDS:
         return f"On {model}, {claim}."
-    if word in ("does not transfer", "not supported", "fails"):
-        return f"On {model}, it is not so that {claim}."
-    if word == "inconclusive":
+    if word == FAILS:
+        return f"On {model} the data say otherwise: the claim that {claim} does not hold."
+    if word == INCONCLUSIVE:
         return f"On {model}, this run cannot tell whether {claim}."
-    if word == "not measured":
+    if word == PENDING:
+        return f"On {model}: {claim} ({PENDING})."
+    if record.get("status") == NOT_MEASURED:
         return f"{subject}: not measured on {model} ({record.get('reason')})."
-    return f"{subject}: shown on {model}, not judged ({word})."
+    return f"{subject}: shown on {model}, not tested ({record.get('status')})."
 
 
 def sentence(record: Mapping[str, Any]) -> str:
-    """One sentence stating a claim's verdict with its test, number and intervals."""
+    """One sentence stating a claim's verdict with its test, number, interval and p."""
     record = _records([record])[0]
-    word, subject = verdict_of(record), _subject(record)
+    subject = _subject(record)
     if record.get("status") == NOT_MEASURED:
         return f"{subject} — not measured: {record.get('reason') or 'the metric is None on this run'}."
-    if record.get("status") in (DESCRIPTIVE, BY_CONSTRUCTION, CENSUS):
-        reason = f" ({record['reason']})" if record.get("reason") else ""
-        return f"{subject} — {word}{reason}: {run_text(record)} on {record['model']}."
-    parts = [result_text(record), f"adjusted interval {interval_text(record, adjusted=True)}"]
+    if record.get("status"):
+        return f"{subject} — {verdict_cell(record)}: {run_text(record)} on {record['model']}."
+    parts = [result_text(record), p_text(record)]
     if record.get("null") or record.get("no_null"):
         parts.append(f"null: {null_text(record)}")
     fragile = f" Fragile: {record['fragile']}." if record.get("fragile") else ""
@@ -246,23 +243,21 @@ def sentence(record: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- box, summary, legend
 
-BADGES = {"shape transfers": "transfers", "supported": "transfers", "passes": "transfers",
-          "does not transfer": "fails", "not supported": "fails", "fails": "fails"}
-"""The badge class of each judged word (the others are grey): _static/book.css colours them."""
-
-
 def badge(record: Mapping[str, Any]) -> str:
-    """The verdict word as a coloured badge (HTML)."""
+    """The verdict word as a coloured badge (HTML), with its meaning as a tooltip and a link to
+    the glossary."""
     word = verdict_of(record)
     kind = BADGES.get(word, "other")
+    title = html.escape(MEANINGS.get(word, word), quote=True)
     fragile = ' <span class="eg-badge eg-badge-fragile">fragile</span>' if record.get("fragile") else ""
-    return f'<span class="eg-badge eg-badge-{kind}">{html.escape(word)}</span>{fragile}'
+    return (f'<a class="eg-badge eg-badge-{kind}" title="{title}" href="../glossary.html#term-{kind}">'
+            f"{html.escape(word)}</a>{fragile}")
 
 
 def differences(items: Iterable[Any]) -> list[str]:
     """For every claim whose verdict differs between the models it was judged on, one sentence
-    (Markdown) that says so: "`within-dip`: shape transfers on all-mpnet-base-v2 but does not
-    transfer on all-MiniLM-L6-v2."."""
+    (Markdown) that says so: "`within-dip`: holds on all-mpnet-base-v2 but does not hold on
+    all-MiniLM-L6-v2."."""
     by_claim: dict[str, dict[str, list[str]]] = {}
     for r in _records(items):
         by_claim.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(r["model"].rsplit("/", 1)[-1])
@@ -276,19 +271,20 @@ def differences(items: Iterable[Any]) -> list[str]:
 
 def report(items: Iterable[Any]) -> str:
     """Claims in words for a chapter's text (Markdown with HTML badges): per claim and model, its
-    badge, its shape in plain words, the test with its result and adjusted interval, and the
-    published value where there is one; then, where the models' verdicts differ, the sentence
-    that says so (:func:`differences`)."""
+    badge, its shape in plain words, the test with its result, p and the published value; then,
+    where the models' verdicts differ, the sentence that says so (:func:`differences`)."""
     lines, found = [], _records(items)
     for r in found:
         numbers = [result_text(r)]
-        if r.get("adjusted_interval"):
-            numbers.append(f"adjusted {interval_text(r, adjusted=True)}")
+        if r.get("p") is not None:
+            numbers.append(p_text(r))
         if r.get("null") and r["null"].get("value") is not None:
             numbers.append(f"null: {null_text(r)}")
         if r.get("published"):
             numbers.append(f"published {number(r['published']['value'])} on "
                            f"{r['published']['model'].rsplit('/', 1)[-1]}")
+        if undecided := why_undecided(r):
+            numbers.append(undecided)
         lines.append(f"- {badge(r)} {maths.markdown(plain_sentence(r))} "
                      f"<small>({html.escape('; '.join(numbers))})</small>")
     lines += [f"\n**The models differ.** {sentence}" for sentence in differences(found)]
@@ -302,8 +298,8 @@ def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
 
 def findings(items: Iterable[Any]) -> str:
     """The box under a chapter's "What this run found" heading (Markdown with HTML): per headline
-    claim, its badge and one plain sentence, with its test, numbers and intervals in a small
-    table that unfolds under it. Failing headlines are shown as the others are."""
+    claim, its badge and one plain sentence, with its test, numbers and p in a small table that
+    unfolds under it. Failing headlines are shown as the others are."""
     chosen = headlines(items)
     if not chosen:
         return "*This chapter's ledger marks no headline claim.*\n"
@@ -312,8 +308,8 @@ def findings(items: Iterable[Any]) -> str:
         details = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>"
                           for k, v in [("claim (the post's words)", r["statement"]),
                                        ("test (its bound)", test_text(r)), ("test and result", result_text(r)),
-                                       ("adjusted interval", interval_text(r, adjusted=True)),
-                                       ("95 % interval", interval_text(r)), ("null", null_text(r)),
+                                       ("p (test), adjusted", p_text(r)), ("95 % interval", interval_text(r)),
+                                       ("null", null_text(r)),
                                        ("published", f"{number(r['published']['value'])} on {r['published']['model']}"
                                         if r.get("published") else "—"),
                                        ("numeric", r.get("numeric_verdict") or "—"),
@@ -326,23 +322,23 @@ def findings(items: Iterable[Any]) -> str:
 
 
 def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
-    """How many claims got each verdict word (judged words first, then the others)."""
+    """How many claims got each verdict word (:data:`VERDICTS` order)."""
     found = [r for r in _records(items) if not counted_only or r.get("counted")]
     words = [verdict_of(r) for r in found]
-    order = [*JUDGED_WORDS, *STATUS_WORDS.values()]
-    return {w: words.count(w) for w in order if w in words}
+    return {w: words.count(w) for w in (*VERDICTS, PENDING) if w in words}
 
 
 def chapter_summary(items: Iterable[Any]) -> str:
-    """The chapter summary (Markdown): the tally, then every claim whose verdict is not a
-    judged pass — with its id and sentence."""
+    """The chapter summary (Markdown): the tally, then every claim that does not hold or is
+    undecided, with its id and sentence (the claims not tested are in the claims table)."""
     found = _records(items)
     counts = ", ".join(f"{w} {n}" for w, n in tally(found).items())
     lines = [f"Of {len(found)} claims — {counts or 'none'}."]
-    for word in [w for w in tally(found) if w not in ("shape transfers", "supported", "passes")]:
+    for word in (FAILS, INCONCLUSIVE):
         group = [r for r in found if verdict_of(r) == word]
-        lines.append(f"\n**{word[:1].upper() + word[1:]}** ({len(group)}):\n")
-        lines += [f"- `{r['id']}` · {sentence(r)}" for r in group]
+        if group:
+            lines.append(f"\n**{word[:1].upper() + word[1:]}** ({len(group)}):\n")
+            lines += [f"- `{r['id']}` · {sentence(r)}" for r in group]
     if differ := differences(found):
         lines.append(f"\n**The models differ** ({len(differ)}):\n")
         lines += [f"- {sentence}" for sentence in differ]
@@ -350,12 +346,6 @@ def chapter_summary(items: Iterable[Any]) -> str:
     if fragile:
         lines.append(f"\n**Fragile** ({len(fragile)}): " + ", ".join(f"`{r['id']}`" for r in fragile) + ".")
     return "\n".join(lines) + "\n"
-
-
-def summary_omissions(text: str, items: Iterable[Any]) -> list[str]:
-    """Ids of claims that are not judged passes that ``text`` never names in backticks."""
-    passes = ("shape transfers", "supported", "passes")
-    return [r["id"] for r in _records(items) if verdict_of(r) not in passes and f"`{r['id']}`" not in text]
 
 
 def legend() -> str:
