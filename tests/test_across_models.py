@@ -27,19 +27,14 @@ ROSTER = mv.roster(SimpleNamespace(id=name, source=source, layers=layers, sha256
                                                 (CB, "control", 12)))
 
 
-OUTCOMES = {"shape transfers": "holds", "does not transfer": "does not hold", "inconclusive": "inconclusive"}
-
-
 def verdict(word: str, claim: str = "c", difference=None, interval=(0.1, 0.2)) -> dict:
-    """A synthetic claim record: its verdict word, the adjusted interval of its statistic and, for a
-    trained model judged against its controls, the adjusted interval of trained − control."""
+    """A synthetic claim record: its verdict word, the 95 % interval of its statistic and, for a
+    trained model tested against its controls, trained − control with its interval."""
     null = None if difference is None else {"kind": "control", "label": "random-init control", "value": 0.0,
-                                            "difference_value": sum(difference) / 2,
-                                            "adjusted_difference": list(difference), "effect_size": 3.0}
+                                            "difference_value": sum(difference) / 2, "difference": list(difference)}
     return {"id": claim, "statement": f"claim {claim}", "shape": {"test": "above", "statement": f"shape of {claim}"},
-            "verdict": word, "outcome": OUTCOMES.get(word), "kind": "published",
-            "statistic": {"name": "value", "value": sum(interval) / 2, "interval": list(interval),
-                          "adjusted": list(interval)}, "null": null}
+            "verdict": word, "outcome": word if word != "not tested" else None, "kind": "published",
+            "statistic": {"name": "value", "value": sum(interval) / 2, "interval": list(interval)}, "null": null}
 
 
 # --------------------------------------------------------------------------- the roster and the readings
@@ -51,47 +46,59 @@ def test_roster_names_each_controls_trained_model_and_depth():
                           "label": "model-b · random-init control"}
 
 
-def test_training_when_every_trained_model_clears_its_controls_seeds():
-    found = {A: verdict("shape transfers", difference=(0.1, 0.3)),
-             B: verdict("shape transfers", difference=(0.05, 0.2)),
-             CA: verdict("shape transfers"), CB: verdict("shape transfers")}
+@pytest.mark.parametrize("trained, controls, reading", [
+    (["holds", "holds"], ["does not hold", "inconclusive"], "training"),
+    (["holds", "holds"], ["does not hold", "does not hold"], "training"),
+    (["holds", "holds"], ["holds", "holds"], "architecture"),
+    (["holds", "holds"], ["holds", "does not hold"], "undecided"),
+    (["holds", "holds"], [], "undecided"),
+    (["holds", "does not hold"], ["holds", "holds"], "model"),
+    (["holds", "does not hold"], [], "model"),
+    (["holds", "inconclusive"], ["does not hold", "does not hold"], "undecided"),
+    (["does not hold", "does not hold"], ["holds", "holds"], "undecided"),
+    (["inconclusive", "not tested"], ["holds"], "undecided"),
+])
+def test_the_reading_is_one_truth_table_over_the_verdicts(trained, controls, reading):
+    assert mv.truth(trained, controls) == reading
+
+
+def test_every_combination_of_verdicts_gets_a_reading_that_never_contradicts_them():
+    """Enumerated over two trained models and two controls, four words each: *training* only when
+    every trained model holds and no control does, *architecture* only when all hold, *model* only
+    when the trained models' decided verdicts differ."""
+    import itertools
+
+    four = ["holds", "does not hold", "inconclusive", "not tested"]
+    for t1, t2, c1, c2 in itertools.product(four, repeat=4):
+        kind = mv.truth([t1, t2], [c1, c2])
+        if kind == "training":
+            assert t1 == t2 == "holds" and "holds" not in (c1, c2)
+        elif kind == "architecture":
+            assert t1 == t2 == c1 == c2 == "holds"
+        elif kind == "model":
+            assert {t1, t2} == {"holds", "does not hold"}
+        else:
+            assert kind == "undecided"
+
+
+def test_a_reading_says_the_difference_from_the_controls():
+    found = {A: verdict("holds", difference=(0.1, 0.3)), B: verdict("holds", difference=(0.05, 0.2)),
+             CA: verdict("does not hold"), CB: verdict("inconclusive")}
     kind, sentence = mv.reading(found, ROSTER)
-    assert kind == "training" and "model-a (6 blocks): Δ 0.2 [0.1, 0.3], 3 seed SDs" in sentence
-
-
-def test_architecture_when_every_control_shows_the_shape_and_training_adds_nothing_clear():
-    found = {A: verdict("shape transfers", difference=(-0.1, 0.3)),
-             B: verdict("shape transfers", difference=(0.05, 0.2)),
-             CA: verdict("shape transfers"), CB: verdict("shape transfers")}
-    assert mv.reading(found, ROSTER)[0] == "architecture"
-
-
-def test_model_when_the_trained_models_intervals_exclude_each_other():
-    found = {A: verdict("shape transfers", interval=(0.5, 0.6)), B: verdict("does not transfer", interval=(0.0, 0.1)),
-             CA: verdict("does not transfer"), CB: verdict("inconclusive")}
-    kind, sentence = mv.reading(found, ROSTER)
-    assert kind == "model" and "model-a (6 blocks) value [0.5, 0.6]" in sentence
-
-
-def test_undecided_otherwise_and_says_why():
-    found = {A: verdict("inconclusive", interval=(0.1, 0.3)), B: verdict("shape transfers", interval=(0.2, 0.4))}
-    kind, sentence = mv.reading(found, ROSTER)
-    assert kind == "undecided" and "controls: none run" in sentence and "no control" in sentence
-
-
-def test_a_difference_in_the_wrong_direction_is_not_training():
-    below = {**verdict("shape transfers", difference=(-0.3, -0.1)), "shape": {"test": "below", "statement": "x"}}
-    assert mv.beyond_control(below) and not mv.beyond_control(verdict("shape transfers", difference=(-0.3, -0.1)))
+    assert kind == "training" and "model-a (6 blocks): Δ 0.2 [0.1, 0.3]" in sentence
+    alone = {A: verdict("inconclusive", interval=(0.1, 0.3)), B: verdict("holds", interval=(0.2, 0.4))}
+    kind, sentence = mv.reading(alone, ROSTER)
+    assert kind == "undecided" and "model-a (6 blocks) inconclusive (value [0.1, 0.3])" in sentence
 
 
 # --------------------------------------------------------------------------- the table
 
 SYNTHETIC = {
-    A: [verdict("shape transfers", "x", difference=(0.1, 0.2), interval=(0.25, 0.5)),
-        verdict("does not transfer", "y", interval=(0.0, 0.05))],
-    B: [verdict("shape transfers", "x", difference=(0.1, 0.2)), verdict("shape transfers", "y", interval=(0.3, 0.4))],
-    CA: [verdict("does not transfer", "x"), verdict("shape transfers", "y")],
-    CB: [verdict("does not transfer", "x"), verdict("does not transfer", "y")],
+    A: [verdict("holds", "x", difference=(0.1, 0.2), interval=(0.25, 0.5)),
+        verdict("does not hold", "y", interval=(0.0, 0.05))],
+    B: [verdict("holds", "x", difference=(0.1, 0.2)), verdict("holds", "y", interval=(0.3, 0.4))],
+    CA: [verdict("does not hold", "x"), verdict("holds", "y")],
+    CB: [verdict("does not hold", "x"), verdict("does not hold", "y")],
 }
 
 
@@ -101,10 +108,10 @@ def test_table_has_one_row_per_claim_trained_columns_first_and_the_reading():
     assert list(frame.columns) == ["claim", "model-a (6 blocks)", "model-b (12 blocks)",
                                    "model-a · random-init control", "model-b · random-init control", "reading"]
     assert list(frame["claim"]) == ["shape of x", "shape of y"] and table.row_ids == ["across-x", "across-y"]
-    assert frame.loc[0, "model-a (6 blocks)"] == "shape transfers\n[0.25, 0.5]"
+    assert frame.loc[0, "model-a (6 blocks)"] == "holds\n[0.25, 0.5]"
     assert list(frame["reading"]) == ["follows training", "depends on the model"]
     html = table._repr_html_()
-    assert 'data-verdict="shape transfers">shape transfers\n[0.25, 0.5]' in html
+    assert 'data-verdict="holds">holds\n[0.25, 0.5]' in html
     assert '<td data-label="reading">follows training' in html  # a reading is not a verdict
 
 
@@ -228,9 +235,9 @@ def twelve_models(controls: int = 3):
                           "heads": {"heads": {"mean_pair_distance": np.ones((info.layers, 4)).tolist(),
                                               "separator_attention": np.zeros((info.layers, 4)).tolist()}}}
                 for n, info in enumerate(infos)}
-    verdicts = {info.id: [verdict("does not transfer" if info.id == "org/m05" else "shape transfers", "x",
+    verdicts = {info.id: [verdict("does not hold" if info.id == "org/m05" else "holds", "x",
                                   difference=(0.1, 0.2) if info.source == "hub" else None),
-                          verdict("inconclusive" if info.source == "control" else "shape transfers", "y")]
+                          verdict("inconclusive" if info.source == "control" else "holds", "y")]
                 for info in infos}
     return roster, by_model, verdicts
 
@@ -279,20 +286,20 @@ def test_twelve_models_and_their_controls_stay_readable():
     assert len(grids["vconcat"]) == 2 and len(grid_pick["bind"]["options"]) == 12  # a heatmap a measure, picked
     table = mv.table(verdicts, roster).frame
     assert list(table.columns) == ["claim", "trained models", "random-init controls", "reading"]
-    assert table.loc[0, "trained models"] == "11 of 12: shape transfers\n1: does not transfer (m05 (11 blocks))"
+    assert table.loc[0, "trained models"] == "11 of 12: holds\n1: does not hold (m05 (11 blocks))"
     assert table.loc[1, "random-init controls"] == "inconclusive\n36 of 36"
     narrow = mv.table({m: v for m, v in verdicts.items() if m.startswith(("org/m00", "org/m01"))}, roster).frame
     assert list(narrow.columns) == ["claim", "m00 (6 blocks)", "m01 (7 blocks)", "m00 · random-init control",
                                     "m01 · random-init control", "reading"]
-    assert narrow.loc[0, "m00 · random-init control"] == "shape transfers\n3 of 3"  # a control's seeds, tallied
+    assert narrow.loc[0, "m00 · random-init control"] == "holds\n3 of 3"  # a control's seeds, tallied
 
 
 def test_a_tally_names_the_models_off_the_most_common_verdict():
     roster, _, verdicts = twelve_models()
     records = {m: v[0] for m, v in verdicts.items() if roster[m]["kind"] == "control"}
-    records |= {m: verdict("does not transfer") for m in list(records)[:5]}
+    records |= {m: verdict("does not hold") for m in list(records)[:5]}
     assert mv.tally(records, roster, named=1) == (
-        "31 of 36: shape transfers\n5: does not transfer (m00 · random-init control ×3 and 1 more)")
+        "31 of 36: holds\n5: does not hold (m00 · random-init control ×3 and 1 more)")
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
@@ -339,7 +346,7 @@ def test_a_control_without_the_head_pass_gets_not_measured_with_its_reason(tiny_
     found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), by_model[control], control,
                                                                 resamples=200))}
     for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
-        assert found[claim]["verdict"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS
+        assert found[claim]["status"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS
 
 
 def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(tiny_atlas):
@@ -354,7 +361,7 @@ def test_without_controls_judges_again_only_the_claims_whose_null_is_a_control(t
         assert before["id"] == after["id"]
         if kinds[before["id"]] != "control":
             assert after is before
-        elif after["verdict"] in words.JUDGED_WORDS:
+        elif after["verdict"] in words.TESTED:
             assert after["null"] is None or after["null"].get("value") is None
 
 

@@ -42,15 +42,16 @@ def test_results_record_every_model_the_run_used(tiny_bert_dir, tmp_path, monkey
     assert all(len(sha) == 64 for sha in ran.values()) and len(set(ran.values())) == 2
 
 
-def test_without_controls_a_claim_against_a_control_null_is_descriptive_never_judged_on_its_shape_alone():
+def test_without_controls_a_claim_against_a_control_null_is_not_tested_never_judged_on_its_shape_alone():
     ledger = {c.id: c for c in claims.load("01_layer_by_layer").claims}
     against_controls, own_curve = ledger["within-training"], ledger["within-end"]
     assert against_controls.null["kind"] == "control" and not own_curve.null
-    judged = claims.Verdict(against_controls, "m", measured=0.5, raw="holds", outcome="holds", margin=0.1)
+    judged = claims.Verdict(against_controls, "m", measured=0.5, p_holds=0.001, p_fails=0.9, outcome="holds")
     found = uncontrolled(judged)
-    assert (found.status, found.reason, found.outcome, found.margin) == ("descriptive", NO_CONTROLS, None, None)
-    assert found.record()["verdict"] == "descriptive" and not found.counted
-    assert uncontrolled(claims.Verdict(own_curve, "m", measured=0.5, raw="holds", outcome="holds")).outcome == "holds"
+    assert (found.status, found.reason, found.outcome, found.p) == ("descriptive", NO_CONTROLS, None, None)
+    assert found.record()["verdict"] == "not tested" and not found.counted
+    kept = claims.Verdict(own_curve, "m", measured=0.5, p_holds=0.001, p_fails=0.9, outcome="holds")
+    assert uncontrolled(kept).outcome == "holds"
     not_measured = claims.Verdict(against_controls, "m", status="not measured", reason="why")
     assert uncontrolled(not_measured) is not_measured
 

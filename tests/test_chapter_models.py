@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from embedding_geometry.book import claims
+from embedding_geometry.book.claims import words
 from embedding_geometry.book.chapter import Chapter, _with_none
 
 LEDGER = """
@@ -70,15 +71,13 @@ def test_a_claim_not_measured_on_the_second_model_says_why(tmp_path):
     ch.judge_model("org/b", not_measured="measured on the chapter's model only")
     other = scores(0.3)
     ch.add_metrics({"score": float(other.mean()), "per_unit": {"score": other}}, model="org/b")  # after: still judged
-    found = {(v.claim.id, v.model): v for v in ch.verdicts()}
+    found = {(v.claim.id, v.model): v for v in ch.decide()}
     assert found["score", "org/b"].outcome == "does not hold" and found["score", "org/a"].outcome == "holds"
     missing = found["attention", "org/b"]
     assert missing.status == "not measured" and missing.reason == "measured on the chapter's model only"
     assert [key for key in found if key[0] == "table-row"] == [("table-row", "org/b")]  # judged once, as measured_on
-    assert (
-        "On b, it is not so that" in ch.report("score").data
-        and ch.report("attention").data.count(">not measured</span>") == 1
-    )
+    assert "On b the data say otherwise: the claim that " in words.report([found["score", "org/b"]])
+    assert words.report([missing]).count(">not tested</a>") == 1
 
 
 def test_with_none_fills_a_missing_path_without_touching_the_original():

@@ -17,14 +17,14 @@ def result(chapter, claims, by_model=None):
 
 def claim(id, verdict, model="org/minilm", kind="published", home=None, published=None, **fields):
     """A claim record as a results JSON stores it (claims.Verdict.record)."""
-    outcome = {"shape transfers": "holds", "does not transfer": "does not hold", "inconclusive": "inconclusive",
-               "supported": "holds", "passes": "holds"}.get(verdict)
-    status = None if outcome else verdict
+    outcome = verdict if verdict in ("holds", "does not hold", "inconclusive") else None
+    status = None if outcome else verdict  # the reason a claim is not tested
     return {"id": id, "kind": kind, "home": home, "statement": f"claim {id}", "source": "seed 001",
-            "published": published, "measured": 0.5, "model": model, "numeric_verdict": None, "verdict": verdict,
-            "status": status, "outcome": outcome, "raw": outcome, "reason": None, "depth": None,
-            "interval": [0.4, 0.6] if outcome else None, "adjusted_interval": [0.3, 0.7] if outcome else None,
-            "interval_method": "percentile" if outcome else None, "n_units": 24, "unit": "sentences",
+            "published": published, "measured": 0.5, "model": model, "numeric_verdict": None,
+            "verdict": outcome or "not tested", "status": status, "outcome": outcome, "reason": None, "depth": None,
+            "interval": [0.4, 0.6] if outcome else None, "p": 0.001 if outcome else None,
+            "p_adjusted": 0.02 if outcome else None,
+            "interval_method": "bootstrap (BCa)" if outcome else None, "n_units": 24, "unit": "sentences",
             "null": None, "shape": None, "test": "> 0" if outcome else None, "fragile": None, "sensitivity": None,
             "statistic": {"value": 0.5, "interval": [0.4, 0.6]} if outcome else None,
             "counted": bool(outcome) and kind == "published" and home is None, **fields}
@@ -36,16 +36,16 @@ MXBAI = {"value": 0.9, "model": "org/mxbai"}
 @pytest.fixture
 def results(tmp_path):
     flip = {"bound": "fraction", "fraction": 0.5, "holds_below": 0.7, "fails_from": 0.9}
-    one = [claim("peak", "shape transfers", published=MXBAI, sensitivity=flip), claim("gap", "does not transfer"),
+    one = [claim("peak", "holds", published=MXBAI, sensitivity=flip), claim("gap", "does not hold"),
            claim("rise", "inconclusive"), claim("start", "by construction"),
-           claim("own", "supported", kind="hypothesis"), claim("check", "passes", kind="pipeline"),
+           claim("own", "holds", kind="hypothesis"), claim("check", "holds", kind="pipeline"),
            claim("size", "descriptive", published={"value": 1.0, "model": "org/minilm"},
                  numeric_verdict="not reproduced")]
-    mpnet = [claim("peak", "does not transfer", model="org/mpnet"), claim("gap", "census", model="org/mpnet")]
-    eight = [claim("peak", "shape transfers", model="org/mpnet", home="01_a")]
+    mpnet = [claim("peak", "does not hold", model="org/mpnet"), claim("gap", "descriptive", model="org/mpnet")]
+    eight = [claim("peak", "holds", model="org/mpnet", home="01_a")]
     (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", one + mpnet)))
     (tmp_path / "08_b.json").write_text(json.dumps(result("08_b", eight, {"org/minilm": [
-        claim("peak", "shape transfers", home="01_a")]})))
+        claim("peak", "holds", home="01_a")]})))
     (tmp_path / ".03_c-unfinished.json").write_text("{")  # a write in progress is not read
     return tmp_path
 
@@ -53,7 +53,8 @@ def results(tmp_path):
 def test_one_row_per_claim_and_model_with_its_test_and_result(results):
     frame = dashboard.claims_frame(results)
     assert len(frame) == 11 and frame["chapter"].tolist().count("08_b") == 2
-    assert frame.loc[0, "result"] == "> 0: 0.5 [0.4, 0.6]" and frame.loc[0, "adjusted interval"] == "[0.3, 0.7]"
+    assert frame.loc[0, "result"] == "> 0: 0.5 [0.4, 0.6]"
+    assert frame.loc[0, "p"] == "p = 0.001 (bootstrap (BCa)), adjusted 0.02"
     assert dashboard.claims_frame(results, chapters=["08_b"])["model"].tolist() == ["org/mpnet", "org/minilm"]
 
 
@@ -62,28 +63,28 @@ def test_distinct_published_claims_count_each_claim_once_at_its_home(results):
     # peak, gap, rise, start, size: re-judgements and own ideas left out
     assert dashboard.distinct_published(frame) == 5
     counts = dashboard.model_counts(frame).set_index("model")
-    assert counts.loc["org/minilm", ["judged", "shape transfers", "does not transfer",
-                                     "inconclusive"]].tolist() == [3, 1, 1, 1]
-    assert counts.loc["org/mpnet", ["judged", "does not transfer", "census"]].tolist() == [1, 1, 1]
+    assert counts.loc["org/minilm", ["tested", "holds", "does not hold", "inconclusive",
+                                     "not tested"]].tolist() == [3, 1, 1, 1, 2]
+    assert counts.loc["org/mpnet", ["tested", "does not hold", "not tested"]].tolist() == [1, 1, 1]
     assert dashboard.numeric_counts(frame) == (0, 1)
 
 
 def test_the_count_sentence_separates_shape_from_reproduction_and_says_what_is_not_counted(results):
     text = dashboard.count_sentence(dashboard.claims_frame(results))
     assert text.startswith("5 distinct published claims; on **minilm**: "
-                           "shape transfers 1, does not transfer 1, inconclusive 1")
+                           "holds 1, does not hold 1, inconclusive 1 (not tested: 2)")
     assert "numeric reproduction: 0 of 1, where this build ran the published model" in text
     assert "1 of the book's own hypotheses, 1 checks of the pipeline, 2 re-judgements" in text
 
 
 def test_models_the_build_did_not_run_are_named_once_not_counted_as_zero(tmp_path):
-    ran = [claim("peak", "shape transfers"), claim("gap", "not measured")]
+    ran = [claim("peak", "holds"), claim("gap", "not measured")]
     unrun = [claim("peak", "not measured", model="org/jina"), claim("gap", "not measured", model="org/jina"),
              claim("rise", "not measured", model="org/bert")]
     (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", ran + unrun)))
     text = dashboard.count_sentence(dashboard.claims_frame(tmp_path))
-    assert "on **minilm**: shape transfers 1 (not judged: not measured 1)" in text
-    assert "not measured, since this build did not run them: bert (1 claim), jina (2 claims);" in text
+    assert "on **minilm**: holds 1 (not tested: 1)" in text
+    assert "not tested on models this build did not run: bert (1 claim), jina (2 claims);" in text
     assert "**jina**" not in text and "**bert**" not in text
 
 
@@ -94,7 +95,8 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
         assert f'<select data-filter="{name}">' in html
     assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "model", "test: result [95 % interval]",
                                                          "sensitivity", "verdict"]
-    assert '<td data-label="sensitivity">f = 0.5; holds for f &lt; 0.7, does not hold for f ≥ 0.9</td>' in html
+    assert ('<td data-label="sensitivity">f = 0.5; the interval clears the bound for f &lt; 0.7, lies past it for '
+            'f ≥ 0.9</td>') in html
     assert "not counted (its home is 01 a)" in html and "not counted (the book&#x27;s own hypothesis)" in html
     assert '<option value="08_b">8 · b (2)</option>' in html  # chapters by their number and name
     assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html

@@ -76,10 +76,11 @@ a study never imports ``book``):
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
                         data), ``reduce`` (a metric to the number a claim is about), ``samples`` (the
-                        statistic on weighted per-unit values), ``resample`` (bootstrap resamples and
-                        intervals), ``shape_tests`` (model-agnostic tests, margins), ``nulls`` (a null
-                        as a distribution), ``judge``
-                        (``evaluate``: each claim once through every stage), ``words`` (every verdict word)
+                        statistic on weighted per-unit values), ``shape_tests`` (model-agnostic tests),
+                        ``resample`` (the bootstrap: BCa intervals and p-values), ``pvalues`` (the
+                        test each design calls for, the adjustment, power), ``evidence`` (a claim's
+                        shape test and null as p-values), ``judge`` (``evaluate``: each claim once
+                        through every stage; ``decide``), ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
     ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts

@@ -198,7 +198,7 @@ class Chapter:
             metrics = self.metrics if model == self.model.info.id else self.other_models[model]
             if model in self._not_measured:
                 metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
-            judged = claims.judge(found[0], metrics, model, seed=self.params.get("seed", 0))
+            judged = claims.judge_claim(found[0], metrics, model, seed=self.params.get("seed", 0))
             controlled = self.params.get("random_control", True)
             self._verdicts[claim_id, model] = judged if controlled else uncontrolled(judged)
         return self._verdicts[claim_id, model]

@@ -78,7 +78,7 @@ def model_counts(frame: pd.DataFrame) -> pd.DataFrame:
     home = frame[(frame["kind"] == "published") & (frame["home"] == "")]
     order = [w for w in words.VERDICTS if w in set(home["verdict"])]
     table = pd.crosstab(home["model"], home["verdict"]).reindex(columns=order, fill_value=0)
-    table.insert(0, "tested", table[[w for w in words.VERDICTS[:3] if w in table]].sum(axis=1))
+    table.insert(0, "tested", table[[w for w in words.TESTED if w in table]].sum(axis=1))
     table.index.name = "model"
     return table.reset_index()
 
@@ -99,7 +99,7 @@ def count_sentence(frame: pd.DataFrame) -> str:
         if not row["tested"]:
             unrun.append((_short(row["model"]), untested))
             continue
-        tested = [f"{word} {row[word]}" for word in words.VERDICTS[:3] if word in row]
+        tested = [f"{word} {row[word]}" for word in words.TESTED if word in row]
         parts.append(f"on **{_short(row['model'])}**: {', '.join(tested)}"
                      + (f" (not tested: {untested})" if untested else ""))
     if unrun:

@@ -17,8 +17,8 @@ modules named for them:
 ``words``        every word a verdict is shown with, defined once
 """
 
-from .judge import Verdict, decide, evaluate, judge, records
+from .judge import Verdict, decide, evaluate, judge_claim, records
 from .ledger import Claim, Ledger, LedgerError, family_size, load, lookup
 
-__all__ = ["Claim", "Ledger", "LedgerError", "Verdict", "decide", "evaluate", "family_size", "judge", "load",
+__all__ = ["Claim", "Ledger", "LedgerError", "Verdict", "decide", "evaluate", "family_size", "judge_claim", "load",
            "lookup", "records"]

@@ -21,7 +21,9 @@ from .. import maths
 from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
 
 NOT_TESTED = "not tested"
-VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, NOT_TESTED)
+TESTED = (HOLDS, FAILS, INCONCLUSIVE)
+"""The words of a tested claim."""
+VERDICTS = (*TESTED, NOT_TESTED)
 """The four verdict words, in the order tallies list them."""
 PENDING = "decided when the chapter's last cell has run"
 """What a claim shows between its measurement and the chapter's adjustment (:func:`.judge.decide`)."""
