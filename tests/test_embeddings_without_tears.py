@@ -116,6 +116,8 @@ def assert_coverage_lists_the_seed(slug: str) -> None:
 
     from conftest import ROOT
 
+    from embedding_geometry.book.coverage import STATUSES
+
     coverage = yaml.safe_load(
         (resources.files("embedding_geometry") / "data" / "coverage" / f"{slug}.yaml").read_text(encoding="utf-8")
     )
@@ -125,7 +127,7 @@ def assert_coverage_lists_the_seed(slug: str) -> None:
     cells = nbformat.read(ROOT / "notebooks" / f"{slug}.ipynb", as_version=4).cells
     headings = set(re.findall(r"^#{2,3} .+$", "\n".join(c.source for c in cells if c.cell_type == "markdown"), re.M))
     for item in coverage["items"]:
-        assert item["status"] in ("reproduced", "partly", "not possible offline"), item["id"]
+        assert item["status"] in STATUSES, item["id"]
         assert item["status"] == "reproduced" or item.get("why"), item["id"]
         places = [p.strip() for p in re.findall(r"#{2,3} [^;(]+", item["where"])]
         assert places and set(places) <= headings, (item["id"], places)

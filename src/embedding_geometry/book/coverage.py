@@ -1,10 +1,15 @@
-"""What the book covers of its five source texts: every figure, table and quantitative claim of
-each seed, with its status, read from ``data/coverage/<chapter>.yaml``.
+"""What the book covers of its five source texts: every figure, table and quantitative or causal
+claim of each text, with its grade, read from ``data/coverage/<chapter>.yaml``.
 
-A status is one of :data:`STATUSES`: *reproduced* (the text's procedure runs here and gives a
-result or a verdict), *partly* (something of it runs; ``why`` says what does not) or *not possible
-offline* (``why`` says what it would need). Nothing is "missing" without a reason:
-:func:`load` refuses an item that is not reproduced and gives no ``why``.
+A grade is one of :data:`STATUSES`: *reproduced* (the text's procedure runs here and gives a
+result or a verdict), *partly* (something of it runs; ``why`` says what is missing), *missing*
+(nothing of it runs yet; ``why`` says why not yet), *not possible offline* (``why`` names the model
+or data it needs) or *untestable* (no run could decide it; ``why`` says why). :func:`load` refuses
+an item that is not reproduced and gives no ``why``.
+
+A coverage file lists one text's items for the chapter that covers it; an item judged in another
+chapter names it (``chapter:``), and ``claims`` / ``errata`` name the entries of that chapter's
+ledger that judge it.
 """
 
 from __future__ import annotations
@@ -19,10 +24,15 @@ import yaml
 
 from ..core.errors import BookError
 
-STATUSES = ("reproduced", "partly", "not possible offline")
-SEEDS = {"000": "The Similarity Attractor", "001": "Layer by Layer", "002": "Inside the Cone",
-         "003": "Attention heads (Halevi et al.)", "004": "Embeddings without tears"}
-"""The five texts, by the number of their seed file (``seed:`` in a coverage file starts with it)."""
+STATUSES = ("reproduced", "partly", "missing", "not possible offline", "untestable")
+TEXTS = {"001": "Layer by Layer: How Words Collapse Into a Sentence Vector",
+         "000": "The Similarity Attractor: How Transformers Process Hard Negatives",
+         "002": "Inside the Cone: Four Experiments on Embedding Anisotropy",
+         "003": "Self-attention vector output similarities reveal how machines pay attention (Halevi et al.)",
+         "004": "How Words Become Vectors: Embeddings Inside Transformers (Without Tears)"}
+"""The five texts by the number of their seed file (``seed:`` in a coverage file starts with it),
+in the order of the chapters that cover them (chapters 1, 2, 3, 4, 5–6)."""
+ALL = "all five texts"
 
 
 class CoverageError(BookError, ValueError):
@@ -33,36 +43,44 @@ def _folder() -> Path:
     return Path(str(resources.files("embedding_geometry") / "data" / "coverage"))
 
 
+def _checked(item: Mapping[str, Any], name: str) -> None:
+    label = item.get("id") or item.get("what") or item.get("item")
+    if item.get("status") not in STATUSES:
+        raise CoverageError(f"{name}: item '{label}' has status {item.get('status')!r}; "
+                            f"expected one of {', '.join(STATUSES)}")
+    if item["status"] != "reproduced" and not item.get("why"):
+        raise CoverageError(f"{name}: item '{label}' is {item['status']} but gives no 'why'")
+
+
 def load(folder: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every coverage item of every chapter, each with its chapter and seed, checked."""
+    """Every coverage item of every file, each with its chapter and text, checked; items in the
+    texts' order, each text's in its files' order."""
     items = []
     for path in sorted(Path(folder or _folder()).glob("*.yaml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        number = str(data["seed"])[:3]
+        if number not in TEXTS:
+            raise CoverageError(f"{path.name}: seed {data['seed']!r} does not start with a seed's number "
+                                f"({', '.join(TEXTS)})")
         for item in data["items"]:
-            if item.get("status") not in STATUSES:
-                raise CoverageError(f"{path.name}: item '{item.get('id')}' has status {item.get('status')!r}; "
-                                    f"expected one of {', '.join(STATUSES)}")
-            if item["status"] != "reproduced" and not item.get("why"):
-                raise CoverageError(f"{path.name}: item '{item.get('id') or item.get('what') or item.get('item')}' "
-                                    f"is {item['status']} but gives no 'why'")
-            number = str(data["seed"])[:3]
-            if number not in SEEDS:
-                raise CoverageError(f"{path.name}: seed {data['seed']!r} does not start with a seed's number "
-                                    f"({', '.join(SEEDS)})")
-            items.append({**item, "what": item.get("what") or item.get("item"), "chapter": data["chapter"],
-                          "seed": f"{number} {SEEDS[number]}"})
-    return items
+            _checked(item, path.name)
+            items.append({**item, "what": item.get("what") or item.get("item"),
+                          "chapter": item.get("chapter") or data["chapter"], "text": TEXTS[number]})
+    order = list(TEXTS.values())
+    return sorted(items, key=lambda item: order.index(item["text"]))
 
 
 def frame(items: list[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per item: the seed, what it is, its status and why, where in which chapter."""
-    return pd.DataFrame([{"seed": item["seed"], "item": item["what"], "status": item["status"],
+    """One row per item: the text, what it is, its grade and why, where in which chapter."""
+    return pd.DataFrame([{"text": item["text"], "item": item["what"], "status": item["status"],
                           "why": item.get("why") or "—",
                           "where": f"{item['chapter']}, {item.get('where', '—').lstrip('# ')}"} for item in items])
 
 
 def counts(items: list[Mapping[str, Any]]) -> pd.DataFrame:
-    """Per seed, how many items are reproduced, partly reproduced and not possible offline."""
-    table = frame(items).groupby(["seed", "status"]).size().unstack(fill_value=0)
-    table = table.reindex(columns=list(STATUSES), fill_value=0).rename_axis(columns=None)
+    """Per text (in the chapters' order), then over all five, how many items have each grade."""
+    table = frame(items).groupby(["text", "status"]).size().unstack(fill_value=0)
+    table = table.reindex(index=[t for t in TEXTS.values() if t in table.index], columns=list(STATUSES),
+                          fill_value=0).rename_axis(index="text", columns=None)
+    table.loc[ALL] = table.sum()
     return table.assign(total=table.sum(axis=1)).reset_index()
