@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from embedding_geometry.book import claims, reproducibility
-from embedding_geometry.book.claims import shape_tests as shapes
 from embedding_geometry.core import activations, float_path, models
 from embedding_geometry.core.errors import ParameterError
 
@@ -73,31 +72,7 @@ def test_a_perturbed_path_gives_the_same_states_to_float_noise(tiny_bert_dir, mo
     assert np.abs(other.hidden - plain.hidden).max() <= 1e-5 * scale  # another batch: other padding, other shapes
 
 
-# --------------------------------------------------------------------------- margins
-
-@pytest.mark.parametrize("test, args, interval, expected", [
-    ("above", {"bound": 0.0}, (0.3, 0.5), 0.3),       # holds: lo − t
-    ("above", {"bound": 0.0}, (-0.5, -0.2), 0.2),     # does not hold: t − hi
-    ("above", {"bound": 0.0}, (-0.1, 0.4), 0.1),      # inconclusive: the nearer end
-    ("below", {"bound": 0.9}, (0.2, 0.7), 0.2),
-    ("between", {"low": -0.1, "high": 0.1}, (-0.02, 0.05), 0.05),
-])
-def test_a_margin_is_the_distance_from_the_interval_to_the_nearest_threshold(test, args, interval, expected):
-    assert shapes.margin(test, args, interval) == pytest.approx(expected)
-
-
-def test_moving_an_interval_by_less_than_its_margin_keeps_the_verdict():
-    rng = np.random.default_rng(0)
-    for _ in range(500):
-        lo = rng.uniform(-1, 1)
-        interval, bound = (lo, lo + rng.uniform(0, 1)), rng.uniform(-1, 1)
-        verdict, margin = (shapes.judge("above", {"bound": bound}, interval),
-                           shapes.margin("above", {"bound": bound}, interval))
-        shift = rng.uniform(-0.99, 0.99) * margin
-        assert shapes.judge("above", {"bound": bound}, (interval[0] + shift, interval[1] + shift)) == verdict
-
-
-# --------------------------------------------------------------------------- families and deviations
+# --------------------------------------------------------------------------- families and tolerances
 
 def test_each_number_gets_the_scale_and_total_of_its_list():
     found = {path: (value, scale, total) for path, value, scale, total in reproducibility.leaves(
@@ -178,16 +153,14 @@ def _metrics(rng) -> dict:
     return {"curve": per_unit.mean(axis=0), "per_unit": {"curve": per_unit}}
 
 
-def test_a_verdict_whose_margin_is_within_float_noise_is_marked_fragile(monkeypatch):
-    rng = np.random.default_rng(0)
-    metrics = _metrics(rng)
-    robust = claims.evaluate(_ledger(0.0), metrics, "m")[0]
-    assert robust.fragile is None and robust.margin == pytest.approx(robust.statistic["adjusted"][0])
-    monkeypatch.setattr(reproducibility, "tolerances", lambda path=None: {**reproducibility.FLOORS, "float": 1e-2})
-    lo = robust.statistic["adjusted"][0]
-    fragile = claims.evaluate(_ledger(lo - 1e-4), metrics, "m")[0]
-    assert fragile.outcome == "holds" and fragile.fragile and "float noise" in fragile.fragile
-    assert fragile.record()["fragile"] == fragile.fragile and fragile.record()["margin"] == pytest.approx(1e-4)
+def test_a_verdict_whose_p_is_within_twice_its_monte_carlo_error_of_the_threshold_is_fragile():
+    claim = _ledger(0.0).claims[0]
+    near = claims.Verdict(claim, "m", measured=0.5, p_holds=0.0025, p_fails=0.99, mc_error=0.0005)
+    far = claims.Verdict(claim, "m", measured=0.5, p_holds=0.0001, p_fails=0.99, mc_error=1e-6)
+    (decided,) = claims.decide([near], family=10)  # adjusted p = 2 · 0.0025 · 10 = 0.05, ± 0.01
+    assert decided.outcome == "holds" and "Monte Carlo error" in decided.fragile
+    (robust,) = claims.decide([far], family=10)
+    assert robust.outcome == "holds" and robust.fragile is None
 
 
 def test_a_claim_whose_verdict_changed_on_a_perturbed_path_is_marked_fragile(tmp_path, monkeypatch):
@@ -195,8 +168,10 @@ def test_a_claim_whose_verdict_changed_on_a_perturbed_path_is_marked_fragile(tmp
     path = tmp_path / "figures.json"
     path.write_text(json.dumps(figures))
     monkeypatch.setattr(reproducibility, "FIGURES", path)
-    verdict = claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m")[0]
+    flips = {("c", "m"): reproducibility.flipped("t", "c", "m")}
+    verdict = claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m", flips=flips)[0]
     assert verdict.fragile == "its verdict changed on a perturbed float path (threads_1)"
+    assert claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m")[0].fragile is None
 
 
 # --------------------------------------------------------------------------- the tiny book on a perturbed path

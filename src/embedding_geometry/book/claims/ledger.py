@@ -47,8 +47,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
       corpus: {one_of: [a, b]}        # text, texts (a list of at least n strings), one_of [choices]
 
 **Multiplicity.** The book's published claims with a shape test form one family per model: their
-number m (:func:`family_size`, counted over every ledger of the package, before any run) sets the
-adjusted level 1 − α/m at which each verdict is finally read (claims.judge).
+number m (:func:`family_size`, counted over every ledger of the package, before any run) scales each
+chapter's Benjamini–Hochberg adjustment (claims.pvalues).
 """
 
 from __future__ import annotations
@@ -186,8 +186,8 @@ class Claim:
             self._refuse("shape test 'between' needs args.low and args.high")
         elif test == shape_tests.LOCATION:
             window = args.get("window")
-            if not (isinstance(window, (list, tuple)) and len(window) == 2 and 0 <= window[0] < window[1] <= 1):
-                self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a < b ≤ 1 (relative depth)")
+            if not (isinstance(window, (list, tuple)) and len(window) == 2 and 0 <= window[0] <= window[1] <= 1):
+                self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a ≤ b ≤ 1 (relative depth)")
             if args.get("at", "max") not in ("max", "min"):
                 self._refuse("shape test 'location' takes at: max or min")
 
