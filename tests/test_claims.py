@@ -609,3 +609,15 @@ def test_a_plain_sentence_keeps_an_acronym_or_a_name_in_capitals_at_its_start():
     assert _lowered("MaxSim keeps the spread") == "MaxSim keeps the spread"
     assert _lowered("L6 is a dip") == "L6 is a dip"
     assert _lowered("Within-sentence cosine rises") == "within-sentence cosine rises"
+
+
+def test_a_claim_whose_home_is_another_chapter_shows_the_homes_verdict(tmp_path):
+    text = per_unit_ledger() + "    home: 01_layer_by_layer\n"
+    (away,) = claims.evaluate(ledger(tmp_path, text), scores(0.51, n=12), "m")
+    home = judged(tmp_path, per_unit_ledger(), scores(0.8, n=96), model="m")["score"].record()
+    shown = claims.judge.at_home(away, home)
+    assert away.outcome == "inconclusive" and shown.outcome == home["outcome"] == "holds"
+    assert shown.statistic["n_units"] == 96 and shown.tested_at == "01_layer_by_layer" and not shown.counted
+    assert "(its home chapter's verdict, chapter 1, on 96 units)" in words.verdict_cell(shown.record())
+    assert claims.judge.at_home(away, None) is away
+    assert claims.judge.at_home(away, {**home, "outcome": None}) is away  # a home that did not decide it

@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, pages, parameters, reproducibility, results, rules
+from . import charts, claims, dashboard, pages, parameters, reproducibility, results, rules
 from .claims import judge, words
 from ..core import activations, models
+from ..core.errors import BookError
 
 
 @dataclass
@@ -278,8 +279,20 @@ class Chapter:
         found = self.verdicts()
         flips = {(v.claim.id, v.model): f for v in found
                  if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
-        self._decided = claims.decide(found, flips=flips)
+        self._decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, flips=flips)]
         return list(self._decided)
+
+    def _home_record(self, verdict: claims.Verdict) -> dict[str, Any] | None:
+        """The decided record of ``verdict``'s claim and model in its home chapter's results of this
+        build, when the claim's home is another chapter that has run; else None."""
+        if not verdict.claim.home:
+            return None
+        try:
+            document = pages.load_results(verdict.claim.home)
+        except BookError:
+            return None
+        return next((r for r in dashboard.records(document)
+                     if r.get("id") == verdict.claim.id and r.get("model") == verdict.model), None)
 
     def summary(self):
         """The chapter's summary in words (:func:`words.chapter_summary`): the tally, and every

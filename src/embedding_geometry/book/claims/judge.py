@@ -61,6 +61,7 @@ class Verdict:
     detectable: float | None = None
     fragile: str | None = None
     family: int | None = None
+    tested_at: str | None = None  # a claim whose home is another chapter: that chapter, whose verdict this is
 
     @property
     def tested(self) -> bool:
@@ -103,7 +104,8 @@ class Verdict:
             "null": dict(self.null) if self.null else None, "no_null": c.no_null_reason,
             "p": self.p, "p_holds": self.p_holds, "p_fails": self.p_fails, "p_adjusted": self.p_adjusted,
             "mc_error": self.mc_error, "detectable": self.detectable, "family": self.family,
-            "fragile": self.fragile, "counted": self.counted, "n_units": stat.get("n_units"),
+            "fragile": self.fragile, "tested_at": self.tested_at, "counted": self.counted,
+            "n_units": stat.get("n_units"),
             "interval": stat.get("interval"), "interval_method": stat.get("method"),
             "sensitivity": _sensitivity(c, stat.get("interval")),
         }
@@ -154,6 +156,18 @@ def decide(verdicts: list[Verdict], family: int | None = None,
             flipped = (flips or {}).get((v.claim.id, v.model))
             out[i] = _decided(v, p_adj, factor, m, pvalues.threshold(decided, m), flipped)
     return out
+
+
+def at_home(verdict: Verdict, record: Mapping[str, Any] | None) -> Verdict:
+    """``verdict`` of a claim whose home is another chapter, carrying the home chapter's decided
+    ``record`` for the same claim and model (its statistic, p-values and outcome): one verdict per
+    claim and model across the book. Without a decided record the verdict stays as it is."""
+    if not verdict.claim.home or not record or record.get("outcome") is None or record.get("p_adjusted") is None:
+        return verdict
+    return replace(verdict, statistic=record["statistic"], null=record.get("null"), p_holds=record["p_holds"],
+                   p_fails=record["p_fails"], mc_error=record.get("mc_error") or 0.0, outcome=record["outcome"],
+                   p_adjusted=record["p_adjusted"], detectable=record.get("detectable"),
+                   fragile=record.get("fragile"), tested_at=verdict.claim.home)
 
 
 def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flipped: list[str] | None) -> Verdict:

@@ -172,6 +172,8 @@ def verdict_cell(record: Mapping[str, Any]) -> str:
         text += f" ({record.get('status')}: {record['reason']})"
     elif undecided := why_undecided(record):
         text += f": {undecided}"
+    if record.get("tested_at"):
+        text += f" (its home chapter's verdict, chapter {int(record['tested_at'][:2])}, on {record['n_units']} units)"
     return text + (f" — fragile: {record['fragile']}" if record.get("fragile") else "")
 
 
