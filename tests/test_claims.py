@@ -225,7 +225,10 @@ def test_small_n_takes_the_exact_sign_flip_test_and_fewer_than_five_units_none(t
     text = per_unit_ledger()
     eight = judged(tmp_path, text, scores(0.8, n=8))["score"].record()
     assert eight["interval_method"] == "sign-flip (exact)" and eight["p"] == 2 / 2 ** 8  # every unit above the bound
-    assert eight["verdict"] == "inconclusive"  # 0.0078 cannot clear q / m
+    # 0.0078 is the smallest p 8 units give: in a chapter of one claim among m it can never clear q / m,
+    # so the claim is shown, not counted
+    assert eight["verdict"] == "not tested" and eight["status"] == "cannot decide" and not eight["counted"]
+    assert eight["reach"] == {"holds": False, "does not hold": False} and "cannot reach" in eight["reason"]
     assert judged(tmp_path, text, scores(0.8, n=8), family=1)["score"].outcome == "holds"
     lo, hi = eight["interval"]
     assert 0.7 < lo < hi < 0.9
@@ -340,12 +343,12 @@ def test_a_single_value_of_another_null_is_reported_as_no_distribution(tmp_path)
 def test_a_permutation_null_gives_its_own_p_and_its_draws_bound_how_small_it_can_be(tmp_path):
     text = per_unit_ledger("    null: {kind: permuted_labels, draws: permuted}")
     metrics = {**scores(0.8), "permuted": 0.78 + 0.05 * np.random.default_rng(1).standard_normal(500)}
-    verdict = judged(tmp_path, text, metrics)["score"]
+    verdict = judged(tmp_path, text, metrics, family=1)["score"]
     assert verdict.null["distribution"] == "500 draws" and verdict.outcome == "inconclusive"
     metrics["permuted"] = metrics["permuted"] - 0.5
     beaten = judged(tmp_path, text, metrics)["score"]
     assert beaten.p_holds == pytest.approx(1 / 501)  # no draw reaches the statistic: (1 + 0) / (N + 1)
-    assert beaten.outcome == "inconclusive"  # 500 draws cannot resolve q / m
+    assert beaten.status == "cannot decide"  # 500 draws cannot resolve q / m
     assert judged(tmp_path, text, metrics, family=1)["score"].outcome == "holds"
 
 
@@ -621,3 +624,19 @@ def test_a_claim_whose_home_is_another_chapter_shows_the_homes_verdict(tmp_path)
     assert "(its home chapter's verdict, chapter 1, on 96 units)" in words.verdict_cell(shown.record())
     assert claims.judge.at_home(away, None) is away
     assert claims.judge.at_home(away, {**home, "outcome": None}) is away  # a home that did not decide it
+
+
+def test_a_counted_claim_must_be_able_to_both_pass_and_fail(tmp_path):
+    """A band narrower than its statistic's noise cannot be shown to hold; a permutation null of 200
+    draws cannot give a p below 0.005; each is shown with why, not counted. In a family of one
+    both can decide."""
+    band = per_unit_ledger(shape="{test: between, args: {low: 0.49, high: 0.51}}")
+    wide = judged(tmp_path, band, scores(0.5, spread=0.2))["score"]
+    assert wide.status == "cannot decide" and wide.reach == {"holds": False, "does not hold": True}
+    assert "cannot reach 'holds'" in wide.reason
+    narrow = judged(tmp_path, band, scores(0.5, spread=0.001, n=200))["score"]
+    assert narrow.reach == {"holds": True, "does not hold": True} and narrow.outcome == "holds"
+    permuted = per_unit_ledger("    null: {kind: permuted_labels, draws: permuted}")
+    metrics = {**scores(0.8), "permuted": np.zeros(200)}
+    assert judged(tmp_path, permuted, metrics)["score"].status == "cannot decide"
+    assert judged(tmp_path, permuted, metrics, family=1)["score"].outcome == "holds"

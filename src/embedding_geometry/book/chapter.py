@@ -50,7 +50,7 @@ class Chapter:
     judged: list[str] = field(default_factory=list)  # the other models judged with the ledger (judge_model)
     _not_measured: dict[str, str] = field(default_factory=dict, repr=False)  # model → why some claims are not
     _verdicts: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (claim, model) → Verdict
-    _decided: list[Any] | None = field(default=None, repr=False)  # every verdict, once finish() has decided them
+    _decided: dict[tuple[str, str], Any] | None = field(default=None, repr=False)  # (claim, model) → decided verdict
     _shown: list[tuple[str, Any]] = field(default_factory=list, repr=False)  # (display id, make) of verdict outputs
 
     @classmethod
@@ -191,7 +191,7 @@ class Chapter:
         once :meth:`finish` has adjusted the chapter's p-values, its outcome."""
         model = model or self.model.info.id
         if self._decided is not None:
-            return next(v for v in self._decided if v.claim.id == claim_id and v.model == model)
+            return self._decided[claim_id, model]
         if (claim_id, model) not in self._verdicts:
             found = [c for c in self.ledger.claims if c.id == claim_id]
             if not found:
@@ -227,9 +227,11 @@ class Chapter:
 
     def verdicts(self) -> list[claims.Verdict]:
         """Every claim of the ledger on every model judged (the main model first)."""
-        if self._decided is not None:
-            return list(self._decided)
-        return [self.verdict(c.id, m) for m in [self.model.info.id, *self.judged] for c in self.ledger.claims
+        return [self.verdict(c, m) for c, m in self._keys()]
+
+    def _keys(self) -> list[tuple[str, str]]:
+        """(claim, model) of every verdict of the ledger, the main model first."""
+        return [(c.id, m) for m in [self.model.info.id, *self.judged] for c in self.ledger.claims
                 if m in self._models_of(c.id)]
 
     def _models_of(self, claim_id: str) -> list[str]:
@@ -276,11 +278,13 @@ class Chapter:
         fragile where a perturbed float path changed it (book.reproducibility). Every metric must
         be recorded by now: :meth:`finish` calls it, unless a cell that needs the final verdicts
         (a table of them) already did."""
-        found = self.verdicts()
+        keys = self._keys()
+        found = [self.verdict(*key) for key in keys]
         flips = {(v.claim.id, v.model): f for v in found
                  if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
-        self._decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, flips=flips)]
-        return list(self._decided)
+        decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, flips=flips)]
+        self._decided = dict(zip(keys, decided))
+        return decided
 
     def _home_record(self, verdict: claims.Verdict) -> dict[str, Any] | None:
         """The decided record of ``verdict``'s claim and model in its home chapter's results of this

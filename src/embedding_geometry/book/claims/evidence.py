@@ -107,12 +107,15 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
             greater, less, interval = pvalues.binomial(int(values.sum()), n, t)
             parts.append((greater, less) if sign > 0 else (less, greater))
         p_holds, p_fails = pvalues.combine(parts)
-        return Evidence("binomial (exact)", point, interval, n, p_holds, p_fails, se=np.sqrt(point * (1 - point) / n))
+        least = pvalues.combine([(t ** n, (1 - t) ** n) if sign > 0 else ((1 - t) ** n, t ** n) for sign, t in sides])
+        return Evidence("binomial (exact)", point, interval, n, p_holds, p_fails, se=np.sqrt(point * (1 - point) / n),
+                        floor=least)
     if n >= pvalues.SMALL_N:
         return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
     p_holds, p_fails = pvalues.combine([pvalues.sign_flip(sign * (values - t)) for sign, t in sides])
-    return Evidence("sign-flip (exact)", point, pvalues.sign_flip_interval(values), n, p_holds, p_fails,
-                    se=float(np.std(values, ddof=1) / np.sqrt(n)))
+    se = float(np.std(values, ddof=1) / np.sqrt(n))
+    return Evidence("sign-flip (exact)", point, pvalues.sign_flip_interval(values), n, p_holds, p_fails, se=se,
+                    floor=pvalues.floors([(0.5 ** n, 0.5 ** n)] * len(sides), _band(sides), se))
 
 
 def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, other=None,
@@ -130,8 +133,14 @@ def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, o
         parts.append((above, below))
         errors += [e1, e2]
     p_holds, p_fails = pvalues.combine(parts)
+    se, least = float(np.std(draws, ddof=1)), 1 / len(draws)
     return Evidence(method, point, resample.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
-                    mc_error=max(errors), se=float(np.std(draws, ddof=1)))
+                    mc_error=max(errors), se=se, floor=pvalues.floors([(least, least)] * len(sides), _band(sides), se))
+
+
+def _band(sides) -> float | None:
+    """The half-width of a between test's band (two sides), else None."""
+    return (sides[1][1] - sides[0][1]) / 2 if len(sides) == 2 else None
 
 
 def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
@@ -141,8 +150,9 @@ def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -
     inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
     p_holds, p_fails = pvalues.share_p(draws, inside)
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
+    least = 1 / (len(draws) + 1)
     return Evidence("location (resamples)", point, (float(lo), float(hi)), statistic.n_units, p_holds, p_fails,
-                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(draws))))
+                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(draws))), floor=(least, least))
 
 
 def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
@@ -160,8 +170,10 @@ def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
     parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides or _sides(claim)]
     p_holds, p_fails = pvalues.combine(parts)
     lo, hi = np.quantile(reduced, [0.025, 0.975])
+    se, least = float(np.std(reduced, ddof=1)), 1 / (len(reduced) + 1)
     return Evidence("resamples (the chapter's own)", point, (float(lo), float(hi)), n_units, p_holds, p_fails,
-                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=float(np.std(reduced, ddof=1)))
+                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=se,
+                    floor=pvalues.floors([(least, least)] * len(parts), _band(sides or _sides(claim)), se))
 
 
 # --------------------------------------------------------------------------- the null
@@ -183,7 +195,9 @@ def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
             return f"its null was not measured on this run ('{spec['draws']}')"
         p_holds, p_fails = pvalues.permutation_p(sign * shape.point, sign * null)
         record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
-        return record, Evidence("permutation", shape.point, shape.interval, len(null), p_holds, p_fails)
+        least = 1 / (len(null) + 1)
+        return record, Evidence("permutation", shape.point, shape.interval, len(null), p_holds, p_fails,
+                                floor=(least, least))
     if "samples" in spec:
         return _paired(claim, metrics, record, sign, resamples, rng)
     if "value" in spec:
@@ -259,7 +273,8 @@ def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
         d = sign * (a - b)
         record["difference"] = list(pvalues.sign_flip_interval(a - b))
         return record, Evidence("sign-flip (exact), unit by unit", point, tuple(record["difference"]), len(d),
-                                *pvalues.sign_flip(d), se=float(np.std(d, ddof=1) / np.sqrt(len(d))))
+                                *pvalues.sign_flip(d), se=float(np.std(d, ddof=1) / np.sqrt(len(d))),
+                                floor=(0.5 ** len(d), 0.5 ** len(d)))
     found = _bootstrapped(own, reduce, point, [(sign, 0.0)], resamples, rng, other=other,
                           method="bootstrap (BCa), unit by unit")
     if isinstance(found, str):

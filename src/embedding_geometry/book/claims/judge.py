@@ -35,6 +35,7 @@ from .ledger import Claim, Ledger, family_size, lookup
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 DESCRIPTIVE, NOT_MEASURED, BY_CONSTRUCTION = "descriptive", "not measured", "by construction"
+CANNOT_DECIDE = "cannot decide"
 """Why a claim is not tested (its ``status``)."""
 
 
@@ -62,6 +63,8 @@ class Verdict:
     fragile: str | None = None
     family: int | None = None
     tested_at: str | None = None  # a claim whose home is another chapter: that chapter, whose verdict this is
+    floor: tuple[float, float] = (0.0, 0.0)  # the smallest p₊, p₋ its test can give (pvalues.floors)
+    reach: Mapping[str, bool] | None = None  # whether its test can decide holds and does not hold at all
 
     @property
     def tested(self) -> bool:
@@ -105,6 +108,7 @@ class Verdict:
             "p": self.p, "p_holds": self.p_holds, "p_fails": self.p_fails, "p_adjusted": self.p_adjusted,
             "mc_error": self.mc_error, "detectable": self.detectable, "family": self.family,
             "fragile": self.fragile, "tested_at": self.tested_at, "counted": self.counted,
+            "reach": dict(self.reach) if self.reach else None,
             "n_units": stat.get("n_units"),
             "interval": stat.get("interval"), "interval_method": stat.get("method"),
             "sensitivity": _sensitivity(c, stat.get("interval")),
@@ -141,14 +145,15 @@ def decide(verdicts: list[Verdict], family: int | None = None,
         by_model.setdefault(v.model, []).append(i)
     out = list(verdicts)
     for indices in by_model.values():
-        group = [verdicts[i] for i in indices]
-        counted = [i for i, v in zip(indices, group) if v.counted]
-        size = sum(v.claim.in_family for v in group)
-        adjusted = pvalues.adjust([verdicts[i].p for i in counted], size, m)
-        scale = {i: a / verdicts[i].p if verdicts[i].p else 1.0 for i, a in zip(counted, adjusted)}
+        size = sum(verdicts[i].claim.in_family for i in indices)
+        for i in indices:
+            out[i] = _reached(verdicts[i], size, m)
+        counted = [i for i in indices if out[i].counted]
+        adjusted = pvalues.adjust([out[i].p for i in counted], size, m)
+        scale = {i: a / out[i].p if out[i].p else 1.0 for i, a in zip(counted, adjusted)}
         decided = sum(a <= pvalues.Q for a in adjusted)
         for i in indices:
-            v = verdicts[i]
+            v = out[i]
             if not v.tested:
                 continue
             p_adj = adjusted[counted.index(i)] if i in scale else min(1.0, v.p * m / (decided + 1))
@@ -156,6 +161,21 @@ def decide(verdicts: list[Verdict], family: int | None = None,
             flipped = (flips or {}).get((v.claim.id, v.model))
             out[i] = _decided(v, p_adj, factor, m, pvalues.threshold(decided, m), flipped)
     return out
+
+
+def _reached(v: Verdict, size: int, m: int) -> Verdict:
+    """A counted claim whose test cannot reach both *holds* and *does not hold* at its n
+    (:func:`.pvalues.reachable`) is not tested, with why: it could not have failed, or not passed."""
+    if not v.counted:
+        return v
+    reach = pvalues.reachable(v.floor, size, m)
+    if all(reach.values()):
+        return replace(v, reach=reach)
+    missing = " or ".join(f"'{word}'" for word, can in reach.items() if not can)
+    why = (f"its test cannot reach {missing} at n = {v.statistic['n_units']} ({v.statistic['method']}): the "
+           f"smallest p it can give is above q·m_k/m = {pvalues.Q * size / m:.2g}, the most lenient threshold of "
+           f"its chapter")
+    return replace(v, status=CANNOT_DECIDE, reason=why, reach=reach)
 
 
 def at_home(verdict: Verdict, record: Mapping[str, Any] | None) -> Verdict:
@@ -216,7 +236,7 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     p_holds, p_fails = pvalues.combine([(e.p_holds, e.p_fails) for e in parts])
     se = max((e.se or 0.0) for e in parts) or None
     return Verdict(**found, statistic=statistic, null=null[0] if null else None, p_holds=p_holds, p_fails=p_fails,
-                   mc_error=max(e.mc_error for e in parts), se=se)
+                   mc_error=max(e.mc_error for e in parts), se=se, floor=pvalues.combine([e.floor for e in parts]))
 
 
 def _numeric(claim: Claim, measured: float, model: str) -> str | None:

@@ -56,6 +56,18 @@ class Evidence:
     p_fails: float
     mc_error: float = 0.0
     se: float | None = None  # the statistic's standard error: the detectable effect when undecided
+    floor: tuple[float, float] = (0.0, 0.0)  # the smallest p₊ and p₋ this test can give at its n
+
+
+def floors(parts: list[tuple[float, float]], band: float | None = None, se: float | None = None) -> tuple[float, float]:
+    """The smallest p₊ and p₋ a test of ``parts`` (each part's own floors) can give, combined as
+    :func:`combine` combines p-values; for a band of half-width ``band`` (a between test), p₊
+    cannot fall below Φ(−band / se), its value with the statistic at the band's centre: a band
+    narrower than the statistic's noise cannot be shown to hold."""
+    holds, fails = combine(parts)
+    if band is not None and se:
+        holds = max(holds, float(stats.norm.sf(band / se)))
+    return holds, fails
 
 
 def _subset_means(x: np.ndarray) -> np.ndarray:
@@ -132,6 +144,14 @@ def adjust(p: list[float], chapter_size: int, family_size: int) -> list[float]:
     padded[: len(p)] = p
     adjusted = stats.false_discovery_control(padded, method="bh")[: len(p)]
     return [float(min(1.0, x * family_size / len(padded))) for x in adjusted]
+
+
+def reachable(floor: tuple[float, float], chapter_size: int, family_size: int) -> dict[str, bool]:
+    """Whether a test with these floors can decide *holds* and *does not hold* at all: its smallest
+    two-sided p against the most lenient threshold its chapter can give, q m_k / m (every counted
+    claim of the chapter decided)."""
+    best = Q * chapter_size / family_size
+    return {"holds": 2 * floor[0] <= best, "does not hold": 2 * floor[1] <= best}
 
 
 def threshold(decided: int, family_size: int) -> float:
