@@ -117,7 +117,7 @@ def test_the_site_carries_each_chapters_results_and_every_claim_as_csv(tmp_path)
 
     results = tmp_path / "book" / "build" / "results"
     results.mkdir(parents=True)
-    (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "shape transfers")])))
+    (results / "01_a.json").write_text(json.dumps(result("01_a", [claim("c", "holds")])))
     app = SimpleNamespace(srcdir=str(tmp_path / "book"), outdir=str(tmp_path / "html"),
                           builder=SimpleNamespace(format="html"))
     sphinx_pages.copy_downloads(app, None)
