@@ -41,14 +41,13 @@ def batch_flops(config, batch: int, length: int) -> float:
     return batch * length * config.num_hidden_layers * block_flops_per_token(config, length)
 
 
-def extraction_flops(lengths: list[int], config, batch_size: int) -> tuple[float, float]:
-    """FLOPs of ``activations.extract`` over texts of ``lengths`` tokens (its batches: the texts
-    sorted by length, longest first, ``batch_size`` at a time, each padded to its longest), and
-    the share of the padded positions that are real tokens."""
-    ordered = sorted(lengths, reverse=True)
-    chunks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
-    flops = sum(batch_flops(config, len(chunk), chunk[0]) for chunk in chunks)
-    return flops, sum(ordered) / sum(len(chunk) * chunk[0] for chunk in chunks)
+def extraction_flops(lengths: list[int], config, passes: list) -> tuple[float, float]:
+    """FLOPs of ``activations.extract`` over texts of ``lengths`` tokens in ``passes`` (index
+    arrays, ``activations.batches``; each pass padded to its longest text), and the share of the
+    padded positions that are real tokens."""
+    longest = [max(lengths[i] for i in chunk) for chunk in passes]
+    flops = sum(batch_flops(config, len(chunk), t) for chunk, t in zip(passes, longest))
+    return flops, sum(lengths) / sum(len(chunk) * t for chunk, t in zip(passes, longest))
 
 
 def matmul_peak(config, rows: int = 4096, repeats: int = 5) -> dict:
