@@ -10,7 +10,7 @@ feed-forward width f and h heads does, per token of a sequence of length T,
 so a batch of B texts padded to T tokens executes B · T · L · (8 d² + 4 d f + 4 T d) FLOPs over
 L blocks. Biases, LayerNorms, GELU and softmax (O(d) or O(T) per token) and the embedding
 lookup are not counted: they cost time but no multiply-adds of the GEMM kind. Padded positions
-are counted, since the machine computes them (length-sorted batches keep them few;
+are counted, since the machine computes them (the passes of ``activations.batches`` keep them few;
 :func:`extraction_flops` also returns the real tokens' share).
 
 The *peak* is the best float32 FLOP/s of ``torch.mm`` (into a preallocated output, so that no
