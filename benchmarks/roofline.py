@@ -10,7 +10,7 @@ feed-forward width f and h heads does, per token of a sequence of length T,
 so a batch of B texts padded to T tokens executes B · T · L · (8 d² + 4 d f + 4 T d) FLOPs over
 L blocks. Biases, LayerNorms, GELU and softmax (O(d) or O(T) per token) and the embedding
 lookup are not counted: they cost time but no multiply-adds of the GEMM kind. Padded positions
-are counted, since the machine computes them (length-sorted batches keep them few;
+are counted, since the machine computes them (the passes of ``activations.batches`` keep them few;
 :func:`extraction_flops` also returns the real tokens' share).
 
 The *peak* is the best float32 FLOP/s of ``torch.mm`` (into a preallocated output, so that no
@@ -41,14 +41,13 @@ def batch_flops(config, batch: int, length: int) -> float:
     return batch * length * config.num_hidden_layers * block_flops_per_token(config, length)
 
 
-def extraction_flops(lengths: list[int], config, batch_size: int) -> tuple[float, float]:
-    """FLOPs of ``activations.extract`` over texts of ``lengths`` tokens (its batches: the texts
-    sorted by length, longest first, ``batch_size`` at a time, each padded to its longest), and
-    the share of the padded positions that are real tokens."""
-    ordered = sorted(lengths, reverse=True)
-    chunks = [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
-    flops = sum(batch_flops(config, len(chunk), chunk[0]) for chunk in chunks)
-    return flops, sum(ordered) / sum(len(chunk) * chunk[0] for chunk in chunks)
+def extraction_flops(lengths: list[int], config, passes: list) -> tuple[float, float]:
+    """FLOPs of ``activations.extract`` over texts of ``lengths`` tokens in ``passes`` (index
+    arrays, ``activations.batches``; each pass padded to its longest text), and the share of the
+    padded positions that are real tokens."""
+    longest = [max(lengths[i] for i in chunk) for chunk in passes]
+    flops = sum(batch_flops(config, len(chunk), t) for chunk, t in zip(passes, longest))
+    return flops, sum(lengths) / sum(len(chunk) * t for chunk, t in zip(passes, longest))
 
 
 def matmul_peak(config, rows: int = 4096, repeats: int = 5) -> dict:

@@ -42,6 +42,77 @@ def test_length_sorted_batches_return_inputs_in_order(record, tiny_bert, tmp_pat
         np.testing.assert_allclose(record.hidden[:, record.rows(i)], alone.hidden, atol=1e-5)
 
 
+def _passes_cost(passes, lengths):
+    return sum(len(p) * max(lengths[i] for i in p) + activations.PASS_TOKENS for p in passes)
+
+
+@pytest.mark.parametrize("max_tokens, max_texts, expected", [
+    (100, None, [[1, 3], [0, 2, 4]]),  # 20 + 19 apart from the 5s: 72 + 47 beats one pass of 100 + 32
+    (30, None, [[1], [3], [0, 2, 4]]),  # 2 × 20 > 30: the long texts go one by one
+    (100, 2, [[1, 3], [0], [2, 4]]),  # a tie with [0, 2], [4]: the shorter pass first
+    (4, None, [[1], [3], [0], [2], [4]]),  # each text longer than the budget goes alone
+])
+def test_batches_cut_length_sorted_runs_under_both_limits(max_tokens, max_texts, expected):
+    lengths = [5, 20, 5, 19, 5]
+    assert [p.tolist() for p in activations.batches(lengths, max_tokens, max_texts)] == expected
+
+
+def test_batches_are_the_cheapest_of_all_batchings():
+    """Against every partition of up to 7 texts (877 for 7): the cut's cost is the least under the limits."""
+    import itertools
+
+    def partitions(items):
+        if not items:
+            yield []
+            return
+        for rest in partitions(items[1:]):
+            for k in range(len(rest)):
+                yield rest[:k] + [[items[0]] + rest[k]] + rest[k + 1:]
+            yield [[items[0]]] + rest
+
+    rng = np.random.default_rng(0)
+    for n, max_tokens, max_texts in itertools.product((1, 4, 7), (40, 200), (None, 3)):
+        lengths = rng.integers(2, 30, n).tolist()
+        found = activations.batches(lengths, max_tokens, max_texts)
+        assert sorted(i for p in found for i in p) == list(range(n))
+        allowed = [p for p in partitions(list(range(n)))
+                   if all(len(b) == 1 or (len(b) * max(lengths[i] for i in b) <= max_tokens
+                                          and len(b) <= (max_texts or n)) for b in p)]
+        assert _passes_cost(found, lengths) == min(_passes_cost(p, lengths) for p in allowed)
+
+
+def test_padded_is_the_tokenizer_s_own_padding(tiny_bert):
+    ids = [np.asarray(x) for x in tiny_bert.tokenizer(TEXTS)["input_ids"]]
+    ours = activations.padded(ids, tiny_bert)
+    theirs = tiny_bert.tokenizer.pad({"input_ids": ids}, padding_side="right", return_tensors="pt")
+    assert set(ours) == {"input_ids", "attention_mask"}
+    for name, tensor in ours.items():
+        assert torch.equal(tensor, theirs[name])
+
+
+def test_token_budget_batches_give_each_text_its_own_states(tiny_bert):
+    """Per-text states do not depend on the batch beyond float noise: passes of a few texts, padded,
+    against each text alone. float32 keeps 2⁻²⁴ ≈ 6e-8 of a value; another batch changes the
+    shapes of the matrix products and so the order of their sums, a few units in the last place
+    per operation over the blocks: 1e-5 of the largest state bounds that and no real difference
+    (a state read at a wrong row, padding leaking into the mask) stays under it."""
+    texts = [f"{'very ' * (i % 7)}short text number {i}" for i in range(23)]
+    together = activations.extract(tiny_bert, texts, cache=False, progress=False, batch_tokens=64,
+                                   attentions=True, after_attention=True)
+    passes = activations.batches(together.lengths, 64)
+    assert len(passes) > 2 and max(len(p) for p in passes) > 2
+    real = together.lengths.sum() / sum(len(p) * together.lengths[p].max() for p in passes)
+    assert real < 1  # some padding: the mask is exercised
+    alone = activations.extract(tiny_bert, texts, cache=False, progress=False, batch_size=1,
+                                attentions=True, after_attention=True)
+    scale = np.abs(alone.hidden).max()
+    np.testing.assert_allclose(together.hidden, alone.hidden, rtol=0, atol=1e-5 * scale)
+    np.testing.assert_allclose(together.after_attention, alone.after_attention, rtol=0, atol=1e-5 * scale)
+    for a, b in zip(together.attentions, alone.attentions):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
+    assert together.hidden.flags.c_contiguous and together.hidden.base is None  # one array, not a view
+
+
 def test_mean_pool_word_pool_and_cls(record):
     pools, words, cls = record.mean_pool("all"), record.mean_pool("word"), record.cls()
     for i in range(record.n_texts):

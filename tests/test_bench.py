@@ -24,8 +24,8 @@ def test_flops_of_a_hand_computed_config():
     # per token and block at T = 5: 8·4² + 4·4·8 + 4·5·4 = 128 + 128 + 80 = 336
     assert roofline.block_flops_per_token(CONFIG, 5) == 336
     assert roofline.batch_flops(CONFIG, batch=3, length=5) == 3 * 5 * 2 * 336
-    # texts of 2, 5, 3 tokens in batches of 2: [5, 3] padded to 5, then [2]
-    flops, real = roofline.extraction_flops([2, 5, 3], CONFIG, batch_size=2)
+    # texts of 2, 5, 3 tokens in passes [5, 3] padded to 5, then [2]
+    flops, real = roofline.extraction_flops([2, 5, 3], CONFIG, [[1, 2], [0]])
     assert flops == 2 * 5 * 2 * 336 + 1 * 2 * 2 * (128 + 128 + 4 * 2 * 4)
     assert real == pytest.approx(10 / 12)
     no_ffn_width = SimpleNamespace(hidden_size=4, num_hidden_layers=1)  # f defaults to 4d
@@ -39,8 +39,14 @@ def test_matmul_peak_reports_each_shape():
 
 
 def test_roofline_runs_on_the_tiny_model(tiny_bert):
-    r, e = bench.roofline(tiny_bert, ["the cat sat on the mat", "a dog barked", "one"] * 3, batch_size=4, runs=2)
+    r, e, p = bench.roofline(tiny_bert, ["the cat sat on the mat", "a dog barked", "one"] * 3, batch_tokens=24,
+                             runs=2)
     assert "the best of 2 runs each" in next(f["detail"] for f in bench.figures({"extraction": {"minilm": e}}))
+    assert r["passes"] == 3 and r["real_token_share"] == 1.0  # 3 × 8, 3 × 5, 3 × 3 tokens: each length a pass
+    shown = {f["figure"]: f for f in bench.figures({"roofline": {"mpnet": r}, "peer": {"mpnet": p}})}
+    assert shown["real tokens ÷ positions computed, MPNet"]["target"] == 0.95
+    assert shown["roofline ratio, MPNet (achieved ÷ peak FLOP/s)"]["target"] == 0.8
+    assert p["ratio"] > 0 and p["encode_tokens_per_s"] > 0 and p["tokens"] == e["tokens"]
     assert len(r["peak_samples"]) == 3 and len(r["peak_gflops"]) == len(r["ratios"]) == len(r["achieved_gflops"]) == 2
     assert r["peak_gflops"] == [max(r["peak_samples"][:2]), max(r["peak_samples"][1:])]  # each run: before or after
     for ratio, achieved, peak in zip(r["ratios"], r["achieved_gflops"], r["peak_gflops"]):
@@ -119,7 +125,8 @@ def test_build_breakdown_splits_each_chapter(tmp_path):
 
 def test_figures_carry_targets_and_met_flags():
     results = {"roofline": {"minilm": {"ratio": 0.65, "ratios": [0.6, 0.65, 0.7], "gflop": 10.0, "texts": 8,
-                                       "batch_size": 4, "real_token_share": 0.9, "achieved_gflops": [90, 100, 110],
+                                       "tokens": 80, "batch_tokens": 64, "passes": 3, "real_token_share": 0.9,
+                                       "achieved_gflops": [90, 100, 110],
                                        "peak_samples": [150, 140, 145, 150], "peak_gflops": [150, 145, 150],
                                        "time_split": {"gemm_share": 0.78, "gemm_efficiency": 0.87,
                                                       "others": {"aten::copy_": 0.07, "aten::gelu": 0.05}}}},
@@ -132,6 +139,8 @@ def test_figures_carry_targets_and_met_flags():
     assert got("roofline ratio, MiniLM")["met"] is False and got("roofline ratio, MiniLM")["target"] == 0.7
     assert got("roofline ratio, MiniLM")["detail"].endswith(
         "at 100 GFLOP/s; peak 150 GFLOP/s, each run's the better of the measurements just before and after it")
+    real = got("real tokens ÷ positions computed, MiniLM")
+    assert (real["met"], real["detail"]) == (False, "80 tokens of 8 texts, 3 passes of ≤ 64 positions")
     assert got("cold build ÷ (model calls + site build)")["met"] is True
     assert got("process start → first model use")["met"] is True
     assert got("warm ÷ cold book build")["met"] is False  # under target, but a chapter ran again

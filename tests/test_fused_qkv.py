@@ -1,5 +1,5 @@
 """Queries, keys and values in one product (core.fused_qkv): bitwise the same forward pass as
-BERT's own, and BERT's own path whenever a gradient is recorded."""
+BERT's (MPNet's) own, and the model's own path whenever a gradient is recorded."""
 
 import copy
 
@@ -7,19 +7,32 @@ import pytest
 import torch
 from transformers.models.bert import modeling_bert
 
-from embedding_geometry.core import fused_qkv
+import tiny_models
+from embedding_geometry.core import fused_qkv, models
 
 TEXTS = ["the cat sat on the mat", "a dog", "attention heads look at the separator more than at words"]
 
 
+@pytest.fixture(scope="module")
+def tiny_mpnet(tmp_path_factory):
+    return models.load(str(tiny_models.tiny_family("mpnet", tmp_path_factory.mktemp("mpnet"))), device="cpu")
+
+
 def _forward(loaded, fused: bool):
     model = copy.deepcopy(loaded.model)
-    for module in model.modules():  # back to BERT's own class, or fused
-        if isinstance(module, modeling_bert.BertSelfAttention):
-            module.__class__ = fused_qkv.FusedBertSelfAttention if fused else modeling_bert.BertSelfAttention
+    for module in model.modules():  # back to the model's own class, or fused
+        for own, fast in fused_qkv.FUSED.items():
+            if isinstance(module, own):
+                module.__class__ = fast if fused else own
     batch = loaded.tokenizer(TEXTS, padding=True, return_tensors="pt")
     with torch.inference_mode():
         return model(**batch, output_hidden_states=True, output_attentions=True)
+
+
+def _equal(own, fused) -> bool:
+    assert len(own.hidden_states) == len(fused.hidden_states) > 1
+    return all(torch.equal(a, b) for a, b in zip(own.hidden_states + own.attentions,
+                                                 fused.hidden_states + fused.attentions))
 
 
 def test_loaded_bert_models_are_fused(tiny_bert):
@@ -28,10 +41,32 @@ def test_loaded_bert_models_are_fused(tiny_bert):
 
 
 def test_the_fused_forward_is_bitwise_bert_s_own(tiny_bert):
-    own, fused = _forward(tiny_bert, fused=False), _forward(tiny_bert, fused=True)
-    assert len(own.hidden_states) == len(fused.hidden_states) > 1
-    for a, b in zip(own.hidden_states + own.attentions, fused.hidden_states + fused.attentions):
-        assert torch.equal(a, b)  # the same bits, padding and mask included
+    assert _equal(_forward(tiny_bert, fused=False), _forward(tiny_bert, fused=True))  # padding and mask included
+
+
+def test_the_fused_forward_is_bitwise_mpnet_s_own(tiny_mpnet):
+    kinds = {type(m) for m in tiny_mpnet.model.modules() if isinstance(m, fused_qkv.FusedMPNetSelfAttention)}
+    assert kinds == {fused_qkv.FusedMPNetSelfAttention}
+    assert _equal(_forward(tiny_mpnet, fused=False), _forward(tiny_mpnet, fused=True))
+
+
+def test_the_stacked_weights_follow_an_update_in_place(tiny_bert):
+    model = copy.deepcopy(tiny_bert.model)
+    attention = model.encoder.layer[0].attention.self
+    batch = tiny_bert.tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        before = model(**batch).last_hidden_state
+        kept = attention._stacked()[0]
+        assert attention._stacked()[0] is kept  # built once
+    with torch.no_grad():
+        attention.value.weight.mul_(2.0)  # as an optimiser's step would: same storage, new version
+    with torch.inference_mode():
+        fused = model(**batch).last_hidden_state
+        assert attention._stacked()[0] is not kept
+    attention.__class__ = modeling_bert.BertSelfAttention
+    with torch.inference_mode():
+        own = model(**batch).last_hidden_state
+    assert torch.equal(fused, own) and not torch.equal(fused, before)
 
 
 def test_training_takes_bert_s_own_path(tiny_bert, monkeypatch):
@@ -71,6 +106,10 @@ def test_other_modules_are_left_alone():
 
 @pytest.mark.slow
 def test_the_embedded_model_is_bitwise_unchanged(embedded):
-    own, fused = _forward(embedded, fused=False), _forward(embedded, fused=True)
-    assert all(torch.equal(a, b) for a, b in zip(own.hidden_states + own.attentions,
-                                                 fused.hidden_states + fused.attentions))
+    assert _equal(_forward(embedded, fused=False), _forward(embedded, fused=True))
+
+
+@pytest.mark.slow
+def test_the_embedded_mpnet_is_bitwise_unchanged():
+    mpnet = models.load("mpnet", device="cpu")
+    assert _equal(_forward(mpnet, fused=False), _forward(mpnet, fused=True))

@@ -128,11 +128,19 @@ class Activations(SpecialTokens):
 
 # --------------------------------------------------------------------------- extraction
 
+BATCH_TOKENS = 2048
+"""Positions (padding included) a forward pass holds at most, by default: on a CPU, matrix
+products of 2,048 rows run near their peak, and a pass's states stay a few hundred MiB."""
+
+PASS_TOKENS = 32
+"""What a forward pass costs beyond its positions, in positions: its fixed work (Python, the
+hooks) and the slower matrix products of a short pass. It prices a cut of :func:`batches`."""
+
 def extract(
     loaded: LoadedModel,
     texts: Sequence[str],
     max_length: int | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     attentions: bool = False,
     cache: bool = True,
     cache_dir: str | Path | None = None,
@@ -140,12 +148,15 @@ def extract(
     source: str = "texts",
     attention_layers: Sequence[int] | None = None,
     after_attention: bool = False,
+    batch_tokens: int = BATCH_TOKENS,
 ) -> Activations:
     """Hidden states of every depth (and optionally attention maps) for ``texts``.
 
     Texts are tokenized once, truncated to ``max_length`` (default: the model's
-    ``max_seq_length``), sorted by length into batches of ``batch_size`` so that padding is
-    minimal, run under ``torch.inference_mode``, and put back in input order. With ``cache``,
+    ``max_seq_length``), sorted by length and cut into forward passes of at most ``batch_tokens``
+    positions (padding included) and at most ``batch_size`` texts (None: no limit) so that
+    padding is minimal (:func:`batches`), run under ``torch.inference_mode``, and written in
+    input order into one preallocated array per kind of state. With ``cache``,
     the result is stored under a key of (model weights, texts, max length, attentions, package
     version) and a second call loads it; a damaged cache file is detected and recomputed.
     ``source`` names the parameter the texts came from, for error messages.
@@ -171,7 +182,8 @@ def extract(
     if cache and (hit := _read(cache_dir, key, mid_key)) is not None:
         clock.model_used()
         return hit
-    record = _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers, after_attention)
+    record = _forward(loaded, texts, max_length, (batch_size, batch_tokens), attentions, progress, source, layers,
+                      after_attention)
     record.key = key
     if cache:
         disk_cache.store(disk_cache.entry(cache_dir, key), replace(record, after_attention=None))
@@ -243,48 +255,44 @@ def word_token_counts(tokenizer, texts: Sequence[str], max_length: int) -> list[
     return [int((~mask).sum()) for mask in tokenize(tokenizer, texts, max_length)[2]]
 
 
-def _forward(loaded, texts, max_length, batch_size, attentions, progress, source, layers=None,
+def _forward(loaded, texts, max_length, limits, attentions, progress, source, layers=None,
              after_attention=False) -> Activations:
+    """The record of ``texts``: ``limits`` is (texts, positions) at most per forward pass (see
+    :func:`batches`; a perturbed float path may set the texts'); each pass's states are copied
+    once, text by text, into the record's arrays."""
     encoding, ids, special = tokenize(loaded.tokenizer, texts, max_length)
     for text, mask in zip(texts, special):
         if mask.all():
             raise ParameterError(source, "texts that each contain at least one word token", text)
-    order = np.argsort([-len(x) for x in ids], kind="stable")
-    batch_size = float_path.current().forward_batch(batch_size)
-    n_layers = loaded.model.config.num_hidden_layers
+    lengths = np.array([len(x) for x in ids])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n_layers, width = loaded.model.config.num_hidden_layers, loaded.model.config.hidden_size
     kept = range(n_layers) if layers is None else layers
     names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]
-    names += [f"blocks.{l}.attn.pattern" for l in kept] if attentions else []
     middle = [f"blocks.{l}.resid_mid" for l in range(n_layers)] if after_attention else []
-    states: list[np.ndarray | None] = [None] * len(texts)
+    hidden = np.empty((n_layers + 1, offsets[-1], width), np.float32)
+    mids = np.empty((n_layers, offsets[-1], width), np.float32) if after_attention else None
     maps: list[np.ndarray | None] = [None] * len(texts)
-    mids: list[np.ndarray | None] = [None] * len(texts)
+    patterns = [f"blocks.{l}.attn.pattern" for l in kept] if attentions else []
     with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
-        for start in range(0, len(texts), batch_size):
-            chunk = order[start:start + batch_size]
-            batch = loaded.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, padding_side="right",
-                                         return_tensors="pt")
-            batch = {k: v.to(loaded.device) for k, v in batch.items()}
-            _, captured = run_with_cache(loaded.model, batch, names + middle)
-            stacked = torch.stack([captured[n] for n in names[: n_layers + 1]], dim=1).float().numpy()
-            between = torch.stack([captured[n] for n in middle], dim=1).float().numpy() if middle else None
-            for row, i in enumerate(chunk):
-                n = len(ids[i])
-                states[i] = stacked[row, :, :n]
-                if middle:
-                    mids[i] = between[row, :, :n]
-                if attentions:
-                    maps[i] = torch.stack([captured[f"blocks.{l}.attn.pattern"][row, :, :n, :n]
-                                           for l in kept]).float().numpy()
+        for chunk in batches(lengths, limits[1], float_path.current().forward_batch(limits[0])):
+            batch = padded([ids[i] for i in chunk], loaded)
+            _, captured = run_with_cache(loaded.model, batch, names + middle + patterns)
+            _write(hidden, [captured[n] for n in names], chunk, offsets)
+            if middle:
+                _write(mids, [captured[n] for n in middle], chunk, offsets)
+            for row, i in enumerate(chunk if attentions else []):
+                n = lengths[i]
+                maps[i] = torch.stack([captured[name][row, :, :n, :n] for name in patterns]).float().numpy()
             bar.update(len(chunk))
-    lengths = np.array([len(x) for x in ids])
     special_flat = np.concatenate(special)
+    flat_ids = np.concatenate(ids)
     return Activations(
         texts=texts,
-        hidden=np.concatenate(states, axis=1),
-        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        input_ids=np.concatenate(ids),
-        tokens=[t for x in ids for t in loaded.tokenizer.convert_ids_to_tokens(x.tolist())],
+        hidden=hidden,
+        offsets=offsets,
+        input_ids=flat_ids,
+        tokens=loaded.tokenizer.convert_ids_to_tokens(flat_ids.tolist()),
         special_mask=special_flat,
         word_mask=~special_flat,
         word_ids=np.where(special_flat, -1, np.concatenate([[-1 if w is None else w for w in encoding.word_ids(i)]
@@ -294,8 +302,57 @@ def _forward(loaded, texts, max_length, batch_size, attentions, progress, source
         has_cls=loaded.info.has_cls,
         has_sep=loaded.info.has_sep,
         attention_layers=layers if attentions else None,
-        after_attention=np.concatenate(mids, axis=1) if after_attention else None,
+        after_attention=mids,
     )
+
+
+def batches(lengths: Sequence[int], max_tokens: int = BATCH_TOKENS, max_texts: int | None = None) -> list[np.ndarray]:
+    """The forward passes of texts of ``lengths`` tokens: index arrays into ``lengths``.
+
+    The texts are sorted by length, longest first (ties in input order), and cut into runs. A
+    pass of n texts padded to its longest, T tokens, computes n·T positions; each holds at most
+    ``max_tokens`` of them (a longer text goes alone) and at most ``max_texts`` texts. Among
+    those cuts, the one of least cost Σ (n·T + PASS_TOKENS) over the passes, found exactly by
+    dynamic programming over the sorted lengths s: cost(i) = min_k (k·s_i + PASS_TOKENS +
+    cost(i + k)), the least cost of the texts from i on. (No batching beats the best cut into
+    runs: filling the pass of the longest text with the next longest leaves its cost as it is
+    and raises no other pass's longest.) Padding falls as the texts grow in number: few texts
+    of many lengths leave a choice between padding and passes that ``PASS_TOKENS`` settles.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    ordered, n = lengths[order], len(lengths)
+    cost, step = np.zeros(n + 1), np.ones(n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        most = max(1, min(max_tokens // ordered[i], n - i, max_texts or n))
+        candidates = np.arange(1, most + 1) * ordered[i] + PASS_TOKENS + cost[i + 1:i + most + 1]
+        step[i] = np.argmin(candidates) + 1
+        cost[i] = candidates[step[i] - 1]
+    cuts = [0]
+    while cuts[-1] < n:
+        cuts.append(cuts[-1] + step[cuts[-1]])
+    return [order[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def padded(ids: Sequence[np.ndarray], loaded: LoadedModel) -> dict[str, torch.Tensor]:
+    """One forward pass's inputs: ``ids`` padded on the right with the tokenizer's padding id to the
+    longest, and the attention mask (1 on real tokens), int64 [n, T] each, on the model's device."""
+    lengths = np.array([len(x) for x in ids])
+    mask = np.arange(lengths.max())[None, :] < lengths[:, None]
+    tokens = np.full(mask.shape, loaded.tokenizer.pad_token_id, dtype=np.int64)
+    tokens[mask] = np.concatenate(ids)
+    return {"input_ids": torch.from_numpy(tokens).to(loaded.device),
+            "attention_mask": torch.from_numpy(mask.astype(np.int64)).to(loaded.device)}
+
+
+def _write(out: np.ndarray, states: list[torch.Tensor], chunk: np.ndarray, offsets: np.ndarray) -> None:
+    """Copy each text's real rows of ``states`` (one [n, T, D] tensor per depth) into ``out``
+    [depths, n_tokens, D] at the text's rows: the one copy the states take."""
+    for depth, state in enumerate(states):
+        values = state.float().numpy()
+        for row, i in enumerate(chunk):
+            start, stop = offsets[i], offsets[i + 1]
+            out[depth, start:stop] = values[row, :stop - start]
 
 
 def _structural_ids(tokenizer) -> list[int]:

@@ -16,8 +16,8 @@ A perturbation is set for a whole build through the environment::
 =============  ===============================================================================
 ``threads=N``  torch runs on N threads (``torch.set_num_threads``)
 ``onednn=off`` torch's oneDNN (MKLDNN) kernels are not used
-``attention=unfused``  BERT's own attention forward (three projections) instead of
-               :mod:`.fused_qkv`'s one product
+``attention=unfused``  BERT's and MPNet's own attention forward (three projections) instead
+               of :mod:`.fused_qkv`'s one product
 ``batch_size=N``  every forward pass of extraction and streaming runs N texts at a time,
                whatever the chapter's ``batch_size`` (training batches are left alone: they
                are part of the experiment, not of its arithmetic)

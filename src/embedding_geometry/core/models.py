@@ -160,8 +160,9 @@ def load(
 
     The tokenizer pads on the right (real tokens first, as extraction expects) and, when it has no
     padding token, pads with its end-of-text token: padding is masked, so its id never matters.
-    A BERT model's attention computes queries, keys and values in one product (:mod:`.fused_qkv`:
-    bitwise the same numbers), unless the float path (:mod:`.float_path`) asks for BERT's own.
+    A BERT or MPNet model's attention computes queries, keys and values in one product
+    (:mod:`.fused_qkv`: bitwise the same numbers), unless the float path (:mod:`.float_path`) asks
+    for the model's own.
     """
     from transformers import AutoModel, AutoTokenizer
 
@@ -220,7 +221,7 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
 
 def _on_float_path(model: torch.nn.Module) -> torch.nn.Module:
     """``model`` set up for this process's float path (:mod:`.float_path`): torch's threads and
-    oneDNN switch, and BERT's fused attention unless the path asks for the unfused one."""
+    oneDNN switch, and BERT's (MPNet's) fused attention unless the path asks for the unfused one."""
     from .fused_qkv import fuse_qkv
 
     return fuse_qkv(model) if float_path.apply().fused_attention else model
