@@ -140,7 +140,8 @@ def test_the_build_check_names_what_a_counted_verdict_lacks(tmp_path):
                               ("outcome", None, "outcome None"), ("p_adjusted", None, "adjusted None"),
                               ("sensitivity", {"bound": "fraction"}, "a sensitivity"),
                               ("interval", [0.3, 0.2], "interval"), ("kind", "opinion", "kind"),
-                              ("verdict", "census", "verdict 'census'")]:
+                              ("verdict", "census", "verdict 'census'"),
+                              ("reach", {"holds": False, "does not hold": True}, "counted, though")]:
         assert any(lacks in p for p in problems({**record, key: value})), key
     undecided = {**record, "outcome": "inconclusive", "verdict": "inconclusive", "detectable": None}
     assert problems(undecided) == ["inconclusive without the effect its n detects"]

@@ -1,7 +1,8 @@
 """What every verdict record of a build must carry (book/methods.md, "How a verdict is made"): a
 counted verdict its kind, test, p and adjusted p, null (or why it has none), one of the three
-outcomes of a tested claim, a 95 % interval, the effect its n detects when it is inconclusive, and
-a sensitivity where its bound was derived from the published value; a claim not tested its reason."""
+outcomes of a tested claim, a 95 % interval, the effect its n detects when it is inconclusive, a
+test that can reach both *holds* and *does not hold*, and a sensitivity where its bound was derived
+from the published value; a claim not tested its reason."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def problems(record: Mapping[str, Any]) -> list[str]:
         found.append(f"outcome {record.get('outcome')!r}")
     if record.get("outcome") == words.INCONCLUSIVE and record.get("detectable") is None:
         found.append("inconclusive without the effect its n detects")
+    if record.get("reach") != {"holds": True, "does not hold": True}:
+        found.append(f"counted, though its test can reach {record.get('reach')}")
     if (record.get("sensitivity") is not None) != ((record.get("bound") or {}).get("source") == "fraction"):
         found.append("a sensitivity without a fraction bound, or a fraction bound without one")
     interval = record.get("interval")

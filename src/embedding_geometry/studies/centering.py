@@ -45,13 +45,13 @@ import numpy as np
 
 from ..core.geometry import centred, cosine, label_rows
 from ..core.geometry import mean_pairwise_cosine as anisotropy
+from .anisotropy import PERMUTATIONS  # one count of shuffles for every permutation null
 
 TOPIC_KEYS = ("topic_anisotropy", "topic_mean_cosine", "topic_centering_removal", "topic_mean_cosine_offdiag",
               "topic_centering_removal_offdiag", "corpus_mean_removal", "topic_centering_removal_offdiag_permutations")
 """The keys that need at least two topics."""
 
-PERMUTATIONS = 200
-"""Shuffles of the topic labels in the centering test's permutation null."""
+
 
 
 def group_anisotropy(x: np.ndarray, labels: Sequence[str]) -> dict[str, float]:

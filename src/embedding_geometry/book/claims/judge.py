@@ -135,10 +135,11 @@ def records(verdicts: list[Verdict]) -> list[dict[str, Any]]:
 def decide(verdicts: list[Verdict], family: int | None = None,
            flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """The outcome of every tested verdict of one chapter on one model. The counted ones are
-    adjusted together (:func:`.pvalues.adjust`, m_k the ledger's counted claims); any other tested
-    claim (a check, a hypothesis, a claim whose home is elsewhere) is read at the level of the
-    chapter's next discovery, q (R + 1) / m. A verdict is *fragile* when a perturbed float path
-    changed it (``flips``), or when its p moved by twice its Monte Carlo error would cross q."""
+    adjusted together (:func:`.pvalues.adjust`, m_k the ledger's counted claims); a hypothesis or a
+    claim whose home is elsewhere is read at the level of the chapter's next discovery,
+    q (R + 1) / m; a check of the pipeline, a test of the code rather than a finding, at q alone.
+    A verdict is *fragile* when a perturbed float path changed it (``flips``), or when its p moved
+    by twice its Monte Carlo error would cross q."""
     m = family or family_size()
     by_model: dict[str, list[int]] = {}
     for i, v in enumerate(verdicts):
@@ -156,8 +157,8 @@ def decide(verdicts: list[Verdict], family: int | None = None,
             v = out[i]
             if not v.tested:
                 continue
-            p_adj = adjusted[counted.index(i)] if i in scale else min(1.0, v.p * m / (decided + 1))
-            factor = scale.get(i, m / (decided + 1))
+            factor = scale.get(i, 1.0 if v.claim.kind == "pipeline" else m / (decided + 1))
+            p_adj = adjusted[counted.index(i)] if i in scale else min(1.0, v.p * factor)
             flipped = (flips or {}).get((v.claim.id, v.model))
             out[i] = _decided(v, p_adj, factor, m, pvalues.threshold(decided, m), flipped)
     return out
