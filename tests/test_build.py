@@ -43,8 +43,8 @@ def test_no_built_page_references_a_cdn_and_pages_stay_small(built_book):
 
 def test_every_counted_verdict_of_the_build_carries_what_it_rests_on(built_book):
     """In every chapter's results, top-level and per-model verdicts alike: a counted verdict has its
-    kind, interval method, null or the reason it has none, raw and adjusted result, sensitivity
-    where the ledger set its bound, and an interval of non-zero width; a census is no verdict."""
+    kind, test, null or the reason it has none, p and adjusted p, outcome, a test that can both pass
+    and fail, sensitivity where the ledger derived its bound, and an interval (tests/verdict_checks.py)."""
     from embedding_geometry.book import dashboard
     from verdict_checks import problems
 
@@ -55,7 +55,7 @@ def test_every_counted_verdict_of_the_build_carries_what_it_rests_on(built_book)
             counted += bool(record.get("counted"))
             if missing := problems(record):
                 found[f"{path.stem}: {record['id']} on {record['model']}"] = missing
-    assert counted > 50 and not found, found
+    assert counted > 20 and not found, found
 
 
 def test_model_00_results_check_the_mean_pool(built_book):
@@ -63,7 +63,7 @@ def test_model_00_results_check_the_mean_pool(built_book):
     document = json.loads((root / "build" / "results" / "00_the_model.json").read_text())
     assert document["metrics"]["meanpool_vs_model"]["max_abs_diff"] < 1e-4
     assert len(document["metrics"]["token_norm_mean"]["word tokens"]) == 4  # L + 1
-    assert all(c["outcome"] == "holds" or c["status"] == "census" for c in document["claims"])  # a census: all equal
+    assert all(c["verdict"] == "holds" for c in document["claims"])  # every sentence agrees: an exact result
     metrics = document["metrics"]  # a BERT tokenizer adds exactly [CLS] and [SEP] to each sentence
     assert metrics["word_tokens_per_sentence"] == [n - 2 for n in metrics["tokens_per_sentence"]]
 

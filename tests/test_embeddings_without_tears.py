@@ -193,7 +193,7 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert set(metrics["pooling_retrieval"]) >= {"mean", "cls", "subword", "cls_minus_mean"}
     verdicts = {c["id"]: c for c in document["claims"]}
     assert set(verdicts) == {c.id for c in claims.load(SLUG).claims}  # the tiny book judges one model
-    assert verdicts["isotropy-bert"]["verdict"] == "not measured"
+    assert verdicts["isotropy-bert"]["status"] == "not measured"
     assert all(c["numeric_verdict"] is None for c in document["claims"])  # no published number is on the tiny model
     assert verdicts["cls-table-51-100"]["null"]["label"] == "uniform attention"
     assert verdicts["softmax-makes-cone"]["null"]["distribution"] == "3 seeds, unit by unit"

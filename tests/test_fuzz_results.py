@@ -32,7 +32,7 @@ REBUILD = f"rebuild it: .venv/bin/python -m embedding_geometry build --only {SLU
 CLAIM = {"id": "hard-start", "statement": "The hard pair starts at cosine 0.899.", "metric": "pair_cosine.hard",
          "published": {"value": 0.899, "model": "big/model"}, "measured": 0.93, "model": "m",
          "numeric_verdict": None, "shape": None, "kind": "published", "status": "descriptive",
-         "verdict": "descriptive", "counted": False}
+         "verdict": "not tested", "counted": False}
 DOCUMENT = {"chapter": SLUG, "model": {"id": "m", "sha256": "ab", "layers": 3, "hidden": 40},
             "params": {"seed": 0}, "inputs": {"pairs": {"hard": ["a", "b"]}},
             "metrics": {"pair_cosine": {"hard": [0.9]}},

@@ -53,6 +53,7 @@ RAW = {
     "NaN": r"\b(?:NaN|nan)\b",
     "a negative zero": r"(?<![\d.])-0\.0+(?![\d])",
     "a Python boolean": r"\b(?:True|False)\b",
+    "an object repr": r"<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>|<[\w.]+ [\w.<>]+ at 0x[0-9a-fA-F]+>",
     "a build path": r"(?:/(?:tmp|work|home|root|private|Users)/|site-packages|file://|\b[A-Z]:\\\w)\S*"
                     r"|(?<![\w.-])build/(?:results|cache|logs)/\S*",
 }
@@ -315,6 +316,8 @@ def test_dashboard_verdict_column_is_in_view(site, browser, width):
     ("a cosine of nan", {"NaN"}),
     ("-0.0000", {"a negative zero"}),
     ("matches: True", {"a Python boolean"}),
+    ("<IPython.core.display.Markdown object>", {"an object repr"}),  # the landing page's glue, unrendered
+    ("<function f at 0x7f3a2c>", {"an object repr"}),
     ("written to build/results/01_layer_by_layer.json", {"a build path"}),
     ("model /tmp/pytest-of-root/tiny-bert0", {"a build path"}),
     ("C:\\Users\\me\\book", {"a build path"}),

@@ -93,10 +93,10 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert 0 < metrics["long_text"]["coverage"]["truncation"] <= metrics["long_text"]["coverage"]["windows"] <= 1
     verdicts = {c["id"]: c for c in document["claims"]}
     assert set(verdicts) == {c.id for c in claims.load(SLUG).claims}
-    assert verdicts["rerank-precision"]["verdict"] == "not measured"
+    assert verdicts["rerank-precision"]["status"] == "not measured"
     assert verdicts["contrastive-fix"]["n_units"] == document["params"]["finetune_seeds"]
     assert verdicts["windows-beat-truncation"]["n_units"] == document["params"]["n_long_docs"]
-    assert verdicts["int8-compression"]["verdict"] == "by construction"
+    assert verdicts["int8-compression"]["status"] == "by construction"
     assert verdicts["quantization-nonuniform"]["null"]["distribution"] == "2000 draws"
     assert verdicts["int8-error"]["n_units"] == document["params"]["pair_sample"]
 
