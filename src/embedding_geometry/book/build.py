@@ -84,6 +84,12 @@ def _results_read(notebook: Path) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- running chapters
 
+KERNEL_START = 300
+"""Seconds a chapter's kernel may take to answer: its server imports torch, transformers and the
+package before it forks the kernel, and on a 2-core machine busy with a chapter alongside and a
+test run that took over papermill's default of 60 s (chapter 7 failed to start three times)."""
+
+
 def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool = False) -> Outcome:
     """Execute one chapter (or skip it when unchanged); see the module docstring."""
     import papermill
@@ -104,7 +110,8 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         with _stderr_to(log):
             papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
                                        cwd=str(root), kernel_name="python3", progress_bar=False,
-                                       kernel_manager_class=jupyter_kernels.kernel_manager())
+                                       kernel_manager_class=jupyter_kernels.kernel_manager(),
+                                       start_timeout=KERNEL_START)
         collapse_parameters(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
