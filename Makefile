@@ -3,6 +3,7 @@
 #   make test       set up .venv, run the whole test suite (what CI runs)
 # While working on the book:
 #   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
+#   make test-times the whole suite timed: its slowest 50 tests in build/bench.json (tests)
 #   make reader     the browser tests on the book `make book` built (screenshots in build/screenshots/)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
 #   make pdf        the built book as one PDF (_build/pdf/book.pdf), every chart a picture
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.installed
 PROFILE ?= default
 BUILD_ARGS ?=
 
-.PHONY: book test test-fast lint reader bench tolerances pdf setup strip clean serve
+.PHONY: book test test-fast test-times lint reader bench tolerances pdf setup strip clean serve
 
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
@@ -23,6 +24,10 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow and not browser" $(PYTEST_ARGS)
+
+# `make test` timed, with its slowest 50 tests and the load average, into build/bench.json (`tests`).
+test-times: $(STAMP)
+	$(PY) benchmarks/suite_times.py $(PYTEST_ARGS)
 
 # Lint: ruff's checks (pyproject.toml [tool.ruff]; why the formatter is not enforced is there too).
 lint: $(STAMP)
@@ -53,9 +58,11 @@ pdf: book
 # kernels, at once), compared family by family; writes src/embedding_geometry/data/float_paths.json.
 # Two cold builds (TOLERANCE_ARGS=--each: seven, one per perturbation alone).
 # TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.
+# Then the golden test on the perturbed build (`make test` runs it on the book's own path only).
 TOLERANCE_ARGS ?=
 tolerances: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/float_paths.py $(TOLERANCE_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -m tolerances tests/test_unchanged_metrics.py
 
 setup: $(STAMP)
 

@@ -460,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = json.loads(out.read_text()) if out.is_file() else {}
     kept = {"roofline": ["roofline", "extraction", "peer"], "mpnet_build": ["mpnet_build"]}
     results: dict = {key: previous[key] for name in args.skip for key in kept.get(name, [name]) if key in previous}
+    results.update({"tests": previous["tests"]} if "tests" in previous else {})  # make test-times' section
     for name, n_texts in (("minilm", args.texts), ("mpnet", args.mpnet_texts)):
         steps = [s for s in ("roofline", "cache", "batching")
                  if s not in args.skip and (s != "batching" or name == "minilm")]

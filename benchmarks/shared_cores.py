@@ -15,6 +15,7 @@ on a quiet machine: another process's load is what it measures.
 
     .venv/bin/python benchmarks/shared_cores.py               # 12 steps or passes of 32 texts each
     .venv/bin/python benchmarks/shared_cores.py --steps 24
+    .venv/bin/python benchmarks/shared_cores.py --steps 1 --models DIR DIR   # other models (its test: tiny ones)
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ MODELS = {"train": "sentence-transformers/all-MiniLM-L6-v2", "forward": "sentenc
 TEXTS = [f"sentence {i}: a cat sat on the mat by the river bank and watched the boats go by" for i in range(32)]
 
 
-def child(kind: str, steps: int) -> float:
-    """Wall seconds of ``steps`` training steps (``train``) or forward passes (``forward``)."""
+def child(kind: str, steps: int, model: str) -> float:
+    """Wall seconds of ``steps`` training steps (``train``) or forward passes (``forward``) of ``model``."""
     import torch
 
     from embedding_geometry.core import models
 
     torch.manual_seed(0)
-    loaded = models.load(MODELS[kind], device="cpu")
+    loaded = models.load(model, device="cpu")
     batch = loaded.tokenizer(TEXTS, padding=True, return_tensors="pt")
     net = loaded.model
     start = time.perf_counter()
@@ -58,10 +59,11 @@ def child(kind: str, steps: int) -> float:
     return time.perf_counter() - start
 
 
-def start(kind: str, steps: int, setting: str) -> subprocess.Popen:
+def start(kind: str, steps: int, setting: str, model: str) -> subprocess.Popen:
     env = {**os.environ, **(SHARED_CORES if setting != "default" else {})}
     nice = ALONGSIDE_NICENESS if setting == "build" and kind == "train" else 0
-    return subprocess.Popen([sys.executable, __file__, "--child", kind, "--steps", str(steps)], env=env,
+    return subprocess.Popen([sys.executable, __file__, "--child", kind, "--steps", str(steps), "--models", model,
+                             model], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
@@ -76,15 +78,18 @@ def seconds(process: subprocess.Popen) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12, help="training steps or forward passes per run")
+    parser.add_argument("--models", nargs=2, metavar=("TRAIN", "FORWARD"), default=list(MODELS.values()),
+                        help="the models of the two workloads (hub ids or local model directories)")
     parser.add_argument("--child", choices=sorted(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    chosen = dict(zip(MODELS, args.models))
     if args.child:
-        print(child(args.child, args.steps))
+        print(child(args.child, args.steps, chosen[args.child]))
         return
     print(f"{'setting':<9} {'workload':<8} {'alone s':>8} {'beside s':>9} {'beside ÷ alone':>15}")
     for setting in ("default", "passive", "build"):
-        alone = {kind: seconds(start(kind, args.steps, setting)) for kind in MODELS}
-        running = {kind: start(kind, args.steps, setting) for kind in MODELS}
+        alone = {kind: seconds(start(kind, args.steps, setting, chosen[kind])) for kind in MODELS}
+        running = {kind: start(kind, args.steps, setting, chosen[kind]) for kind in MODELS}
         beside = {kind: seconds(process) for kind, process in running.items()}
         for kind in MODELS:
             print(f"{setting:<9} {kind:<8} {alone[kind]:8.2f} {beside[kind]:9.2f} {beside[kind] / alone[kind]:15.2f}")

@@ -78,6 +78,26 @@ def run_build(root: Path, *args: str, cache: Path | None = None):
                           capture_output=True, text=True, env=env, timeout=1800)
 
 
+def build_here(root: Path, *args: str, cache: Path | None = None):
+    """:func:`run_build` in this process: the same ``main`` of ``python -m embedding_geometry``, its
+    exit status and printed lines as a CompletedProcess, without a new interpreter's imports (each
+    chapter still runs in its own kernel)."""
+    import contextlib
+    import io
+    import subprocess
+
+    from embedding_geometry import __main__ as cli
+    from embedding_geometry.book import schedule
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.setattr(schedule, "install_sigterm_handler", lambda: None)  # pytest's own SIGTERM stays
+        patch.setenv("EMBEDDING_GEOMETRY_CACHE", str(cache or root / "build" / "cache"))
+        patch.delenv("EMBEDDING_GEOMETRY_RESULTS", raising=False)
+        code = cli.main(["build", "--root", str(root), *args])
+    return subprocess.CompletedProcess(["build", "--root", str(root), *args], code, out.getvalue(), err.getvalue())
+
+
 TINY_CHAPTER_PARAMS: dict[str, dict] = {
     # per chapter of the book: the small sizes that keep its end-to-end run on the tiny model quick
     # (a new chapter declares its own in its notebook's metadata: see tiny_parameters)
@@ -145,6 +165,17 @@ def built_book(tmp_path_factory, tiny_bert_dir):
     root = copy_book(tmp_path_factory.mktemp("book"))
     result = run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)))
     return root, result
+
+
+@pytest.fixture(scope="session")
+def default_book(tmp_path_factory):
+    """The default profile built once on the embedded models, on this machine's own float path,
+    without the site: (root, completed process). The golden test compares it with the reference;
+    the determinism test runs two of its chapters again."""
+    root = copy_book(tmp_path_factory.mktemp("default-book"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("EMBEDDING_GEOMETRY_FLOAT_PATH", raising=False)
+        return root, run_build(root, "--profile", "default", "--no-site")
 
 
 SITE_ROOT = "EMBEDDING_GEOMETRY_SITE_ROOT"

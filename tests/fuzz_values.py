@@ -2,17 +2,33 @@
 
 Every suite runs with :data:`FUZZ`: derandomized and without an example database, so the same
 cases run on every machine and every run (CI is reproducible), and without deadlines (this
-machine is shared and its timings are noisy).
+machine is shared and its timings are noisy). Each property tries :func:`budget` examples: in
+``make test`` few enough to take seconds; ``HYPOTHESIS_PROFILE=deep`` multiplies them for a long
+run, and every failure a deep run finds becomes a fixed case (an ``@example`` or a case list).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+PROFILES = {"default": 1, "deep": 20}
+"""``$HYPOTHESIS_PROFILE`` → how many times its ``make test`` budget each property tries."""
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+if PROFILE not in PROFILES:
+    raise ValueError(f"HYPOTHESIS_PROFILE expects one of {', '.join(map(repr, PROFILES))}; got {PROFILE!r}")
+
+
+def budget(examples: int) -> int:
+    """The examples a property tries in this run: ``examples`` in ``make test``, and
+    ``PROFILES[PROFILE]`` times as many under ``HYPOTHESIS_PROFILE=deep``."""
+    return examples * PROFILES[PROFILE]
+
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, print_blob=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from fuzz_values import FUZZ, budget
 from synthetic_records import record
 
 from embedding_geometry.core import streaming, windows
@@ -60,7 +61,7 @@ def shardings(draw, n: int):
 N = 11
 
 
-@settings(max_examples=40, deadline=None)
+@settings(parent=FUZZ, max_examples=budget(40))
 @given(shardings(N))
 def test_text_statistics_merged_over_any_sharding_equal_one_pass(sharding):
     stacks = states(N)
@@ -68,7 +69,7 @@ def test_text_statistics_merged_over_any_sharding_equal_one_pass(sharding):
     assert_same(text_pass(stacks, cuts, order).result(), text_pass(stacks, []).result())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(parent=FUZZ, max_examples=budget(40))
 @given(shardings(N))
 def test_tuple_statistics_merged_over_any_sharding_equal_one_pass(sharding):
     stacks = states(3 * N, seed=1)
@@ -83,7 +84,7 @@ def test_tuple_statistics_merged_over_any_sharding_equal_one_pass(sharding):
     assert_same(acc.merged(parts[i] for i in order).result(), single.result())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(parent=FUZZ, max_examples=budget(60))
 @given(st.lists(st.integers(1, 29), unique=True, max_size=6))
 def test_moments_merged_at_any_boundaries_equal_the_moments_of_all_rows(cuts):
     rng = np.random.default_rng(0)
@@ -93,8 +94,7 @@ def test_moments_merged_at_any_boundaries_equal_the_moments_of_all_rows(cuts):
     np.testing.assert_allclose(total.correlation(), [np.corrcoef(x[:, d], y[:, d])[0, 1] for d in range(3)], rtol=1e-12)
 
 
-MERGES = settings(derandomize=True, database=None, deadline=None, max_examples=25,
-                  suppress_health_check=[HealthCheck.too_slow])
+MERGES = settings(parent=FUZZ, max_examples=budget(25))
 """Derandomised, small budgets: the shardings are drawn the same way on every run."""
 
 

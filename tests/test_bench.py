@@ -346,14 +346,14 @@ def test_the_atlas_bench_runs_at_tiny_sizes():
 
 
 @pytest.mark.slow
-def test_the_shared_cores_bench_runs_each_workload_alone_and_beside_the_other_in_each_setting():
+def test_the_shared_cores_bench_runs_each_workload_alone_and_beside_the_other_in_each_setting(tiny_bert_dir):
     import subprocess
     import sys
 
     from conftest import ROOT
 
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shared_cores.py"), "--steps", "1"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shared_cores.py"), "--steps", "1", "--models",
+                           str(tiny_bert_dir), str(tiny_bert_dir)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line.split() for line in done.stdout.splitlines()[1:]]
     settings = ("default", "passive", "build")

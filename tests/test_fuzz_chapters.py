@@ -22,8 +22,6 @@ accept that the chapter now runs, saying which claim it could not judge and why.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -35,15 +33,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, tiny_profile
-from embedding_geometry import __main__ as cli
-from embedding_geometry.book import build, parameters, profiles, rules, schedule
+from conftest import ROOT, TINY_CHAPTER_PARAMS, build_here, copy_book, tiny_profile
+from embedding_geometry.book import build, parameters, profiles, rules
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
-from fuzz_values import FUZZ, one_line, snapshot
+from fuzz_values import FUZZ, budget, one_line, snapshot
 
 pytestmark = pytest.mark.slow
-EXAMPLES = int(os.environ.get("FUZZ_CHAPTER_EXAMPLES", "2"))
+EXAMPLES = int(os.environ.get("FUZZ_CHAPTER_EXAMPLES", budget(2)))
 SKIPPED: dict[str, str] = {}
 RUNS: list[tuple[str, str, float]] = []  # (chapter, outcome, seconds) of every generated run, for the summary
 
@@ -194,21 +191,17 @@ def earlier_outputs(root: Path, slug: str) -> dict[Path, str]:
 
 
 @pytest.fixture()
-def run_chapter(book, tiny_bert_dir, monkeypatch, tmp_path_factory):
+def run_chapter(book, tiny_bert_dir):
     """``run_chapter(slug, params)`` → (outcome, message): one build of one chapter, in-process."""
-    monkeypatch.setattr(schedule, "install_sigterm_handler", lambda: None)
-    monkeypatch.setenv("EMBEDDING_GEOMETRY_CACHE", str(book / "build" / "cache"))  # shared: the book's own texts hit
 
     def call(slug: str, params: dict) -> tuple[str, str]:
         profile = tiny_profile(book, tiny_bert_dir, **{slug: {**TINY_CHAPTER_PARAMS.get(slug, {}), **params}})
-        out, err = io.StringIO(), io.StringIO()
-        start = time.time()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main(["build", "--root", str(book), "--profile", str(profile), "--only", slug, "--force", "--no-site"])
-        line = next((l for l in out.getvalue().splitlines() if re.match(rf"\s*(ran|failed)\s+{slug}\s", l)), "")
+        start = time.time()  # the cache is the book's: the book's own texts hit
+        done = build_here(book, "--profile", str(profile), "--only", slug, "--force", "--no-site")
+        line = next((l for l in done.stdout.splitlines() if re.match(rf"\s*(ran|failed)\s+{slug}\s", l)), "")
         outcome = line.split()[0] if line else "none"
         RUNS.append((slug, outcome, time.time() - start))
-        assert line, out.getvalue() + err.getvalue()
+        assert line, done.stdout + done.stderr
         return outcome, re.sub(rf"^\s*{outcome}\s+{slug}\s+[\d.]+ s\s*", "", line)
 
     return call

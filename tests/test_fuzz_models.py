@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from embedding_geometry.core import activations, models
 from embedding_geometry.core.errors import BookError
-from fuzz_values import FUZZ, one_line, snapshot
+from fuzz_values import FUZZ, budget, one_line, snapshot
 
 FILES = ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "modules.json",
          "sentence_bert_config.json", "1_Pooling/config.json"]
@@ -71,7 +71,7 @@ def original(tiny_bert_dir):
     return snapshot(tiny_bert_dir)
 
 
-@settings(parent=FUZZ, max_examples=40)
+@settings(parent=FUZZ, max_examples=budget(40))
 @given(change=damage)
 @example(change=("model.safetensors", "empty"))
 @example(change=("config.json", ("architecture", "gpt2")))

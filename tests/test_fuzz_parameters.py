@@ -15,10 +15,10 @@ from hypothesis import given, settings
 
 from embedding_geometry.book import parameters, rules
 from embedding_geometry.core.errors import ParameterError
-from fuzz_values import FUZZ, of_expected_kind, one_line, values
+from fuzz_values import FUZZ, budget, of_expected_kind, one_line, values
 
 RULES = [(slug, name) for slug, table in rules.CHAPTERS.items() for name in table]
-EXAMPLES_PER_RULE = 25
+EXAMPLES_PER_RULE = budget(25)
 
 
 def check(slug: str, name: str, value) -> None:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, copy_book
 from embedding_geometry import __main__ as cli
 from embedding_geometry.book import build, profiles, rules, schedule
-from fuzz_values import FUZZ, one_line, snapshot, texts, yaml_values
+from fuzz_values import FUZZ, budget, one_line, snapshot, texts, yaml_values
 
 SLUGS = profiles.chapters(ROOT)
 NAMES = sorted(set().union(*rules.CHAPTERS.values()))
@@ -140,7 +140,7 @@ garbage = st.one_of(st.sampled_from(YAML_BREAKERS), st.text(max_size=40),
                              max_size=6).map("".join))
 
 
-@settings(parent=FUZZ, max_examples=150)
+@settings(parent=FUZZ, max_examples=budget(150))
 @given(text=garbage)
 @example(text="")
 @example(text="[" * 3000)  # deeper than Python's recursion limit
@@ -159,7 +159,7 @@ documents = st.one_of(
 )
 
 
-@settings(parent=FUZZ, max_examples=200)
+@settings(parent=FUZZ, max_examples=budget(200))
 @given(document=documents)
 def test_any_yaml_document_as_a_profile(run, document):
     try:
@@ -179,7 +179,7 @@ damage = st.one_of(
 )
 
 
-@settings(parent=FUZZ, max_examples=100)
+@settings(parent=FUZZ, max_examples=budget(100))
 @given(which=st.sampled_from(range(len(REAL))), how=damage, only=st.sampled_from([None, *SLUGS]))
 def test_damaged_copies_of_the_real_profiles(run, which, how, only):
     kind, at, extra = how

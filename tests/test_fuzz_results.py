@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from embedding_geometry.book import build, dashboard, pages, performance, readback
 from embedding_geometry.core import activations
-from fuzz_values import FUZZ, one_line, snapshot
+from fuzz_values import FUZZ, budget, one_line, snapshot
 
 SLUG = "02_similarity_attractor"
 REBUILD = f"rebuild it: .venv/bin/python -m embedding_geometry build --only {SLUG} --force"
@@ -97,7 +97,7 @@ def read_all(folder):
     return dashboard.claims_frame(folder)
 
 
-@settings(parent=FUZZ, max_examples=250)
+@settings(parent=FUZZ, max_examples=budget(250))
 @given(content=damaged)
 @example(content=GOOD[:300])  # the report of issue 20: chapter 02's file cut at 300 bytes
 @example(content=GOOD)
@@ -135,7 +135,7 @@ def test_stray_and_unfinished_files(results):
         dashboard.claims_frame(results)
 
 
-@settings(parent=FUZZ, max_examples=50)
+@settings(parent=FUZZ, max_examples=budget(50))
 @given(content=damaged)
 def test_a_damaged_benchmark_file_names_itself(tmp_path_factory, content):
     root = tmp_path_factory.mktemp("bench")
@@ -197,7 +197,7 @@ def damaged_entry(kind, reference, path):
     joblib.dump({"dict": {"hidden": [1]}, "list": [reference], "other key": other}[kind], path)
 
 
-@settings(parent=FUZZ, max_examples=30)
+@settings(parent=FUZZ, max_examples=budget(30))
 @given(data=st.data())
 def test_a_damaged_cache_entry_is_recomputed_with_one_warning(tiny_bert, cache, data):
     folder, reference, valid = cache
@@ -226,7 +226,7 @@ def test_an_unwritable_cache_folder_is_a_warning(tiny_bert, tmp_path):
 
 # --------------------------------------------------------------------------- build state
 
-@settings(parent=FUZZ, max_examples=80)
+@settings(parent=FUZZ, max_examples=budget(80))
 @given(content=st.binary(max_size=40) | json_values.map(lambda v: json.dumps(v).encode())
        | st.integers(0, 60).map(lambda n: b'{"fingerprint": "0123", "params": {}}'[:n]))
 def test_a_damaged_state_file_means_run_again(tmp_path_factory, content):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from embedding_geometry.core import activations
 from embedding_geometry.core.errors import ParameterError
-from fuzz_values import FUZZ, ODD_TEXT, one_line, snapshot, unchanged
+from fuzz_values import FUZZ, budget, ODD_TEXT, one_line, snapshot, unchanged
 
 SPECIAL = ["[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "<s>", "</s>"]
 text = st.one_of(
@@ -57,7 +57,7 @@ def check(tiny_bert, folder, texts, source="texts"):
     return record
 
 
-@settings(parent=FUZZ, max_examples=80)
+@settings(parent=FUZZ, max_examples=budget(80))
 @given(texts=st.lists(text, min_size=1, max_size=3))
 @example(texts=["word " * 20_000])                      # 100,000 characters
 @example(texts=["[CLS] [SEP] [PAD]"])                   # nothing but special tokens

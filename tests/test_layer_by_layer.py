@@ -516,18 +516,8 @@ def chapter_results(built_book, slug: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, tiny_bert_dir):
-    """Chapter 1 alone on the tiny BERT (main model) with the embedded MiniLM beside it, and the
-    random-init controls of both: (root, completed build)."""
-    from conftest import copy_book, run_build, tiny_profile
-
-    root = copy_book(tmp_path_factory.mktemp("layer-by-layer"))
-    return root, run_build(root, "--profile", str(tiny_profile(root, tiny_bert_dir)), "--only", SLUG, "--no-site")
-
-
-@pytest.fixture(scope="module")
-def results(built):
-    return chapter_results(built, SLUG)
+def results(built_book):
+    return chapter_results(built_book, SLUG)
 
 
 @slow
@@ -657,8 +647,8 @@ def summary_shown(notebook) -> str | None:
 
 
 @slow
-def test_every_verdict_is_explained(built, results):
-    assert_verdicts_explained(built, SLUG, results)
+def test_every_verdict_is_explained(built_book, results):
+    assert_verdicts_explained(built_book, SLUG, results)
 
 
 @slow
@@ -676,10 +666,10 @@ def test_the_nulls_are_each_models_random_init_seeds(results):
 
 
 @slow
-def test_the_page_reads_without_the_build(built):
+def test_the_page_reads_without_the_build(built_book):
     """The executed notebook states its numbers as outputs: no glue role in its sources, no error,
     the key measurement checked by hand, a claim in words under each measurement."""
-    notebook = json.loads((built[0] / "book" / "chapters" / f"{SLUG}.ipynb").read_text())
+    notebook = json.loads((built_book[0] / "book" / "chapters" / f"{SLUG}.ipynb").read_text())
     sources = "".join("".join(c["source"]) for c in notebook["cells"])
     assert "{glue" not in sources and "ch.glue" not in sources and "lambda" not in sources and "def " not in sources
     outputs = [o for c in notebook["cells"] for o in c.get("outputs", [])]
