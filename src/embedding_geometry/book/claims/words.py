@@ -254,7 +254,8 @@ def badge(record: Mapping[str, Any]) -> str:
     kind = BADGES.get(word, "other")
     title = html.escape(MEANINGS.get(word, word), quote=True)
     fragile = ' <span class="eg-badge eg-badge-fragile">fragile</span>' if record.get("fragile") else ""
-    return (f'<a class="eg-badge eg-badge-{kind}" title="{title}" href="../glossary.html#term-{kind}">'
+    term = word[:1].upper() + word[1:].replace(" ", "-")  # the glossary's anchor for the word
+    return (f'<a class="eg-badge eg-badge-{kind}" title="{title}" href="../glossary.html#term-{term}">'
             f"{html.escape(word)}</a>{fragile}")
 
 
