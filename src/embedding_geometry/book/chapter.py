@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, dashboard, pages, parameters, reproducibility, results, rules
+from . import charts, claims, dashboard, pages, parameters, readback, reproducibility, results, rules
 from .claims import judge, words
-from ..core import activations, models
+from ..core import activations, models, paths
 from ..core.errors import BookError
 
 
@@ -291,8 +291,8 @@ class Chapter:
         build, when the claim's home is another chapter that has run; else None."""
         if not verdict.claim.home:
             return None
-        try:
-            document = pages.load_results(verdict.claim.home)
+        try:  # where a chapter's results land once its run succeeded, not this run's staging folder
+            document = readback.read(paths.built_results_dir() / f"{verdict.claim.home}.json")
         except BookError:
             return None
         return next((r for r in dashboard.records(document)
