@@ -288,9 +288,9 @@ class Chapter:
 
     def _home_record(self, verdict: claims.Verdict) -> dict[str, Any] | None:
         """The decided record of ``verdict``'s claim and model in its home chapter's results of this
-        build, when the claim's home is another chapter that has run; else None."""
-        if not verdict.claim.home:
-            return None
+        build, when the claim's home is a chapter the build runs before this one; else None."""
+        if not verdict.claim.home or verdict.claim.home > self.slug:  # a home the build runs later (or
+            return None  # alongside, as chapter 7) is not read: the verdict would depend on the timing
         try:  # where a chapter's results land once its run succeeded, not this run's staging folder
             document = readback.read(paths.built_results_dir() / f"{verdict.claim.home}.json")
         except BookError:
