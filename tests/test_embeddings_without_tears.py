@@ -16,6 +16,7 @@ import pytest
 from embedding_geometry.book import claims, maths
 from embedding_geometry.book.claims import samples, words
 from embedding_geometry.core import corpora
+from verdict_checks import unnamed
 
 SLUG = "05_embeddings_without_tears"
 HEADLINES = {
@@ -267,7 +268,7 @@ def assert_chapter_reads_as_outputs(root, slug: str, document: dict) -> None:
     shown = page_outputs(notebook)
     for raw in ("NaN", ">nan<", "-0.0000", ">True<", ">False<", "PosixPath"):
         assert raw not in shown, raw
-    assert words.summary_omissions(shown, document["claims"]) == []
+    assert unnamed(shown, document["claims"]) == []
     for record in document["claims"]:
         if record["headline"]:
             assert maths.html(words.plain_sentence(record)) in shown, record["id"]

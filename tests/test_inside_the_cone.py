@@ -15,9 +15,9 @@ import pytest
 from conftest import TINY_CHAPTER_PARAMS
 
 from embedding_geometry.book import claims, results
-from embedding_geometry.book.claims import words
 from embedding_geometry.core import activations, geometry
 from embedding_geometry.studies import anisotropy, cone, cone_exercises
+from verdict_checks import unnamed
 
 pytestmark = pytest.mark.slow
 SLUG = "03_inside_the_cone"
@@ -119,7 +119,7 @@ def test_every_claim_is_judged_on_both_models_with_its_interval_or_reason_and_nu
     assert all(r["numeric_verdict"] is None for r in records)  # neither model is mxbai
     summary = next(cell for cell in executed["cells"] if "".join(cell["source"]).strip() == "ch.summary()")
     text = "".join(summary["outputs"][0]["data"]["text/markdown"])
-    assert words.summary_omissions(text, [r for r in records if r["model"] == document["model"]["id"]]) == []
+    assert unnamed(text, [r for r in records if r["model"] == document["model"]["id"]]) == []
 
 
 def test_the_notebook_states_its_numbers_as_outputs(executed):

@@ -15,6 +15,7 @@ from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import layer_by_layer as study
 from embedding_geometry.studies import layer_runs, pca_views, pool_dimensions, sublayers
+from verdict_checks import unnamed
 
 SLUG = "01_layer_by_layer"
 slow = pytest.mark.slow
@@ -632,8 +633,7 @@ def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
         if ledger[result["id"]].null and result["measured"] is not None:
             assert result["null"]["value"] is not None, result["id"]
     summary = summary_shown(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
-    undecided = [r["id"] for r in results["claims"] if r["verdict"] in (words.FAILS, words.INCONCLUSIVE)]
-    assert summary and [i for i in undecided if f"`{i}`" not in summary] == []
+    assert summary and unnamed(summary, results["claims"]) == []
 
 
 def summary_shown(notebook) -> str | None:

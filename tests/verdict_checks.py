@@ -27,7 +27,8 @@ def problems(record: Mapping[str, Any]) -> list[str]:
         found.append(f"kind {record.get('kind')!r}")
     if not record.get("interval_method"):
         found.append("no test")
-    if not (0 <= (record.get("p") or -1) <= 1 and 0 <= (record.get("p_adjusted") or -1) <= 1):
+    p, adjusted = record.get("p"), record.get("p_adjusted")
+    if p is None or adjusted is None or not (0 <= p <= 1 and 0 <= adjusted <= 1):
         found.append(f"p {record.get('p')!r}, adjusted {record.get('p_adjusted')!r}")
     null = record.get("null")
     if not null and not record.get("no_null"):
@@ -44,3 +45,10 @@ def problems(record: Mapping[str, Any]) -> list[str]:
     if not interval or not interval[1] >= interval[0]:
         found.append(f"interval {interval}")
     return found
+
+
+def unnamed(summary: str, records) -> list[str]:
+    """Ids of the claims that do not hold or are inconclusive that a chapter's ``summary`` never
+    names in backticks (the summary lists every one of them)."""
+    return [r["id"] for r in records
+            if r.get("verdict") in (words.FAILS, words.INCONCLUSIVE) and f"`{r['id']}`" not in summary]

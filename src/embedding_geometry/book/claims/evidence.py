@@ -108,7 +108,8 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
             parts.append((greater, less) if sign > 0 else (less, greater))
         p_holds, p_fails = pvalues.combine(parts)
         least = pvalues.combine([(t ** n, (1 - t) ** n) if sign > 0 else ((1 - t) ** n, t ** n) for sign, t in sides])
-        return Evidence("binomial (exact)", point, interval, n, p_holds, p_fails, se=np.sqrt(point * (1 - point) / n),
+        t = sides[0][1]  # the share's standard error at the bound: what its power rests on
+        return Evidence("binomial (exact)", point, interval, n, p_holds, p_fails, se=float(np.sqrt(t * (1 - t) / n)),
                         floor=least)
     if n >= pvalues.SMALL_N:
         return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
@@ -152,7 +153,8 @@ def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
     least = 1 / (len(draws) + 1)
     return Evidence("location (resamples)", point, (float(lo), float(hi)), statistic.n_units, p_holds, p_fails,
-                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(draws))), floor=(least, least))
+                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(draws))), se=float(np.std(draws)),
+                    floor=(least, least))
 
 
 def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:

@@ -197,7 +197,7 @@ def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flip
     if v.mc_error and (min(1.0, (v.p - 2 * v.mc_error) * factor) <= pvalues.Q) != (
             min(1.0, (v.p + 2 * v.mc_error) * factor) <= pvalues.Q):
         reasons.append(f"its p ({v.p:.2g}) is within twice its Monte Carlo error ({v.mc_error:.1g}) of the threshold")
-    detectable = pvalues.detectable(v.se, level) if outcome == INCONCLUSIVE and v.se else None
+    detectable = pvalues.detectable(v.se or 0.0, level) if outcome == INCONCLUSIVE else None
     return replace(v, outcome=outcome, p_adjusted=p_adj, family=m, detectable=detectable,
                    fragile="; ".join(reasons) or None)
 

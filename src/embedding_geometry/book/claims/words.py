@@ -160,6 +160,8 @@ def why_undecided(record: Mapping[str, Any]) -> str | None:
     """For an inconclusive verdict, what its n could have detected."""
     if verdict_of(record) != INCONCLUSIVE or record.get("detectable") is None:
         return None
+    if record["detectable"] == 0:
+        return f"every one of its {record['n_units']} {record['unit']} gives the same value, so no test can tell"
     return (f"too few {record['unit']} to tell: {record['n_units']} detect a difference of "
             f"{number(record['detectable'])} from the bound with 80 % power")
 
