@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry.core import activations, disk_cache, models
+from embedding_geometry.core import activations, disk_cache, models, passes
 from embedding_geometry.core.errors import ParameterError
 
 TEXTS = ["The quick brown fox jumps over the lazy dog", "Hi", "Its rival acquired the tech giant"]
@@ -42,8 +42,8 @@ def test_length_sorted_batches_return_inputs_in_order(record, tiny_bert, tmp_pat
         np.testing.assert_allclose(record.hidden[:, record.rows(i)], alone.hidden, atol=1e-5)
 
 
-def _passes_cost(passes, lengths):
-    return sum(len(p) * max(lengths[i] for i in p) + activations.PASS_TOKENS for p in passes)
+def _passes_cost(cut, lengths):
+    return sum(len(p) * max(lengths[i] for i in p) + passes.PASS_TOKENS for p in cut)
 
 
 @pytest.mark.parametrize("max_tokens, max_texts, expected", [
@@ -54,7 +54,7 @@ def _passes_cost(passes, lengths):
 ])
 def test_batches_cut_length_sorted_runs_under_both_limits(max_tokens, max_texts, expected):
     lengths = [5, 20, 5, 19, 5]
-    assert [p.tolist() for p in activations.batches(lengths, max_tokens, max_texts)] == expected
+    assert [p.tolist() for p in passes.batches(lengths, max_tokens, max_texts)] == expected
 
 
 def test_batches_are_the_cheapest_of_all_batchings():
@@ -73,7 +73,7 @@ def test_batches_are_the_cheapest_of_all_batchings():
     rng = np.random.default_rng(0)
     for n, max_tokens, max_texts in itertools.product((1, 4, 7), (40, 200), (None, 3)):
         lengths = rng.integers(2, 30, n).tolist()
-        found = activations.batches(lengths, max_tokens, max_texts)
+        found = passes.batches(lengths, max_tokens, max_texts)
         assert sorted(i for p in found for i in p) == list(range(n))
         allowed = [p for p in partitions(list(range(n)))
                    if all(len(b) == 1 or (len(b) * max(lengths[i] for i in b) <= max_tokens
@@ -83,7 +83,7 @@ def test_batches_are_the_cheapest_of_all_batchings():
 
 def test_padded_is_the_tokenizer_s_own_padding(tiny_bert):
     ids = [np.asarray(x) for x in tiny_bert.tokenizer(TEXTS)["input_ids"]]
-    ours = activations.padded(ids, tiny_bert)
+    ours = passes.padded(ids, tiny_bert)
     theirs = tiny_bert.tokenizer.pad({"input_ids": ids}, padding_side="right", return_tensors="pt")
     assert set(ours) == {"input_ids", "attention_mask"}
     for name, tensor in ours.items():
@@ -99,9 +99,9 @@ def test_token_budget_batches_give_each_text_its_own_states(tiny_bert):
     texts = [f"{'very ' * (i % 7)}short text number {i}" for i in range(23)]
     together = activations.extract(tiny_bert, texts, cache=False, progress=False, batch_tokens=64,
                                    attentions=True, after_attention=True)
-    passes = activations.batches(together.lengths, 64)
-    assert len(passes) > 2 and max(len(p) for p in passes) > 2
-    real = together.lengths.sum() / sum(len(p) * together.lengths[p].max() for p in passes)
+    cut = passes.batches(together.lengths, 64)
+    assert len(cut) > 2 and max(len(p) for p in cut) > 2
+    real = together.lengths.sum() / sum(len(p) * together.lengths[p].max() for p in cut)
     assert real < 1  # some padding: the mask is exercised
     alone = activations.extract(tiny_bert, texts, cache=False, progress=False, batch_size=1,
                                 attentions=True, after_attention=True)

@@ -627,7 +627,9 @@ def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(bui
                 assert len(settled["per_seed_three_quarters"]) == len(seeds)
     verdicts = {c["id"]: c for c in results["claims"]}
     assert verdicts["loss-decides-collapse-scratch"]["unit"] == "seeds"
-    assert all(c["interval"] is not None or c["status"] == "not measured" for c in verdicts.values())
+    # the tiny run keeps 2 seeds: fewer than 5 units is no test (the default build trains 8)
+    assert all(c["interval"] is not None or c["status"] in ("not measured", "descriptive") and c["reason"]
+               for c in verdicts.values())
     assert verdicts["hard-negatives-necessary"]["home"] is None and len(results["inputs"]["finetune_hard_negatives"]) \
         == m["finetune"]["n_train"]
     assert results["environment"]["seconds"] > 0

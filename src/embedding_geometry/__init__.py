@@ -15,6 +15,7 @@ a study never imports ``book``):
     ``float_path``      which arithmetic a forward pass takes, and the perturbations that measure it
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce
+    ``passes``          forward passes cut by a token budget (least padding) and their inputs
     ``disk_cache``      content-keyed entries on disk, written atomically (activations, head statistics)
     ``streaming``       T-token windows through the model in batches, with head outputs and attention maps
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one

@@ -347,7 +347,8 @@ def uncontrolled(verdict: claims.Verdict) -> claims.Verdict:
     """``verdict`` as a run without random-init controls gives it: a claim tested against a control
     null is *not tested* (:data:`NO_CONTROLS`), as with too few seeds, never decided on its shape
     test alone; any other verdict as it is."""
-    if verdict.status is not None or (verdict.claim.null or {}).get("kind") != "control":
+    against_controls = (verdict.claim.null or {}).get("kind") == "control"
+    if verdict.status in (judge.NOT_MEASURED, judge.BY_CONSTRUCTION) or not against_controls:
         return verdict
     return replace(verdict, status=judge.DESCRIPTIVE, reason=NO_CONTROLS, null=None, p_holds=None, p_fails=None,
                    outcome=None, se=None, mc_error=0.0)
