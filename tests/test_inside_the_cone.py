@@ -113,7 +113,7 @@ def test_every_claim_is_judged_on_both_models_with_its_interval_or_reason_and_nu
             assert r["null"]["distribution"] != "a single value (no distribution)", r["id"]
     by_id = {(r["id"], r["model"]): r for r in records}
     assert by_id["anisotropy-peak", MINILM]["null"]["distribution"] == "3 seeds, unit by unit"
-    assert by_id["cone-axis-content", MINILM]["null"]["distribution"] == "200 draws"
+    assert by_id["cone-axis-content", MINILM]["null"]["distribution"] == f"{anisotropy.PERMUTATIONS} draws"
     assert by_id["anisotropy-peak-depth", MINILM]["test"].startswith("peak at l/L in")
     assert by_id["anisotropy-partial-reversal", MINILM]["bound"]["source"] == "fraction"
     assert all(r["numeric_verdict"] is None for r in records)  # neither model is mxbai

@@ -31,9 +31,11 @@ def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_bo
     made = pdf.make(root)
     info = subprocess.run(["pdfinfo", str(made.path)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
-    # the whole book, every section unfolded and both encoders in chapters 1-4: about 440 A4 pages
-    # on the tiny model (2026-11-27); the bounds catch a book that printed nothing or twice over
-    assert 40 <= pages <= 700, f"{pages} pages"
+    # the whole book, every section unfolded and both encoders in chapters 1-4: 797 A4 pages on the
+    # tiny model (2026-11-28; about 440 before the claims' sentences and tables carried each test, p,
+    # adjusted p and detectable effect, and the coverage table grew to 157 rows); the bounds catch a
+    # book that printed nothing or twice over
+    assert 40 <= pages <= 1200, f"{pages} pages"
     site = root / "_build" / "html" / "book" / "chapters"
     for page in sorted(site.glob("0*.html")):  # every chapter's charts, each a picture in its own section
         html = page.read_text()
