@@ -13,12 +13,17 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def pdf_images(path) -> list[int]:
-    """The page of every colour picture drawn in the PDF (``pdfimages -list``; masks and grey
-    pictures, such as a shadow the printer drew, left out)."""
+def pdf_images(path) -> dict[str, list[int]]:
+    """Every colour picture of the PDF (``pdfimages -list``; masks and grey pictures, such as a
+    shadow the printer drew, left out), by its object, with the pages it is drawn on: a chart taller
+    than a page is one picture drawn on two."""
     listing = subprocess.run(["pdfimages", "-list", str(path)], capture_output=True, text=True, check=True).stdout
     rows = [line.split() for line in listing.splitlines()[2:]]
-    return [int(row[0]) for row in rows if len(row) > 5 and row[2] == "image" and row[5] != "gray"]
+    found: dict[str, list[int]] = {}
+    for row in rows:
+        if len(row) > 11 and row[2] == "image" and row[5] != "gray":
+            found.setdefault(f"{row[10]} {row[11]}", []).append(int(row[0]))
+    return found
 
 
 def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_book):
