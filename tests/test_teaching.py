@@ -4,7 +4,7 @@ numbers computed in the build (CONTRIBUTING.md, "How a chapter notebook reads").
 
 The pattern a chapter follows (see ``notebooks/00_the_model.ipynb``):
 
-- in the folded ``<details class="eg-fold"><summary>About this chapter…`` block, a paragraph
+- right under the title and thesis, a paragraph
   ``**Learning objectives.** After this chapter you can:`` followed by 3–5 ``- `` bullets, and a
   line starting ``**Prerequisites:**`` that links to a chapter or to a section of the primer
   (``[Cosine similarity](00b_primer.ipynb#primer-cosine)``, an anchor ``<a id="primer-…"></a>``

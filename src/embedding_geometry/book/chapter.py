@@ -242,15 +242,30 @@ class Chapter:
         return [self.model.info.id] if named else [self.model.info.id, *self.judged]
 
     FINDINGS = "findings"
-    """The display id of the chapter's "What this run found" box (:meth:`findings`)."""
+    """The display id of the chapter's "What we found" box (:meth:`findings`)."""
 
     def findings(self):
-        """The "What this run found" box near the top of the chapter: a placeholder until
+        """The "What we found" box near the top of the chapter: a placeholder until
         :meth:`finish` judges the ledger and updates it in place (a display with an id: Jupyter
         and the executed notebook both show the box where this cell is)."""
         from IPython.display import Markdown, display
 
         display(Markdown("*The findings appear here once the chapter's last cell has run.*"), display_id=self.FINDINGS)
+
+    KEY_FIGURE = "key-figure"
+    """The display id of the chapter's key figure, under its findings (:meth:`key_figure`)."""
+
+    def key_figure(self, chart: Any = None):
+        """The chapter's one key figure, shown under "What we found". Called with no chart near the
+        top, a placeholder; called with the chart in the section that draws it, the placeholder is
+        replaced in place and the section says where the chart went."""
+        from IPython.display import Markdown, display, update_display
+
+        if chart is None:
+            display(Markdown("*The key figure appears here once its section has run.*"), display_id=self.KEY_FIGURE)
+            return None
+        update_display(chart, display_id=self.KEY_FIGURE)
+        return Markdown("*This chart is the chapter's key figure: it is shown [under what we found](#what-we-found).*")
 
     def finish(self, verdicts: bool = True):
         """Close the run: judge the chapter's ledger against ``metrics`` (and every model of

@@ -128,6 +128,47 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
+# --------------------------------------------------------------------------- the landing page
+
+QUESTIONS = (
+    ("Do a sentence's tokens collapse into one direction?", "01_layer_by_layer", "within-end"),
+    ("Is the collapse the work of training, or of the architecture alone?", "01_layer_by_layer",
+     "within-training"),
+    ("Does the training loss decide how far tokens collapse?", "07_training_objective",
+     "loss-decides-collapse-scratch"),
+    ("Is there a similarity attractor in the middle of the network?", "02_similarity_attractor",
+     "easy-pairs-converge"),
+    ("Where does the cone of sentence vectors form?", "03_inside_the_cone", "anisotropy-first-build"),
+    ("What does mean pooling do to the cone?", "03_inside_the_cone", "pooling-most-of-cone"),
+    ("What does the last block's attention land on?", "04_attention_context_similarity",
+     "separators-in-final-layers"),
+    ("Do attention heads specialise?", "04_attention_context_similarity", "heads-specialise"),
+    ("Does whitening, one of the article's fixes, help retrieval?", "05_embeddings_without_tears",
+     "whitening-helps-retrieval"),
+    ("Does attention-weighted pooling, another, resist dilution?", "05_embeddings_without_tears",
+     "weighted-pooling-fix"),
+)
+"""The posts' main questions, each answered by one claim at its home: (question, chapter, claim id).
+Chosen from the posts before any run, never by outcome."""
+
+
+def landing_findings(results: Path | None = None) -> str:
+    """The landing page's "What we found" (HTML): each of :data:`QUESTIONS` with its answer on
+    every model, in the claim's own words for its verdict (:func:`words.finding`), linked to its
+    evidence. A question whose chapter did not run in this build says so."""
+    folder = results or paths.built_results_dir()
+    items = []
+    for question, chapter, claim in QUESTIONS:
+        path = folder / f"{chapter}.json"
+        found = [r for r in records(readback.read(path)) if r.get("id") == claim and not r.get("home")] \
+            if path.exists() else []
+        answer = words.finding(found, root="", numbers=False) if found else "<p><em>Not run in this build.</em></p>"
+        link = f"chapters/{claim_href(chapter, claim)}"
+        items.append(f"<dt>{_e(question)}</dt><dd>{answer} <a class=\"eg-evidence\" href=\"{link}\">"
+                     f"the evidence, chapter {chapter_number(chapter)} →</a></dd>")
+    return f'<dl class="eg-landing">{"".join(items)}</dl>'
+
+
 # --------------------------------------------------------------------------- the page
 
 class ClaimsDashboard:

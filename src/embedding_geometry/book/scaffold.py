@@ -104,8 +104,8 @@ def cells(slug: str, title: str, study: str) -> list[dict]:
               "from embedding_geometry.book.chapter import Chapter\n"
               "from embedding_geometry.core import corpora\n"
               f"from embedding_geometry.studies import {study} as study\n\n"
-              f'ch = Chapter.open("{slug}", globals())', "hide-input"),
-        _markdown("## What this run found"),
+              f'ch = Chapter.open("{slug}", globals())', "remove-input"),
+        _markdown("## What we found"),
         _code("ch.findings()", "remove-input"),
         _markdown(ABOUT),
         _markdown("## The measurement\n\nWhat is measured and why; how to read the output below."),

@@ -95,7 +95,8 @@ class Verdict:
         stat = self.statistic or {}
         record = {
             "id": c.id, "kind": c.kind, "home": c.home, "statement": c.statement, "source": c.source,
-            "caveat": c.caveat, "headline": c.headline, "metric": c.metric, "reduce": c.reduce, "series": c.series,
+            "caveat": c.caveat, "says": dict(c.says) if c.says else None, "headline": c.headline,
+            "metric": c.metric, "reduce": c.reduce, "series": c.series,
             "published": dict(c.published) if c.published else None, "tolerance": c.tolerance, "model": self.model,
             "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
             "shape": dict(c.shape) if c.shape else None,

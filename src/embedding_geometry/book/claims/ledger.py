@@ -18,6 +18,9 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         published: {value: 0.88, model: mixedbread-ai/mxbai-embed-large-v1}
         tolerance: 0.01           # |this run − published| allowed for the numeric verdict
         shape: {test: above, args: {bound: 0.5}, statement: the model-agnostic form of the claim}
+        says: {holds: "…", fails: "…"}   # the finding in plain words when the shape test holds and when its
+                                  # opposite is shown: a clause read after "On all-MiniLM-L6-v2, " (required
+                                  # with a shape test; an entry with `home:` takes its home's)
                                   # tests: claims.shape_tests (above, below, between, the series
                                   # tests, location {window: [a, b], at: max|min})
         measured_on: org/model    # the metric is another model's run (a per-model key)
@@ -67,6 +70,8 @@ from . import reduce as reducers
 from . import resample, shape_tests
 
 KINDS = ("published", "hypothesis", "pipeline")
+OUTCOMES = ("holds", "fails")
+"""The outcomes a claim's ``says`` words: its shape test holds, or its opposite is shown."""
 """A distinct published claim, the book's own hypothesis, or a check of the pipeline."""
 
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
@@ -118,6 +123,7 @@ class Claim:
     caveat: str | None = None
     home: str | None = None
     no_null: str | None = None
+    says: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         try:
@@ -127,6 +133,7 @@ class Claim:
         self._check_kinds()
         self._check_shape()
         self._check_null()
+        self._check_says()
 
     def _refuse(self, message: str) -> None:
         raise LedgerError(f"claim '{self.id}': {message}")
@@ -163,6 +170,14 @@ class Claim:
         if self.null.get("side") not in (None, "above", "below"):
             self._refuse(f"null side must be above or below (the side of the null a between test's value lies on); "
                          f"got {self.null.get('side')!r}")
+
+    def _check_says(self) -> None:
+        if self.says is None:
+            if self.shape is not None and self.home is None:
+                self._refuse("a claim with a shape test says its finding per outcome: says: {holds: …, fails: …}")
+            return
+        if set(self.says) != set(OUTCOMES) or not all(str(v).strip() for v in self.says.values()):
+            self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(self.says)}")
 
     def _check_shape(self) -> None:
         if self.shape is None:
@@ -238,16 +253,24 @@ def _folder() -> Path:
     return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
 
 
-def load(slug: str, folder: str | Path | None = None) -> Ledger:
-    """Read ``data/claims/<slug>.yaml`` (from the package, or from ``folder``)."""
+def _read(slug: str, folder: str | Path | None, missing_ok: bool = False) -> dict[str, Any]:
     path = Path(folder or _folder()) / f"{slug}.yaml"
-    data = yaml.safe_load(path.read_text())
+    return {} if missing_ok and not path.exists() else yaml.safe_load(path.read_text())
+
+
+def load(slug: str, folder: str | Path | None = None) -> Ledger:
+    """Read ``data/claims/<slug>.yaml`` (from the package, or from ``folder``). An entry that
+    re-judges another chapter's claim (``home``) says what the claim says at its home."""
+    data = _read(slug, folder)
     items = [{"null" if key is None else key: value for key, value in item.items()}  # YAML reads `null:` as None
              for item in data.get("claims", [])]
     for item in items:
         unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
         if unknown:
             raise LedgerError(f"claim '{item.get('id')}' in {slug}.yaml has unknown fields {unknown}")
+        if item.get("home") and "says" not in item:
+            home = _read(item["home"], folder, missing_ok=True).get("claims", [])
+            item["says"] = next((h.get("says") for h in home if h.get("id") == item["id"]), None)
     ids = [item.get("id") for item in items]
     if len(ids) != len(set(ids)):
         raise LedgerError(f"{slug}.yaml repeats claim ids: {sorted({i for i in ids if ids.count(i) > 1})}")

@@ -1,5 +1,5 @@
 """The words a verdict is shown with, each defined once: the verdict words, table cells, one
-sentence per claim, the "What this run found" box, the summary and the legend.
+sentence per claim, the "What we found" box, the summary and the legend.
 
 Two questions, two sets of words. A claim's **verdict** — *holds*, *does not hold*, *inconclusive*
 or *not tested* — asks whether this run's model shows what the claim states (any model); the
@@ -211,24 +211,48 @@ def _lowered(text: str) -> str:
         else text[:1].lower() + text[1:]
 
 
-def plain_sentence(record: Mapping[str, Any]) -> str:
-    """The claim's finding in plain words, no numbers: "On all-MiniLM-L6-v2, within-sentence
-    similarity is higher at the final depth than at depth 0."."""
-    record = _records([record])[0]
-    word, subject = verdict_of(record), _subject(record)
-    model = record["model"].rsplit("/", 1)[-1]
-    claim = _lowered(subject)
+MODEL_NAMES = {"all-MiniLM-L6-v2": "MiniLM", "all-mpnet-base-v2": "MPNet"}
+"""Short names of the book's two encoders in tables and sentences (the full ids are in each
+chapter's table of models)."""
+
+
+def model_name(model: str) -> str:
+    """A model's short name: "MiniLM" for sentence-transformers/all-MiniLM-L6-v2, else its last
+    path component."""
+    name = model.rsplit("/", 1)[-1]
+    return MODEL_NAMES.get(name, name)
+
+
+def _finding(record: Mapping[str, Any]) -> str:
+    """The clause a tested claim's verdict says, without its model: the ledger's own words for a
+    claim that holds or does not hold (``says``), the question left open when inconclusive."""
+    word, says = verdict_of(record), record.get("says") or {}
+    if word == HOLDS and says:
+        return says["holds"]
+    if word == FAILS and says:
+        return says["fails"]
+    claim = _lowered(_subject(record))
     if word == HOLDS:
-        return f"On {model}, {claim}."
+        return claim
     if word == FAILS:
-        return f"On {model} the data say otherwise: the claim that {claim} does not hold."
+        return f"the data show the opposite of the claim that {claim}"
     if word == INCONCLUSIVE:
-        return f"On {model}, this run cannot tell whether {claim}."
-    if word == PENDING:
-        return f"On {model}: {claim} ({PENDING})."
+        return f"this run cannot tell whether {claim}"
+    return f"{claim} ({PENDING})"
+
+
+def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = None) -> str:
+    """The claim's finding in plain words, no numbers, on ``models`` (default: the record's own):
+    "On MiniLM, within-sentence similarity is higher at the final depth than at depth 0."."""
+    record = _records([record])[0]
+    names = [model_name(m) for m in (models or [record["model"]])]
+    where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) \
+        else " and ".join(names)
+    if verdict_of(record) in (*TESTED, PENDING):
+        return f"On {where}, {_finding(record)}."
     if record.get("status") == NOT_MEASURED:
-        return f"{subject}: not measured on {model} ({record.get('reason')})."
-    return f"{subject}: shown on {model}, not tested ({record.get('status')})."
+        return f"{_subject(record)}: not measured on {where} ({record.get('reason')})."
+    return f"{_subject(record)}: shown on {where}, not tested ({record.get('status')})."
 
 
 def sentence(record: Mapping[str, Any]) -> str:
@@ -249,52 +273,60 @@ def sentence(record: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- box, summary, legend
 
-def badge(record: Mapping[str, Any]) -> str:
+def badge(record: Mapping[str, Any], root: str = "../") -> str:
     """The verdict word as a coloured badge (HTML), with its meaning as a tooltip and a link to
-    the glossary."""
+    the glossary (``root``: the way from the page to the book's top folder)."""
     word = verdict_of(record)
     kind = BADGES.get(word, "other")
     title = html.escape(MEANINGS.get(word, word), quote=True)
     fragile = ' <span class="eg-badge eg-badge-fragile">fragile</span>' if record.get("fragile") else ""
     term = word[:1].upper() + word[1:].replace(" ", "-")  # the glossary's anchor for the word
-    return (f'<a class="eg-badge eg-badge-{kind}" title="{title}" href="../glossary.html#term-{term}">'
+    return (f'<a class="eg-badge eg-badge-{kind}" title="{title}" href="{root}glossary.html#term-{term}">'
             f"{html.escape(word)}</a>{fragile}")
 
 
 def differences(items: Iterable[Any]) -> list[str]:
     """For every claim whose verdict differs between the models it was judged on, one sentence
-    (Markdown) that says so: "`within-dip`: holds on all-mpnet-base-v2 but does not hold on
-    all-MiniLM-L6-v2."."""
-    by_claim: dict[str, dict[str, list[str]]] = {}
+    (Markdown) that says so: "`within-dip`: holds on MPNet but does not hold on
+    MiniLM."."""
+    grouped: dict[str, dict[str, list[str]]] = {}
     for r in _records(items):
-        by_claim.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(r["model"].rsplit("/", 1)[-1])
+        grouped.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(model_name(r["model"]))
     found = []
-    for claim, groups in by_claim.items():
+    for claim, groups in grouped.items():
         if len(groups) > 1:
             parts = [f"{word} on {' and '.join(models)}" for word, models in groups.items()]
             found.append(f"`{claim}`: " + (" but ".join(parts) if len(parts) == 2 else ", ".join(parts)) + ".")
     return found
 
 
+def _brief(r: Mapping[str, Any]) -> str:
+    """A record's result, p, null, published value and (when undecided) why, on one line."""
+    numbers = [result_text(r)]
+    if r.get("p") is not None:
+        numbers.append(p_text(r))
+    if r.get("null") and r["null"].get("value") is not None:
+        numbers.append(f"null: {null_text(r)}")
+    if r.get("published"):
+        numbers.append(f"published {number(r['published']['value'])} on {model_name(r['published']['model'])}")
+    if undecided := why_undecided(r):
+        numbers.append(undecided)
+    return "; ".join(numbers)
+
+
 def report(items: Iterable[Any]) -> str:
-    """Claims in words for a chapter's text (Markdown with HTML badges): per claim and model, its
-    badge, its shape in plain words, the test with its result, p and the published value; then,
-    where the models' verdicts differ, the sentence that says so (:func:`differences`)."""
-    lines, found = [], _records(items)
-    for r in found:
-        numbers = [result_text(r)]
-        if r.get("p") is not None:
-            numbers.append(p_text(r))
-        if r.get("null") and r["null"].get("value") is not None:
-            numbers.append(f"null: {null_text(r)}")
-        if r.get("published"):
-            numbers.append(f"published {number(r['published']['value'])} on "
-                           f"{r['published']['model'].rsplit('/', 1)[-1]}")
-        if undecided := why_undecided(r):
-            numbers.append(undecided)
-        lines.append(f"- {badge(r)} {maths.markdown(plain_sentence(r))} "
-                     f"<small>({html.escape('; '.join(numbers))})</small>")
-    lines += [f"\n**The models differ.** {sentence}" for sentence in differences(found)]
+    """Claims in words for a chapter's text (Markdown with HTML badges): per claim, a badge per
+    model and its finding in plain words (one sentence when the models agree), then each model's
+    test result, p and the published value in small print."""
+    lines = []
+    for records in by_claim(items).values():
+        badges = " ".join(f"{model_name(r['model'])} {badge(r)}" for r in records)
+        if len({verdict_of(r) for r in records}) == 1:
+            said = plain_sentence(records[0], [r["model"] for r in records])
+        else:
+            said = " ".join(plain_sentence(r) for r in records)
+        small = " · ".join(f"{model_name(r['model'])}: {_brief(r)}" for r in records)
+        lines.append(f"- {badges} {maths.markdown(said)} <small>({html.escape(small)})</small>")
     return "\n".join(lines) + "\n"
 
 
@@ -303,29 +335,49 @@ def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [r for r in _records(items) if r.get("headline")]
 
 
+def _numbers(r: Mapping[str, Any]) -> str:
+    """A record's test, numbers and p as a small HTML table (the "numbers" fold of a finding)."""
+    rows = [("claim (the post's words)", r["statement"]), ("test (its bound)", test_text(r)),
+            ("test and result", result_text(r)), ("p (test), adjusted", p_text(r)),
+            ("95 % interval", interval_text(r)), ("null", null_text(r)),
+            ("published", f"{number(r['published']['value'])} on {r['published']['model']}" if r.get("published")
+             else "—"),
+            ("numeric", r.get("numeric_verdict") or "—"), ("sensitivity", sensitivity_text(r)),
+            ("fragile", r.get("fragile") or "no")]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>" for k, v in rows if v and v != "—")
+    return f'<table class="eg-finding-table">{cells}</table>'
+
+
+def by_claim(items: Iterable[Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Records grouped by claim id, in ledger order: each claim's verdicts on every model."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for r in _records(items):
+        grouped.setdefault(r["id"], []).append(r)
+    return grouped
+
+
+def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool = True) -> str:
+    """One claim on every model it was judged on (HTML): a badge per model, then one sentence when
+    the models agree ("On both encoders, …") or one per model when they differ; with ``numbers``,
+    each model's test, numbers and p folded under it."""
+    badges = " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
+    if len({verdict_of(r) for r in records}) == 1:
+        said = plain_sentence(records[0], [r["model"] for r in records])
+    else:
+        said = " ".join(plain_sentence(r) for r in records)
+    folds = "".join(f"<details><summary>numbers · {model_name(r['model'])}</summary>{_numbers(r)}</details>"
+                    for r in records) if numbers else ""
+    return f'<div class="eg-finding">{badges}<br>{maths.html(said)}{folds}</div>'
+
+
 def findings(items: Iterable[Any]) -> str:
-    """The box under a chapter's "What this run found" heading (Markdown with HTML): per headline
-    claim, its badge and one plain sentence, with its test, numbers and p in a small table that
-    unfolds under it. Failing headlines are shown as the others are."""
-    chosen = headlines(items)
+    """The box under a chapter's "What we found" heading (HTML): each headline claim once, with its
+    verdict on every model and one plain sentence (:func:`finding`); its test, numbers and p fold
+    under it. Failing headlines are shown as the others are."""
+    chosen = by_claim(headlines(items))
     if not chosen:
         return "*This chapter's ledger marks no headline claim.*\n"
-    blocks = []
-    for r in chosen:
-        details = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>"
-                          for k, v in [("claim (the post's words)", r["statement"]),
-                                       ("test (its bound)", test_text(r)), ("test and result", result_text(r)),
-                                       ("p (test), adjusted", p_text(r)), ("95 % interval", interval_text(r)),
-                                       ("null", null_text(r)),
-                                       ("published", f"{number(r['published']['value'])} on {r['published']['model']}"
-                                        if r.get("published") else "—"),
-                                       ("numeric", r.get("numeric_verdict") or "—"),
-                                       ("sensitivity", sensitivity_text(r)), ("fragile", r.get("fragile") or "no")]
-                          if v and v != "—")
-        blocks.append(f'<div class="eg-finding">{badge(r)} {maths.html(plain_sentence(r))}'
-                      f'<details><summary>numbers</summary><table class="eg-finding-table">{details}</table>'
-                      f"</details></div>")
-    return "\n".join(blocks) + "\n"
+    return "\n".join(finding(records) for records in chosen.values()) + "\n"
 
 
 def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
@@ -336,16 +388,12 @@ def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
 
 
 def chapter_summary(items: Iterable[Any]) -> str:
-    """The chapter summary (Markdown): the tally, then every claim that does not hold or is
-    undecided, with its id and sentence (the claims not tested are in the claims table)."""
+    """The chapter summary (Markdown): the tally, the claims on which the models differ, and the
+    fragile ones (each claim's sentence is in its section, and in the claims table)."""
     found = _records(items)
     counts = ", ".join(f"{w} {n}" for w, n in tally(found).items())
-    lines = [f"Of {len(found)} claims — {counts or 'none'}."]
-    for word in (FAILS, INCONCLUSIVE):
-        group = [r for r in found if verdict_of(r) == word]
-        if group:
-            lines.append(f"\n**{word[:1].upper() + word[1:]}** ({len(group)}):\n")
-            lines += [f"- `{r['id']}` · {sentence(r)}" for r in group]
+    lines = [f"Of {len(by_claim(found))} claims judged on {len({r['model'] for r in found})} models "
+             f"({len(found)} verdicts) — {counts or 'none'}."]
     if differ := differences(found):
         lines.append(f"\n**The models differ** ({len(differ)}):\n")
         lines += [f"- {sentence}" for sentence in differ]
