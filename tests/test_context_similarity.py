@@ -704,8 +704,8 @@ def test_the_ledger_marks_the_papers_findings_as_headlines_and_the_books_checks_
 
     ledger = {c.id: c for c in claims.load(SLUG).claims}
     assert {i for i, c in ledger.items() if c.headline} == {
-        "separators-in-final-layers", "separator-segmentation", "heads-specialise", "long-to-short-range",
-        "same-sentence-in-final-layers", "unique-focus-tokens"}
+        "separators-in-final-layers", "heads-specialise", "long-to-short-range", "same-sentence-in-final-layers",
+        "unique-focus-tokens"}
     assert {i for i, c in ledger.items() if c.kind == "hypothesis"} == {
         "long-to-short-range-every-threshold", "unique-focus-token-ids"}
     assert all(c.unit == "texts" for c in ledger.values())
