@@ -156,10 +156,10 @@ def test_internal_links_resolve(built_book):
 
 def test_executed_parameter_cells_are_collapsed(tmp_path):
     """A reader meets the findings first: the executed copy tags both parameter cells (the
-    chapter's defaults and papermill's injected values) hide-cell, and nothing else."""
+    chapter's defaults and papermill's injected values) remove-cell, and nothing else."""
     import nbformat
 
-    from embedding_geometry.book.build import collapse_parameters
+    from embedding_geometry.book.build import remove_parameter_cells
 
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("model = 'x'", metadata={"tags": ["parameters"]}),
@@ -167,10 +167,10 @@ def test_executed_parameter_cells_are_collapsed(tmp_path):
         nbformat.v4.new_code_cell("print(model)")])
     path = tmp_path / "chapter.ipynb"
     nbformat.write(notebook, path)
-    collapse_parameters(path)
-    collapse_parameters(path)  # idempotent
+    remove_parameter_cells(path)
+    remove_parameter_cells(path)  # idempotent
     tags = [cell.metadata.get("tags", []) for cell in nbformat.read(path, as_version=4).cells]
-    assert tags == [["parameters", "hide-cell"], ["injected-parameters", "hide-cell"], []]
+    assert tags == [["parameters", "remove-cell"], ["injected-parameters", "remove-cell"], []]
 
 
 def test_a_bug_inside_a_cell_is_reported_with_the_chapter_its_values_and_where_to_report_it(tmp_path):

@@ -100,3 +100,26 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
     assert "not counted (its home is 01 a)" in html and "not counted (the book&#x27;s own hypothesis)" in html
     assert '<option value="08_b">8 · b (2)</option>' in html  # chapters by their number and name
     assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html
+
+
+def test_each_landing_question_is_a_counted_claim_at_its_home():
+    from embedding_geometry.book.claims import ledger
+
+    for question, chapter, claim_id in dashboard.QUESTIONS:
+        found = {c.id: c for c in ledger.load(chapter).claims}
+        assert claim_id in found and found[claim_id].in_family, (question, chapter, claim_id)
+
+
+def test_the_landing_findings_answer_in_the_claims_own_words_per_verdict(tmp_path, monkeypatch):
+    says = {"holds": "tokens end aligned", "fails": "tokens stay spread"}
+    monkeypatch.setattr(dashboard, "QUESTIONS", (("Do tokens collapse?", "01_a", "peak"), ("Unrun?", "05_z", "x")))
+    agree = [claim("peak", "holds", says=says), claim("peak", "holds", model="org/all-mpnet-base-v2", says=says)]
+    (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", agree)))
+    shown = dashboard.landing_findings(tmp_path)
+    assert "<dt>Do tokens collapse?</dt>" in shown and "On minilm and MPNet, tokens end aligned." in shown
+    assert 'href="glossary.html#term-Holds"' in shown and 'href="chapters/01_a.html#claim-peak"' in shown
+    assert "Not run in this build" in shown  # the question whose chapter did not run
+    differ = [claim("peak", "holds", says=says), claim("peak", "does not hold", model="org/mpnet", says=says)]
+    (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", differ)))
+    shown = dashboard.landing_findings(tmp_path)
+    assert "On minilm, tokens end aligned. On mpnet, tokens stay spread." in shown

@@ -33,12 +33,16 @@ import pytest
 
 from conftest import ROOT, site_pages, wait_for
 
+from embedding_geometry.book import dashboard
+
 WIDTHS = (1280, 390)
 SCREENSHOTS = ROOT / "build" / "screenshots"
 NOISE = ("favicon.ico",)
 LEFTOVERS = ("METHODS.md", "\t", "^op")
 MIN_FONT = 11.0
 WEIGHT = {False: 1.5e6, True: 2.5e6}
+KEY_FIGURES = tuple(f"0{n}_" for n in range(1, 9))  # the chapters whose key figure opens them (ch.key_figure)
+FIRST_CHART = 3000  # px from the page's top at 1280: a chapter's key figure sits under its findings
 """What a page may weigh, its own HTML included, with everything it loads (bytes, uncompressed):
 without and with charts (issue 28's targets)."""
 NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -280,6 +284,17 @@ def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):
                 "return h ? h.getBoundingClientRect().top + window.scrollY : 1e9")
             if top > 1200:
                 problems.append(f"{page}: the first section heading is at {top:.0f} px (should be within 1,200)")
+            chart = browser.execute_script(
+                "var c = document.querySelector('article .eg-chart');"
+                "return c ? c.getBoundingClientRect().top + window.scrollY : null")
+            if page[len("book/chapters/"):].startswith(KEY_FIGURES) and (chart is None or chart > FIRST_CHART):
+                problems.append(f"{page}: the first chart is at {chart} px (should be within {FIRST_CHART:,})")
+        if page == "book/intro.html":
+            asked = browser.execute_script("return document.querySelectorAll('dl.eg-landing dt').length")
+            answered = browser.execute_script("return document.querySelectorAll('dl.eg-landing .eg-badge').length")
+            if asked != len(dashboard.QUESTIONS) or answered < asked:
+                problems.append(f"{page}: {asked} questions and {answered} verdicts under 'What we found' "
+                                f"(expected {len(dashboard.QUESTIONS)} questions, each answered)")
         screenshot(browser, page, width)
     assert not problems, "\n".join(problems)
 

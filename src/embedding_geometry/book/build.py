@@ -112,7 +112,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
                                        cwd=str(root), kernel_name="python3", progress_bar=False,
                                        kernel_manager_class=jupyter_kernels.kernel_manager(),
                                        start_timeout=KERNEL_START)
-        collapse_parameters(scratch / notebook.name)
+        remove_parameter_cells(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
             return Outcome(slug, "failed", time.time() - start, f"the notebook wrote no results JSON ({slug}.json)")
@@ -173,19 +173,20 @@ def _plain(text: str) -> str:
 
 MACHINERY = ("parameters", "injected-parameters")
 """Tags of the cells that set a chapter's parameters: its own defaults, and the values papermill
-injected for this build. The executed copy collapses them (myst-nb's ``hide-cell``): a reader
-meets the chapter's findings first, and can still open the values this page was computed with."""
+injected for this build. The executed copy removes them from the page (myst-nb's ``remove-cell``):
+a reader meets the chapter's thesis and findings first, and reads the values this page was computed
+with in its folded Parameters table; in Jupyter the cells are where they were."""
 
 
-def collapse_parameters(executed: Path) -> None:
-    """Tag the parameter cells of an executed notebook ``hide-cell`` (see MACHINERY)."""
+def remove_parameter_cells(executed: Path) -> None:
+    """Tag the parameter cells of an executed notebook ``remove-cell`` (see MACHINERY)."""
     import nbformat
 
     notebook = nbformat.read(executed, as_version=4)
     for cell in notebook.cells:
         tags = cell.metadata.setdefault("tags", [])
-        if set(tags) & set(MACHINERY) and "hide-cell" not in tags:
-            tags.append("hide-cell")
+        if set(tags) & set(MACHINERY) and "remove-cell" not in tags:
+            tags.append("remove-cell")
     nbformat.write(notebook, executed)
 
 

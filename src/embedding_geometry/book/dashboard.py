@@ -97,10 +97,10 @@ def count_sentence(frame: pd.DataFrame) -> str:
     for row in model_counts(frame).to_dict("records"):
         untested = row.get(words.NOT_TESTED, 0)
         if not row["tested"]:
-            unrun.append((_short(row["model"]), untested))
+            unrun.append((words.model_name(row["model"]), untested))
             continue
         tested = [f"{word} {row[word]}" for word in words.TESTED if word in row]
-        parts.append(f"on **{_short(row['model'])}**: {', '.join(tested)}"
+        parts.append(f"on **{words.model_name(row['model'])}**: {', '.join(tested)}"
                      + (f" (not tested: {untested})" if untested else ""))
     if unrun:
         named = ", ".join(f"{model} ({n} {'claim' if n == 1 else 'claims'})" for model, n in unrun)
@@ -117,11 +117,6 @@ def count_sentence(frame: pd.DataFrame) -> str:
         shown.append(f"{len(again)} re-judgements of claims on other models (each counted once, in its home chapter)")
     return (f"{distinct_published(frame)} distinct published claims; " + "; ".join(parts) + f"; {numeric_text}."
             + (f" Shown, not counted: {', '.join(shown)}." if shown else ""))
-
-
-def _short(model: str) -> str:
-    """A model's name without its organisation ("all-MiniLM-L6-v2")."""
-    return model.rsplit("/", 1)[-1]
 
 
 def _e(value: Any) -> str:
@@ -194,7 +189,7 @@ class ClaimsDashboard:
     def _filters(self) -> str:
         def options(column: str) -> list[tuple[str, str]]:
             counts = self.frame[column].value_counts(sort=False)
-            label = chapter_label if column == "chapter" else (lambda v: _short(str(v)).replace("_", " "))
+            label = chapter_label if column == "chapter" else (lambda v: words.model_name(str(v)).replace("_", " "))
             return [(value, f"{label(value)} ({n})") for value, n in counts.items()]
 
         return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
@@ -221,7 +216,7 @@ class ClaimsDashboard:
             verdict += f"<small>not counted ({_e(_why_not_counted(r))})</small>"
         number = chapter_number(r["chapter"])
         cells = [("chapter", f'<span title="{_e(r["chapter"])}">{"" if number is None else number}</span>'),
-                 ("claim", claim), ("model", _e(_short(r["model"]))), ("result", _e(r["result"])),
+                 ("claim", claim), ("model", _e(words.model_name(r["model"]))), ("result", _e(r["result"])),
                  ("sensitivity", _e(r["sensitivity"])), ("verdict", verdict)]
         return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
                 f'data-verdict="{_e(r["verdict"])}">'

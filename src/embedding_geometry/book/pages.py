@@ -208,7 +208,7 @@ def claims_cards(verdicts: list) -> "CardTable":
         published, (home, link) = first.get("published"), home_cell(first)
         shown = f"{words.number(published['value'])} ({published['model']})" if published else "—"
         rows.append({"claim": first["statement"], "home": home, "published (model)": shown,
-                     **{_short(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
+                     **{words.model_name(m): f"{words.verdict_cell(records[m])} · {words.result_text(records[m])}"
                         if m in records else "—" for m in models}})
         links.append(link)
     return CardTable(pd.DataFrame(rows), row_ids=[claim_anchor(i) for i in by_claim], math_columns=CLAIM_MATHS,
@@ -253,11 +253,6 @@ def errata_table(ledger: claims.Ledger) -> pd.DataFrame:
     n = len(frame)
     frame.attrs["fold"] = f"{n} errat{'a' if n != 1 else 'um'}: where the text's prose and its own data disagree"
     return frame
-
-
-def _short(model: str) -> str:
-    """A model's name without its organisation ("all-MiniLM-L6-v2")."""
-    return model.rsplit("/", 1)[-1]
 
 
 _EMPTY = ' class="eg-empty"'
