@@ -330,9 +330,8 @@ def test_headlines_and_homes_are_fixed_in_the_ledger():
     negatives, which needs training, lives in chapter 7."""
     ledger = claims.load(SLUG).claims
     assert {c.id for c in ledger if c.headline} == {
-        "negation-twins-peak", "negation-twins-fall", "hard-pairs-peak", "easy-pairs-peak", "easy-pairs-converge",
-        "gap-pairs-narrowing", "hard-negatives-necessary", "probing-worse-middle", "final-blocks-hard-negatives",
-        "attractor-backbone"}
+        "hard-pairs-peak", "easy-pairs-converge", "gap-pairs-narrowing", "probing-worse-middle",
+        "final-blocks-hard-negatives"}
     assert {c.id for c in ledger if c.home} == {"negation-start", "negation-peak", "negation-end",
                                                 "negation-twins-peak", "negation-twins-fall",
                                                 "hard-negatives-necessary"}
