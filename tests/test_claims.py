@@ -172,6 +172,17 @@ def test_every_packaged_ledger_loads_and_the_family_counts_published_claims_at_h
     found = [claim for item in folder.iterdir() for claim in claims.load(item.name.removesuffix(".yaml")).claims]
     assert claims.family_size() == sum(c.in_family for c in found) > 50
     assert all(c.kind == "published" or not c.in_family for c in found)
+    # each claim with a shape test says its finding in its own words for each outcome (at home, or from its home)
+    assert [c.id for c in found if c.shape and not c.says] == []
+
+
+def test_says_takes_a_sentence_per_outcome_and_an_entry_away_from_home_takes_its_homes(tmp_path):
+    with pytest.raises(claims.LedgerError, match="says needs exactly"):
+        ledger(tmp_path, per_unit_ledger() + '    says: {holds: "it holds"}\n')
+    (tmp_path / "01_home.yaml").write_text(per_unit_ledger() + '    says: {holds: "it rises", fails: "it falls"}\n')
+    away = per_unit_ledger().replace("  - id: score", "  - id: score\n    home: 01_home")
+    (tmp_path / "08_away.yaml").write_text(away)
+    assert dict(claims.load("08_away", tmp_path).claims[0].says) == {"holds": "it rises", "fails": "it falls"}
 
 
 def test_where_a_bound_comes_from(tmp_path):
@@ -509,11 +520,10 @@ def test_the_findings_box_shows_every_headline_whatever_its_outcome(tmp_path):
     assert "eg-badge-fails" in words.findings(flipped)
 
 
-def test_the_summary_names_every_claim_that_does_not_hold_or_is_undecided(tmp_path):
+def test_the_summary_counts_the_verdicts_and_says_no_claims_sentence_again(tmp_path):
     found = _mixed(tmp_path)
     text = words.chapter_summary(found)
-    assert text.startswith("Of 4 claims — holds 2, inconclusive 1, not tested 1.")
-    assert "`weak`" in text and "`score`" not in text
+    assert text == "Of 4 claims judged on 1 model (4 verdicts) — holds 2, inconclusive 1, not tested 1.\n"
 
 
 def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
@@ -531,9 +541,11 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
         metrics, agreed = scores(mean), scores(0.8)
         metrics.update(both=agreed["score"], per_unit={**metrics["per_unit"], "both": agreed["per_unit"]["score"]})
         found += claims.evaluate(ledger(tmp_path, text), metrics, model)
-    expected = "`score`: holds on all-mpnet-base-v2 but does not hold on all-MiniLM-L6-v2."
+    expected = "`score`: holds on MPNet but does not hold on MiniLM."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
-    assert f"**The models differ.** {expected}" in words.report(found)
+    shown = words.report(found)  # each claim once, one sentence per model where they differ
+    assert shown.count("\n- ") + shown.startswith("- ") == 2 and "MPNet <a class=\"eg-badge eg-badge-holds" in shown
+    assert "On both encoders, the score exceeds 0.5." not in shown and "On both encoders" in shown
     assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
     assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []
 

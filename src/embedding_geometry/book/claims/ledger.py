@@ -20,7 +20,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         shape: {test: above, args: {bound: 0.5}, statement: the model-agnostic form of the claim}
         says: {holds: "…", fails: "…"}   # the finding in plain words when the shape test holds and when its
                                   # opposite is shown: a clause read after "On all-MiniLM-L6-v2, " (required
-                                  # with a shape test; an entry with `home:` takes its home's)
+                                  # of every packaged claim with a shape test, a test checks; an entry with
+                                  # `home:` takes its home's)
                                   # tests: claims.shape_tests (above, below, between, the series
                                   # tests, location {window: [a, b], at: max|min})
         measured_on: org/model    # the metric is another model's run (a per-model key)
@@ -173,8 +174,6 @@ class Claim:
 
     def _check_says(self) -> None:
         if self.says is None:
-            if self.shape is not None and self.home is None:
-                self._refuse("a claim with a shape test says its finding per outcome: says: {holds: …, fails: …}")
             return
         if set(self.says) != set(OUTCOMES) or not all(str(v).strip() for v in self.says.values()):
             self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(self.says)}")

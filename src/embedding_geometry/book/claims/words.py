@@ -392,7 +392,8 @@ def chapter_summary(items: Iterable[Any]) -> str:
     fragile ones (each claim's sentence is in its section, and in the claims table)."""
     found = _records(items)
     counts = ", ".join(f"{w} {n}" for w, n in tally(found).items())
-    lines = [f"Of {len(by_claim(found))} claims judged on {len({r['model'] for r in found})} models "
+    models = len({r["model"] for r in found})
+    lines = [f"Of {len(by_claim(found))} claims judged on {models} model{'s' * (models != 1)} "
              f"({len(found)} verdicts) — {counts or 'none'}."]
     if differ := differences(found):
         lines.append(f"\n**The models differ** ({len(differ)}):\n")
