@@ -93,6 +93,9 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
     assert '<a href="01_a.html#claim-peak">claim peak</a>' in html and html.count('href="01_a.html#claim-peak"') == 4
     for name in ("chapter", "model", "kind", "verdict"):
         assert f'<select data-filter="{name}">' in html
+    # the page opens on the headline claims: the filter's chosen value, each row saying whether it is one
+    assert '<select data-filter="headline"><option value="">every claim</option><option value="yes" selected>' in html
+    assert html.count('data-headline="no"') == 11 and 'data-headline="yes"' not in html
     assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "model", "test: result [95 % interval]",
                                                          "sensitivity", "verdict"]
     assert ('<td data-label="sensitivity">f = 0.5; the interval clears the bound for f &lt; 0.7, lies past it for '

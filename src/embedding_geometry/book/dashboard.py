@@ -167,8 +167,8 @@ def landing_findings(results: Path | None = None) -> str:
 # --------------------------------------------------------------------------- the page
 
 class ClaimsDashboard:
-    """The dashboard as HTML: filters (chapter, model, kind, verdict; ``_static/book.js`` hides
-    the other rows), then a sortable table — chapter · claim · model · test and result ·
+    """The dashboard as HTML: filters (headline claims, the default; chapter, model, kind, verdict;
+    ``_static/book.js`` hides the other rows), then a sortable table — chapter · claim · model · test and result ·
     sensitivity · verdict. The claim links to its row in its home chapter's claims table and
     folds its test with how its bound was set, published value, null, p, test method,
     source and id under it."""
@@ -192,7 +192,10 @@ class ClaimsDashboard:
             label = chapter_label if column == "chapter" else (lambda v: words.model_name(str(v)).replace("_", " "))
             return [(value, f"{label(value)} ({n})") for value, n in counts.items()]
 
+        headlines = int(self.frame["headline"].sum())
         return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
+                + _select("show", "every claim", [("yes", f"headline claims ({headlines})")], chosen="yes",
+                          attribute="headline")
                 + "".join(_select(column, f"all {plural}", options(column))
                           for column, plural in [("chapter", "chapters"), ("model", "models"), ("kind", "kinds"),
                                                  ("verdict", "verdicts")])
@@ -219,7 +222,7 @@ class ClaimsDashboard:
                  ("claim", claim), ("model", _e(words.model_name(r["model"]))), ("result", _e(r["result"])),
                  ("sensitivity", _e(r["sensitivity"])), ("verdict", verdict)]
         return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
-                f'data-verdict="{_e(r["verdict"])}">'
+                f'data-verdict="{_e(r["verdict"])}" data-headline="{"yes" if r["headline"] else "no"}">'
                 + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")
 
 
@@ -231,7 +234,10 @@ def _why_not_counted(r: dict[str, Any]) -> str:
     return "not judged"
 
 
-def _select(name: str, everything: str, options: list[tuple[str, str]]) -> str:
-    items = "".join(f'<option value="{_e(value)}">{_e(text)}</option>' for value, text in options)
-    return (f'<label>{name} <select data-filter="{name}"><option value="">{everything}</option>{items}'
+def _select(name: str, everything: str, options: list[tuple[str, str]], chosen: str = "",
+            attribute: str | None = None) -> str:
+    """A filter: keeps the rows whose ``data-<attribute>`` (default: ``name``) is the chosen value."""
+    items = "".join(f'<option value="{_e(value)}"{" selected" * (value == chosen)}>{_e(text)}</option>'
+                    for value, text in options)
+    return (f'<label>{name} <select data-filter="{attribute or name}"><option value="">{everything}</option>{items}'
             f"</select></label>")
