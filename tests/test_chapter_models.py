@@ -76,7 +76,7 @@ def test_a_claim_not_measured_on_the_second_model_says_why(tmp_path):
     missing = found["attention", "org/b"]
     assert missing.status == "not measured" and missing.reason == "measured on the chapter's model only"
     assert [key for key in found if key[0] == "table-row"] == [("table-row", "org/b")]  # judged once, as measured_on
-    assert "On b the data say otherwise: the claim that " in words.report([found["score", "org/b"]])
+    assert "On b, the data show the opposite of the claim that " in words.report([found["score", "org/b"]])
     assert words.report([missing]).count(">not tested</a>") == 1
 
 

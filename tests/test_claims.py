@@ -501,11 +501,11 @@ def test_four_verdict_words_whatever_the_kind(tmp_path):
     assert set(words.MEANINGS) >= set(words.VERDICTS) | set(words.NUMERIC) and len(words.VERDICTS) == 4
 
 
-def test_sentences_state_the_test_and_result_inline(tmp_path):
+def test_sentences_state_the_finding_and_the_test_and_result_beside_it(tmp_path):
     found = {v.claim.id: v.record() for v in _mixed(tmp_path)}
-    text = words.sentence(found["score"])
-    assert text.startswith("The score exceeds 0.5 — holds on org/small: > 0.5: ")
-    assert "p = " in text and ", adjusted " in text and "not measured" in words.sentence(found["absent"])
+    text = words.report([found["score"]])
+    assert "On small, the score exceeds 0.5. <small>(small: &gt; 0.5: " in text
+    assert "p = " in text and ", adjusted " in text and "not measured on small" in words.report([found["absent"]])
     assert words.plain_sentence(found["score"]) == "On small, the score exceeds 0.5."
     assert words.plain_sentence(found["weak"]).startswith("On small, this run cannot tell whether")
 
@@ -544,7 +544,7 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
     expected = "`score`: holds on MPNet but does not hold on MiniLM."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
     shown = words.report(found)  # each claim once, one sentence per model where they differ
-    assert shown.count("\n- ") + shown.startswith("- ") == 2 and "MPNet <a class=\"eg-badge eg-badge-holds" in shown
+    assert shown.count("\n- ") + shown.startswith("- ") == 2 and "MPNet</span> <a class=\"eg-badge eg-badge-holds" in shown
     assert "On both encoders, the score exceeds 0.5." not in shown and "On both encoders" in shown
     assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
     assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []
@@ -555,7 +555,6 @@ def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path)
 
     text = per_unit_ledger(shape="{test: above, args: {bound: 0.5}, statement: 'most tokens have $a_j \\ge \\tau$'}")
     record = judged(tmp_path, text, scores(0.8))["score"].record()
-    assert "$a_j \\ge \\tau$" in words.sentence(record)  # Markdown: MyST and Jupyter typeset the dollars
     assert "$a_j \\ge \\tau$" in words.report([record])  # inline, beside a badge: still dollars
     span = maths.SPAN.format(maths.mathml("a_j \\ge \\tau"))
     assert 'display="inline"' in span and "<mi>&#x003C4;</mi>" in span and "<mo>&#x02265;</mo>" in span  # τ, ≥

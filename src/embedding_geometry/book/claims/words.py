@@ -185,7 +185,7 @@ def row(record: Mapping[str, Any]) -> dict[str, str]:
     return {
         "claim": record["statement"],
         "published (model)": f"{number(published['value'])} ({published['model']})" if published else "—",
-        "this run (model)": f"{run_text(record)} ({record['model']})",
+        "this run (model)": f"{run_text(record)} ({model_name(record['model'])})",
         "verdict": verdict_cell(record),
         "test (its bound)": test_text(record),
         "result [95 % interval]": result_text(record),
@@ -255,22 +255,6 @@ def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = Non
     return f"{_subject(record)}: shown on {where}, not tested ({record.get('status')})."
 
 
-def sentence(record: Mapping[str, Any]) -> str:
-    """One sentence stating a claim's verdict with its test, number, interval and p."""
-    record = _records([record])[0]
-    subject = _subject(record)
-    if record.get("status") == NOT_MEASURED:
-        return f"{subject} — not measured: {record.get('reason') or 'the metric is None on this run'}."
-    if record.get("status"):
-        return f"{subject} — {verdict_cell(record)}: {run_text(record)} on {record['model']}."
-    parts = [result_text(record), p_text(record)]
-    if record.get("null") or record.get("no_null"):
-        parts.append(f"null: {null_text(record)}")
-    fragile = f" Fragile: {record['fragile']}." if record.get("fragile") else ""
-    return (f"{subject} — {verdict_cell(record).split(' — fragile')[0]} on {record['model']}: "
-            f"{'; '.join(parts)}.{fragile}")
-
-
 # --------------------------------------------------------------------------- box, summary, legend
 
 def badge(record: Mapping[str, Any], root: str = "../") -> str:
@@ -300,6 +284,17 @@ def differences(items: Iterable[Any]) -> list[str]:
     return found
 
 
+def _badges(records: list[Mapping[str, Any]], root: str = "../") -> str:
+    return " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
+
+
+def _said(records: list[Mapping[str, Any]]) -> str:
+    """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model."""
+    if len({verdict_of(r) for r in records}) == 1:
+        return plain_sentence(records[0], [r["model"] for r in records])
+    return " ".join(plain_sentence(r) for r in records)
+
+
 def _brief(r: Mapping[str, Any]) -> str:
     """A record's result, p, null, published value and (when undecided) why, on one line."""
     numbers = [result_text(r)]
@@ -320,13 +315,8 @@ def report(items: Iterable[Any]) -> str:
     test result, p and the published value in small print."""
     lines = []
     for records in by_claim(items).values():
-        badges = " ".join(f"{model_name(r['model'])} {badge(r)}" for r in records)
-        if len({verdict_of(r) for r in records}) == 1:
-            said = plain_sentence(records[0], [r["model"] for r in records])
-        else:
-            said = " ".join(plain_sentence(r) for r in records)
         small = " · ".join(f"{model_name(r['model'])}: {_brief(r)}" for r in records)
-        lines.append(f"- {badges} {maths.markdown(said)} <small>({html.escape(small)})</small>")
+        lines.append(f"- {_badges(records)} {maths.markdown(_said(records))} <small>({html.escape(small)})</small>")
     return "\n".join(lines) + "\n"
 
 
@@ -336,15 +326,9 @@ def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
 
 
 def _numbers(r: Mapping[str, Any]) -> str:
-    """A record's test, numbers and p as a small HTML table (the "numbers" fold of a finding)."""
-    rows = [("claim (the post's words)", r["statement"]), ("test (its bound)", test_text(r)),
-            ("test and result", result_text(r)), ("p (test), adjusted", p_text(r)),
-            ("95 % interval", interval_text(r)), ("null", null_text(r)),
-            ("published", f"{number(r['published']['value'])} on {r['published']['model']}" if r.get("published")
-             else "—"),
-            ("numeric", r.get("numeric_verdict") or "—"), ("sensitivity", sensitivity_text(r)),
-            ("fragile", r.get("fragile") or "no")]
-    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>" for k, v in rows if v and v != "—")
+    """A record's claims-table row (:func:`row`) as a small HTML table: the "numbers" fold of a finding."""
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>" for k, v in row(r).items()
+                    if v and v != "—")
     return f'<table class="eg-finding-table">{cells}</table>'
 
 
@@ -360,14 +344,9 @@ def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool =
     """One claim on every model it was judged on (HTML): a badge per model, then one sentence when
     the models agree ("On both encoders, …") or one per model when they differ; with ``numbers``,
     each model's test, numbers and p folded under it."""
-    badges = " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
-    if len({verdict_of(r) for r in records}) == 1:
-        said = plain_sentence(records[0], [r["model"] for r in records])
-    else:
-        said = " ".join(plain_sentence(r) for r in records)
     folds = "".join(f"<details><summary>numbers · {model_name(r['model'])}</summary>{_numbers(r)}</details>"
                     for r in records) if numbers else ""
-    return f'<div class="eg-finding">{badges}<br>{maths.html(said)}{folds}</div>'
+    return f'<div class="eg-finding">{_badges(records, root)}<br>{maths.html(_said(records))}{folds}</div>'
 
 
 def findings(items: Iterable[Any]) -> str:
