@@ -259,13 +259,14 @@ class Chapter:
         """The chapter's one key figure, shown under "What we found". Called with no chart near the
         top, a placeholder; called with the chart in the section that draws it, the placeholder is
         replaced in place and the section says where the chart went."""
-        from IPython.display import Markdown, display, update_display
+        from IPython.display import HTML, Markdown, display, update_display
 
         if chart is None:
             display(Markdown("*The key figure appears here once its section has run.*"), display_id=self.KEY_FIGURE)
             return None
-        update_display(chart, display_id=self.KEY_FIGURE)
-        return Markdown("*This chart is the chapter's key figure: it is shown [under what we found](#what-we-found).*")
+        update_display(chart, display_id=self.KEY_FIGURE)  # HTML: the heading's anchor is the page's, not MyST's
+        return HTML('<p><em>This chart is the chapter\'s key figure: it is shown <a href="#what-we-found">under '
+                    "what we found</a>.</em></p>")
 
     def finish(self, verdicts: bool = True):
         """Close the run: judge the chapter's ledger against ``metrics`` (and every model of
