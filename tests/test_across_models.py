@@ -118,7 +118,6 @@ def test_table_has_one_row_per_claim_trained_columns_first_and_the_reading():
 def test_counts_summary_and_sentences_are_written_from_the_readings():
     rows = mv.readings(SYNTHETIC, ROSTER)
     assert mv.counts(rows) == {**dict.fromkeys(mv.READINGS, 0), "training": 1, "model": 1}
-    assert mv.claims_read(rows, "model") == ["y"]
     assert mv.count_sentence(rows) == "Of 2 claims, 1 follows training, 1 depends on the model."
 
 

@@ -47,8 +47,7 @@ def test_example_frames_and_charts_are_valid_and_light(tiny_bert):
     assert params["layer"]["bind"]["max"] == L and params["head"]["bind"]["max"] == H
     assert len(json.dumps(spec)) < 60_000
     m = cs.metrics(run.stats, settings)
-    for chart in (charts.layer_shares(charts.kinds_frame(m), "kind"),
-                  charts.head_grid(cs.head_table(run.stats, settings)),
+    for chart in (charts.head_grid(cs.head_table(run.stats, settings)),
                   charts.distance_lines(charts.distance_frame(m, [1, L])),
                   charts.block_lines(charts.layer_frame({"run": m["mean_pair_distance"]}), "d", chance=10.0),
                   charts.layer_heatmap(charts.unique_focus_frame(m), "distinct", "share", "distinct"),

@@ -562,7 +562,7 @@ def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path)
     assert maths.html("a < b, $x < y$") == "a &lt; b, " + maths.SPAN.format(maths.mathml("x < y"))
     assert "<mo>&#x0003C;</mo>" in maths.mathml("x < y")  # the formula's "<" is an operator, not a tag
     assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
-    assert maths.formulas("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
+    assert maths.FORMULA.findall("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
 
 
 def test_numeric_verdicts_only_on_the_published_model(tmp_path):

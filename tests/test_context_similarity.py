@@ -54,7 +54,7 @@ def test_high_pairs_are_the_entries_at_or_above_the_quantile():
     assert cm.high_pairs(s, 0.99).tolist() == [False, False, False, False, False, True]
     assert cm.high_pairs(s, 0.0).all()
     # relative rule: S ≥ t · max S (max 6)
-    assert cm.relative_high_pairs(s, 0.5).tolist() == [False, True, False, True, True, True]
+    assert cm.relative_mask(cm.pair_values(s), 0.5).tolist() == [False, True, False, True, True, True]
     with pytest.raises(ParameterError, match="parameter 'q' expects a number in \\[0, 1\\]; got 99"):
         cm.high_pairs(s, 99)
 
@@ -62,17 +62,6 @@ def test_high_pairs_are_the_entries_at_or_above_the_quantile():
 def test_ties_are_all_high_and_identical_tokens_tie():
     o = np.ones((5, 2))  # five identical token outputs: every pair has S = 2
     assert cm.high_pairs(cm.context_similarity(o), 0.99).all()
-
-
-def test_focus_is_the_endpoint_of_most_high_pairs_lowest_on_ties():
-    i, j = cm.upper_pairs(5)
-    star = (i == 2) | (j == 2)  # every pair touching token 2
-    assert cm.focus_positions(star, 5) == 2
-    assert cm.endpoint_counts(star, 5).tolist() == [1, 1, 4, 1, 1]
-    single = (i == 1) & (j == 3)
-    assert cm.focus_positions(single, 5) == 1  # 1 and 3 tie
-    both = np.stack([star, single])
-    assert cm.focus_positions(both, 5).tolist() == [2, 1]
 
 
 def test_expected_distinct_is_the_random_positions_null():

@@ -20,12 +20,14 @@ def test_the_learning_rate_of_each_step_under_linear_warm_up():
 
 
 def test_the_articles_training_code_moves_no_weight_and_one_real_step_does(tiny_bert_dir):
-    as_written = finetuning.article_finetune(str(tiny_bert_dir), "cpu")
+    encoder = finetuning._sentence_model(str(tiny_bert_dir), "cpu")
+    initial = finetuning._snapshot(encoder)
+    as_written = finetuning.train_once(encoder, initial)
     assert as_written["optimizer_steps"] == 1 and as_written["warmup_steps"] == 100
     assert as_written["learning_rates"] == [0.0] and as_written["max_weight_change"] == 0.0
     assert as_written["pair_cosine_before"] == as_written["pair_cosine_after"]
     assert as_written["consistency_before"] == as_written["consistency_after"]
-    one_step = finetuning.article_finetune(str(tiny_bert_dir), "cpu", warmup_steps=0)
+    one_step = finetuning.train_once(encoder, initial, warmup_steps=0)
     assert one_step["max_weight_change"] > 0 and one_step["learning_rates"] == [2e-5]
 
 

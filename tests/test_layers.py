@@ -9,6 +9,7 @@ read, one forward path, and a package docstring that names every module.
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -123,3 +124,79 @@ def test_the_private_import_check_sees_each_form():
         "line 2: uses embedding_geometry.book.pages._short"]
     assert not private_imports("from .. import __version__\nfrom . import tables\ntables.x._repr_html_()\n"
                                "import os\nos._exit(0)\n")
+
+
+# --------------------------------------------------------------------------- import circles
+
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    """``embedding_geometry.book.claims.judge`` for ``book/claims/judge.py`` (a package: its folder)."""
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each module of ``package`` → the package's modules it imports, at its top or inside a
+    function (an import inside a function closes a circle as surely, only later):
+    ``from .claims import judge`` → ``…claims.judge``; ``from .ledger import Claim`` → ``…ledger``."""
+    paths = {module_name(p, package): p for p in package.rglob("*.py")}
+    graph = {}
+    for name, path in paths.items():
+        here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = ".".join(here.split(".")[: len(here.split(".")) - node.level + 1])
+                    base = f"{parent}.{base}" if base else parent
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names)
+        graph[name] = {m for m in found if m in paths and m != name}
+    return graph
+
+
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` (its modules, the first repeated at the end), or []."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return error.args[1]
+    return []
+
+
+def test_no_import_circle():
+    """``python -m pytest tests/test_layers.py -k circle`` measures it: 0 circles."""
+    assert circle(import_graph()) == [], "import circle: " + " → ".join(circle(import_graph()))
+
+
+def test_the_circle_check_finds_a_circle_through_an_import_inside_a_function(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .sub import b\n")
+    (package / "sub" / "b.py").write_text("def f():\n    from ..a import g\n")
+    assert import_graph(package) == {"pkg": set(), "pkg.sub": set(), "pkg.a": {"pkg.sub.b"}, "pkg.sub.b": {"pkg.a"}}
+    assert set(circle(import_graph(package))) == {"pkg.a", "pkg.sub.b"}
+
+
+def inner_imports_without_why(source: str) -> list[str]:
+    """The package's own modules imported inside a function without a comment on that line
+    saying why (heavy optional dependencies such as torch stay out of light modules so)."""
+    tree, lines = ast.parse(source), source.splitlines()
+    return [f"line {node.lineno}: {lines[node.lineno - 1].strip()}"
+            for function in ast.walk(tree) if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for node in ast.walk(function)
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("embedding_geometry"))
+            and "#" not in lines[node.lineno - 1]]
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_an_import_inside_a_function_says_why(path):
+    assert not inner_imports_without_why(path.read_text())
+
+
+def test_the_inner_import_check_sees_a_bare_one():
+    assert inner_imports_without_why("def f():\n    from . import x\n    from .y import z  # loads torch\n") == [
+        "line 2: from . import x"]

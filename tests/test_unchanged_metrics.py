@@ -2,17 +2,19 @@
 the reproducibility contract of the reference build, and every verdict (book/methods.md, "Same
 results on any machine"; :mod:`embedding_geometry.book.reproducibility`).
 
-``tests/reference/golden.json`` holds, per chapter, the metrics of a default build (without the
-per-unit samples, which the metrics summarise) and every claim's verdict with its fragile flag. It
-is written by ``benchmarks/float_paths.py --write-golden`` from the build on the book's own float
-path; rewriting it is a deliberate act, recorded in git with the reason. The tolerances are the
-measured ones (``data/float_paths.json``), so the test passes on another CPU and still fails when a
-change moves a number further than float noise can.
+``tests/reference/golden.json.xz`` holds, per chapter, the metrics of a default build (without the
+per-unit samples, which the metrics summarise; each list of resampling draws as its percentiles)
+and every claim's verdict with its fragile flag (:func:`reproducibility.golden_record`), as JSON
+compressed with xz (``xzcat`` reads it). It is written by ``benchmarks/float_paths.py --write-golden``
+from the build on the book's own float path; rewriting it is a deliberate act, recorded in git with
+the reason. The tolerances are the measured ones (``data/float_paths.json``), so the test passes on
+another CPU and still fails when a change moves a number further than float noise can.
 """
 
 from __future__ import annotations
 
 import json
+import lzma
 import math
 from pathlib import Path
 
@@ -20,9 +22,16 @@ import pytest
 
 from embedding_geometry.book import reproducibility
 
-GOLDEN = Path(__file__).parent / "reference" / "golden.json"
+GOLDEN = Path(__file__).parent / "reference" / "golden.json.xz"
+MEGABYTES = 2.0
+"""The most the reference may weigh: rewriting it is a deliberate act, and a reviewable one."""
 PERTURBED = "threads=1,onednn=off,attention=unfused,batch_size=7,isa=avx2"
 """Every perturbation of ``make tolerances`` at once: the golden test must pass on it too."""
+
+
+def golden() -> dict:
+    """The reference (:data:`GOLDEN`)."""
+    return json.loads(lzma.decompress(GOLDEN.read_bytes()))
 
 
 def verdict_changes(reference: dict, built: dict) -> list[str]:
@@ -40,15 +49,15 @@ def verdict_changes(reference: dict, built: dict) -> list[str]:
 def golden_differences(reference: dict, results: dict[str, dict], tolerance: dict[str, float]) -> list[str]:
     """Every metric beyond the contract and every verdict changed, over the reference's chapters."""
     found = []
-    for chapter, golden in reference["chapters"].items():
+    for chapter, kept in reference["chapters"].items():
         if chapter not in results:
             found.append(f"{chapter}: no results")
             continue
         record = reproducibility.golden_record(results[chapter])
         found += [f"{chapter}.{d['path']} [{d['family']}]: {d['reference']!r} became {d['value']!r} "
                   f"(deviation {d['deviation']:.3g} > {d['tolerance']:.3g})"
-                  for d in reproducibility.differences(chapter, golden["metrics"], record["metrics"], tolerance)]
-        found += [f"{chapter}: {change}" for change in verdict_changes(golden["verdicts"], record["verdicts"])]
+                  for d in reproducibility.differences(chapter, kept["metrics"], record["metrics"], tolerance)]
+        found += [f"{chapter}: {change}" for change in verdict_changes(kept["verdicts"], record["verdicts"])]
     return found
 
 
@@ -73,11 +82,43 @@ def test_a_missing_metric_or_a_changed_verdict_fails_unless_fragile():
 
 
 def test_the_reference_covers_every_measuring_chapter_and_no_per_unit_samples():
-    reference = json.loads(GOLDEN.read_text())
+    reference = golden()
     chapters = {p.stem for p in (Path(__file__).parents[1] / "notebooks").glob("0*.ipynb")}
     assert set(reference["chapters"]) == chapters
-    assert all("per_unit" not in golden["metrics"] for golden in reference["chapters"].values())
+    assert all("per_unit" not in kept["metrics"] for kept in reference["chapters"].values())
     assert reference["about"]["profile"] == "default" and reference["about"]["float_path"] == ""
+
+
+def test_the_reference_is_small_and_keeps_draws_as_percentiles():
+    assert GOLDEN.stat().st_size <= MEGABYTES * 1e6
+    longest = max(len(leaf) for kept in golden()["chapters"].values() for leaf in lists(kept["metrics"]))
+    assert longest < 20000, "a list of draws was kept whole: see reproducibility.DRAWS"
+
+
+def lists(tree) -> list[list]:
+    """Every list in a metrics tree."""
+    if isinstance(tree, dict):
+        return [found for value in tree.values() for found in lists(value)]
+    if isinstance(tree, list):
+        return [tree, *[found for value in tree for found in lists(value)]]
+    return []
+
+
+def test_draws_are_compared_by_their_percentiles_whatever_their_order():
+    draws = [i / 1000 for i in range(2000)]
+    metrics = {"x_draws": draws, "counts": {"y_null": [3, 1, 2]}}
+    reference = {"chapters": {"c": reproducibility.golden_record({"metrics": metrics})}}
+    kept = reference["chapters"]["c"]["metrics"]
+    assert len(kept["x_draws"]) == 101 and kept["x_draws"][::50] == [0.0, 1.0, 1.999]
+    assert kept["counts"]["y_null"] == sorted(kept["counts"]["y_null"]) and {1, 2, 3} == set(kept["counts"]["y_null"])
+    tolerance = {**reproducibility.FLOORS, "float": 1e-3}
+    for same in ({"x_draws": draws[::-1], "counts": {"y_null": [2, 3, 1]}},
+                 {"x_draws": [x + 1e-3 for x in draws], "counts": {"y_null": [1, 2, 3]}}):
+        assert golden_differences(reference, {"c": {"metrics": same}}, tolerance) == []
+    moved = {"x_draws": [x + 0.01 for x in draws[:1000]] + draws[1000:], "counts": {"y_null": [1, 2, 4]}}
+    found = golden_differences(reference, {"c": {"metrics": moved}}, tolerance)
+    assert "c.x_draws[0] [float]: 0.0 became 0.01 (deviation 0.005 > 0.001)" in found
+    assert "c.counts.y_null[100] [count]: 3 became 4 (deviation 0.00495 > 0)" in found
 
 
 def test_the_measured_tolerances_cover_every_perturbation_with_the_stated_margin():
@@ -95,7 +136,7 @@ def test_the_measured_tolerances_cover_every_perturbation_with_the_stated_margin
 
 def assert_within_the_contract(results_folder: Path) -> None:
     results = {p.stem: json.loads(p.read_text()) for p in results_folder.glob("*.json")}
-    found = golden_differences(json.loads(GOLDEN.read_text()), results, reproducibility.tolerances())
+    found = golden_differences(golden(), results, reproducibility.tolerances())
     assert not found, f"{len(found)} differences beyond the contract, e.g.:\n" + "\n".join(found[:20])
 
 

@@ -96,7 +96,6 @@ def test_whitening_makes_the_fit_split_covariance_the_identity():
     shrink = transform.eigenvalues / (transform.eigenvalues + whitening.EPS)
     assert np.allclose(whitening.covariance(white), u @ np.diag(shrink) @ u.T, atol=1e-10)
     assert np.allclose(transform.matrix, transform.matrix.T)
-    assert not transform.rank_deficient
 
 
 def test_transforms_fitted_on_one_split_apply_to_another():
@@ -114,9 +113,8 @@ def test_transforms_fitted_on_one_split_apply_to_another():
         whitening.fit(fit_split, "zca")
 
 
-def test_rank_deficient_fit_is_flagged():
+def test_a_fit_on_fewer_vectors_than_dimensions_has_zero_eigenvalues():
     transform = whitening.fit(np.random.default_rng(5).standard_normal((4, 6)), "whiten")
-    assert transform.rank_deficient
     assert np.sum(transform.eigenvalues < 1e-10) >= 3
 
 
@@ -136,7 +134,7 @@ def test_a_borrowed_mean_removes_less_than_the_domains_own():
     offsets = {"a": [5, 0, 0], "b": [0, 0, 5]}
     x = np.stack([rng.standard_normal(3) + offsets[label] for label in labels])
     fit_rows, held = whitening.split(len(x), 0.5, seed=0)
-    result = whitening.domain_transfer(x, labels, fit_rows, held, seed=0)
+    result, _ = whitening.domain_transfer(x, labels, fit_rows, held, seed=0)
     assert set(result["domain_a"]) | set(result["domain_b"]) == set(labels)
     for method in ("center", "whiten"):
         assert result[method]["own"] < result[method]["borrowed"]

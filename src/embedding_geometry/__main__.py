@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return _atlas(args, root, start)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
         chosen = profiles.load(args.profile, root, profiles.chapters(root))
-        from .book import build, schedule
+        from .book import build, schedule  # loads torch: after the profile is checked
 
         schedule.install_sigterm_handler()
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def make_pdf(root: Path, output: Path | None) -> int:
     """``python -m embedding_geometry pdf``: the built book as one PDF (``book.pdf``)."""
-    from .book import pdf
+    from .book import pdf  # each subcommand loads only its own modules (build and atlas: torch)
 
     made = _reported(lambda: pdf.make(root, output))
     if made is None:
@@ -96,7 +96,7 @@ def _atlas(args, root: Path, start: float) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args.root = root
     try:
-        from .book import atlas, schedule
+        from .book import atlas, schedule  # loads torch: only the atlas subcommand needs it
 
         schedule.install_sigterm_handler()
 
@@ -113,7 +113,7 @@ def _atlas(args, root: Path, start: float) -> int:
 
 
 def _new_chapter(root: Path, args: argparse.Namespace) -> int:
-    from .book import scaffold
+    from .book import scaffold  # each subcommand loads only its own modules (build and atlas: torch)
 
     path = _reported(lambda: scaffold.new_chapter(root, args.slug, args.title, args.study, args.part))
     if path is None:

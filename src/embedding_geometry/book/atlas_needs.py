@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import parameters as p
+from .results import atlas_documents
 from ..core import corpora, text_sources
 
 CHECKED_AT_ONCE = 4096
@@ -53,11 +54,9 @@ def _results_hold_model(values):
     folder = values["atlas_results"]
     if folder is None:
         return None
-    from .atlas.shards import documents
-
     if not Path(folder).is_dir():
         return folder, "no such folder"
-    ids = [document["model"]["id"] for document in documents(folder).values()]
+    ids = [document["model"]["id"] for document in atlas_documents(folder).values()]
     if values["model"] in ids:
         return None
     held = f"its results are of {', '.join(ids[:3])}{', …' if len(ids) > 3 else ''}" if ids else "it holds no results"

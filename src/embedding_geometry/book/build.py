@@ -36,6 +36,7 @@ from ..core.errors import BookError, ParameterError
 from ..core.errors import short_repr
 from . import charts, derived, jupyter_kernels, profiles, schedule
 from .schedule import Outcome, report
+from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
@@ -154,8 +155,6 @@ def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: P
 def _input_errors() -> set[str]:
     """The names of the errors the book raises on purpose for a bad input: every BookError but
     the claims ledger's (a ledger that does not fit the chapter's metrics is the book's bug)."""
-    from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
-
     found, todo = set(), [BookError]
     while todo:
         kind = todo.pop()

@@ -154,12 +154,6 @@ class Chapter:
         for name, value in values.items():
             glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
 
-    def glue_metrics(self) -> None:
-        """Glue every value of ``metrics`` under its key path (:func:`metric_values`), so that the
-        prose quotes a metric by where the results JSON holds it:
-        ``{glue:text}`whitening.retrieval.none.ndcg_at_10:.3f```."""
-        self.glue(**metric_values(results.to_jsonable(self.metrics)))
-
     def record_models(self, infos: Any) -> None:
         """Record models another run measured (``ModelInfo``s: an atlas's, whose results the
         chapter reads) among the models of this run's results, with their weights' SHA-256."""

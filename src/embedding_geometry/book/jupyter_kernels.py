@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+import embedding_geometry
 
 ADDRESS = "EMBEDDING_GEOMETRY_KERNEL_SERVER"
 _server: dict = {}  # this process's server: its package version, process and folder
@@ -136,8 +137,6 @@ def serve(address: str) -> None:
 
 def _preload() -> None:
     """Import :data:`PRELOAD` and every module of this package (what the chapters import)."""
-    import embedding_geometry
-
     package = [m.name for m in pkgutil.walk_packages(embedding_geometry.__path__, "embedding_geometry.")
                if not m.name.endswith("__main__")]
     for module in (*PRELOAD, *package):

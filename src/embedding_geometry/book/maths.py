@@ -40,11 +40,6 @@ def mathml(tex: str, block: bool = False) -> str:
     return convert(tex.strip(), display="block" if block else "inline")
 
 
-def formulas(text: str) -> list[str]:
-    """The TeX of every formula in ``text``."""
-    return FORMULA.findall(str(text))
-
-
 def html(text: object) -> str:
     """``text`` as HTML: escaped, each ``$…$`` a formula in MathML (module docstring)."""
     return _escaped(str(text), lambda tex: SPAN.format(mathml(tex)))

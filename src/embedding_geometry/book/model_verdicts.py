@@ -276,11 +276,6 @@ def counts(rows: Iterable[Mapping[str, str]]) -> dict[str, int]:
     return {kind: kinds.count(kind) for kind in READINGS}
 
 
-def claims_read(rows: Iterable[Mapping[str, str]], kind: str) -> list[str]:
-    """The ids of the claims that got reading ``kind``."""
-    return [row["id"] for row in rows if row["reading"] == kind]
-
-
 def count_sentence(rows: Iterable[Mapping[str, str]]) -> str:
     """The readings counted in one sentence: "Of 17 claims, 5 follow training, …"."""
     rows = list(rows)

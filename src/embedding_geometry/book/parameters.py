@@ -273,7 +273,7 @@ class ModelView:
     @property
     def positions(self) -> int:
         """The longest input the model has positions for."""
-        from ..core.streaming import max_text_length
+        from ..core.streaming import max_text_length  # loads torch: the site build reads parameters without a model
 
         return max_text_length(self.loaded.model.config)
 
@@ -284,13 +284,13 @@ class ModelView:
 
     def word_counts(self, texts: Sequence[str], max_length: int | None = None) -> list[int]:
         """Each text's word tokens once tokenized and cut to ``max_length`` (default: ``max_length``)."""
-        from ..core.activations import word_token_counts
+        from ..core.activations import word_token_counts  # loads torch (as positions)
 
         return word_token_counts(self.loaded.tokenizer, texts, max_length or self.max_length) if texts else []
 
     def token_ids(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
         """Each text as the model reads it: its token ids, cut to ``max_length``."""
-        from ..core.activations import tokenize
+        from ..core.activations import tokenize  # loads torch (as positions)
 
         if not texts:
             return []

@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from ..core.errors import BookError
+from . import charts
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 A4 = (8.27, 11.69)
@@ -90,8 +91,6 @@ class Pdf:
 
 def singlehtml(root: Path) -> Path:
     """Build the book's pages as one HTML page (with the chart bundle in place); returns its path."""
-    from . import charts
-
     charts.write_bundle(root / "_static")
     executable = Path(sys.executable).with_name("jupyter-book")
     command = [str(executable) if executable.exists() else "jupyter-book", "build", str(root),

@@ -47,7 +47,6 @@ resamples could flip it. No blanket ε decides it.
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import json
 import math
@@ -205,11 +204,46 @@ def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
+DRAWS = ["*draws", "*_permutations", "*_null", "*resampled.*"]
+"""Key-path globs of the resampling draws a results JSON keeps (bootstrap, permutation and null
+draws, up to 20,000 each): :func:`golden_record` keeps their percentiles (:func:`percentiles`)."""
+
+
 def golden_record(results: Mapping[str, Any]) -> dict[str, Any]:
     """What the golden test keeps of one results JSON: its metrics without the per-unit samples
-    (the metrics summarise them; the verdicts rest on them) and every claim's verdict."""
-    metrics = {key: copy.deepcopy(value) for key, value in results["metrics"].items() if key != "per_unit"}
+    (the metrics summarise them; the verdicts rest on them), each list of draws (:data:`DRAWS`) as
+    its percentiles, and every claim's verdict."""
+    metrics = {key: draws_as_percentiles(value, key) for key, value in results["metrics"].items() if key != "per_unit"}
     return {"metrics": metrics, "verdicts": claim_records(results)}
+
+
+def draws_as_percentiles(tree: Any, path: str = "") -> Any:
+    """A copy of a metrics tree with every list of numbers under a :data:`DRAWS` path replaced by
+    its :func:`percentiles`.
+
+    Draws are exchangeable: their order means nothing, their distribution is what a p-value or
+    an interval reads, and the value and interval the book shows are metrics of their own. The
+    percentiles keep the reference 200 times smaller (a reference of every draw was 20 MB) and
+    lose nothing the contract compares: the k-th order statistic moves no further than the
+    furthest-moved draw, so a build whose draws are all within a family's tolerance still passes
+    (the 0th and 100th percentiles keep the list's scale, max |x|; integer draws, family count,
+    are held to the percentiles' smaller total, which is stricter), and one that shifts or
+    stretches their distribution beyond it still fails."""
+    if isinstance(tree, Mapping):
+        return {key: draws_as_percentiles(value, f"{path}.{key}" if path else key) for key, value in tree.items()}
+    if isinstance(tree, list):
+        if tree and all(_number(x) for x in tree) and any(fnmatch.fnmatchcase(path, glob) for glob in DRAWS):
+            return percentiles(tree)
+        return [draws_as_percentiles(value, f"{path}[{i}]") for i, value in enumerate(tree)]
+    return tree
+
+
+def percentiles(values: list[float]) -> list[float]:
+    """The order statistics of ``values`` nearest to the 0th, 1st, …, 100th percentile: draws
+    themselves, so integer draws stay integers (family ``count``), and the 0th and 100th are the
+    least and the largest."""
+    ordered = sorted(values)
+    return [ordered[round(k * (len(ordered) - 1) / 100)] for k in range(101)]
 
 
 def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "default") -> dict[str, Any]:

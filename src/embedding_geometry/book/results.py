@@ -1,4 +1,5 @@
-"""The results JSON of a chapter run: versions and device, numpy values made plain, an atomic write."""
+"""The results JSON of a chapter run: versions and device, numpy values made plain, an atomic write;
+and the atlas's results documents in a folder."""
 
 from __future__ import annotations
 
@@ -92,3 +93,16 @@ def to_jsonable(value: Any, path: str = "") -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"results value at '{path}' is {value}; results must be finite numbers")
     return value
+
+
+def atlas_documents(folder: str | Path) -> dict[Path, dict[str, Any]]:
+    """The atlas results documents (``<model key>.json``) in ``folder``, as written (their
+    per-unit values left in their ``.npz``: ``atlas.shards.read`` loads them); none when it is
+    not a folder."""
+    folder = Path(folder)
+    found = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        document = json.loads(path.read_text())
+        if document.get("chapter") == "atlas":
+            found[path] = document
+    return found

@@ -23,7 +23,10 @@ from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
 from ..core import corpora, windows
+from ..core.errors import ParameterError
+from ..studies import retrieval
 from ..studies.cone import chapter_corpus
+from ..studies.long_texts import document_count
 
 MODEL = {
     "model": p.text,
@@ -226,7 +229,7 @@ leaves every part large enough for any seed)."""
 
 def _split_shortfall(fraction: float, seed: int) -> str | None:
     """What chapter 5's split of its judged corpus by ``fraction`` and ``seed`` leaves too small, or None."""
-    from ..studies import retrieval, whitening
+    from ..studies import whitening  # loads torch: the site build and the CLI read these rules without a model
 
     _, topics, queries = retrieval.judged_corpus()
     return whitening.split_shortfall(queries["relevant"], topics, fraction, seed)
@@ -250,7 +253,6 @@ EXERCISE_LONG_WORDS = 300
 @p.need("n_long_docs", f"at most as many documents as the shuffled corpus gives of long_words words, and of "
         f"{EXERCISE_LONG_WORDS} (the exercise's)")
 def _documents_within_corpus(values):
-    from ..studies.long_texts import document_count
 
     sentences = corpora.corpus()["sentence"].tolist()
     for words in (values["long_words"], EXERCISE_LONG_WORDS):
@@ -262,8 +264,6 @@ def _documents_within_corpus(values):
 
 def _refusal(call) -> tuple[Any, str] | None:
     """The value and message of the ParameterError that ``call()`` raises, or None."""
-    from ..core.errors import ParameterError
-
     try:
         call()
     except ParameterError as error:
@@ -272,7 +272,7 @@ def _refusal(call) -> tuple[Any, str] | None:
 
 
 def _scratch_task(values: Mapping[str, Any]):
-    from ..studies import synthetic_retrieval
+    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
 
     return synthetic_retrieval.Task(concepts=values["concepts"], train_pairs=values["task_pairs"],
                                     held_out=values["task_held_out"], seed=values["seed"])
@@ -281,21 +281,21 @@ def _scratch_task(values: Mapping[str, Any]):
 @p.need("concepts", "a synthetic task the corpus can make: at most half its content words as concepts, and "
         "task_pairs plus task_held_out distinct documents of them")
 def _task_within_corpus(values):
-    from ..studies import synthetic_retrieval
+    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
 
     return _refusal(lambda: synthetic_retrieval.texts(_scratch_task(values)))
 
 
 @p.need("scratch_width", "a width the small encoder's attention heads divide")
 def _width_fits_heads(values):
-    from ..studies import synthetic_retrieval
+    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
 
     return _refusal(lambda: synthetic_retrieval.Shape(layers=values["scratch_layers"], width=values["scratch_width"]))
 
 
 @p.need("held_out_pairs", "a split of the book's training pairs that holds out that many pairs sharing no text")
 def _split_holds_out(values):
-    from ..studies import objectives
+    from ..studies import objectives  # loads torch (as whitening above)
 
     return _refusal(lambda: objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"]))
 
@@ -306,7 +306,7 @@ EPOCHS_CHECKED = 3
 
 def _fills_batches(pairs, size: int, steps: int, seeds: range) -> tuple[Any, str] | None:
     """Whether every seed's first :data:`EPOCHS_CHECKED` epochs of ``size``-pair batches fill."""
-    from ..studies import objectives
+    from ..studies import objectives  # loads torch (as whitening above)
 
     checked = min(steps, EPOCHS_CHECKED * max(1, len(pairs) // max(size, 1)))
     for s in seeds:
@@ -317,7 +317,7 @@ def _fills_batches(pairs, size: int, steps: int, seeds: range) -> tuple[Any, str
 
 @p.need("scratch_pairs_per_batch", "batches the synthetic task's training pairs fill without a text twice")
 def _scratch_batches_fill(values):
-    from ..studies import synthetic_retrieval
+    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
 
     try:
         train = synthetic_retrieval.texts(_scratch_task(values))["train"]
@@ -330,7 +330,7 @@ def _scratch_batches_fill(values):
 @p.need("finetune_pairs_per_batch", "batches the book's training pairs (less those held out) fill without a "
         "text twice")
 def _finetune_batches_fill(values):
-    from ..studies import objectives
+    from ..studies import objectives  # loads torch (as whitening above)
 
     try:
         train, _ = objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"])

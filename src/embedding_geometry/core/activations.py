@@ -24,6 +24,9 @@ from .capture import run_with_cache
 from .errors import ParameterError
 from .models import LoadedModel
 from .passes import BATCH_TOKENS, batches, padded
+from .models import sentence_transformer_embeddings
+from .geometry import unit_rows
+from .geometry import per_text
 
 
 # --------------------------------------------------------------------------- the record
@@ -110,15 +113,8 @@ class Activations(SpecialTokens):
         self.require("[CLS]", "the [CLS] state")
         return self.hidden[:, self.offsets[:-1]]
 
-    def last_token(self) -> np.ndarray:
-        """float32 [L + 1, N, D]: the state of each text's last token (what last-token pooling,
-        the decoder-only embedders' pooling, reads at depth L)."""
-        return self.hidden[:, self.offsets[1:] - 1]
-
     def word_states(self) -> list[np.ndarray]:
         """N stacks [L + 1, W_i, D]: each text's word-token states at every depth (book/methods.md, Conventions)."""
-        from .geometry import per_text
-
         return per_text(self.hidden, self.offsets, self.word_mask)
 
     def word_tokens(self, i: int | None = None) -> list[str]:
@@ -386,9 +382,6 @@ def check_against_model(loaded: LoadedModel, record: Activations) -> dict[str, f
     min_s cos(m_L(s), e(s)); per sentence, max_d |m_L(s)_d − e(s)_d| and cos(m_L(s), e(s))
     (``per_sentence``) and their means over sentences. None when the model has no
     sentence-transformers configuration."""
-    from .geometry import unit_rows
-    from .models import sentence_transformer_embeddings
-
     theirs = sentence_transformer_embeddings(loaded, record.texts)
     if theirs is None:
         return None

@@ -222,7 +222,7 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
 def _on_float_path(model: torch.nn.Module) -> torch.nn.Module:
     """``model`` set up for this process's float path (:mod:`.float_path`): torch's threads and
     oneDNN switch, and BERT's (MPNet's) fused attention unless the path asks for the unfused one."""
-    from .fused_qkv import fuse_qkv
+    from .fused_qkv import fuse_qkv  # loads transformers (seconds): only once a model is loaded
 
     return fuse_qkv(model) if float_path.apply().fused_attention else model
 

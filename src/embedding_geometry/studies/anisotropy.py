@@ -13,7 +13,7 @@ Measurements (X: [n, D] vectors, S: [L + 1, n, D] the same n texts at every dept
                                of different texts, the token-level anisotropy       → [L + 1]
     final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L)
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        g: labels
-    permuted_eta2(g)         = (K − 1) / (N − 1), the mean of η² over shuffles of the N labels
+    permuted_eta2_draws(y, g) = η² over shuffles of the N labels; their mean is about (K − 1) / (N − 1)
     rank_correlation(x, y)   = Spearman's ρ (scipy), Pearson's r of the ranks (ties averaged)
 
 **Sampling units** (``per_unit``, for the claims' bootstrap intervals, ``book.claims.samples``).
@@ -228,13 +228,6 @@ def correlation_ratio(values: np.ndarray, labels: Sequence[str]) -> float:
     if total.sum() == 0:
         raise ValueError("correlation ratio is undefined for constant values")
     return float(between.sum() / total.sum())
-
-
-def permuted_eta2(labels: Sequence[str]) -> float:
-    """(K − 1) / (N − 1): the expected η² of any values when the N labels (K distinct) are
-    shuffled — the mean of :func:`permuted_eta2_draws` (chapter 6 uses it as a number)."""
-    labels = list(labels)
-    return (len(set(labels)) - 1) / (len(labels) - 1)
 
 
 def permuted_eta2_draws(values: np.ndarray, labels: Sequence[str], permutations: int = PERMUTATIONS,

@@ -18,7 +18,7 @@ v_(0) ≤ … ≤ v_(P−1), and x = (P − 1) q, θ_q = v_(⌊x⌋) + (x − �
 (:func:`quantile_threshold`, from the top P − ⌊x⌋ values alone).
 
 For the threshold-sensitivity check, a second rule keeps the pairs with S_ij ≥ t · max_P S and
-S_ij > 0 (:func:`relative_high_pairs`). Every function works on any leading batch indices.
+S_ij > 0 (:func:`relative_mask`). Every function works on any leading batch indices.
 
 The random-positions null of the focus tokens: if each of k heads picked its focus uniformly
 among a text's T positions, the expected number of distinct picks is (:func:`expected_distinct`)
@@ -77,12 +77,6 @@ def high_pairs(similarity: np.ndarray, q: float) -> np.ndarray:
     return quantile_mask(pair_values(similarity), q)
 
 
-def relative_high_pairs(similarity: np.ndarray, t: float) -> np.ndarray:
-    """bool [..., P]: the pairs with S_ij ≥ t · max_P S and S_ij > 0 (the sensitivity rule)."""
-    _unit_interval("t", t)
-    return relative_mask(pair_values(similarity), t)
-
-
 def quantile_threshold(values: np.ndarray, q: float) -> np.ndarray:
     """θ_q [..., 1] of each row of ``values`` [..., P] (type 7, the module docstring): the two
     order statistics around x = (P − 1) q come from the top P − ⌊x⌋ values of each row
@@ -111,23 +105,6 @@ def quantile_mask(values: np.ndarray, q: float) -> np.ndarray:
 def relative_mask(values: np.ndarray, t: float) -> np.ndarray:
     """bool [..., P]: positive values at or above t times their row's maximum."""
     return (values >= t * values.max(axis=-1, keepdims=True)) & (values > 0)
-
-
-def endpoint_counts(mask: np.ndarray, n_tokens: int) -> np.ndarray:
-    """int64 [..., T]: for each position, how many of the marked pairs it is an endpoint of."""
-    mask = np.asarray(mask, bool)
-    i, j = upper_pairs(n_tokens)
-    rows, p = np.nonzero(mask.reshape(-1, len(i)))
-    n_rows = int(np.prod(mask.shape[:-1], dtype=np.int64))
-    counts = (np.bincount(rows * n_tokens + i[p], minlength=n_rows * n_tokens)
-              + np.bincount(rows * n_tokens + j[p], minlength=n_rows * n_tokens))
-    return counts.reshape(mask.shape[:-1] + (n_tokens,))
-
-
-def focus_positions(mask: np.ndarray, n_tokens: int) -> np.ndarray:
-    """int64 [...]: the position that is an endpoint of the most high pairs (lowest on ties).
-    mask: bool [..., P] from :func:`high_pairs`."""
-    return np.argmax(endpoint_counts(mask, n_tokens), axis=-1)
 
 
 def expected_distinct(counts: np.ndarray, picks: int) -> float:

@@ -44,6 +44,8 @@ from ..core.activations import Activations
 from ..core.text_sources import TextSource
 from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Sample, Sums
 from .context_stats import Settings
+from .context_similarity import metrics
+from .context_batch import TextBatch, batch_statistics
 
 
 # --------------------------------------------------------------------------- texts (chapters 1 and 3)
@@ -295,7 +297,6 @@ class HeadStatistics(Accumulator):
         self.settings = self.settings or Settings()
 
     def update(self, captured: Any, units: Sequence[int]) -> None:
-        from .context_batch import TextBatch, batch_statistics
 
         units = list(units)
         self.add(batch_statistics(captured.head_out, captured.pattern, TextBatch.of(captured.windows), self.settings,
@@ -329,8 +330,6 @@ class HeadStatistics(Accumulator):
 
     def result(self) -> Metrics:
         """``context_similarity.metrics`` of the totals, added in window order."""
-        from .context_similarity import metrics
-
         ordered = [self.parts[start][0] for start in sorted(self.parts)]
         total = ordered[0]
         for part in ordered[1:]:

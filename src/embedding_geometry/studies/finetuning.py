@@ -53,6 +53,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import clock
+from ..core.geometry import cosine_matrix
+from ..core.models import locate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +77,6 @@ def _sentence_model(model: str, device: str):
     """A fresh sentence-transformers copy of ``model`` (the embedded id, a local directory or a hub id)."""
     from sentence_transformers import SentenceTransformer
 
-    from ..core.models import locate
 
     directory, _ = locate(model)
     return SentenceTransformer(str(directory) if directory is not None else model, device=device)
@@ -97,8 +98,6 @@ def learning_rates(steps: int, warmup_steps: int, lr: float = LEARNING_RATE) -> 
 
 def _probe(encoder) -> dict[str, object]:
     """cos(a, b) of each article pair and the consistency of "DataForce" (module docstring)."""
-    from ..core.geometry import cosine_matrix
-
     sims = cosine_matrix(encoder.encode(list(PROBES), convert_to_numpy=True, show_progress_bar=False))
     return {
         "pairs": [float(sims[0, 1]), float(sims[2, 3])],
@@ -145,14 +144,6 @@ def train_once(
         "optimizer_steps": steps,
         "warmup_steps": options["warmup_steps"],
     }
-
-
-def article_finetune(
-    model: str, device: str = "cpu", pairs: Sequence[tuple[str, str, float]] = ARTICLE_PAIRS, seed: int = 0, **settings
-) -> dict[str, object]:
-    """:func:`train_once` on a fresh copy of ``model``."""
-    encoder = _sentence_model(model, device)
-    return train_once(encoder, _snapshot(encoder), pairs, seed, **settings)
 
 
 def _snapshot(encoder) -> dict:

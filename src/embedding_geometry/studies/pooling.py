@@ -63,6 +63,7 @@ from ..core.activations import Activations
 from ..core.geometry import pair_cosine
 from ..core.models import ModelInfo
 from . import retrieval
+from ..core import clock
 
 Pooling = Literal["mean", "cls", "attention", "subword"]
 POOLINGS = ("mean", "cls", "attention", "subword")
@@ -234,11 +235,6 @@ def dilution_curves(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.nda
     return pair_cosine(key_vectors[:, None, :], text_vectors)
 
 
-def dilution_curve(key_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
-    """Mean over keys of :func:`dilution_curves` → [K + 1]."""
-    return dilution_curves(key_vectors, text_vectors).mean(axis=0)
-
-
 def dilution_study(acts: Activations, positions: Sequence[str], k_max: int) -> dict[str, object]:
     """{length_dilution, per_unit} (see the module docstring) from the dilution texts of every key position
     in order (``long_texts.dilution_texts``: per position, per key, k = 0..k_max), extracted
@@ -310,7 +306,6 @@ def encoding_speed(pipeline, texts: Sequence[str], batch_size: int = 32) -> floa
     benchmark. None when the model has no sentence-transformers configuration (``pipeline`` None)."""
     import time
 
-    from ..core import clock
 
     if pipeline is None:
         return None

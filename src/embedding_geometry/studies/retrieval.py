@@ -19,6 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.geometry import cosine_matrix
+from ..core.corpora import corpus
+from ..core.corpora import load_yaml
+from ..core.errors import ModelUnavailableError
 
 Relevant = Sequence[int] | Sequence[Sequence[int]]
 
@@ -165,8 +168,7 @@ def cross_encoder(model: str, device: str = "cpu"):
     function for ``rerank``; a model that cannot be loaded offline is a one-line error."""
     from sentence_transformers import CrossEncoder
 
-    from ..core.errors import ModelUnavailableError
-    from ..core.models import locate
+    from ..core.models import locate  # loads torch: book.rules reads this module without a model
 
     locate(model)  # a local path that is not a model directory: a one-line error before loading
     try:
@@ -185,8 +187,6 @@ def corpus_queries(sentences: Sequence[str], name: str = QUERY_FILE) -> dict[str
     """The judged query set over the project corpus (``data/corpus_queries.yaml``): queries,
     their kinds (keyword or paraphrase), topics, and for each the indices in ``sentences`` of its
     relevant documents. A relevant sentence missing from ``sentences`` is a ValueError."""
-    from ..core.corpora import load_yaml
-
     position = {s: i for i, s in enumerate(sentences)}
     out: dict[str, list] = {"queries": [], "kinds": [], "topics": [], "relevant": []}
     for item in load_yaml(name)["queries"]:
@@ -246,8 +246,6 @@ def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_ve
 def judged_corpus() -> tuple[list[str], list[str], dict[str, list]]:
     """The book's corpus as chapters 5 and 6 search it: its sentences, their topics, and the
     judged queries written against them (:func:`corpus_queries`)."""
-    from ..core.corpora import corpus
-
     frame = corpus()
     sentences = frame["sentence"].tolist()
     return sentences, frame["topic"].tolist(), corpus_queries(sentences)

@@ -185,7 +185,7 @@ def encoder(words: Words, shape: Shape, seed: int) -> LoadedModel:
     ``seed``), on the CPU, in eval mode, its ``sha256`` the digest of its initial weights."""
     from transformers import BertConfig, BertModel
 
-    from ..core.fused_qkv import fuse_qkv
+    from ..core.fused_qkv import fuse_qkv  # loads transformers, as the line above
 
     made = tokenizer(words)
     config = BertConfig(vocab_size=len(made), hidden_size=shape.width, num_hidden_layers=shape.layers,

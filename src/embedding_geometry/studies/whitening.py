@@ -72,14 +72,12 @@ ZERO = 1e-10
 class Transform:
     """A fitted transform: apply(Y) = Y − mean (centering; mean 0 for "none") or (Y − mean) W.
 
-    mean [d]; matrix [d, d] or None; eigenvalues [d] of the fit split's covariance (ascending);
-    n_fit, the number of vectors it was fitted on."""
+    mean [d]; matrix [d, d] or None; eigenvalues [d] of the fit split's covariance (ascending)."""
 
     method: str
     mean: np.ndarray
     matrix: np.ndarray | None
     eigenvalues: np.ndarray
-    n_fit: int
 
     def apply(self, y: np.ndarray) -> np.ndarray:
         """(Y − μ) or (Y − μ) W for Y: [m, d] → [m, d] (a new array)."""
@@ -88,11 +86,6 @@ class Transform:
             raise ValueError(f"the transform was fitted on width {len(self.mean)}; got width {y.shape[-1]}")
         centred = y - self.mean
         return centred if self.matrix is None else centred @ self.matrix
-
-    @property
-    def rank_deficient(self) -> bool:
-        """True when the fit split had no more vectors than dimensions (n_F ≤ d)."""
-        return self.n_fit <= len(self.mean)
 
 
 def fit(x: np.ndarray, method: Method = "whiten", eps: float = EPS, keep: int | None = None) -> Transform:
@@ -109,7 +102,7 @@ def fit(x: np.ndarray, method: Method = "whiten", eps: float = EPS, keep: int | 
         kept = eigenvectors[:, -keep:] if keep else eigenvectors
         scale = 1.0 / np.sqrt(np.clip(eigenvalues[-kept.shape[1] :], 0.0, None) + eps)
         matrix = kept @ np.diag(scale) @ kept.T
-    return Transform(method=method, mean=mean, matrix=matrix, eigenvalues=eigenvalues, n_fit=len(x))
+    return Transform(method=method, mean=mean, matrix=matrix, eigenvalues=eigenvalues)
 
 
 def covariance(x: np.ndarray) -> np.ndarray:
@@ -131,19 +124,13 @@ def split(n: int, fit_fraction: float, seed: int = 0) -> tuple[np.ndarray, np.nd
 
 def domain_transfer(
     x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray, seed: int = 0
-) -> dict[str, object]:
+) -> tuple[dict[str, object], np.ndarray]:
     """Is a transform portable between domains? The labels (topics) are split, seeded, into two
     halves A and B; centering and whitening fitted on B's fit rows ("own") or on A's fit rows
     ("borrowed") are applied to B's held-out rows. → anisotropy (mean pairwise cosine) of those
-    rows raw, after the own and after the borrowed transform, per method, and the domains."""
-    return _transfer(x, labels, fit_rows, held_rows, seed)[0]
-
-
-def _transfer(
-    x: np.ndarray, labels, fit_rows: np.ndarray, held_rows: np.ndarray, seed: int
-) -> tuple[dict[str, object], np.ndarray]:
-    """``domain_transfer`` and the kernel over pairs of B's held-out rows of their cosine after
-    the borrowed centering minus after the own (its U-statistic: borrowed − own)."""
+    rows raw, after the own and after the borrowed transform, per method, and the domains; and
+    the kernel over pairs of B's held-out rows of their cosine after the borrowed centering minus
+    after the own (its U-statistic: borrowed − own)."""
     labels = np.asarray(labels)
     names = list(dict.fromkeys(labels.tolist()))
     domain_a = _domain_a(names, seed)
@@ -270,7 +257,7 @@ def held_out_study(
     held = {method: fitted[name][0].apply(unit[held_rows]) for method, name in base.items()}
     pairs = {m: cosine_matrix(y) for m, y in held.items()}
     ndcg = {name: retrieval.ndcg_per_query(scores, pool_relevant) for name, (_, scores) in fitted.items()}
-    transfer, gap = _transfer(unit, labels, fit_rows, held_rows, seed)
+    transfer, gap = domain_transfer(unit, labels, fit_rows, held_rows, seed)
     ranking = {method: retrieval.summary(fitted[name][1], pool_relevant) for method, name in base.items()}
     eigenvalues, scores = fitted["whitened"][0].eigenvalues, {m: mean_pairwise_cosine(y) for m, y in held.items()}
     found = {

@@ -209,23 +209,11 @@ def _atomic(path: Path, write) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def documents(folder: str | Path) -> dict[Path, dict[str, Any]]:
-    """The atlas results documents (``<model key>.json``) in ``folder``, as written (their
-    per-unit values left in their ``.npz``); none when it is not a folder."""
-    folder = Path(folder)
-    found = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        document = json.loads(path.read_text())
-        if document.get("chapter") == "atlas":
-            found[path] = document
-    return found
-
-
 def read(folder: str | Path) -> dict[str, dict[str, Any]]:
     """The results of an atlas folder by model id: ``{"model": info, "metrics": {set: metrics with
     their per_unit}, "params": …}``; a folder without results is an AtlasError."""
     found = {}
-    for path, document in documents(folder).items():
+    for path, document in results.atlas_documents(folder).items():
         document["metrics"] = as_arrays(document["metrics"])
         with np.load(path.parent / document["per_unit"]) as units:
             for key in units.files:

@@ -87,42 +87,6 @@ def _padded(values: pd.Series, margin: float = 0.05) -> list[float]:
     return [float(values.min()) - margin * span, float(values.max()) + margin * span]
 
 
-def depth_bars(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None,
-               title: str = "") -> alt.LayerChart | alt.Chart:
-    """This run's per-depth values as bars on relative depth, a published series (same y) as a
-    grey line with points over them, labelled with its model."""
-    n = max(int(run["depth"].max()), 1)
-    x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
-    tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4g")]
-    run = run.assign(label=[short_name(s) for s in run["series"]])
-    ours = alt.Chart(run).mark_bar(size=max(3, int(360 / n))).encode(
-        x=x, y=alt.Y("value:Q", title=y_title), color=alt.Color("label:N", title=None), tooltip=tooltip)
-    if published is None or published.empty:
-        return ours.properties(title=title)
-    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
-    theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
-        x=x, y="value:Q", detail="label:N", shape=alt.Shape("label:N", title=None), tooltip=tooltip)
-    return alt.layer(ours, theirs).resolve_scale(shape="independent").properties(title=title)
-
-
-def histogram_chart(run: pd.DataFrame, x_title: str, published: pd.DataFrame | None = None,
-                    title: str = "") -> alt.LayerChart | alt.Chart:
-    """Histograms from ``binned_frame`` as fractions: this run as bars, a published one as a grey
-    line through its bin centres, labelled with its model."""
-    ours = alt.Chart(run).mark_bar(opacity=0.85).encode(
-        x=alt.X("bin_start:Q", title=x_title, bin="binned"), x2="bin_end:Q",
-        y=alt.Y("fraction:Q", title="fraction of dimensions"), color=alt.Color("series:N", title=None),
-        tooltip=["series:N", "model:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q",
-                 alt.Tooltip("fraction:Q", format=".3f")])
-    if published is None or published.empty:
-        return ours.properties(title=title)
-    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
-    theirs = alt.Chart(labelled).mark_line(point=True, strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
-        x="centre:Q", y="fraction:Q", shape=alt.Shape("label:N", title=None),
-        tooltip=["label:N", alt.Tooltip("centre:Q", format=".3f"), "count:Q", alt.Tooltip("fraction:Q", format=".3f")])
-    return alt.layer(ours, theirs).resolve_scale(shape="independent").properties(title=title)
-
-
 def value_bars(frame: pd.DataFrame, value: str, label: str, x_title: str, title: str = "",
                band: tuple[float, float, str] | None = None) -> alt.LayerChart | alt.Chart:
     """One horizontal bar per row (``label`` on y, ``value`` on x), in the frame's order; an

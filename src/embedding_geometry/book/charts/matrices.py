@@ -104,18 +104,6 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
     return alt.layer(rule, lines).properties(title=title)
 
 
-def layer_shares(frame: pd.DataFrame, color: str, title: str = "", y_title: str = "share") -> alt.Chart:
-    """Stacked bars of ``share`` per ``layer``, one segment per ``color`` category (frame order)."""
-    order = list(dict.fromkeys(frame[color]))
-    return alt.Chart(frame).transform_calculate(
-        rank=f"indexof({json.dumps(order)}, datum['{color}'])").mark_bar().encode(
-        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
-        color=alt.Color(f"{color}:N", title=None, sort=order), order=alt.Order("rank:Q"),
-        tooltip=[alt.Tooltip("layer:O", title="block"), alt.Tooltip(f"{color}:N", title=color),
-                 alt.Tooltip("share:Q", title=y_title, format=".3f")],
-    ).properties(title=title, width=alt.Step(40))
-
-
 def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
     ``context_similarity.head_table``)."""

@@ -15,6 +15,7 @@ import pandas as pd
 from ..claims.words import number
 from ..pages import HtmlTable
 from .depth import grouped_bars, line_chart, scatter_chart
+from ...studies.cls_attention import power_law
 
 
 def cell(value: object) -> str:
@@ -264,8 +265,6 @@ def cls_bucket_bars(table: pd.DataFrame) -> alt.Chart:
 
 def cls_profile_lines(cls: Mapping[str, object]) -> alt.Chart:
     """The measured profile, the article's 1/(1 + 0.1 t) and the best curve of its family."""
-    from ...studies.cls_attention import power_law
-
     T, alpha = cls["n_positions"], cls["power_law"]["alpha"]
     article, fitted = "article: 1/(1 + 0.1 t)", f"best fit: α = {alpha:.3g}"
     frame = pd.DataFrame(

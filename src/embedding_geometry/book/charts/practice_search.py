@@ -12,6 +12,8 @@ import pandas as pd
 from ..pages import HtmlTable
 from .depth import grouped_bars
 from .practice import METRIC_NAMES, shown
+from ..pages import errata_table
+from ...core.corpora import load_yaml
 
 
 # --------------------------------------------------------------------------- compounds and long texts
@@ -158,8 +160,6 @@ def hybrid_bars(hybrid: Mapping[str, object]) -> alt.Chart:
 def untested_table(slug: str) -> HtmlTable:
     """The statements of a chapter's ledger (``untested``) that no measurement of the chapter can
     decide: statement, source and why."""
-    from ...core.corpora import load_yaml
-
     items = load_yaml(f"claims/{slug}.yaml").get("untested", [])
     return HtmlTable(
         pd.DataFrame(items, columns=["statement", "source", "reason"]).rename(columns={"reason": "why not"})
@@ -177,6 +177,4 @@ ERRATA_COLUMNS = {
 def errata_shown(ledger) -> HtmlTable:
     """The ledger's errata (``pages.errata_table``) as a table on the page: every cell whole (a
     DataFrame's own display cuts long text), human column titles, no row numbers."""
-    from ..pages import errata_table
-
     return shown(errata_table(ledger).rename(columns=ERRATA_COLUMNS))

@@ -37,6 +37,18 @@ HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 DESCRIPTIVE, NOT_MEASURED, BY_CONSTRUCTION = "descriptive", "not measured", "by construction"
 CANNOT_DECIDE = "cannot decide"
 """Why a claim is not tested (its ``status``)."""
+NOT_TESTED = "not tested"
+PENDING = "decided when the chapter's last cell has run"
+"""What a claim shows between its measurement and the chapter's adjustment (:func:`decide`)."""
+
+
+def verdict_word(record: Mapping[str, Any]) -> str:
+    """A record's verdict word: :data:`NOT_TESTED` when it has a ``status``, else its outcome
+    (HOLDS, FAILS or INCONCLUSIVE), or :data:`PENDING` before its chapter decides (the words:
+    :mod:`.words`)."""
+    if record.get("status"):
+        return NOT_TESTED
+    return record.get("outcome") or PENDING
 
 
 @dataclass(frozen=True)
@@ -77,9 +89,7 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
-        """The verdict word (claims.words)."""
-        from .words import verdict_word
-
+        """The verdict word (:func:`verdict_word`)."""
         return verdict_word(self.record())
 
     @property
@@ -89,8 +99,6 @@ class Verdict:
 
     def record(self) -> dict[str, Any]:
         """The verdict as a plain dict for the results JSON (what :mod:`.words` reads)."""
-        from .words import verdict_word
-
         c = self.claim
         stat = self.statistic or {}
         record = {

@@ -18,15 +18,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import maths
-from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED
+from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_TESTED, PENDING, verdict_word
 
-NOT_TESTED = "not tested"
 TESTED = (HOLDS, FAILS, INCONCLUSIVE)
 """The words of a tested claim."""
 VERDICTS = (*TESTED, NOT_TESTED)
-"""The four verdict words, in the order tallies list them."""
-PENDING = "decided when the chapter's last cell has run"
-"""What a claim shows between its measurement and the chapter's adjustment (:func:`.judge.decide`)."""
+"""The four verdict words, in the order tallies list them (:func:`.judge.verdict_word` gives a
+record's; :data:`.judge.PENDING` is shown before its chapter decides)."""
 
 NUMERIC = {"reproduced": "this run's value is within the ledger's tolerance of the published one, on the "
                          "published model",
@@ -64,13 +62,6 @@ def number(x: Any) -> str:
 
 def _records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [item.record() if hasattr(item, "record") else item for item in items]
-
-
-def verdict_word(record: Mapping[str, Any]) -> str:
-    """The record's verdict word (:data:`VERDICTS`), or :data:`PENDING` before its chapter decides."""
-    if record.get("status"):
-        return NOT_TESTED
-    return record.get("outcome") or PENDING
 
 
 def verdict_of(record: Mapping[str, Any]) -> str:
