@@ -31,6 +31,11 @@ return text.split(/\\s+/).filter(function (w) { return /[A-Za-z0-9]/.test(w); })
 """
 
 
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # no line per request
+        pass
+
+
 HEIGHT = "return document.documentElement.scrollHeight"
 
 
@@ -57,9 +62,7 @@ def measure(html: Path) -> list[dict]:
     """Height (px) at each width and word count of every chapter page, the dashboard and the landing page."""
     chapters = sorted(p.relative_to(html).as_posix() for p in (html / "book" / "chapters").glob("*.html"))
     pages = ["book/intro.html", *chapters]
-    handler = partial(SimpleHTTPRequestHandler, directory=str(html))
-    handler.log_message = lambda *args: None
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(html)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     rows = {page: {"page": page} for page in pages}
     try:

@@ -316,22 +316,6 @@ class Chapter:
         return Markdown(words.chapter_summary(self.verdicts()))
 
 
-def metric_values(tree: Any, path: str = "") -> dict[str, Any]:
-    """Every number and text of a metrics tree by its key path: mapping keys joined by ".", items
-    of a list of numbers by their index ("finetune.article.pair_cosine_before.1"); None becomes
-    "not measured". Lists of mappings and the ``per_unit`` samples are left out."""
-    if isinstance(tree, Mapping):
-        pairs = [(str(key), value) for key, value in tree.items() if key != "per_unit"]
-    elif isinstance(tree, list):
-        if any(isinstance(value, (Mapping, list)) for value in tree):
-            return {}
-        pairs = [(str(i), value) for i, value in enumerate(tree)]
-    else:
-        return {path: "not measured" if tree is None else tree}
-    return {key: value for name, item in pairs
-            for key, value in metric_values(item, f"{path}.{name}" if path else name).items()}
-
-
 def _with_none(metrics: dict[str, Any], path: str, reason: str) -> dict[str, Any]:
     """``metrics`` with ``path`` ("a.b") set to None and ``not_measured[path]`` to ``reason`` when
     the path is missing (the nested mappings on the way copied, never changed in place)."""
