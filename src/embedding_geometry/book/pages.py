@@ -58,10 +58,12 @@ class ResultsFile(type(Path())):
 
 
 class Folded:
-    """HTML content folded under a one-line summary (a ``<details>`` the reader opens)."""
+    """HTML content folded under a one-line summary (a ``<details>`` the reader opens); a
+    DataFrame is shown as an :class:`HtmlTable`."""
 
     def __init__(self, content: Any, summary: str):
-        self.content, self.summary = content, summary
+        self.content = HtmlTable(content) if isinstance(content, pd.DataFrame) else content
+        self.summary = summary
 
     def __repr__(self) -> str:
         return f"{self.summary}\n{self.content!r}"
