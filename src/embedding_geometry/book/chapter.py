@@ -252,13 +252,15 @@ class Chapter:
     def key_figure(self, chart: Any = None):
         """The chapter's one key figure, shown under "What we found". Called with no chart near the
         top, a placeholder; called with the chart in the section that draws it, the placeholder is
-        replaced in place and the section says where the chart went."""
+        replaced in place, the chart is glued as ``key_figure`` (the landing page shows chapter 1's)
+        and the section says where the chart went."""
         from IPython.display import HTML, Markdown, display, update_display
 
         if chart is None:
             display(Markdown("*The key figure appears here once its section has run.*"), display_id=self.KEY_FIGURE)
             return None
-        update_display(chart, display_id=self.KEY_FIGURE)  # HTML: the heading's anchor is the page's, not MyST's
+        update_display(chart, display_id=self.KEY_FIGURE)
+        self.glue(key_figure=chart)  # for the landing page  # HTML below: the heading's anchor is the page's
         return HTML('<p><em>This chart is the chapter\'s key figure: it is shown <a href="#what-we-found">under '
                     "what we found</a>.</em></p>")
 

@@ -19,7 +19,7 @@ import pandas as pd
 from ..core import paths
 from . import maths, readback
 from .claims import words
-from .pages import DOWNLOADS, chapter_label, chapter_number, claim_href
+from .pages import DOWNLOADS, HtmlTable, chapter_label, chapter_number, claim_href
 
 COLUMNS = ["chapter", "id", "kind", "home", "counted", "headline", "claim", "source", "published", "published model",
            "model", "this run", "depth", "test", "result", "p", "method", "null", "verdict",
@@ -162,6 +162,22 @@ def landing_findings(results: Path | None = None) -> str:
         items.append(f"<dt>{_e(question)}</dt><dd>{answer} <a class=\"eg-evidence\" href=\"{link}\">"
                      f"the evidence, chapter {chapter_number(chapter)} →</a></dd>")
     return f'<dl class="eg-landing">{"".join(items)}</dl>'
+
+
+def headline_table(frame: pd.DataFrame, to_chapters: str = "chapters/") -> HtmlTable:
+    """The headline claims at their home, one row each: chapter, claim (linked to its row in its
+    chapter, ``to_chapters`` being the way there), the verdict on each of the book's encoders
+    (:data:`words.MODEL_NAMES`) and, for a claim judged on another model, that one."""
+    home = frame[frame["headline"] & (frame["home"] == "") & (frame["kind"] == "published")]
+    rows, links = [], []
+    for (chapter, _), found in home.groupby(["chapter", "id"], sort=False):
+        verdicts = {words.model_name(m): v for m, v in zip(found["model"], found["verdict"])}
+        others = [f"{m}: {v}" for m, v in verdicts.items() if m not in words.MODEL_NAMES.values()]
+        rows.append({"chapter": chapter_number(chapter), "claim": found["claim"].iloc[0],
+                     **{m: verdicts.get(m, "—") for m in words.MODEL_NAMES.values()},
+                     "other model": "; ".join(others) or "—"})
+        links.append(to_chapters + claim_href(chapter, found["id"].iloc[0]))
+    return HtmlTable(pd.DataFrame(rows), links={"claim": links}, math_columns=("claim",))
 
 
 # --------------------------------------------------------------------------- the page
