@@ -292,6 +292,8 @@ def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):
         if page == "book/intro.html":
             asked = browser.execute_script("return document.querySelectorAll('dl.eg-landing dt').length")
             answered = browser.execute_script("return document.querySelectorAll('dl.eg-landing .eg-badge').length")
+            if not browser.execute_script("return document.querySelectorAll('article .eg-chart').length"):
+                problems.append(f"{page}: no key figure under 'What we found'")
             if asked != len(dashboard.QUESTIONS) or answered < asked:
                 problems.append(f"{page}: {asked} questions and {answered} verdicts under 'What we found' "
                                 f"(expected {len(dashboard.QUESTIONS)} questions, each answered)")
