@@ -190,3 +190,20 @@ def test_only_chapter_notebooks_are_rewritten_and_their_code_cells_stay():
     page = ["See [How to rerun](../book/rerun.md)."]
     rewrite_chapter(None, "book/methods", page)
     assert page == ["See [How to rerun](../book/rerun.md)."]
+
+
+def test_the_citation_names_this_builds_commit_and_date_and_the_repository_once_one_is_set():
+    from embedding_geometry.book.sphinx_pages import build_stamp, stamp_citation
+
+    body = "version = {0.1.0, commit @commit@},\n<span>url</span> = <span>{@url@}</span>,\nurldate = {@date@}"
+    commit, date = build_stamp()
+    for url, shown in (("https://example.org/book", True), ("", False),
+                       ("https://github.com/executablebooks/jupyter-book", False)):
+        app = SimpleNamespace(config=SimpleNamespace(html_theme_options={"repository_url": url}))
+        context = {"body": body}
+        stamp_citation(app, "book/cite", None, context, None)
+        assert f"commit {commit}}}" in context["body"] and f"urldate = {{{date}}}" in context["body"]
+        assert ("{https://example.org/book}" in context["body"]) is shown and "@" not in context["body"]
+    other = {"body": body}
+    stamp_citation(app, "book/intro", None, other, None)
+    assert other["body"] == body  # only the citation page

@@ -114,6 +114,19 @@ def configure(app, config) -> None:
         f'Built {date} from commit <code>{commit}</code>.</p>')
 
 
+def stamp_citation(app, pagename, templatename, context, doctree) -> None:
+    """Fill the citation on ``book/cite`` with this build: ``@commit@`` and ``@date@`` (:func:`build_stamp`)
+    and ``@url@``, the repository's address, whose BibTeX line is dropped while none is set."""
+    if pagename != "book/cite" or "body" not in context:
+        return
+    commit, date = build_stamp()
+    url = app.config.html_theme_options.get("repository_url") or ""
+    body = context["body"].replace("@commit@", commit).replace("@date@", date)
+    if not url or "executablebooks/jupyter-book" in url:  # Jupyter Book's default is not this book's
+        body = "\n".join(line for line in body.split("\n") if "@url@" not in line)  # one line, highlighted
+    context["body"] = body.replace("@url@", url)
+
+
 def footer_links(app, pagename, templatename, context, doctree) -> None:
     """Resolve the footer's link to the citation page relative to this page."""
     footer = context.get("theme_extra_footer")
@@ -148,12 +161,14 @@ def trim_theme(app, exception) -> None:
 
 
 def copy_downloads(app, exception) -> None:
-    """Copy each chapter's results JSON and write every claim as CSV under ``downloads/``."""
+    """Copy each chapter's results JSON and the licences, and write every claim as CSV, under ``downloads/``."""
     if exception is not None or app.builder.format != "html":
         return
     results = Path(app.srcdir) / "build" / "results"
     target = Path(app.outdir) / pages.DOWNLOADS / "results"
     target.mkdir(parents=True, exist_ok=True)
+    if (Path(app.srcdir) / "LICENSE").is_file():
+        shutil.copy2(Path(app.srcdir) / "LICENSE", target.parent / "LICENSE.txt")
     for path in sorted(results.glob("[!.]*.json")):
         shutil.copy2(path, target / path.name)
     if any(results.glob("[!.]*.json")):
@@ -166,6 +181,7 @@ def setup(app) -> dict[str, Any]:
     app.connect("doctree-resolved", unsigned_zeros)
     app.connect("html-page-context", prune_assets, priority=900)  # after the theme and extensions add theirs (500)
     app.connect("html-page-context", footer_links, priority=901)
+    app.connect("html-page-context", stamp_citation)
     app.connect("build-finished", copy_downloads)
     app.connect("build-finished", trim_theme)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
