@@ -1,12 +1,13 @@
 # Two commands do everything on a fresh machine:
-#   make book       set up .venv, run every chapter notebook (papermill), build the site (_build/html)
+#   make book       set up .venv, run every chapter notebook (papermill), print the book's PDF (when
+#                   Chromium is installed), build the site (_build/html), which links the PDF
 #   make test       set up .venv, run the whole test suite (what CI runs)
 # While working on the book:
 #   make test-fast  every test that needs neither the whole-book build nor the browser (a few minutes)
 #   make test-times the whole suite timed: its slowest 50 tests in build/bench.json (tests)
 #   make reader     the browser tests on the book `make book` built (screenshots in build/screenshots/)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
-#   make pdf        the built book as one PDF (_build/pdf/book.pdf), every chart a picture
+#   make pdf        install Chromium (as root) and `make book`: the site with its PDF (_build/pdf/book.pdf)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -48,10 +49,12 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # The PDF is printed offline by Debian's headless Chromium (chromium, chromium-driver; poppler-utils
-# for the PDF test), installed from the machine's Debian mirror when missing and run as root.
-pdf: book
+# for the PDF test), installed from the machine's Debian mirror when missing and run as root; the
+# build prints it before the site, which links it. To print an already built book again:
+# `.venv/bin/python -m embedding_geometry pdf`.
+pdf: $(STAMP)
 	.ci/debian-packages chromium chromium-driver poppler-utils
-	$(PY) -m embedding_geometry pdf
+	$(MAKE) book
 
 # The reproducibility contract's tolerances (not part of `make test`): the book built on its own
 # float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7, AVX2

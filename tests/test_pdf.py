@@ -1,9 +1,10 @@
-"""``make pdf`` on the tiny-model book: one PDF, offline, every chapter's charts in it as pictures.
+"""The tiny-model book's PDF, which its build prints: one PDF, offline, every chapter's charts in it as pictures.
 
 Needs Debian's ``chromium``, ``chromium-driver`` and ``poppler-utils`` (``make pdf`` and
 ``.ci/run`` install them when absent and run as root).
 """
 
+import json
 import re
 import shutil
 import subprocess
@@ -31,9 +32,11 @@ def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_bo
         pytest.skip("the PDF test needs Debian's chromium, chromium-driver and poppler-utils")
     from embedding_geometry.book import pdf
 
-    root, result = built_book
+    root, result = built_book  # the build printed the PDF before the site, which offers it for download
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    made = pdf.make(root)
+    path = root / "_build" / "pdf" / "book.pdf"
+    assert " pdf  book.pdf (" in result.stdout and (root / "_build" / "html" / "downloads" / "book.pdf").is_file()
+    made = pdf.Pdf(path, **json.loads(path.with_suffix(".json").read_text()))
     info = subprocess.run(["pdfinfo", str(made.path)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
     # the whole book, every section unfolded and both encoders in chapters 1-4: 797 A4 pages on the
@@ -52,3 +55,4 @@ def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_bo
     assert total > 40 and len(pdf_images(made.path)) == total
     text = subprocess.run(["pdftotext", str(made.path), "-"], capture_output=True, text=True, check=True).stdout
     assert "Cite this book" in text and "Chart error" not in text and "needs the book" not in text
+    assert "@pdf@" not in text and "this file, printed from this build" in text

@@ -292,6 +292,11 @@ def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):
         if page == "book/intro.html":
             asked = browser.execute_script("return document.querySelectorAll('dl.eg-landing dt').length")
             answered = browser.execute_script("return document.querySelectorAll('dl.eg-landing .eg-badge').length")
+            offered = browser.execute_script("return Array.from(document.querySelectorAll('article a[download]'))"
+                                             ".map(a => a.getAttribute('href')).filter(h => h.endsWith('book.pdf'))")
+            printed = root / "_build" / "html" / "downloads" / "book.pdf"
+            if offered != ["../downloads/book.pdf"] or not printed.is_file():
+                problems.append(f"{page}: the book's PDF is not offered, or its link does not resolve ({offered})")
             if not browser.execute_script("return document.querySelectorAll('article .eg-chart').length"):
                 problems.append(f"{page}: no key figure under 'What we found'")
             if asked != len(dashboard.QUESTIONS) or answered < asked:

@@ -207,3 +207,21 @@ def test_the_citation_names_this_builds_commit_and_date_and_the_repository_once_
     other = {"body": body}
     stamp_citation(app, "book/intro", None, other, None)
     assert other["body"] == body  # only the citation page
+
+
+def test_a_page_links_this_builds_pdf_or_says_why_there_is_none(tmp_path):
+    from embedding_geometry.book.sphinx_pages import PDF, stamp_citation
+
+    def shown(builder):
+        app = SimpleNamespace(srcdir=str(tmp_path), builder=SimpleNamespace(name=builder),
+                              config=SimpleNamespace(html_theme_options={}))
+        context = {"body": "<p>The whole book as one PDF: @pdf@.</p>"}
+        stamp_citation(app, "book/intro", None, context, None)
+        return context["body"]
+
+    assert "not printed by this build" in shown("html") and "href" not in shown("html")
+    (tmp_path / PDF).parent.mkdir(parents=True)
+    (tmp_path / PDF).write_bytes(b"%PDF" + b"0" * 3_000_000)
+    link = '<a href="../downloads/book.pdf" download><code>book.pdf</code></a>'
+    assert f"{link} (3 MB, printed from this build)" in shown("html")
+    assert "this file, printed from this build" in shown("singlehtml")  # the printed book itself

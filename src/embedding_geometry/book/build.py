@@ -34,7 +34,7 @@ from typing import Any
 from ..core import disk_cache, models, paths
 from ..core.errors import BookError, ParameterError
 from ..core.errors import short_repr
-from . import charts, derived, jupyter_kernels, profiles, schedule
+from . import charts, derived, jupyter_kernels, pdf, profiles, schedule
 from .schedule import Outcome, report
 from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
 
@@ -211,6 +211,25 @@ def build_site(root: Path) -> int:
     return subprocess.run(command, cwd=root).returncode
 
 
+def book_pdf(root: Path) -> None:
+    """The whole book as one PDF (:mod:`.pdf`), printed before the site is built so that the site
+    links it (``downloads/book.pdf``, :mod:`.sphinx_pages`). Without Chromium, or when printing
+    fails, the build says so and the site says there is none: an older build's PDF is removed first."""
+    target = root / "_build" / "pdf" / "book.pdf"
+    target.unlink(missing_ok=True)
+    if not pdf.available():
+        print(f"{'no pdf':>8}  printing it needs Debian's chromium and chromium-driver (`make pdf` installs them)")
+        return
+    start = time.time()
+    try:
+        pdf.make(root, target)
+    except BookError as error:
+        print(f"{'no pdf':>8}  {error}")
+        return
+    size = f"({target.stat().st_size / 1e6:.1f} MB)"
+    print(f"{'pdf':>8}  {target.name} {size:<31} {time.time() - start:7.1f} s", flush=True)
+
+
 def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
     found = [root / "notebooks" / f"{slug}.ipynb" for slug in profiles.chapters(root)]
     if only:
@@ -240,6 +259,7 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
         return 1
     if not site:
         return 0
+    book_pdf(root)
     start = time.time()
     code = build_site(root)
     print(f"{'site' if code == 0 else 'FAILED':>8}  jupyter-book build {'':<22} {time.time() - start:7.1f} s",

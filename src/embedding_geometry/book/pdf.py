@@ -17,6 +17,7 @@ Nothing is fetched from the network: the page loads its scripts, fonts and maths
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
 import sys
@@ -105,9 +106,14 @@ def singlehtml(root: Path) -> Path:
     return page
 
 
+def available() -> bool:
+    """Whether Debian's chromium and chromium-driver, which print the PDF, are on this machine."""
+    return bool((shutil.which("chromium") or Path(CHROMIUM).exists()) and shutil.which("chromedriver"))
+
+
 def browser():
     """Headless Chromium through chromedriver, printing-sized; a one-line error without them."""
-    if not (shutil.which("chromium") or Path(CHROMIUM).exists()) or not shutil.which("chromedriver"):
+    if not available():
         raise PdfError("make pdf needs Debian's packages 'chromium' and 'chromium-driver' "
                        "(apt-get install chromium chromium-driver; `make pdf` installs them when run as root)")
     from selenium import webdriver
@@ -157,10 +163,13 @@ def print_page(page: Path, output: Path, timeout: float = 300.0) -> dict[str, in
 
 
 def make(root: Path, output: Path | None = None) -> Pdf:
-    """The book at ``root`` (built by ``make book``) as one PDF, by default ``_build/pdf/book.pdf``."""
+    """The book at ``root`` (built by ``make book``) as one PDF, by default ``_build/pdf/book.pdf``,
+    with its charts per page and the seconds it took beside it (``book.json``)."""
     if not any((root / "book" / "chapters").glob("*.ipynb")):
         raise PdfError(f"{root} has no executed chapters in book/chapters: run `make book` first")
     start = time.time()
     output = output or root / "_build" / "pdf" / "book.pdf"
     charts = print_page(singlehtml(root), output)
-    return Pdf(output, time.time() - start, charts)
+    made = Pdf(output, time.time() - start, charts)
+    output.with_suffix(".json").write_text(json.dumps({"seconds": made.seconds, "charts": charts}, indent=1))
+    return made

@@ -114,9 +114,28 @@ def configure(app, config) -> None:
         f'Built {date} from commit <code>{commit}</code>.</p>')
 
 
+PDF = Path("_build") / "pdf" / "book.pdf"
+"""Where the build prints the book (book.build.book_pdf); the site offers it as ``downloads/book.pdf``."""
+
+
+def pdf_link(app) -> str:
+    """What a page says of the book's PDF (``@pdf@``): a link to this build's, or why there is none."""
+    made = Path(app.srcdir) / PDF
+    if app.builder.name != "html":  # the printed book itself
+        return "this file, printed from this build"
+    if not made.is_file():
+        return ("not printed by this build: it needs Debian's <code>chromium</code> and <code>chromium-driver</code> "
+                "(<code>make pdf</code> installs them and builds the book)")
+    return (f'<a href="../{pages.DOWNLOADS}/book.pdf" download><code>book.pdf</code></a> '
+            f"({made.stat().st_size / 1e6:.0f} MB, printed from this build)")
+
+
 def stamp_citation(app, pagename, templatename, context, doctree) -> None:
     """Fill the citation on ``book/cite`` with this build: ``@commit@`` and ``@date@`` (:func:`build_stamp`)
-    and ``@url@``, the repository's address, whose BibTeX line is dropped while none is set."""
+    and ``@url@``, the repository's address, whose BibTeX line is dropped while none is set; and on
+    any page, ``@pdf@`` (:func:`pdf_link`)."""
+    if "body" in context and "@pdf@" in context["body"]:
+        context["body"] = context["body"].replace("@pdf@", pdf_link(app))
     if pagename != "book/cite" or "body" not in context:
         return
     commit, date = build_stamp()
@@ -161,12 +180,15 @@ def trim_theme(app, exception) -> None:
 
 
 def copy_downloads(app, exception) -> None:
-    """Copy each chapter's results JSON and the licences, and write every claim as CSV, under ``downloads/``."""
+    """Copy each chapter's results JSON, the book's PDF and the licences, and write every claim as CSV,
+    under ``downloads/``."""
     if exception is not None or app.builder.format != "html":
         return
     results = Path(app.srcdir) / "build" / "results"
     target = Path(app.outdir) / pages.DOWNLOADS / "results"
     target.mkdir(parents=True, exist_ok=True)
+    if (Path(app.srcdir) / PDF).is_file():
+        shutil.copy2(Path(app.srcdir) / PDF, target.parent / "book.pdf")
     if (Path(app.srcdir) / "LICENSE").is_file():
         shutil.copy2(Path(app.srcdir) / "LICENSE", target.parent / "LICENSE.txt")
     for path in sorted(results.glob("[!.]*.json")):
