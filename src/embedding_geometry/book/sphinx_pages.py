@@ -134,8 +134,9 @@ def stamp_citation(app, pagename, templatename, context, doctree) -> None:
     """Fill the citation on ``book/cite`` with this build: ``@commit@`` and ``@date@`` (:func:`build_stamp`)
     and ``@url@``, the repository's address, whose BibTeX line is dropped while none is set; and on
     any page, ``@pdf@`` (:func:`pdf_link`)."""
-    if "body" in context and "@pdf@" in context["body"]:
-        context["body"] = context["body"].replace("@pdf@", pdf_link(app))
+    for token in ("@pdf@", "&#64;pdf&#64;"):  # the HTML writer may write an "@" as "&#64;"
+        if token in context.get("body", ""):
+            context["body"] = context["body"].replace(token, pdf_link(app))
     if pagename != "book/cite" or "body" not in context:
         return
     commit, date = build_stamp()
