@@ -174,6 +174,10 @@ def test_every_packaged_ledger_loads_and_the_family_counts_published_claims_at_h
     assert all(c.kind == "published" or not c.in_family for c in found)
     # each claim with a shape test says its finding in its own words for each outcome (at home, or from its home)
     assert [c.id for c in found if c.shape and not c.says] == []
+    # a chapter opens with at most five headline claims (CONTRIBUTING, "Claims and verdicts")
+    for item in folder.iterdir():
+        headlines = [c.id for c in claims.load(item.name.removesuffix(".yaml")).claims if c.headline]
+        assert 1 <= len(headlines) <= 5, (item.name, headlines)
 
 
 def test_says_takes_a_sentence_per_outcome_and_an_entry_away_from_home_takes_its_homes(tmp_path):
