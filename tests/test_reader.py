@@ -18,8 +18,11 @@ On every page of the built book:
 The tests that open the site are marked slow and browser; the tests of the checks themselves
 (the raw-output patterns, the weight limit) need neither and run in ``make test-fast``.
 
-On the chapters, the first section heading comes within the first 1,200 px at 1280 px; on the
-claims dashboard, the verdict column is inside the viewport without scrolling sideways. Each page
+On the chapters, the first section heading comes within the first 1,200 px at 1280 px, and on
+chapters 1–8 the first chart (the key figure under "What we found") within 3,000 px; the landing
+page answers every question of ``dashboard.QUESTIONS`` with a verdict, shows a key figure and
+offers the book's PDF, whose file is in the site; on the claims dashboard, the verdict column is
+inside the viewport without scrolling sideways. Each page
 is saved as a screenshot under ``build/screenshots/<width>/`` for a reviewer to look at.
 """
 
