@@ -185,7 +185,7 @@ def headline_table(frame: pd.DataFrame, to_chapters: str = "chapters/") -> HtmlT
 class ClaimsDashboard:
     """The dashboard as HTML: filters (headline claims, the default; chapter, model, kind, verdict;
     ``_static/book.js`` hides the other rows), then a sortable table — chapter · claim · model · test and result ·
-    sensitivity · verdict. The claim links to its row in its home chapter's claims table and
+    verdict. The claim links to its row in its home chapter's claims table and
     folds its test with how its bound was set, published value, null, p, test method,
     source and id under it."""
 
@@ -196,7 +196,7 @@ class ClaimsDashboard:
         return f"claims dashboard: {len(self.frame)} verdicts"
 
     def _repr_html_(self) -> str:
-        headers = ["chapter", "claim", "model", "test: result [95 % interval]", "sensitivity", "verdict"]
+        headers = ["chapter", "claim", "model", "test: result [95 % interval]", "verdict"]
         head = "".join(f'<th scope="col" title="click to sort">{h}</th>' for h in headers)
         body = "".join(self._row(r) for r in self.frame.to_dict("records"))
         return (f'<div class="eg-dashboard">{self._filters()}<table class="eg-table eg-sortable eg-claims">'
@@ -208,7 +208,7 @@ class ClaimsDashboard:
             label = chapter_label if column == "chapter" else (lambda v: words.model_name(str(v)).replace("_", " "))
             return [(value, f"{label(value)} ({n})") for value, n in counts.items()]
 
-        headlines = int(self.frame["headline"].sum())
+        headlines = int((self.frame["headline"] & (self.frame["home"] == "")).sum())  # each at its home
         return ('<div class="eg-filters" role="group" aria-label="filter the claims">'
                 + _select("show", "every claim", [("yes", f"headline claims ({headlines})")], chosen="yes",
                           attribute="headline")
@@ -223,7 +223,7 @@ class ClaimsDashboard:
         link = _e(claim_href(r["home"] or r["chapter"], r["id"]))
         details = "".join(f"<dt>{k}</dt><dd>{maths.html(r[k])}</dd>" for k in
                           ("test", "published", "published model", "null", "p", "method", "numeric",
-                           "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
+                           "sensitivity", "depth", "source", "id", "caveat") if r[k] not in ("", "—"))
         claim = (f'<a href="{link}">{maths.html(r["claim"])}</a><details><summary>details</summary><dl>{details}</dl>'
                  f"</details>")
         verdict = f'<span class="eg-verdict">{_e(r["verdict"])}</span>'
@@ -236,9 +236,10 @@ class ClaimsDashboard:
         number = chapter_number(r["chapter"])
         cells = [("chapter", f'<span title="{_e(r["chapter"])}">{"" if number is None else number}</span>'),
                  ("claim", claim), ("model", _e(words.model_name(r["model"]))), ("result", _e(r["result"])),
-                 ("sensitivity", _e(r["sensitivity"])), ("verdict", verdict)]
+                 ("verdict", verdict)]
+        headline = "yes" if r["headline"] and not r["home"] else "no"
         return (f'<tr data-chapter="{_e(r["chapter"])}" data-model="{_e(r["model"])}" data-kind="{_e(r["kind"])}" '
-                f'data-verdict="{_e(r["verdict"])}" data-headline="{"yes" if r["headline"] else "no"}">'
+                f'data-verdict="{_e(r["verdict"])}" data-headline="{headline}">'
                 + "".join(f'<td data-label="{label}">{cell}</td>' for label, cell in cells) + "</tr>")
 
 
