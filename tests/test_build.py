@@ -74,6 +74,10 @@ def test_unchanged_chapters_are_skipped(built_book, tiny_bert_dir):
     assert again.returncode == 0, again.stdout + again.stderr
     for slug in CHAPTERS:
         assert re.search(rf"skipped\s+{slug}", again.stdout), again.stdout
+    from embedding_geometry.book import pdf
+
+    if pdf.available():  # nor is the PDF printed again: no page changed
+        assert "skipped  pdf: no page has changed" in again.stdout, again.stdout
 
 
 def test_a_failing_chapter_exits_non_zero_and_keeps_the_previous_outputs(built_book, tiny_bert_dir):

@@ -213,9 +213,15 @@ def build_site(root: Path) -> int:
 
 def book_pdf(root: Path) -> None:
     """The whole book as one PDF (:mod:`.pdf`), printed before the site is built so that the site
-    links it (``downloads/book.pdf``, :mod:`.sphinx_pages`). Without Chromium, or when printing
-    fails, the build says so and the site says there is none: an older build's PDF is removed first."""
+    links it (``downloads/book.pdf``, :mod:`.sphinx_pages`); kept when no page, chapter or style
+    changed since it was printed. Without Chromium, or when printing fails, the build says so and
+    the site says there is none: an older build's PDF is removed first."""
     target = root / "_build" / "pdf" / "book.pdf"
+    pages = [root / "_toc.yml", *root.glob("book/**/*.md"), *root.glob("book/chapters/*.ipynb"),
+             *root.glob("_static/*.css"), *root.glob("_static/*.js")]
+    if target.is_file() and target.stat().st_mtime > max(p.stat().st_mtime for p in pages if p.is_file()):
+        print(f"{'skipped':>8}  pdf: no page has changed since {target.name} was printed", flush=True)
+        return
     target.unlink(missing_ok=True)
     if not pdf.available():
         print(f"{'no pdf':>8}  printing it needs Debian's chromium and chromium-driver (`make pdf` installs them)")
