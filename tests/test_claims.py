@@ -544,7 +544,8 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
     expected = "`score`: holds on MPNet but does not hold on MiniLM."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
     shown = words.report(found)  # each claim once, one sentence per model where they differ
-    assert shown.count("\n- ") + shown.startswith("- ") == 2 and "MPNet</span> <a class=\"eg-badge eg-badge-holds" in shown
+    assert shown.count("\n- ") + shown.startswith("- ") == 2
+    assert "MPNet</span> <a class=\"eg-badge eg-badge-holds" in shown
     assert "On both encoders, the score exceeds 0.5." not in shown and "On both encoders" in shown
     assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
     assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []

@@ -63,11 +63,12 @@ def _sides(claim: Claim) -> list[tuple[float, float]]:
     return [(-1.0 if test == "below" else 1.0, float(args.get("bound", 0.0)))]
 
 
-def shape(claim: Claim, metrics, raw, resamples: int, rng) -> Evidence | str:
-    """The shape test's evidence, or why there is none."""
-    point = point_of(claim, raw)
+def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Evidence | str:
+    """The shape test's evidence, or why there is none; with ``sides``, the same test against
+    those thresholds instead of the claim's own (a null's value)."""
+    point, sides = point_of(claim, raw), sides or _sides(claim)
     if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
-        return _drawn(claim, metrics, point)
+        return _drawn(claim, metrics, point, sides)
     statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
     if isinstance(statistic, samples.Missing):
         return str(statistic)
@@ -82,8 +83,8 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng) -> Evidence | str:
         return _location(claim, statistic, raw, point, resamples, rng)
     values = _unit_values(claim, statistic, reduce)
     if values is not None:
-        return _exact(claim, values, point, _sides(claim), statistic, reduce, resamples, rng)
-    return _bootstrapped(statistic, reduce, point, _sides(claim), resamples, rng)
+        return _exact(claim, values, point, sides, statistic, reduce, resamples, rng)
+    return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
 
 
 def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarray | None:
@@ -157,7 +158,7 @@ def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -
                     floor=(least, least))
 
 
-def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
+def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
     """``samples: {draws, n_units}``: resamples a chapter drew itself (e.g. over seeds, then
     sentences): p from the share of draws on each side, and their percentile interval."""
     try:
@@ -169,18 +170,18 @@ def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
         return f"only {n_units} {claim.unit}: fewer than {resample.MIN_UNITS}, too few for a test"
     reduced = draws if draws.ndim == 1 else reducer(claim)(draws)
     reduced = reduced[np.isfinite(reduced)]
-    parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides or _sides(claim)]
+    parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides]
     p_holds, p_fails = pvalues.combine(parts)
     lo, hi = np.quantile(reduced, [0.025, 0.975])
     se, least = float(np.std(reduced, ddof=1)), 1 / (len(reduced) + 1)
     return Evidence("resamples (the chapter's own)", point, (float(lo), float(hi)), n_units, p_holds, p_fails,
                     mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=se,
-                    floor=pvalues.floors([(least, least)] * len(parts), _band(sides or _sides(claim)), se))
+                    floor=pvalues.floors([(least, least)] * len(parts), _band(sides), se))
 
 
 # --------------------------------------------------------------------------- the null
 
-def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
+def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
     """(record, evidence) of the claim's null, None without one, or why the claim cannot be tested."""
     if not claim.null:
         return None
@@ -195,10 +196,10 @@ def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
             null = np.asarray(lookup(metrics, spec["draws"]), dtype=float).ravel()
         except KeyError:
             return f"its null was not measured on this run ('{spec['draws']}')"
-        p_holds, p_fails = pvalues.permutation_p(sign * shape.point, sign * null)
+        p_holds, p_fails = pvalues.permutation_p(sign * own.point, sign * null)
         record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
         least = 1 / (len(null) + 1)
-        return record, Evidence("permutation", shape.point, shape.interval, len(null), p_holds, p_fails,
+        return record, Evidence("permutation", own.point, own.interval, len(null), p_holds, p_fails,
                                 floor=(least, least))
     if "samples" in spec:
         return _paired(claim, metrics, record, sign, resamples, rng)
@@ -215,10 +216,10 @@ def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
             return f"a single random-init control value: fewer than {MIN_SEEDS} seeds, too few for a null distribution"
         value = float(found) if np.ndim(found) == 0 else point_of(claim, found)
     record.update(value=value, distribution="exact" if kind in EXACT_NULLS else "a single value (no distribution)")
-    found = _against(claim, metrics, raw, shape, [(sign, value)], resamples, rng)
+    found = shape(claim, metrics, raw, resamples, rng, sides=[(sign, value)])
     if isinstance(found, str):
         return found
-    record.update(difference_value=shape.point - value, difference=[x - value for x in found.interval])
+    record.update(difference_value=own.point - value, difference=[x - value for x in found.interval])
     return record, found
 
 
@@ -232,19 +233,6 @@ def _null_sign(claim: Claim) -> float | None:
         side = claim.null.get("side")
         return None if side is None else (1.0 if side == "above" else -1.0)
     return -1.0 if test == "below" else 1.0
-
-
-def _against(claim: Claim, metrics, raw, shape: Evidence, sides, resamples: int, rng) -> Evidence | str:
-    """The claim's statistic tested against the thresholds ``sides`` by the shape test's own design."""
-    if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
-        return _drawn(claim, metrics, shape.point, sides)
-    statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
-    if isinstance(statistic, samples.Missing):
-        return str(statistic)
-    values = _unit_values(claim, statistic, reducer(claim))
-    if values is not None:
-        return _exact(claim, values, shape.point, sides, statistic, reducer(claim), resamples, rng)
-    return _bootstrapped(statistic, reducer(claim), shape.point, sides, resamples, rng)
 
 
 def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
@@ -267,7 +255,6 @@ def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
                   distribution=f"{other.n_seeds} seeds, unit by unit" if other.n_seeds else "one run, unit by unit")
     if other.n_seeds:
         record["seed_values"] = [float(x) for x in reduce(other.per_seed())]
-    a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)
     point = float(reduce(own.point()[None])[0] - reduce(other.point()[None])[0])
     record["difference_value"] = point
     a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)

@@ -118,9 +118,6 @@ PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
     "last_fraction": lambda x, f, s: x[..., _tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
 }
 
-SCALAR_SAFE = {"value", "first", "last", "max", "min", "mean"}
-"""Reducers that leave a single number unchanged (a per-unit scalar needs no series axis)."""
-
 LINEAR = {"value", "first", "last", "penultimate", "mean", "at_relative"}
 """Reducers that commute with a mean over units (a fixed entry, or the average of the entries):
 the reduced mean is the mean of the reduced units, so a studentized interval applies."""
@@ -192,7 +189,3 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         return f"the last {len(tail)} of {n} entries: from {entry_text(tail[0], n, series)}"
     return None
 
-
-REDUCERS: dict[str, Callable[[Any], float]] = {
-    "value": float, **{name: (lambda x, name=name: reduce_metric(x, name)) for name in NAMED}}
-"""The named reducers as one-argument functions on a per-depth series (``series: depths``)."""
