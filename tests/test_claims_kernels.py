@@ -10,7 +10,7 @@ import pytest
 
 from embedding_geometry.book import results
 from embedding_geometry.book.claims import reduce as reducers
-from embedding_geometry.book.claims import resample, samples, shape_tests
+from embedding_geometry.book.claims import pvalues, samples, shape_tests
 
 
 def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -22,7 +22,7 @@ def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 
 def weights(b: int, n: int, seed: int = 1) -> np.ndarray:
-    return resample.weights(np.random.default_rng(seed), b, n)
+    return pvalues.weights(np.random.default_rng(seed), b, n)
 
 
 def test_pairwise_values_are_the_u_statistic_of_each_resample():

@@ -11,8 +11,8 @@ modules named for them:
 ``reduce``       how a metric becomes the number a claim is about, on relative depth
 ``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
 ``shape_tests``  the model-agnostic tests and the statistic each one tests
-``resample``     the bootstrap over the sampling unit: BCa intervals and p-values
-``pvalues``      the test each design calls for, the adjustment for the number of claims, power
+``pvalues``      the test each design calls for (exact, or the bootstrap over the sampling unit: BCa), the
+                 adjustment for the number of claims, power
 ``judge``        ``evaluate``: every stage, in order, for each claim; ``decide``: the adjustment
 ``words``        every word a verdict is shown with, defined once
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import pvalues, resample, samples, shape_tests
+from . import pvalues, samples, shape_tests
 from . import reduce as reducers
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, LedgerError, lookup
 from .pvalues import Evidence
@@ -77,8 +77,8 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Eviden
     if not math.isclose(full, point, rel_tol=1e-4, abs_tol=1e-6):
         raise LedgerError(f"claim '{claim.id}': {statistic.source} gives {full:.6g}, but the metric gives "
                           f"{point:.6g}; the per-unit samples must rebuild the metric")
-    if statistic.n_units < resample.MIN_UNITS:
-        return f"only {statistic.n_units} {claim.unit}: fewer than {resample.MIN_UNITS}, too few for a test"
+    if statistic.n_units < pvalues.MIN_UNITS:
+        return f"only {statistic.n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
     if claim.test[0] == shape_tests.LOCATION:
         return _location(claim, statistic, raw, point, resamples, rng)
     values = _unit_values(claim, statistic, reduce)
@@ -122,21 +122,21 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
 
 def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, other=None,
                   method: str = "bootstrap (BCa)") -> Evidence | str:
-    """BCa p-values on each side of each part, and the BCa interval (:mod:`.resample`)."""
-    draws = resample.bootstrap(statistic, reduce, resamples, rng, other)
-    jack = resample.jackknife(statistic, reduce, other)
+    """BCa p-values on each side of each part, and the BCa interval (:func:`.pvalues.bootstrap`)."""
+    draws = pvalues.bootstrap(statistic, reduce, resamples, rng, other)
+    jack = pvalues.jackknife(statistic, reduce, other)
     draws, jack = draws[np.isfinite(draws)], jack[np.isfinite(jack)]
     if len(draws) < resamples / 2 or len(jack) < 2:
         return "the statistic is undefined on most resamples"
     parts, errors = [], []
     for sign, t in sides:
-        above, e1 = resample.bca_p(sign * draws, sign * point, sign * jack, sign * t)
-        below, e2 = resample.bca_p(-sign * draws, -sign * point, -sign * jack, -sign * t)
+        above, e1 = pvalues.bca_p(sign * draws, sign * point, sign * jack, sign * t)
+        below, e2 = pvalues.bca_p(-sign * draws, -sign * point, -sign * jack, -sign * t)
         parts.append((above, below))
         errors += [e1, e2]
     p_holds, p_fails = pvalues.combine(parts)
     se, least = float(np.std(draws, ddof=1)), 1 / len(draws)
-    return Evidence(method, point, resample.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
+    return Evidence(method, point, pvalues.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
                     mc_error=max(errors), se=se, floor=pvalues.floors([(least, least)] * len(sides), _band(sides), se))
 
 
@@ -148,7 +148,7 @@ def _band(sides) -> float | None:
 def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
     """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
     a, b = claim.test[1]["window"]
-    draws = resample.bootstrap(statistic, reducer(claim), resamples, rng)
+    draws = pvalues.bootstrap(statistic, reducer(claim), resamples, rng)
     inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
     p_holds, p_fails = pvalues.share_p(draws, inside)
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
@@ -166,8 +166,8 @@ def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
         n_units = int(lookup(metrics, claim.samples["n_units"])) if "n_units" in claim.samples else len(draws)
     except (KeyError, TypeError, ValueError):
         return f"no resamples at '{claim.samples['draws']}'"
-    if n_units < resample.MIN_UNITS:
-        return f"only {n_units} {claim.unit}: fewer than {resample.MIN_UNITS}, too few for a test"
+    if n_units < pvalues.MIN_UNITS:
+        return f"only {n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
     reduced = draws if draws.ndim == 1 else reducer(claim)(draws)
     reduced = reduced[np.isfinite(reduced)]
     parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides]

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import evidence, pvalues, resample, shape_tests
+from . import evidence, pvalues, shape_tests
 from . import reduce as reducers
 from .ledger import Claim, Ledger, family_size, lookup
 
@@ -127,7 +127,7 @@ class Verdict:
 
 
 def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-             resamples: int = resample.RESAMPLES, family: int | None = None,
+             resamples: int = pvalues.RESAMPLES, family: int | None = None,
              flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """Verdicts for every claim of ``ledger`` on ``metrics`` of ``model``, decided together
     (:func:`decide`); ``family`` is m (default: :func:`.ledger.family_size`), ``flips`` the claims
@@ -214,7 +214,7 @@ def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flip
 # --------------------------------------------------------------------------- one claim, once through
 
 def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-          resamples: int = resample.RESAMPLES) -> Verdict:
+          resamples: int = pvalues.RESAMPLES) -> Verdict:
     """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
     model = claim.measured_on or model
     raw = lookup(metrics, claim.metric)
@@ -232,7 +232,7 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
         return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
     if claim.unit is None:
         return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
-    rng = resample.generator(seed, claim.id)
+    rng = pvalues.generator(seed, claim.id)
     shape = evidence.shape(claim, metrics, raw, resamples, rng)
     if isinstance(shape, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=shape)

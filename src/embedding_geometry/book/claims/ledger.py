@@ -25,7 +25,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
                                   # tests: claims.shape_tests (above, below, between, the series
                                   # tests, location {window: [a, b], at: max|min})
         measured_on: org/model    # the metric is another model's run (a per-model key)
-        unit: sentences           # the sampling unit (claims.resample.UNITS)
+        unit: sentences           # the sampling unit (claims.pvalues.UNITS)
         samples: <spec>           # how the statistic is built from per-unit values (claims.samples.find);
                                   # default: the claim's metric key; {draws: <path>, n_units: <path>}
                                   # for resamples a chapter drew itself (a hierarchical bootstrap)
@@ -68,7 +68,7 @@ import yaml
 
 from ...core.errors import BookError
 from . import reduce as reducers
-from . import resample, shape_tests
+from . import pvalues, shape_tests
 
 KINDS = ("published", "hypothesis", "pipeline")
 OUTCOMES = ("holds", "fails")
@@ -144,8 +144,8 @@ class Claim:
             self._refuse(f"kind must be one of {KINDS}; got {self.kind!r}")
         if self.series not in reducers.SERIES_KINDS:
             self._refuse(f"series must be one of {reducers.SERIES_KINDS}; got {self.series!r}")
-        if self.unit is not None and self.unit not in resample.UNITS:
-            self._refuse(f"unit must be one of {resample.UNITS}; got {self.unit!r}")
+        if self.unit is not None and self.unit not in pvalues.UNITS:
+            self._refuse(f"unit must be one of {pvalues.UNITS}; got {self.unit!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
         for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat", "no_null"):

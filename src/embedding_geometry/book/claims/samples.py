@@ -31,7 +31,7 @@ The ledger's ``samples`` names how the statistic is built from them (:func:`find
 **One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
 with replacement (and a weight per seed, when a statistic has seeds); every statistic here is a
 function of weighted means — w_b · X, or w_bᵀ K⁰ w_b / (1 − Σ w_bi²) for a kernel with its
-diagonal zeroed — so B resamples are a few matrix products (:mod:`.resample` draws them). The
+diagonal zeroed — so B resamples are a few matrix products (:func:`.pvalues.bootstrap` draws them). The
 jackknife (leave-one-unit-out) uses the same code with weights (1 − e_i) / (n − 1).
 """
 
