@@ -8,9 +8,9 @@ A claim passes through its stages once — ledger → statistic → test → adj
 modules named for them:
 
 ``ledger``       the claims as data, checked when read; the multiplicity family
-``reduce``       how a metric becomes the number a claim is about, on relative depth
+``reduce``       how a metric becomes the number a claim is about, on relative depth; the
+                 model-agnostic shape tests and the statistic each one tests
 ``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
-``shape_tests``  the model-agnostic tests and the statistic each one tests
 ``pvalues``      the test each design calls for (exact, or the bootstrap over the sampling unit: BCa), the
                  adjustment for the number of claims, power
 ``judge``        ``evaluate``: every stage, in order, for each claim; ``decide``: the adjustment

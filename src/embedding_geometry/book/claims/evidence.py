@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import pvalues, samples, shape_tests
+from . import pvalues, samples
 from . import reduce as reducers
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, LedgerError, lookup
 from .pvalues import Evidence
@@ -30,11 +30,11 @@ MIN_SEEDS = 3
 def reducer(claim: Claim):
     """[B, …] → [B]: the claim's reduce, its series test's statistic, or its location."""
     test = claim.test[0]
-    if test in shape_tests.SERIES_SHAPES:
-        return lambda x: shape_tests.statistic(test, x)
-    if test == shape_tests.LOCATION:
+    if test in reducers.SERIES_SHAPES:
+        return lambda x: reducers.statistic(test, x)
+    if test == reducers.LOCATION:
         at = claim.shape["args"].get("at", "max")
-        return lambda x: shape_tests.location(x, at, blocks=claim.series == "blocks")
+        return lambda x: reducers.reduce_array(x, f"arg{at}_relative", claim.series)
     return lambda x: np.asarray(reducers.reduce_array(x, claim.reduce, claim.series), dtype=float).reshape(len(x))
 
 
@@ -45,9 +45,9 @@ def point_of(claim: Claim, raw: Any) -> float:
 
 def statistic_name(claim: Claim) -> str:
     test = claim.test[0]
-    if test in shape_tests.STATISTICS:
-        return shape_tests.STATISTICS[test][0]
-    if test == shape_tests.LOCATION:
+    if test in reducers.STATISTICS:
+        return reducers.STATISTICS[test][0]
+    if test == reducers.LOCATION:
         return "relative depth of the " + ("peak" if claim.shape["args"].get("at", "max") == "max" else "trough")
     return "value"
 
@@ -79,7 +79,7 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Eviden
                           f"{point:.6g}; the per-unit samples must rebuild the metric")
     if statistic.n_units < pvalues.MIN_UNITS:
         return f"only {statistic.n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
-    if claim.test[0] == shape_tests.LOCATION:
+    if claim.test[0] == reducers.LOCATION:
         return _location(claim, statistic, raw, point, resamples, rng)
     values = _unit_values(claim, statistic, reduce)
     if values is not None:
@@ -91,7 +91,7 @@ def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarr
     """Each unit's own value [n] when the statistic is their plain mean (a linear reduce of a mean,
     or a mean over seeds of one); else None."""
     linear_test = claim.test[0] in ("rises", "falls") or (
-        claim.test[0] in shape_tests.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
+        claim.test[0] in reducers.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
     if not linear_test:
         return None
     data = statistic.data.mean(axis=0) if isinstance(statistic, samples.Seeded) else statistic.linear()
@@ -227,7 +227,7 @@ def _null_sign(claim: Claim) -> float | None:
     """The side of its null a claim's statistic must lie on: the side of an above/below test,
     the null's ``side`` for a between test, above for a series test, none for a location."""
     test = claim.test[0]
-    if test == shape_tests.LOCATION:
+    if test == reducers.LOCATION:
         return None
     if test == "between":
         side = claim.null.get("side")

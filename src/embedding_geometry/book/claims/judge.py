@@ -4,7 +4,7 @@ Each claim passes through its stages once, in order:
 
 1. **ledger** — the claim as data (:mod:`.ledger`);
 2. **statistic** — its metric, a number or a per-depth series, becomes the number the claim is
-   about (:mod:`.reduce`, :mod:`.shape_tests`), rebuilt from its per-unit samples (:mod:`.samples`);
+   about (:mod:`.reduce`), rebuilt from its per-unit samples (:mod:`.samples`);
 3. **test** — the test its design calls for gives p₊ and p₋ (:mod:`.pvalues`): exact sign-flip or
    binomial tests at small n and for shares, the bootstrap (BCa) otherwise, the share of resamples
    outside the window for a location; a null (chance, a permutation distribution, random-init
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import evidence, pvalues, shape_tests
+from . import evidence, pvalues
 from . import reduce as reducers
 from .ledger import Claim, Ledger, family_size, lookup
 
@@ -108,7 +108,7 @@ class Verdict:
             "published": dict(c.published) if c.published else None, "tolerance": c.tolerance, "model": self.model,
             "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
             "shape": dict(c.shape) if c.shape else None,
-            "test": shape_tests.threshold_text(*c.test) if c.test else None,
+            "test": reducers.threshold_text(*c.test) if c.test else None,
             "bound": {"source": c.bound_source, "fraction": c.fraction,
                       "reason": c.fraction_reason} if c.bound_source else None,
             "unit": c.unit, "status": self.status, "reason": self.reason, "outcome": self.outcome,
@@ -220,7 +220,7 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    series_test = claim.test is not None and claim.test[0] not in shape_tests.SCALAR_SHAPES
+    series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
     if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
         measured = evidence.point_of(claim, raw)
     else:

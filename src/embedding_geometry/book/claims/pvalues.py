@@ -61,8 +61,6 @@ Q = 0.05
 SMALL_N = 20
 """Below this many units a mean is tested exactly (sign-flip), not by the bootstrap."""
 POWER = 0.8
-UNITS = ("sentences", "pairs", "queries", "texts", "documents", "tokens", "dimensions", "topics", "keys",
-         "compounds", "seeds")
 RESAMPLES = 20_000
 """B: a one-sided p as small as 1 / B = 5 · 10⁻⁵ is resolved, below the smallest adjusted threshold q / m."""
 LEVEL = 0.95
