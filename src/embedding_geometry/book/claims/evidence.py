@@ -117,7 +117,7 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
     p_holds, p_fails = pvalues.combine([pvalues.sign_flip(sign * (values - t)) for sign, t in sides])
     se = float(np.std(values, ddof=1) / np.sqrt(n))
     return Evidence("sign-flip (exact)", point, pvalues.sign_flip_interval(values), n, p_holds, p_fails, se=se,
-                    floor=pvalues.floors([(0.5 ** n, 0.5 ** n)] * len(sides), _band(sides), se))
+                    floor=pvalues.floors(0.5 ** n, sides, se))
 
 
 def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, other=None,
@@ -137,12 +137,7 @@ def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, o
     p_holds, p_fails = pvalues.combine(parts)
     se, least = float(np.std(draws, ddof=1)), 1 / len(draws)
     return Evidence(method, point, pvalues.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
-                    mc_error=max(errors), se=se, floor=pvalues.floors([(least, least)] * len(sides), _band(sides), se))
-
-
-def _band(sides) -> float | None:
-    """The half-width of a between test's band (two sides), else None."""
-    return (sides[1][1] - sides[0][1]) / 2 if len(sides) == 2 else None
+                    mc_error=max(errors), se=se, floor=pvalues.floors(least, sides, se))
 
 
 def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
@@ -150,7 +145,7 @@ def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -
     a, b = claim.test[1]["window"]
     draws = pvalues.bootstrap(statistic, reducer(claim), resamples, rng)
     inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
-    p_holds, p_fails = pvalues.share_p(draws, inside)
+    p_holds, p_fails = pvalues.share_p(~inside, inside)
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
     least = 1 / (len(draws) + 1)
     return Evidence("location (resamples)", point, (float(lo), float(hi)), statistic.n_units, p_holds, p_fails,
@@ -170,13 +165,13 @@ def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
         return f"only {n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
     reduced = draws if draws.ndim == 1 else reducer(claim)(draws)
     reduced = reduced[np.isfinite(reduced)]
-    parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides]
+    parts = [pvalues.share_p(sign * (reduced - t) <= 0, sign * (reduced - t) > 0) for sign, t in sides]
     p_holds, p_fails = pvalues.combine(parts)
     lo, hi = np.quantile(reduced, [0.025, 0.975])
     se, least = float(np.std(reduced, ddof=1)), 1 / (len(reduced) + 1)
     return Evidence("resamples (the chapter's own)", point, (float(lo), float(hi)), n_units, p_holds, p_fails,
                     mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=se,
-                    floor=pvalues.floors([(least, least)] * len(parts), _band(sides), se))
+                    floor=pvalues.floors(least, sides, se))
 
 
 # --------------------------------------------------------------------------- the null
@@ -196,7 +191,7 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
             null = np.asarray(lookup(metrics, spec["draws"]), dtype=float).ravel()
         except KeyError:
             return f"its null was not measured on this run ('{spec['draws']}')"
-        p_holds, p_fails = pvalues.permutation_p(sign * own.point, sign * null)
+        p_holds, p_fails = pvalues.share_p(sign * null >= sign * own.point, sign * null <= sign * own.point)
         record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
         least = 1 / (len(null) + 1)
         return record, Evidence("permutation", own.point, own.interval, len(null), p_holds, p_fails,

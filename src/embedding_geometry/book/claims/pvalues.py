@@ -166,14 +166,14 @@ class Evidence:
     floor: tuple[float, float] = (0.0, 0.0)  # the smallest p₊ and p₋ this test can give at its n
 
 
-def floors(parts: list[tuple[float, float]], band: float | None = None, se: float | None = None) -> tuple[float, float]:
-    """The smallest p₊ and p₋ a test of ``parts`` (each part's own floors) can give, combined as
-    :func:`combine` combines p-values; for a band of half-width ``band`` (a between test), p₊
-    cannot fall below Φ(−band / se), its value with the statistic at the band's centre: a band
-    narrower than the statistic's noise cannot be shown to hold."""
-    holds, fails = combine(parts)
-    if band is not None and se:
-        holds = max(holds, float(stats.norm.sf(band / se)))
+def floors(least: float, sides: list[tuple[float, float]], se: float | None) -> tuple[float, float]:
+    """The smallest p₊ and p₋ a test can give on ``sides`` when each one-sided p is at least
+    ``least``, combined as :func:`combine` combines p-values; for a between test (two sides, a band
+    of half-width h), p₊ cannot fall below Φ(−h / se), its value with the statistic at the band's
+    centre: a band narrower than the statistic's noise cannot be shown to hold."""
+    holds, fails = combine([(least, least)] * len(sides))
+    if len(sides) == 2 and se:
+        holds = max(holds, float(stats.norm.sf((sides[1][1] - sides[0][1]) / 2 / se)))
     return holds, fails
 
 
@@ -217,16 +217,11 @@ def binomial(k: int, n: int, bound: float) -> tuple[float, float, tuple[float, f
     return float(greater.pvalue), float(less.pvalue), (float(ci.low), float(ci.high))
 
 
-def share_p(draws: np.ndarray, holds: np.ndarray) -> tuple[float, float]:
-    """p₊, p₋ from resamples: (1 + #{resamples against}) / (B + 1) on each side."""
-    b, k = len(draws), int(np.sum(holds))
-    return (1 + b - k) / (b + 1), (1 + k) / (b + 1)
-
-
-def permutation_p(statistic: float, null: np.ndarray) -> tuple[float, float]:
-    """p₊ = (1 + #{null ≥ statistic}) / (N + 1), and p₋ likewise from below."""
-    null = np.asarray(null, dtype=float)
-    return (1 + np.sum(null >= statistic)) / (len(null) + 1), (1 + np.sum(null <= statistic)) / (len(null) + 1)
+def share_p(against: np.ndarray, toward: np.ndarray) -> tuple[float, float]:
+    """p₊ = (1 + #{draws against the claim}) / (B + 1) and p₋ = (1 + #{draws toward it}) / (B + 1):
+    a resampling or a permutation p-value on each side (a permutation draw tied with the statistic
+    counts on both)."""
+    return (1 + int(np.sum(against))) / (len(against) + 1), (1 + int(np.sum(toward))) / (len(toward) + 1)
 
 
 def combine(parts: list[tuple[float, float]]) -> tuple[float, float]:
