@@ -13,6 +13,7 @@ modules named for them:
 ``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
 ``pvalues``      the test each design calls for (exact, or the bootstrap over the sampling unit: BCa), the
                  adjustment for the number of claims, power
+``evidence``     a claim's shape test and its null, by the claim's design, as p-values
 ``judge``        ``evaluate``: every stage, in order, for each claim; ``decide``: the adjustment
 ``words``        every word a verdict is shown with, defined once
 """

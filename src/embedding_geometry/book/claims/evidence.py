@@ -1,13 +1,9 @@
 """The evidence a claim's test gives, by its design: the shape test and the null, each as two
-one-sided p-values and a 95 % interval (:class:`.pvalues.Evidence`).
+one-sided p-values and a 95 % interval (:class:`.pvalues.Evidence`; the tests' maths are there).
 
 The **shape test** (:func:`shape`) rebuilds the claim's statistic from its per-unit samples and
-tests it against its bound: a mean of unit values by the exact binomial test (units of 0 or 1) or
-the exact sign-flip test (below 20 units), any other statistic — or 20 units and more — by the
-bootstrap (BCa), a location by the share of resamples whose peak lies outside the window, the
-resamples a chapter drew itself by the share on each side. The **null** (:func:`null`) is a second
-test: chance or uniform attention as a bound, a permutation distribution by its rank, random-init
-controls unit by unit (the difference from each unit's mean over the seeds).
+tests it against its bound. The **null** (:func:`null`) is a second test: chance or uniform
+attention as a bound, a permutation distribution by its rank, random-init controls unit by unit.
 """
 
 from __future__ import annotations

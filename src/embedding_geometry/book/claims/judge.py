@@ -141,6 +141,53 @@ def records(verdicts: list[Verdict]) -> list[dict[str, Any]]:
     return [v.record() for v in verdicts]
 
 
+# --------------------------------------------------------------------------- one claim, once through
+
+def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
+                resamples: int = pvalues.RESAMPLES) -> Verdict:
+    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
+    model = claim.measured_on or model
+    raw = lookup(metrics, claim.metric)
+    if raw is None:
+        return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
+    series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
+    if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
+        measured = evidence.point_of(claim, raw)
+    else:
+        measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
+    found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
+                 depth=reducers.where(claim.reduce, raw, claim.series))
+    if claim.test is None or claim.by_construction:
+        status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
+        return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
+    if claim.unit is None:
+        return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
+    rng = pvalues.generator(seed, claim.id)
+    shape = evidence.shape(claim, metrics, raw, resamples, rng)
+    if isinstance(shape, str):
+        return Verdict(**found, status=DESCRIPTIVE, reason=shape)
+    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
+                 "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
+                 "p_fails": shape.p_fails}
+    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
+    if isinstance(null, str):
+        return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
+    parts = [shape] + ([null[1]] if null and null[1] else [])
+    p_holds, p_fails = pvalues.combine([(e.p_holds, e.p_fails) for e in parts])
+    se = max((e.se or 0.0) for e in parts) or None
+    return Verdict(**found, statistic=statistic, null=null[0] if null else None, p_holds=p_holds, p_fails=p_fails,
+                   mc_error=max(e.mc_error for e in parts), se=se, floor=pvalues.combine([e.floor for e in parts]))
+
+
+def _numeric(claim: Claim, measured: float, model: str) -> str | None:
+    if claim.published and claim.published.get("model") == model and claim.tolerance is not None:
+        close = abs(measured - float(claim.published["value"])) <= claim.tolerance
+        return "reproduced" if close else "not reproduced"
+    return None
+
+
+# ------------------------------------------------------------ the adjustment: a chapter's claims together
+
 def decide(verdicts: list[Verdict], family: int | None = None,
            flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """The outcome of every tested verdict of one chapter on one model. The counted ones are
@@ -209,51 +256,6 @@ def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flip
     detectable = pvalues.detectable(v.se or 0.0, level) if outcome == INCONCLUSIVE else None
     return replace(v, outcome=outcome, p_adjusted=p_adj, family=m, detectable=detectable,
                    fragile="; ".join(reasons) or None)
-
-
-# --------------------------------------------------------------------------- one claim, once through
-
-def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-          resamples: int = pvalues.RESAMPLES) -> Verdict:
-    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
-    model = claim.measured_on or model
-    raw = lookup(metrics, claim.metric)
-    if raw is None:
-        return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
-    if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
-        measured = evidence.point_of(claim, raw)
-    else:
-        measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
-    found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
-                 depth=reducers.where(claim.reduce, raw, claim.series))
-    if claim.test is None or claim.by_construction:
-        status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
-        return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
-    if claim.unit is None:
-        return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
-    rng = pvalues.generator(seed, claim.id)
-    shape = evidence.shape(claim, metrics, raw, resamples, rng)
-    if isinstance(shape, str):
-        return Verdict(**found, status=DESCRIPTIVE, reason=shape)
-    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
-                 "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
-                 "p_fails": shape.p_fails}
-    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
-    if isinstance(null, str):
-        return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
-    parts = [shape] + ([null[1]] if null and null[1] else [])
-    p_holds, p_fails = pvalues.combine([(e.p_holds, e.p_fails) for e in parts])
-    se = max((e.se or 0.0) for e in parts) or None
-    return Verdict(**found, statistic=statistic, null=null[0] if null else None, p_holds=p_holds, p_fails=p_fails,
-                   mc_error=max(e.mc_error for e in parts), se=se, floor=pvalues.combine([e.floor for e in parts]))
-
-
-def _numeric(claim: Claim, measured: float, model: str) -> str | None:
-    if claim.published and claim.published.get("model") == model and claim.tolerance is not None:
-        close = abs(measured - float(claim.published["value"])) <= claim.tolerance
-        return "reproduced" if close else "not reproduced"
-    return None
 
 
 # --------------------------------------------------------------------------- words that need the ledger
