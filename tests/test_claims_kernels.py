@@ -10,7 +10,8 @@ import pytest
 
 from embedding_geometry.book import results
 from embedding_geometry.book.claims import reduce as reducers
-from embedding_geometry.book.claims import pvalues, samples
+from embedding_geometry.book.claims import samples
+from embedding_geometry.core import hierarchical
 
 
 def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -22,7 +23,7 @@ def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 
 def weights(b: int, n: int, seed: int = 1) -> np.ndarray:
-    return pvalues.weights(np.random.default_rng(seed), b, n)
+    return hierarchical.unit_weights(np.random.default_rng(seed), b, n)
 
 
 def test_pairwise_values_are_the_u_statistic_of_each_resample():

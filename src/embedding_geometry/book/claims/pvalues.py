@@ -31,8 +31,9 @@ q m_k / m and, since V / R ≤ Σ_k V_k / R_k for the whole family, the family's
 not depend on another chapter's results.
 
 **The bootstrap.** B resamples draw each unit's weight as the counts of n draws with replacement over
-n (and each seed's, for a statistic with seeds), and recompute the statistic (:mod:`.samples`) on each;
-the jackknife leaves each unit out in turn with the same code.
+n (and each seed's, for a statistic with seeds: ``core.hierarchical.unit_weights``), and recompute
+the statistic (:mod:`.samples`) on each; the jackknife leaves each unit out in turn with the same
+code.
 
 **BCa** (Efron 1987) corrects the percentile interval for the bias z₀ = Φ⁻¹(G(θ̂)), G the share of
 resamples below the point (ties counted half), and the acceleration a = Σ d³ / (6 (Σ d²)^{3/2}),
@@ -54,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ...core.hierarchical import unit_weights
 from .samples import Statistic
 
 Q = 0.05
@@ -75,12 +77,6 @@ def generator(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
 
 
-def weights(rng: np.random.Generator, b: int, n: int) -> np.ndarray:
-    """[b, n] bootstrap weights: counts of n draws with replacement, over n."""
-    drawn = rng.integers(0, n, size=(b, n)) + n * np.arange(b)[:, None]
-    return np.bincount(drawn.ravel(), minlength=b * n).reshape(b, n) / n
-
-
 def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Generator,
               other: Statistic | None = None) -> np.ndarray:
     """reduce(statistic) on ``resamples`` resamples of its units (and seeds): [B, …]. With ``other``
@@ -91,7 +87,7 @@ def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Gener
     out = []
     for start in range(0, resamples, chunk):
         b = min(chunk, resamples - start)
-        w = weights(rng, b, n)
+        w = unit_weights(rng, b, n)
         found = reduce(statistic.values(w, _seed_weights(rng, b, statistic)))
         if other is not None:
             found = found - reduce(other.values(w, _seed_weights(rng, b, other)))
@@ -100,7 +96,7 @@ def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Gener
 
 
 def _seed_weights(rng: np.random.Generator, b: int, statistic: Statistic) -> np.ndarray | None:
-    return None if statistic.n_seeds is None else weights(rng, b, statistic.n_seeds)
+    return None if statistic.n_seeds is None else unit_weights(rng, b, statistic.n_seeds)
 
 
 def jackknife(statistic: Statistic, reduce, other: Statistic | None = None) -> np.ndarray:
