@@ -551,9 +551,9 @@ def test_pairwise_resampling_gives_twice_the_standard_error_of_row_means():
     x = rng.normal(size=(80, 5)) + [2.0, 0, 0, 0, 0]
     kernel = an.cosine_kernel(x[None])
     rows = an.row_means_per_depth(x[None])
-    from embedding_geometry.book.claims import resample
-    pairs = resample.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(1))
-    naive = resample.bootstrap(samples.Mean(rows), lambda x: x, 4000, np.random.default_rng(1))
+    from embedding_geometry.book.claims import pvalues
+    pairs = pvalues.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(1))
+    naive = pvalues.bootstrap(samples.Mean(rows), lambda x: x, 4000, np.random.default_rng(1))
     assert np.std(pairs) / np.std(naive) == pytest.approx(2.0, rel=0.15)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims, results
-from embedding_geometry.book.claims import reduce as reducers, shape_tests, words
+from embedding_geometry.book.claims import reduce as reducers, words
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
 MODEL = "org/published-model"
@@ -111,19 +111,19 @@ def test_reducers_are_vectorised_over_rows():
 # --------------------------------------------------------------------------- shape tests
 
 def test_series_statistics_pick_their_entries_on_each_row():
-    assert shape_tests.statistic("peaks_inside", [0.1, 0.3, 0.2]) == pytest.approx(0.1)
-    assert shape_tests.statistic("rises", [0.1, 0.0, 0.3]) == pytest.approx(0.2)
-    assert shape_tests.statistic("falls", [0.3, 0.5, 0.1]) == pytest.approx(0.2)
-    assert shape_tests.statistic("dips_inside", [0.1, 0.4, 0.3, 0.2, 0.8]) == pytest.approx(0.1)
-    assert shape_tests.statistic("dips_inside", [0.1, 0.2, 0.3, 0.1]) < 0  # only the last step falls
+    assert reducers.statistic("peaks_inside", [0.1, 0.3, 0.2]) == pytest.approx(0.1)
+    assert reducers.statistic("rises", [0.1, 0.0, 0.3]) == pytest.approx(0.2)
+    assert reducers.statistic("falls", [0.3, 0.5, 0.1]) == pytest.approx(0.2)
+    assert reducers.statistic("dips_inside", [0.1, 0.4, 0.3, 0.2, 0.8]) == pytest.approx(0.1)
+    assert reducers.statistic("dips_inside", [0.1, 0.2, 0.3, 0.1]) < 0  # only the last step falls
     rows = np.array([[0.1, 0.3, 0.2, 0.0], [0.0, 0.1, 0.5, 0.1]])  # the peak moves from depth 1 to depth 2
-    assert shape_tests.statistic("peaks_inside", rows) == pytest.approx([0.2, 0.4])
+    assert reducers.statistic("peaks_inside", rows) == pytest.approx([0.2, 0.4])
 
 
 def test_second_rise_needs_a_rebuild_after_the_dip():
     post = [0.626, 0.881, 0.702, 0.924, 0.417]  # rise, partial reversal, second build, crash
-    assert shape_tests.statistic("second_rise", post) == pytest.approx(0.179)  # min(.881 − .702, .924 − .702)
-    assert shape_tests.statistic("second_rise", [0.1, 0.5, 0.4, 0.3, 0.2]) < 0  # a plain decline
+    assert reducers.statistic("second_rise", post) == pytest.approx(0.179)  # min(.881 − .702, .924 − .702)
+    assert reducers.statistic("second_rise", [0.1, 0.5, 0.4, 0.3, 0.2]) < 0  # a plain decline
 
 
 

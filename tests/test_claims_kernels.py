@@ -10,7 +10,8 @@ import pytest
 
 from embedding_geometry.book import results
 from embedding_geometry.book.claims import reduce as reducers
-from embedding_geometry.book.claims import resample, samples, shape_tests
+from embedding_geometry.book.claims import samples
+from embedding_geometry.core import hierarchical
 
 
 def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
@@ -22,7 +23,7 @@ def kernel(n: int, k: int, seed: int = 0) -> np.ndarray:
 
 
 def weights(b: int, n: int, seed: int = 1) -> np.ndarray:
-    return resample.weights(np.random.default_rng(seed), b, n)
+    return hierarchical.unit_weights(np.random.default_rng(seed), b, n)
 
 
 def test_pairwise_values_are_the_u_statistic_of_each_resample():
@@ -69,7 +70,7 @@ def test_per_seed_of_a_difference_subtracts_the_trained_statistic_from_each_seed
 
 def test_second_rise_reducer_is_the_series_statistic():
     x = np.array([[0.6, 0.88, 0.7, 0.92, 0.4], [0.1, 0.2, 0.3, 0.4, 0.5]])
-    np.testing.assert_allclose(reducers.reduce_array(x, "second_rise"), shape_tests.statistic("second_rise", x))
+    np.testing.assert_allclose(reducers.reduce_array(x, "second_rise"), reducers.statistic("second_rise", x))
     assert reducers.reduce_metric(x[0], "second_rise") == pytest.approx(0.18)  # min(0.88 − 0.7, 0.92 − 0.7)
     assert reducers.where("second_rise", x[0]) == "the trough at depth 2 of 4 (l/L = 0.50)"
     assert not reducers.is_linear("second_rise")

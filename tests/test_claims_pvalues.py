@@ -63,9 +63,10 @@ def test_the_binomial_test_is_exact_and_its_interval_stays_in_0_1():
 
 
 def test_resampled_and_permutation_p_values_count_the_observed_draw():
-    assert pvalues.share_p(np.arange(9.0), np.arange(9.0) > -1) == (1 / 10, 1.0)
-    assert pvalues.permutation_p(5.0, np.zeros(199)) == (1 / 200, 1.0)
-    assert pvalues.permutation_p(0.0, np.zeros(199)) == (1.0, 1.0)
+    assert pvalues.share_p(np.arange(9.0) < -1, np.arange(9.0) > -1) == (1 / 10, 1.0)
+    null = np.zeros(199)
+    assert pvalues.share_p(null >= 5.0, null <= 5.0) == (1 / 200, 1.0)
+    assert pvalues.share_p(null >= 0.0, null <= 0.0) == (1.0, 1.0)  # a tie counts on both sides
 
 
 def test_a_claim_with_a_null_must_pass_both_and_fails_if_either_fails():

@@ -4,7 +4,7 @@ resampling, the seeds, and BCa's interval and p-value."""
 import numpy as np
 import pytest
 
-from embedding_geometry.book.claims import resample as r
+from embedding_geometry.book.claims import pvalues as r
 from embedding_geometry.book.claims import samples as s
 
 

@@ -431,7 +431,7 @@ def model_info(name: str, source: str = "local", layers: int = 3) -> ModelInfo:
 SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "easy_pool": 6, "hard_queries": 5,
          "hard_pool": 15, "negation_pair": 2, "role_reversal_pair": 2, "final_view": 4, "token_pair_alone": 2,
          "exercise_one_topic": 3}
-"""Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/resample.py)."""
+"""Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/pvalues.py)."""
 
 
 def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, layer_runs.Run]:

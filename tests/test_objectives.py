@@ -165,7 +165,7 @@ def test_sentence_measures_average_their_units_to_the_curves():
 def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
     """2 r_s − θ averages to θ, and resampling it spreads as the U-statistic recomputed among the
     resampled units does (the engine's Pairwise), where the row means alone spread half as much."""
-    from embedding_geometry.book.claims import resample, samples
+    from embedding_geometry.book.claims import pvalues, samples
 
     x = np.random.default_rng(0).normal(size=(60, 3)) + np.array([1.0, 0.0, 0.0])
     kernel = x @ x.T
@@ -175,7 +175,7 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     assert units.mean() == pytest.approx(theta)
 
     def spread(statistic):
-        return np.std(resample.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
+        return np.std(pvalues.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
 
     exact = spread(samples.Pairwise(kernel))
     assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import ROOT, TINY_CHAPTER_PARAMS
 from embedding_geometry.book import claims
-from embedding_geometry.book.claims import shape_tests
+from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.studies import similarity_attractor as study
 from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained, chapter_results, record
@@ -310,7 +310,7 @@ def test_the_peak_claims_test_location_in_the_posts_window():
     found = {claim.id: claim for claim in claims.load(SLUG).claims}
     for claim_id in ("hard-pairs-peak", "easy-pairs-peak"):
         test, args = found[claim_id].test
-        assert test == shape_tests.LOCATION and args["at"] == "max"
+        assert test == reducers.LOCATION and args["at"] == "max"
         np.testing.assert_allclose(args["window"], [12 / 24, 13 / 24], atol=1e-5)
         a, b = args["window"]
         for L, inside, outside in ((6, [3], [2, 4]), (12, [6], [5, 7]), (24, [12, 13], [11, 14])):

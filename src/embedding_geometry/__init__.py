@@ -76,10 +76,10 @@ a study never imports ``book``):
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
-                        data), ``reduce`` (a metric to the number a claim is about), ``samples`` (the
-                        statistic on weighted per-unit values), ``shape_tests`` (model-agnostic tests),
-                        ``resample`` (the bootstrap: BCa intervals and p-values), ``pvalues`` (the
-                        test each design calls for, the adjustment, power), ``evidence`` (a claim's
+                        data), ``reduce`` (a metric to the number a claim is about, and the model-agnostic
+                        shape tests), ``samples`` (the statistic on weighted per-unit values),
+                        ``pvalues`` (the test each design calls for, exact or the bootstrap: BCa; the
+                        adjustment, power), ``evidence`` (a claim's
                         shape test and null as p-values), ``judge`` (``evaluate``: each claim once
                         through every stage; ``decide``), ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model

@@ -59,7 +59,7 @@ import numpy as np
 Statistic = Callable[[np.ndarray], np.ndarray]
 """g: means [B, …] (the mean over seeds and units, one row per draw) → statistics [B, …]."""
 RESAMPLES = 20_000
-"""B: as many as the claims engine draws (book/claims/resample.py), so that each tail of the
+"""B: as many as the claims engine draws (book/claims/pvalues.py), so that each tail of the
 multiplicity-adjusted interval holds a few draws."""
 LEVEL = 0.95
 

@@ -8,11 +8,12 @@ A claim passes through its stages once — ledger → statistic → test → adj
 modules named for them:
 
 ``ledger``       the claims as data, checked when read; the multiplicity family
-``reduce``       how a metric becomes the number a claim is about, on relative depth
+``reduce``       how a metric becomes the number a claim is about, on relative depth; the
+                 model-agnostic shape tests and the statistic each one tests
 ``samples``      a claim's statistic as a function of weighted per-unit values (means, ratios, pairs, seeds)
-``shape_tests``  the model-agnostic tests and the statistic each one tests
-``resample``     the bootstrap over the sampling unit: BCa intervals and p-values
-``pvalues``      the test each design calls for, the adjustment for the number of claims, power
+``pvalues``      the test each design calls for (exact, or the bootstrap over the sampling unit: BCa), the
+                 adjustment for the number of claims, power
+``evidence``     a claim's shape test and its null, by the claim's design, as p-values
 ``judge``        ``evaluate``: every stage, in order, for each claim; ``decide``: the adjustment
 ``words``        every word a verdict is shown with, defined once
 """

@@ -1,13 +1,9 @@
 """The evidence a claim's test gives, by its design: the shape test and the null, each as two
-one-sided p-values and a 95 % interval (:class:`.pvalues.Evidence`).
+one-sided p-values and a 95 % interval (:class:`.pvalues.Evidence`; the tests' maths are there).
 
 The **shape test** (:func:`shape`) rebuilds the claim's statistic from its per-unit samples and
-tests it against its bound: a mean of unit values by the exact binomial test (units of 0 or 1) or
-the exact sign-flip test (below 20 units), any other statistic — or 20 units and more — by the
-bootstrap (BCa), a location by the share of resamples whose peak lies outside the window, the
-resamples a chapter drew itself by the share on each side. The **null** (:func:`null`) is a second
-test: chance or uniform attention as a bound, a permutation distribution by its rank, random-init
-controls unit by unit (the difference from each unit's mean over the seeds).
+tests it against its bound. The **null** (:func:`null`) is a second test: chance or uniform
+attention as a bound, a permutation distribution by its rank, random-init controls unit by unit.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import pvalues, resample, samples, shape_tests
+from . import pvalues, samples
 from . import reduce as reducers
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, LedgerError, lookup
 from .pvalues import Evidence
@@ -30,11 +26,11 @@ MIN_SEEDS = 3
 def reducer(claim: Claim):
     """[B, …] → [B]: the claim's reduce, its series test's statistic, or its location."""
     test = claim.test[0]
-    if test in shape_tests.SERIES_SHAPES:
-        return lambda x: shape_tests.statistic(test, x)
-    if test == shape_tests.LOCATION:
+    if test in reducers.SERIES_SHAPES:
+        return lambda x: reducers.statistic(test, x)
+    if test == reducers.LOCATION:
         at = claim.shape["args"].get("at", "max")
-        return lambda x: shape_tests.location(x, at, blocks=claim.series == "blocks")
+        return lambda x: reducers.reduce_array(x, f"arg{at}_relative", claim.series)
     return lambda x: np.asarray(reducers.reduce_array(x, claim.reduce, claim.series), dtype=float).reshape(len(x))
 
 
@@ -45,9 +41,9 @@ def point_of(claim: Claim, raw: Any) -> float:
 
 def statistic_name(claim: Claim) -> str:
     test = claim.test[0]
-    if test in shape_tests.STATISTICS:
-        return shape_tests.STATISTICS[test][0]
-    if test == shape_tests.LOCATION:
+    if test in reducers.STATISTICS:
+        return reducers.STATISTICS[test][0]
+    if test == reducers.LOCATION:
         return "relative depth of the " + ("peak" if claim.shape["args"].get("at", "max") == "max" else "trough")
     return "value"
 
@@ -63,11 +59,12 @@ def _sides(claim: Claim) -> list[tuple[float, float]]:
     return [(-1.0 if test == "below" else 1.0, float(args.get("bound", 0.0)))]
 
 
-def shape(claim: Claim, metrics, raw, resamples: int, rng) -> Evidence | str:
-    """The shape test's evidence, or why there is none."""
-    point = point_of(claim, raw)
+def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Evidence | str:
+    """The shape test's evidence, or why there is none; with ``sides``, the same test against
+    those thresholds instead of the claim's own (a null's value)."""
+    point, sides = point_of(claim, raw), sides or _sides(claim)
     if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
-        return _drawn(claim, metrics, point)
+        return _drawn(claim, metrics, point, sides)
     statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
     if isinstance(statistic, samples.Missing):
         return str(statistic)
@@ -76,21 +73,21 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng) -> Evidence | str:
     if not math.isclose(full, point, rel_tol=1e-4, abs_tol=1e-6):
         raise LedgerError(f"claim '{claim.id}': {statistic.source} gives {full:.6g}, but the metric gives "
                           f"{point:.6g}; the per-unit samples must rebuild the metric")
-    if statistic.n_units < resample.MIN_UNITS:
-        return f"only {statistic.n_units} {claim.unit}: fewer than {resample.MIN_UNITS}, too few for a test"
-    if claim.test[0] == shape_tests.LOCATION:
+    if statistic.n_units < pvalues.MIN_UNITS:
+        return f"only {statistic.n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
+    if claim.test[0] == reducers.LOCATION:
         return _location(claim, statistic, raw, point, resamples, rng)
     values = _unit_values(claim, statistic, reduce)
     if values is not None:
-        return _exact(claim, values, point, _sides(claim), statistic, reduce, resamples, rng)
-    return _bootstrapped(statistic, reduce, point, _sides(claim), resamples, rng)
+        return _exact(claim, values, point, sides, statistic, reduce, resamples, rng)
+    return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
 
 
 def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarray | None:
     """Each unit's own value [n] when the statistic is their plain mean (a linear reduce of a mean,
     or a mean over seeds of one); else None."""
     linear_test = claim.test[0] in ("rises", "falls") or (
-        claim.test[0] in shape_tests.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
+        claim.test[0] in reducers.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
     if not linear_test:
         return None
     data = statistic.data.mean(axis=0) if isinstance(statistic, samples.Seeded) else statistic.linear()
@@ -116,40 +113,35 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
     p_holds, p_fails = pvalues.combine([pvalues.sign_flip(sign * (values - t)) for sign, t in sides])
     se = float(np.std(values, ddof=1) / np.sqrt(n))
     return Evidence("sign-flip (exact)", point, pvalues.sign_flip_interval(values), n, p_holds, p_fails, se=se,
-                    floor=pvalues.floors([(0.5 ** n, 0.5 ** n)] * len(sides), _band(sides), se))
+                    floor=pvalues.floors(0.5 ** n, sides, se))
 
 
 def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, other=None,
                   method: str = "bootstrap (BCa)") -> Evidence | str:
-    """BCa p-values on each side of each part, and the BCa interval (:mod:`.resample`)."""
-    draws = resample.bootstrap(statistic, reduce, resamples, rng, other)
-    jack = resample.jackknife(statistic, reduce, other)
+    """BCa p-values on each side of each part, and the BCa interval (:func:`.pvalues.bootstrap`)."""
+    draws = pvalues.bootstrap(statistic, reduce, resamples, rng, other)
+    jack = pvalues.jackknife(statistic, reduce, other)
     draws, jack = draws[np.isfinite(draws)], jack[np.isfinite(jack)]
     if len(draws) < resamples / 2 or len(jack) < 2:
         return "the statistic is undefined on most resamples"
     parts, errors = [], []
     for sign, t in sides:
-        above, e1 = resample.bca_p(sign * draws, sign * point, sign * jack, sign * t)
-        below, e2 = resample.bca_p(-sign * draws, -sign * point, -sign * jack, -sign * t)
+        above, e1 = pvalues.bca_p(sign * draws, sign * point, sign * jack, sign * t)
+        below, e2 = pvalues.bca_p(-sign * draws, -sign * point, -sign * jack, -sign * t)
         parts.append((above, below))
         errors += [e1, e2]
     p_holds, p_fails = pvalues.combine(parts)
     se, least = float(np.std(draws, ddof=1)), 1 / len(draws)
-    return Evidence(method, point, resample.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
-                    mc_error=max(errors), se=se, floor=pvalues.floors([(least, least)] * len(sides), _band(sides), se))
-
-
-def _band(sides) -> float | None:
-    """The half-width of a between test's band (two sides), else None."""
-    return (sides[1][1] - sides[0][1]) / 2 if len(sides) == 2 else None
+    return Evidence(method, point, pvalues.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
+                    mc_error=max(errors), se=se, floor=pvalues.floors(least, sides, se))
 
 
 def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
     """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
     a, b = claim.test[1]["window"]
-    draws = resample.bootstrap(statistic, reducer(claim), resamples, rng)
+    draws = pvalues.bootstrap(statistic, reducer(claim), resamples, rng)
     inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
-    p_holds, p_fails = pvalues.share_p(draws, inside)
+    p_holds, p_fails = pvalues.share_p(~inside, inside)
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
     least = 1 / (len(draws) + 1)
     return Evidence("location (resamples)", point, (float(lo), float(hi)), statistic.n_units, p_holds, p_fails,
@@ -157,7 +149,7 @@ def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -
                     floor=(least, least))
 
 
-def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
+def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
     """``samples: {draws, n_units}``: resamples a chapter drew itself (e.g. over seeds, then
     sentences): p from the share of draws on each side, and their percentile interval."""
     try:
@@ -165,22 +157,22 @@ def _drawn(claim: Claim, metrics, point: float, sides=None) -> Evidence | str:
         n_units = int(lookup(metrics, claim.samples["n_units"])) if "n_units" in claim.samples else len(draws)
     except (KeyError, TypeError, ValueError):
         return f"no resamples at '{claim.samples['draws']}'"
-    if n_units < resample.MIN_UNITS:
-        return f"only {n_units} {claim.unit}: fewer than {resample.MIN_UNITS}, too few for a test"
+    if n_units < pvalues.MIN_UNITS:
+        return f"only {n_units} {claim.unit}: fewer than {pvalues.MIN_UNITS}, too few for a test"
     reduced = draws if draws.ndim == 1 else reducer(claim)(draws)
     reduced = reduced[np.isfinite(reduced)]
-    parts = [pvalues.share_p(reduced, sign * (reduced - t) > 0) for sign, t in sides or _sides(claim)]
+    parts = [pvalues.share_p(sign * (reduced - t) <= 0, sign * (reduced - t) > 0) for sign, t in sides]
     p_holds, p_fails = pvalues.combine(parts)
     lo, hi = np.quantile(reduced, [0.025, 0.975])
     se, least = float(np.std(reduced, ddof=1)), 1 / (len(reduced) + 1)
     return Evidence("resamples (the chapter's own)", point, (float(lo), float(hi)), n_units, p_holds, p_fails,
                     mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=se,
-                    floor=pvalues.floors([(least, least)] * len(parts), _band(sides or _sides(claim)), se))
+                    floor=pvalues.floors(least, sides, se))
 
 
 # --------------------------------------------------------------------------- the null
 
-def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
+def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
     """(record, evidence) of the claim's null, None without one, or why the claim cannot be tested."""
     if not claim.null:
         return None
@@ -195,10 +187,10 @@ def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
             null = np.asarray(lookup(metrics, spec["draws"]), dtype=float).ravel()
         except KeyError:
             return f"its null was not measured on this run ('{spec['draws']}')"
-        p_holds, p_fails = pvalues.permutation_p(sign * shape.point, sign * null)
+        p_holds, p_fails = pvalues.share_p(sign * null >= sign * own.point, sign * null <= sign * own.point)
         record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
         least = 1 / (len(null) + 1)
-        return record, Evidence("permutation", shape.point, shape.interval, len(null), p_holds, p_fails,
+        return record, Evidence("permutation", own.point, own.interval, len(null), p_holds, p_fails,
                                 floor=(least, least))
     if "samples" in spec:
         return _paired(claim, metrics, record, sign, resamples, rng)
@@ -215,10 +207,10 @@ def null(claim: Claim, metrics, raw, shape: Evidence, resamples: int, rng):
             return f"a single random-init control value: fewer than {MIN_SEEDS} seeds, too few for a null distribution"
         value = float(found) if np.ndim(found) == 0 else point_of(claim, found)
     record.update(value=value, distribution="exact" if kind in EXACT_NULLS else "a single value (no distribution)")
-    found = _against(claim, metrics, raw, shape, [(sign, value)], resamples, rng)
+    found = shape(claim, metrics, raw, resamples, rng, sides=[(sign, value)])
     if isinstance(found, str):
         return found
-    record.update(difference_value=shape.point - value, difference=[x - value for x in found.interval])
+    record.update(difference_value=own.point - value, difference=[x - value for x in found.interval])
     return record, found
 
 
@@ -226,25 +218,12 @@ def _null_sign(claim: Claim) -> float | None:
     """The side of its null a claim's statistic must lie on: the side of an above/below test,
     the null's ``side`` for a between test, above for a series test, none for a location."""
     test = claim.test[0]
-    if test == shape_tests.LOCATION:
+    if test == reducers.LOCATION:
         return None
     if test == "between":
         side = claim.null.get("side")
         return None if side is None else (1.0 if side == "above" else -1.0)
     return -1.0 if test == "below" else 1.0
-
-
-def _against(claim: Claim, metrics, raw, shape: Evidence, sides, resamples: int, rng) -> Evidence | str:
-    """The claim's statistic tested against the thresholds ``sides`` by the shape test's own design."""
-    if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
-        return _drawn(claim, metrics, shape.point, sides)
-    statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
-    if isinstance(statistic, samples.Missing):
-        return str(statistic)
-    values = _unit_values(claim, statistic, reducer(claim))
-    if values is not None:
-        return _exact(claim, values, shape.point, sides, statistic, reducer(claim), resamples, rng)
-    return _bootstrapped(statistic, reducer(claim), shape.point, sides, resamples, rng)
 
 
 def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
@@ -267,7 +246,6 @@ def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
                   distribution=f"{other.n_seeds} seeds, unit by unit" if other.n_seeds else "one run, unit by unit")
     if other.n_seeds:
         record["seed_values"] = [float(x) for x in reduce(other.per_seed())]
-    a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)
     point = float(reduce(own.point()[None])[0] - reduce(other.point()[None])[0])
     record["difference_value"] = point
     a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)

@@ -4,7 +4,7 @@ Each claim passes through its stages once, in order:
 
 1. **ledger** — the claim as data (:mod:`.ledger`);
 2. **statistic** — its metric, a number or a per-depth series, becomes the number the claim is
-   about (:mod:`.reduce`, :mod:`.shape_tests`), rebuilt from its per-unit samples (:mod:`.samples`);
+   about (:mod:`.reduce`), rebuilt from its per-unit samples (:mod:`.samples`);
 3. **test** — the test its design calls for gives p₊ and p₋ (:mod:`.pvalues`): exact sign-flip or
    binomial tests at small n and for shares, the bootstrap (BCa) otherwise, the share of resamples
    outside the window for a location; a null (chance, a permutation distribution, random-init
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from . import evidence, pvalues, resample, shape_tests
+from . import evidence, pvalues
 from . import reduce as reducers
 from .ledger import Claim, Ledger, family_size, lookup
 
@@ -108,7 +108,7 @@ class Verdict:
             "published": dict(c.published) if c.published else None, "tolerance": c.tolerance, "model": self.model,
             "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
             "shape": dict(c.shape) if c.shape else None,
-            "test": shape_tests.threshold_text(*c.test) if c.test else None,
+            "test": reducers.threshold_text(*c.test) if c.test else None,
             "bound": {"source": c.bound_source, "fraction": c.fraction,
                       "reason": c.fraction_reason} if c.bound_source else None,
             "unit": c.unit, "status": self.status, "reason": self.reason, "outcome": self.outcome,
@@ -127,7 +127,7 @@ class Verdict:
 
 
 def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-             resamples: int = resample.RESAMPLES, family: int | None = None,
+             resamples: int = pvalues.RESAMPLES, family: int | None = None,
              flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """Verdicts for every claim of ``ledger`` on ``metrics`` of ``model``, decided together
     (:func:`decide`); ``family`` is m (default: :func:`.ledger.family_size`), ``flips`` the claims
@@ -140,6 +140,53 @@ def records(verdicts: list[Verdict]) -> list[dict[str, Any]]:
     """Verdicts as plain dicts for the results JSON (:meth:`Verdict.record`)."""
     return [v.record() for v in verdicts]
 
+
+# --------------------------------------------------------------------------- one claim, once through
+
+def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
+                resamples: int = pvalues.RESAMPLES) -> Verdict:
+    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
+    model = claim.measured_on or model
+    raw = lookup(metrics, claim.metric)
+    if raw is None:
+        return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
+    series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
+    if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
+        measured = evidence.point_of(claim, raw)
+    else:
+        measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
+    found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
+                 depth=reducers.where(claim.reduce, raw, claim.series))
+    if claim.test is None or claim.by_construction:
+        status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
+        return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
+    if claim.unit is None:
+        return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
+    rng = pvalues.generator(seed, claim.id)
+    shape = evidence.shape(claim, metrics, raw, resamples, rng)
+    if isinstance(shape, str):
+        return Verdict(**found, status=DESCRIPTIVE, reason=shape)
+    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
+                 "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
+                 "p_fails": shape.p_fails}
+    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
+    if isinstance(null, str):
+        return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
+    parts = [shape] + ([null[1]] if null and null[1] else [])
+    p_holds, p_fails = pvalues.combine([(e.p_holds, e.p_fails) for e in parts])
+    se = max((e.se or 0.0) for e in parts) or None
+    return Verdict(**found, statistic=statistic, null=null[0] if null else None, p_holds=p_holds, p_fails=p_fails,
+                   mc_error=max(e.mc_error for e in parts), se=se, floor=pvalues.combine([e.floor for e in parts]))
+
+
+def _numeric(claim: Claim, measured: float, model: str) -> str | None:
+    if claim.published and claim.published.get("model") == model and claim.tolerance is not None:
+        close = abs(measured - float(claim.published["value"])) <= claim.tolerance
+        return "reproduced" if close else "not reproduced"
+    return None
+
+
+# ------------------------------------------------------------ the adjustment: a chapter's claims together
 
 def decide(verdicts: list[Verdict], family: int | None = None,
            flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
@@ -209,51 +256,6 @@ def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flip
     detectable = pvalues.detectable(v.se or 0.0, level) if outcome == INCONCLUSIVE else None
     return replace(v, outcome=outcome, p_adjusted=p_adj, family=m, detectable=detectable,
                    fragile="; ".join(reasons) or None)
-
-
-# --------------------------------------------------------------------------- one claim, once through
-
-def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-          resamples: int = resample.RESAMPLES) -> Verdict:
-    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
-    model = claim.measured_on or model
-    raw = lookup(metrics, claim.metric)
-    if raw is None:
-        return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    series_test = claim.test is not None and claim.test[0] not in shape_tests.SCALAR_SHAPES
-    if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
-        measured = evidence.point_of(claim, raw)
-    else:
-        measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
-    found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
-                 depth=reducers.where(claim.reduce, raw, claim.series))
-    if claim.test is None or claim.by_construction:
-        status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
-        return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
-    if claim.unit is None:
-        return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
-    rng = resample.generator(seed, claim.id)
-    shape = evidence.shape(claim, metrics, raw, resamples, rng)
-    if isinstance(shape, str):
-        return Verdict(**found, status=DESCRIPTIVE, reason=shape)
-    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
-                 "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
-                 "p_fails": shape.p_fails}
-    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
-    if isinstance(null, str):
-        return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
-    parts = [shape] + ([null[1]] if null and null[1] else [])
-    p_holds, p_fails = pvalues.combine([(e.p_holds, e.p_fails) for e in parts])
-    se = max((e.se or 0.0) for e in parts) or None
-    return Verdict(**found, statistic=statistic, null=null[0] if null else None, p_holds=p_holds, p_fails=p_fails,
-                   mc_error=max(e.mc_error for e in parts), se=se, floor=pvalues.combine([e.floor for e in parts]))
-
-
-def _numeric(claim: Claim, measured: float, model: str) -> str | None:
-    if claim.published and claim.published.get("model") == model and claim.tolerance is not None:
-        close = abs(measured - float(claim.published["value"])) <= claim.tolerance
-        return "reproduced" if close else "not reproduced"
-    return None
 
 
 # --------------------------------------------------------------------------- words that need the ledger

@@ -22,10 +22,10 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
                                   # opposite is shown: a clause read after "On all-MiniLM-L6-v2, " (required
                                   # of every packaged claim with a shape test, a test checks; an entry with
                                   # `home:` takes its home's)
-                                  # tests: claims.shape_tests (above, below, between, the series
+                                  # tests: claims.reduce (above, below, between, the series
                                   # tests, location {window: [a, b], at: max|min})
         measured_on: org/model    # the metric is another model's run (a per-model key)
-        unit: sentences           # the sampling unit (claims.resample.UNITS)
+        unit: sentences           # the sampling unit (:data:`UNITS`)
         samples: <spec>           # how the statistic is built from per-unit values (claims.samples.find);
                                   # default: the claim's metric key; {draws: <path>, n_units: <path>}
                                   # for resamples a chapter drew itself (a hierarchical bootstrap)
@@ -68,12 +68,14 @@ import yaml
 
 from ...core.errors import BookError
 from . import reduce as reducers
-from . import resample, shape_tests
 
 KINDS = ("published", "hypothesis", "pipeline")
+"""A distinct published claim, the book's own hypothesis, or a check of the pipeline."""
+UNITS = ("sentences", "pairs", "queries", "texts", "documents", "tokens", "dimensions", "topics", "keys",
+         "compounds", "seeds")
+"""The sampling units a claim's test resamples or enumerates."""
 OUTCOMES = ("holds", "fails")
 """The outcomes a claim's ``says`` words: its shape test holds, or its opposite is shown."""
-"""A distinct published claim, the book's own hypothesis, or a check of the pipeline."""
 
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
               "uniform_attention": "uniform attention", "random_positions": "random positions"}
@@ -144,8 +146,8 @@ class Claim:
             self._refuse(f"kind must be one of {KINDS}; got {self.kind!r}")
         if self.series not in reducers.SERIES_KINDS:
             self._refuse(f"series must be one of {reducers.SERIES_KINDS}; got {self.series!r}")
-        if self.unit is not None and self.unit not in resample.UNITS:
-            self._refuse(f"unit must be one of {resample.UNITS}; got {self.unit!r}")
+        if self.unit is not None and self.unit not in UNITS:
+            self._refuse(f"unit must be one of {UNITS}; got {self.unit!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
         for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat", "no_null"):
@@ -184,8 +186,8 @@ class Claim:
                 self._refuse("fraction needs a shape test")
             return
         test, args = self.shape.get("test"), self.shape.get("args", {})
-        if test not in shape_tests.SHAPES:
-            self._refuse(f"shape test must be one of {sorted(shape_tests.SHAPES)}; got {test!r}")
+        if test not in reducers.SHAPES:
+            self._refuse(f"shape test must be one of {sorted(reducers.SHAPES)}; got {test!r}")
         if self.description is not None:
             self._refuse("a claim with a shape test is not a description")
         if self.fraction is not None:
@@ -198,7 +200,7 @@ class Claim:
             self._refuse(f"shape test '{test}' needs args.bound (or a fraction of the published value)")
         elif test == "between" and not {"low", "high"} <= set(args):
             self._refuse("shape test 'between' needs args.low and args.high")
-        elif test == shape_tests.LOCATION:
+        elif test == reducers.LOCATION:
             window = args.get("window")
             if not (isinstance(window, (list, tuple)) and len(window) == 2 and 0 <= window[0] <= window[1] <= 1):
                 self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a ≤ b ≤ 1 (relative depth)")

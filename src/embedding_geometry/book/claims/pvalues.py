@@ -1,4 +1,5 @@
-"""p-values: the test each design calls for, their adjustment for the number of claims, and power.
+"""p-values: the test each design calls for, the bootstrap it may rest on, the adjustment for the
+number of claims, and power.
 
 A claim is decided on a **directional difference** D, signed so that the claim holds when D > 0:
 the statistic minus its bound for ``above`` (the bound minus it for ``below``), a series test's
@@ -13,7 +14,7 @@ interval inside the statistic's range. The tests, by design:
 * **binomial** (exact; a share of units, each 0 or 1, against a bound π₀):
   ``scipy.stats.binomtest``, with the Clopper–Pearson interval;
 * **bootstrap** (BCa; any other statistic, or n ≥ 20): p inverted from the BCa interval, with its
-  Monte Carlo error (:func:`.resample.bca_p`);
+  Monte Carlo error (:func:`bca_p`);
 * **location**: p₊ is the share of resamples whose re-found peak lies outside the window the
   claim states, p₋ the share inside it (with the +1 of a resampling p-value);
 * **permutation null**: p₊ = (1 + #{null draws ≥ the statistic}) / (N + 1).
@@ -28,21 +29,123 @@ chapter is a discovery when p_(j) ≤ q j / m. Each chapter's false discovery ra
 q m_k / m and, since V / R ≤ Σ_k V_k / R_k for the whole family, the family's is at most
 Σ_k q m_k / m = q. A chapter decides without waiting for the others, and a claim's verdict does
 not depend on another chapter's results.
+
+**The bootstrap.** B resamples draw each unit's weight as the counts of n draws with replacement over
+n (and each seed's, for a statistic with seeds: ``core.hierarchical.unit_weights``), and recompute
+the statistic (:mod:`.samples`) on each; the jackknife leaves each unit out in turn with the same
+code.
+
+**BCa** (Efron 1987) corrects the percentile interval for the bias z₀ = Φ⁻¹(G(θ̂)), G the share of
+resamples below the point (ties counted half), and the acceleration a = Σ d³ / (6 (Σ d²)^{3/2}),
+d the jackknife values' deviations from their mean. Its interval at level 1 − 2α takes the
+percentiles α₁, α₂ of the resamples, α_i = Φ(z₀ + (z₀ + z_i) / (1 − a (z₀ + z_i))), and so stays
+inside the range the statistic takes on resamples (never past 0 or 1 for a share).
+
+**A BCa p-value** inverts that interval: the one-sided p for H₀: θ ≤ t is the α at which the lower
+end reaches t. With g = G(t) and w = Φ⁻¹(g) − z₀, the equation above gives
+z_α = w / (1 + a w) − z₀ and p = Φ(z_α). Its Monte Carlo error comes from g's,
+√(g (1 − g) / B), carried through the same map (:func:`bca_p`).
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from ...core.hierarchical import unit_weights
+from .samples import Statistic
 
 Q = 0.05
 """The false discovery rate the book controls over each model's counted claims."""
 SMALL_N = 20
 """Below this many units a mean is tested exactly (sign-flip), not by the bootstrap."""
 POWER = 0.8
+RESAMPLES = 20_000
+"""B: a one-sided p as small as 1 / B = 5 · 10⁻⁵ is resolved, below the smallest adjusted threshold q / m."""
+LEVEL = 0.95
+MIN_UNITS = 5
+"""Below this many units there is no test: a claim is not tested."""
+_CHUNK_CELLS = 2 ** 22  # resamples × units per chunk of weights: 4 M weights, 32 MiB as float64
 
+
+def generator(seed: int, name: str) -> np.random.Generator:
+    """A generator seeded by (``seed``, a hash of ``name``): each claim gets its own stream, and
+    adding a claim to a ledger changes no other claim's resamples."""
+    return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
+
+
+def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Generator,
+              other: Statistic | None = None) -> np.ndarray:
+    """reduce(statistic) on ``resamples`` resamples of its units (and seeds): [B, …]. With ``other``
+    (the same units), reduce(statistic) − reduce(other) on the same unit draws, each one's seeds
+    drawn on their own: a paired difference."""
+    n = statistic.n_units
+    chunk = max(1, min(resamples, _CHUNK_CELLS // n))
+    out = []
+    for start in range(0, resamples, chunk):
+        b = min(chunk, resamples - start)
+        w = unit_weights(rng, b, n)
+        found = reduce(statistic.values(w, _seed_weights(rng, b, statistic)))
+        if other is not None:
+            found = found - reduce(other.values(w, _seed_weights(rng, b, other)))
+        out.append(np.asarray(found, dtype=float))
+    return np.concatenate(out)
+
+
+def _seed_weights(rng: np.random.Generator, b: int, statistic: Statistic) -> np.ndarray | None:
+    return None if statistic.n_seeds is None else unit_weights(rng, b, statistic.n_seeds)
+
+
+def jackknife(statistic: Statistic, reduce, other: Statistic | None = None) -> np.ndarray:
+    """reduce(statistic) (− reduce(other)) with each unit left out in turn: [n, …] (seeds all kept)."""
+    n = statistic.n_units
+    w = (1.0 - np.eye(n)) / (n - 1)
+    found = np.asarray(reduce(statistic.values(w)), dtype=float)
+    return found if other is None else found - np.asarray(reduce(other.values(w)), dtype=float)
+
+
+def _bias_acceleration(draws: np.ndarray, point: float, jack: np.ndarray) -> tuple[float, float]:
+    """z₀ and a of BCa (module docstring)."""
+    below = (np.sum(draws < point) + 0.5 * np.sum(draws == point)) / len(draws)
+    z0 = float(stats.norm.ppf(np.clip(below, 1 / (len(draws) + 1), len(draws) / (len(draws) + 1))))
+    d = np.mean(jack) - jack  # the caller keeps the finite draws and jackknife values
+    spread = float(np.sum(d ** 2))
+    return z0, float(np.sum(d ** 3) / (6 * spread ** 1.5)) if spread > 0 else 0.0
+
+
+def bca_interval(draws: np.ndarray, point: float, jack: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The BCa interval at ``level`` (module docstring); the percentile interval where the
+    correction breaks down (1 − a (z₀ + z) ≤ 0)."""
+    z0, a = _bias_acceleration(draws, point, jack)
+    z = stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
+    denominator = 1 - a * (z0 + z)
+    shares = stats.norm.cdf(z0 + (z0 + z) / denominator) if np.all(denominator > 0) else [(1 - level) / 2,
+                                                                                          (1 + level) / 2]
+    lo, hi = np.quantile(draws, shares)
+    return float(lo), float(hi)
+
+
+def bca_p(draws: np.ndarray, point: float, jack: np.ndarray, threshold: float = 0.0) -> tuple[float, float]:
+    """The one-sided BCa p-value for H₀: θ ≤ ``threshold`` (evidence that θ > threshold), and its
+    Monte Carlo standard error (module docstring). g is floored at 1 / (2B): a p below the
+    resolution of B resamples reads as that resolution, not as 0."""
+    z0, a = _bias_acceleration(draws, point, jack)
+    b = len(draws)
+
+    def p_of(g: float) -> float:
+        w = stats.norm.ppf(np.clip(g, 0.5 / b, 1 - 0.5 / b)) - z0
+        denominator = 1 + a * w
+        return float(stats.norm.cdf(w / denominator - z0)) if denominator > 0 else float(g)
+
+    g = float(np.mean(draws <= threshold))
+    se = np.sqrt(max(g, 1 / b) * (1 - g) / b)
+    return p_of(g), abs(p_of(g + se) - p_of(max(g - se, 0.0))) / 2
+
+
+# --------------------------------------------------------------------------- exact tests, p-values, the adjustment
 
 @dataclass(frozen=True)
 class Evidence:
@@ -59,14 +162,14 @@ class Evidence:
     floor: tuple[float, float] = (0.0, 0.0)  # the smallest p₊ and p₋ this test can give at its n
 
 
-def floors(parts: list[tuple[float, float]], band: float | None = None, se: float | None = None) -> tuple[float, float]:
-    """The smallest p₊ and p₋ a test of ``parts`` (each part's own floors) can give, combined as
-    :func:`combine` combines p-values; for a band of half-width ``band`` (a between test), p₊
-    cannot fall below Φ(−band / se), its value with the statistic at the band's centre: a band
-    narrower than the statistic's noise cannot be shown to hold."""
-    holds, fails = combine(parts)
-    if band is not None and se:
-        holds = max(holds, float(stats.norm.sf(band / se)))
+def floors(least: float, sides: list[tuple[float, float]], se: float | None) -> tuple[float, float]:
+    """The smallest p₊ and p₋ a test can give on ``sides`` when each one-sided p is at least
+    ``least``, combined as :func:`combine` combines p-values; for a between test (two sides, a band
+    of half-width h), p₊ cannot fall below Φ(−h / se), its value with the statistic at the band's
+    centre: a band narrower than the statistic's noise cannot be shown to hold."""
+    holds, fails = combine([(least, least)] * len(sides))
+    if len(sides) == 2 and se:
+        holds = max(holds, float(stats.norm.sf((sides[1][1] - sides[0][1]) / 2 / se)))
     return holds, fails
 
 
@@ -110,16 +213,11 @@ def binomial(k: int, n: int, bound: float) -> tuple[float, float, tuple[float, f
     return float(greater.pvalue), float(less.pvalue), (float(ci.low), float(ci.high))
 
 
-def share_p(draws: np.ndarray, holds: np.ndarray) -> tuple[float, float]:
-    """p₊, p₋ from resamples: (1 + #{resamples against}) / (B + 1) on each side."""
-    b, k = len(draws), int(np.sum(holds))
-    return (1 + b - k) / (b + 1), (1 + k) / (b + 1)
-
-
-def permutation_p(statistic: float, null: np.ndarray) -> tuple[float, float]:
-    """p₊ = (1 + #{null ≥ statistic}) / (N + 1), and p₋ likewise from below."""
-    null = np.asarray(null, dtype=float)
-    return (1 + np.sum(null >= statistic)) / (len(null) + 1), (1 + np.sum(null <= statistic)) / (len(null) + 1)
+def share_p(against: np.ndarray, toward: np.ndarray) -> tuple[float, float]:
+    """p₊ = (1 + #{draws against the claim}) / (B + 1) and p₋ = (1 + #{draws toward it}) / (B + 1):
+    a resampling or a permutation p-value on each side (a permutation draw tied with the statistic
+    counts on both)."""
+    return (1 + int(np.sum(against))) / (len(against) + 1), (1 + int(np.sum(toward))) / (len(toward) + 1)
 
 
 def combine(parts: list[tuple[float, float]]) -> tuple[float, float]:

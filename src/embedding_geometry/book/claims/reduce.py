@@ -1,4 +1,5 @@
-"""How a metric becomes the one number a claim is about, with positions on relative depth.
+"""How a metric becomes the one number a claim is about, with positions on relative depth, and
+the shape tests: the model-agnostic form of a claim and the statistic each one tests.
 
 A per-depth series has one entry per depth l = 0, …, L (``series: depths``, length L + 1) or one
 per block l = 1, …, L, the transition from depth l − 1 to depth l (``series: blocks``, length L).
@@ -22,21 +23,43 @@ Every reducer works on the **last axis** of an array: the same code reduces the 
 ``final_step_share``  (x_{L−1} − x_L) ÷ (max_l x_l − x_L): the share of the fall from the peak
                    made by the last step; 0 when the last entry is the peak (nothing falls). On
                    bootstrap resamples the peak is found again in each resample.
-``second_rise``    max over inside entries t of min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t): the
-                   series test's statistic (claims.shape_tests) as a number, so that an
-                   ``above`` test can take its bound as a ``fraction`` of a published dip
+``second_rise``    the series test's statistic (below) as a number, so that an ``above`` test
+                   can take its bound as a ``fraction`` of a published dip
 =================  ==========================================================================
+
+**Scalar shape tests** see the claim's reduced value v:
+
+* ``above {bound}``: v > bound;  ``below {bound}``: v < bound;
+* ``between {low, high}``: low ≤ v ≤ high (an equivalence claim: "about zero").
+
+**Series tests** see the whole per-depth series x = (x_0, …, x_L) through a statistic s(x),
+larger when the shape is stronger, and hold when s(x) > bound (``args: {bound: b}``, default 0).
+Where the statistic picks entries (the peak, the trough), it picks them again on every
+bootstrap resample: the selection is part of the statistic, so its interval carries the
+uncertainty of *where* as well as of *how much*:
+
+* ``peaks_inside``: s = max_{0<l<L} x_l − max(x_0, x_L), the margin of the inside peak;
+* ``dips_inside``: s = max_{0<l<L} (x_{l−1} − x_l), the largest fall at a step inside the network;
+* ``second_rise``: s = max_{0<t<L} min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t): a trough with a
+  higher point before it *and* after it, scored by the smaller of the fall into it and the rise
+  out of it;
+* ``rises``: s = x_L − x_0;  ``falls``: s = x_0 − x_L.
+
+**The location test** (``location {window: [a, b], at: max | min}``) sees where the series peaks
+(or bottoms out), on relative depth r = l / L, found again in each resample. It holds when the
+re-found peak lies inside the window the claim states — exactly that window, no padding — on
+all but a share of the resamples small enough to decide (:mod:`.pvalues`). Its statistic is
+``argmax_relative`` (``argmin_relative``) on each resample.
 """
+
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-
-from . import shape_tests
 
 SERIES_KINDS = ("depths", "blocks")
 
@@ -109,7 +132,7 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "argmax_relative": lambda x, s: _argmax(x, s) / depth_count(x.shape[-1], s),
     "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
     "final_step_share": _final_step_share,
-    "second_rise": lambda x, s: shape_tests.statistic("second_rise", x),
+    "second_rise": lambda x, s: statistic("second_rise", x),
 }
 
 PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
@@ -117,9 +140,6 @@ PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
     "last_over": lambda x, r, s: x[..., -1] / x[..., index_at(r, x.shape[-1], s)],
     "last_fraction": lambda x, f, s: x[..., _tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
 }
-
-SCALAR_SAFE = {"value", "first", "last", "max", "min", "mean"}
-"""Reducers that leave a single number unchanged (a per-unit scalar needs no series axis)."""
 
 LINEAR = {"value", "first", "last", "penultimate", "mean", "at_relative"}
 """Reducers that commute with a mean over units (a fixed entry, or the average of the entries):
@@ -177,9 +197,7 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         return (f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, "
                 f"of the fall from {entry_text(int(np.argmax(x)), n, series)}")
     if name == "second_rise" and n >= 3:
-        before, after = np.maximum.accumulate(x)[:-2], np.maximum.accumulate(x[::-1])[::-1][2:]
-        trough = 1 + int(np.argmax(np.minimum(before - x[1:-1], after - x[1:-1])))
-        return f"the trough at {entry_text(trough, n, series)}"
+        return f"the trough at {entry_text(1 + int(np.argmax(_troughs(x))), n, series)}"
     if name in ("max", "argmax", "argmax_relative"):
         return entry_text(int(np.argmax(x)), n, series)
     if name in ("min", "argmin", "argmin_relative"):
@@ -192,7 +210,60 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         return f"the last {len(tail)} of {n} entries: from {entry_text(tail[0], n, series)}"
     return None
 
+# --------------------------------------------------------------------------- the shape tests
 
-REDUCERS: dict[str, Callable[[Any], float]] = {
-    "value": float, **{name: (lambda x, name=name: reduce_metric(x, name)) for name in NAMED}}
-"""The named reducers as one-argument functions on a per-depth series (``series: depths``)."""
+def _peak_margin(x: np.ndarray) -> np.ndarray:
+    return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
+
+
+def _inside_fall(x: np.ndarray) -> np.ndarray:
+    return np.max(x[..., :-2] - x[..., 1:-1], axis=-1)
+
+
+def _troughs(x: np.ndarray) -> np.ndarray:
+    """min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t) for each inside entry t = 1 … L−1."""
+    before = np.maximum.accumulate(x, axis=-1)[..., :-2]
+    after = np.flip(np.maximum.accumulate(np.flip(x, axis=-1), axis=-1), axis=-1)[..., 2:]
+    inside = x[..., 1:-1]
+    return np.minimum(before - inside, after - inside)
+
+
+STATISTICS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "peaks_inside": ("peak margin", _peak_margin),
+    "dips_inside": ("largest inside fall", _inside_fall),
+    "second_rise": ("second rise", lambda x: np.max(_troughs(x), axis=-1)),
+    "rises": ("last − first", lambda x: x[..., -1] - x[..., 0]),
+    "falls": ("first − last", lambda x: x[..., 0] - x[..., -1]),
+}
+"""Series tests: name → (what the statistic is called, s on the last axis of [..., L + 1])."""
+
+SERIES_SHAPES = set(STATISTICS)
+SCALAR_SHAPES = {"above", "below", "between"}
+LOCATION = "location"
+SHAPES = SCALAR_SHAPES | SERIES_SHAPES | {LOCATION}
+
+
+def statistic(test: str, series: Any) -> np.ndarray:
+    """s of a series test on ``series`` [..., L + 1] (one series, or B resampled rows: each row
+    picks its own entries)."""
+    x = np.asarray(series, dtype=float)
+    if x.shape[-1] < 3:
+        raise ValueError(f"shape test '{test}' needs a series of at least 3 depths; got shape {x.shape}")
+    return STATISTICS[test][1](x)
+
+
+def threshold_text(test: str, args: Mapping[str, Any]) -> str:
+    """The test as a condition: "> 0.5", "< 0.1", "in [0.25, 0.75]", "peak margin > 0",
+    "peak at l/L in [0.42, 0.58]"."""
+    if test == LOCATION:
+        a, b = args["window"]
+        return f"{'peak' if args.get('at', 'max') == 'max' else 'trough'} at l/L in [{_num(a)}, {_num(b)}]"
+    if test == "between":
+        return f"in [{_num(args['low'])}, {_num(args['high'])}]"
+    sign = "<" if test == "below" else ">"
+    name = f"{STATISTICS[test][0]} " if test in STATISTICS else ""
+    return f"{name}{sign} {_num(args.get('bound', 0))}"
+
+
+def _num(x: Any) -> str:
+    return f"{float(x):.6g}"

@@ -31,7 +31,7 @@ The ledger's ``samples`` names how the statistic is built from them (:func:`find
 **One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
 with replacement (and a weight per seed, when a statistic has seeds); every statistic here is a
 function of weighted means — w_b · X, or w_bᵀ K⁰ w_b / (1 − Σ w_bi²) for a kernel with its
-diagonal zeroed — so B resamples are a few matrix products (:mod:`.resample` draws them). The
+diagonal zeroed — so B resamples are a few matrix products (:func:`.pvalues.bootstrap` draws them). The
 jackknife (leave-one-unit-out) uses the same code with weights (1 − e_i) / (n − 1).
 """
 
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -78,15 +78,28 @@ class Statistic:
 
 
 @dataclass(frozen=True)
-class Mean(Statistic):
-    """The mean over units of X [n, …]."""
+class _Array(Statistic):
+    """A statistic of one array of per-unit values: [n, …], or [S, n, …] with seeds (``seeded``)."""
 
     data: np.ndarray
     source: str = ""
+    seeded: ClassVar[bool] = False
 
     @property
     def n_units(self) -> int:
-        return int(self.data.shape[0])
+        return int(self.data.shape[1 if self.seeded else 0])
+
+    @property
+    def n_seeds(self) -> int | None:
+        return int(self.data.shape[0]) if self.seeded else None
+
+    def _seed_weights(self, b: int, v: np.ndarray | None) -> np.ndarray:
+        """v, or every seed weighed alike (the jackknife keeps every seed)."""
+        return np.full((b, self.n_seeds), 1.0 / self.n_seeds) if v is None else v
+
+
+class Mean(_Array):
+    """The mean over units of X [n, …]."""
 
     def values(self, w, v=None):
         return (w @ self.data.reshape(self.n_units, -1)).reshape((len(w), *self.data.shape[1:]))
@@ -95,20 +108,12 @@ class Mean(Statistic):
         return self.data
 
 
-@dataclass(frozen=True)
-class Pairwise(Statistic):
+class Pairwise(_Array):
     """The U-statistic of a kernel K [n, n, …]: the mean of K_ij over ordered pairs of distinct
     units, recomputed among each resample's units (a unit drawn twice is not paired with itself)."""
 
-    kernel: np.ndarray
-    source: str = ""
-
-    @property
-    def n_units(self) -> int:
-        return int(self.kernel.shape[0])
-
     def values(self, w, v=None):
-        return pairwise_values(self.kernel, w)
+        return pairwise_values(self.data, w)
 
 
 def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -124,98 +129,57 @@ def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *kernel.shape[2:]))
 
 
-@dataclass(frozen=True)
-class Seeded(Statistic):
+class Seeded(_Array):
     """The mean over seeds and units of X [S, n, …], seeds and units resampled together."""
 
-    data: np.ndarray
-    source: str = ""
-
-    @property
-    def n_units(self) -> int:
-        return int(self.data.shape[1])
-
-    @property
-    def n_seeds(self) -> int:
-        return int(self.data.shape[0])
+    seeded = True
 
     def values(self, w, v=None):
-        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
         flat = self.data.reshape(self.n_seeds, self.n_units, -1)
-        return np.einsum("bs,snk,bn->bk", v, flat, w, optimize=True).reshape((len(w), *self.data.shape[2:]))
+        return np.einsum("bs,snk,bn->bk", self._seed_weights(len(w), v), flat, w,
+                         optimize=True).reshape((len(w), *self.data.shape[2:]))
 
 
-@dataclass(frozen=True)
-class SeededPairwise(Statistic):
+class SeededPairwise(_Array):
     """The mean over seeds of the U-statistics of kernels K [S, n, n, …] (one kernel per seed, on
     the same units): a pairwise statistic of random-init controls, seeds and units resampled
     together."""
 
-    kernels: np.ndarray
-    source: str = ""
-
-    @property
-    def n_units(self) -> int:
-        return int(self.kernels.shape[1])
-
-    @property
-    def n_seeds(self) -> int:
-        return int(self.kernels.shape[0])
+    seeded = True
 
     def values(self, w, v=None):
-        v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds) if v is None else v
-        each = np.stack([pairwise_values(kernel, w) for kernel in self.kernels])  # [S, B, …]
-        return np.einsum("bs,sb...->b...", v, each)
+        each = np.stack([pairwise_values(kernel, w) for kernel in self.data])  # [S, B, …]
+        return np.einsum("bs,sb...->b...", self._seed_weights(len(w), v), each)
 
 
 @dataclass(frozen=True)
-class Ratio(Statistic):
-    """A ratio of two statistics on the same units (B / W: the resampled B over the resampled W)."""
+class Paired(Statistic):
+    """Two statistics on the same units, drawn alike (paired): their ratio (``op`` "÷": the
+    resampled B over the resampled W, never a mean of ratios) or their difference ("−")."""
 
-    numerator: Statistic
-    denominator: Statistic
-
-    @property
-    def n_units(self):
-        return self.numerator.n_units
-
-    @property
-    def n_seeds(self):
-        return self.numerator.n_seeds or self.denominator.n_seeds
-
-    @property
-    def source(self):
-        return f"{self.numerator.source} ÷ {self.denominator.source}"
-
-    def values(self, w, v=None):
-        return self.numerator.values(w, v) / self.denominator.values(w, v)
-
-
-@dataclass(frozen=True)
-class Difference(Statistic):
-    """A difference of two statistics on the same units, with the same draws for both (paired)."""
-
-    minuend: Statistic
-    subtrahend: Statistic
+    first: Statistic
+    second: Statistic
+    op: str
 
     @property
     def n_units(self):
-        return self.minuend.n_units
+        return self.first.n_units
 
     @property
     def n_seeds(self):
-        return self.minuend.n_seeds or self.subtrahend.n_seeds
+        return self.first.n_seeds or self.second.n_seeds
 
     @property
     def source(self):
-        return f"{self.minuend.source} − {self.subtrahend.source}"
+        return f"{self.first.source} {self.op} {self.second.source}"
 
     def values(self, w, v=None):
-        return self.minuend.values(w, v) - self.subtrahend.values(w, v)
+        a, b = self.first.values(w, v), self.second.values(w, v)
+        return a / b if self.op == "÷" else a - b
 
     def linear(self):
-        a, b = self.minuend.linear(), self.subtrahend.linear()
-        return None if a is None or b is None else a - b
+        a, b = self.first.linear(), self.second.linear()
+        return None if self.op == "÷" or a is None or b is None else a - b
 
 
 @dataclass(frozen=True)
@@ -273,9 +237,9 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
     """The :class:`Statistic` that ``spec`` names (module docstring), or :class:`Missing`."""
     if isinstance(spec, Mapping):
         if "minuend" in spec:
-            return _pair(Difference, find(metrics, spec["minuend"]), find(metrics, spec["subtrahend"]))
+            return _pair("−", find(metrics, spec["minuend"]), find(metrics, spec["subtrahend"]))
         if "numerator" in spec:
-            return _pair(Ratio, find(metrics, spec["numerator"]), find(metrics, spec["denominator"]))
+            return _pair("÷", find(metrics, spec["numerator"]), find(metrics, spec["denominator"]))
         if "pairwise" in spec:
             return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
         if "seeds" in spec:
@@ -293,7 +257,7 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
                 moments = {"xx": x * x, "yy": y * y, "xy": x * y, **moments}
             return Correlation(moments, "correlation moments")
     if isinstance(spec, (list, tuple)):
-        return _pair(Ratio, find(metrics, spec[0]), find(metrics, spec[1]))
+        return _pair("÷", find(metrics, spec[0]), find(metrics, spec[1]))
     return _leaf(metrics, spec, Mean)
 
 
@@ -311,11 +275,11 @@ def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Sta
     return kind(array, where)
 
 
-def _pair(kind, a: Statistic | Missing, b: Statistic | Missing) -> Statistic | Missing:
+def _pair(op: str, a: Statistic | Missing, b: Statistic | Missing) -> Statistic | Missing:
     if isinstance(a, Missing) or isinstance(b, Missing):
         return a if isinstance(a, Missing) else b
     if a.n_units != b.n_units:
         return Missing(f"{a.source} has {a.n_units} units, {b.source} {b.n_units}: not the same units")
     if a.n_seeds and b.n_seeds and a.n_seeds != b.n_seeds:
         return Missing(f"{a.source} has {a.n_seeds} seeds, {b.source} {b.n_seeds}")
-    return kind(a, b)
+    return Paired(a, b, op)

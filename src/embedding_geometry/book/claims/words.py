@@ -71,14 +71,6 @@ def verdict_of(record: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- table cells
 
-def interval_text(record: Mapping[str, Any]) -> str:
-    """"[0.51, 0.6] over 24 sentences", or "—"."""
-    interval = record.get("interval")
-    if not interval:
-        return "—"
-    return f"[{number(interval[0])}, {number(interval[1])}] over {record['n_units']} {record['unit']}"
-
-
 def p_text(record: Mapping[str, Any]) -> str:
     """"p = 0.0012 (sign-flip (exact)), adjusted 0.021", or "—"."""
     if record.get("p") is None:
