@@ -540,6 +540,31 @@ def test_charts_and_sentences_of_an_arm():
     assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
 
 
+def test_the_posts_curve_gets_its_own_scale_only_where_it_would_flatten_this_runs():
+    """The post's B / W reaches 3.6; this run's at 0–0.3 gets a panel of its own for the post's curve,
+    with one legend (the same colour and dash scales in every panel); at 0–3 they share one axis."""
+    def blocks(top: float) -> dict:
+        curve = np.linspace(0, top, 5)
+        variants = ("before", "mean_pool", "maxsim")
+        found = {"mean": {v: {"separability_ratio": curve} for v in variants},
+                 "band": {v: {"separability_ratio": [curve - 0.01, curve + 0.01]} for v in variants}}
+        return {"scratch": {"comparison": found}}
+
+    apart = charts.objective_chart(blocks(0.3), "separability_ratio", "B / W").to_dict()
+    *arms, post = apart["hconcat"]
+    assert post["title"] == "the post, on its own scale" and len(arms) == 1
+    def lines(panel: dict) -> list[dict]:  # the line layers of a panel, nested layers included
+        return [line for layer in panel["layer"] for line in
+                (lines(layer) if "layer" in layer else [layer] if layer["mark"]["type"] == "line" else [])]
+
+    (ours,) = lines(arms[0])  # this run's curves only
+    colour = post["encoding"]["color"]["scale"]
+    assert ours["encoding"]["color"]["scale"] == colour
+    assert colour["range"][:3] == ["#9a9a9a", "#1f5fa8", "#d2691e"]  # each variant's line the colour of its band
+    together = charts.objective_chart(blocks(3.0), "separability_ratio", "B / W").to_dict()
+    assert len(together["hconcat"]) == 1 and len(lines(together["hconcat"][0])) == 2
+
+
 def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_why():
     block = objective_results.block(fake_records(FINETUNE, levelled=lambda v, s: (v, s) != ("mean_pool_hard", 1)),
                                     FINETUNE, resamples=100)

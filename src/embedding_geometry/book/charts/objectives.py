@@ -18,6 +18,7 @@ from ...studies import objective_results
 from ..tables import number_text
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
+from .theme import published_encoding, published_label
 
 __all__ = [
     "ARM_LABELS",
@@ -79,24 +80,66 @@ def _band_layer(low: Sequence[float], high: Sequence[float], colour: str) -> alt
 
 
 def objective_panel(block: Mapping[str, Any], arm: str, measure: str, y_title: str,
-                    comparison: str = "comparison") -> alt.LayerChart:
+                    comparison: str = "comparison", published: bool = True,
+                    lines: Mapping[str, Any] | None = None) -> alt.LayerChart:
     """One arm: the mean curve of ``measure`` over the kept seeds before training and after each
     training of the ``comparison``, each with its 95 % band over seeds and sentences, the posts'
-    curves in grey."""
+    curves underneath unless ``published`` is False; ``lines``: the chart's colour and dash
+    encodings (:func:`_lines`)."""
     found = block[comparison]
     series = {OBJECTIVE_LABELS[v]: found["mean"][v][measure] for v in found["mean"]}
-    chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, objective_published(measure),
-                        title=ARM_LABELS[arm], y_zero=False)
+    post = objective_published(measure)
+    chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, post if published else None,
+                        title=ARM_LABELS[arm], y_zero=False, lines=lines or _lines(list(found["mean"]), post))
     bands = [_band_layer(*np.asarray(found["band"][v][measure], dtype=float), PALETTE[v]) for v in found["band"]]
     return alt.layer(*bands, chart).properties(width=PANEL)
+
+
+def _lines(variants: Sequence[str], post: pd.DataFrame | None) -> dict[str, Any]:
+    """The colour and dash encodings of a chart of ``variants`` over the posts' curves ``post``:
+    each variant solid in its :data:`PALETTE` colour (its band's), each published curve its own
+    grey and dash; every panel takes the same, so that one legend names every line."""
+    published = [] if post is None else [published_label(s, m) for s, m in zip(post["series"], post["model"])]
+    return published_encoding(published, ours=[OBJECTIVE_LABELS[v] for v in variants],
+                              colours=[PALETTE[v] for v in variants])
+
+
+OWN_SCALE = 3.0
+"""The posts' curves get a panel of their own when the y-range of theirs and this run's together is
+more than this many times this run's own (bands included): one shared axis would flatten this run's
+curves (chapter 7's B / W: the post's 3.6 over this run's 0–0.3)."""
+
+
+def _measured_span(blocks: Mapping[str, Mapping], measure: str, comparison: str) -> tuple[float, float]:
+    """The lowest and highest value (means and 95 % bands) of ``measure`` over every arm's ``comparison``."""
+    values = [np.asarray(found[part][v][measure], dtype=float).ravel() for block in blocks.values()
+              if (found := block.get(comparison)) for part in ("mean", "band") for v in found[part]]
+    values = np.concatenate(values)
+    return float(np.nanmin(values)), float(np.nanmax(values))
 
 
 def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "",
                     comparison: str = "comparison") -> alt.HConcatChart:
     """:func:`objective_panel` for every arm whose ``comparison`` was made (at least 2 seeds kept),
-    side by side."""
-    panels = [objective_panel(block, arm, measure, y_title, comparison) for arm, block in blocks.items()
-              if block.get(comparison)]
+    side by side, over the posts' curves; where those would flatten this run's (:data:`OWN_SCALE`),
+    they are drawn in a last panel of their own, on their own y-scale."""
+    made = {arm: block for arm, block in blocks.items() if block.get(comparison)}
+    post = objective_published(measure)
+    apart = False
+    if post is not None and made:
+        low, high = _measured_span(made, measure, comparison)
+        both = max(high, post["value"].max()) - min(low, post["value"].min())
+        apart = both > OWN_SCALE * max(high - low, 1e-12)
+    variants = list(next(iter(made.values()))[comparison]["mean"]) if made else []
+    lines = _lines(variants, post)
+    panels = [objective_panel(block, arm, measure, y_title, comparison, published=not apart, lines=lines)
+              for arm, block in made.items()]
+    if apart:
+        labelled = post.assign(label=[published_label(s, m) for s, m in zip(post["series"], post["model"])])
+        panels.append(alt.Chart(labelled).mark_line(strokeWidth=1.5).encode(
+            x=_x(), y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False)),
+            tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")], **lines
+        ).properties(title="the post, on its own scale", width=PANEL))
     return alt.hconcat(*panels).properties(title=title)
 
 
