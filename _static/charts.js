@@ -14,7 +14,8 @@
       than the column;
    4. after drawing, a chart still wider than its column (its axes took more room than estimated)
       is laid out again with that much less room, at most four times;
-   5. under the chart, links download its data (CSV), its spec (JSON) and the picture (PNG, SVG).
+   5. a tap on a mark shows its tooltip, as hovering does with a mouse;
+   6. under the chart, links download its data (CSV), its spec (JSON) and the picture (PNG, SVG).
 
    window.egFreeze() replaces every chart by a PNG picture of itself (the PDF of `make pdf`).
 
@@ -474,6 +475,22 @@
     element.insertAdjacentElement("afterend", bar);
   }
 
+  // ------------------------------------------------------------------ tapping
+
+  // A tap shows the tooltip of the mark tapped, as hovering does with a mouse: Vega shows a tooltip
+  // on pointermove, which a tap does not fire, so the tap's click (fired last) is passed on as one.
+  // Vega hides it on mouseout, which the next tap elsewhere fires.
+  function tappable(element) {
+    var drawn = element.querySelector("svg"), touch = false;
+    if (!drawn) return;
+    drawn.addEventListener("pointerdown", function (event) { touch = event.pointerType !== "mouse"; });
+    drawn.addEventListener("click", function (event) {
+      if (!touch) return;
+      event.target.dispatchEvent(new PointerEvent("pointermove", {
+        bubbles: true, clientX: event.clientX, clientY: event.clientY, pointerType: "touch"}));
+    });
+  }
+
   // ------------------------------------------------------------------ drawing
 
   function draw(id, attempt, extra) {
@@ -488,6 +505,7 @@
         var drawn = element.querySelector("svg");
         var over = drawn ? drawn.getBoundingClientRect().width - room : 0;
         if (over > 1 && attempt < 4) { draw(id, attempt + 1, (extra || 0) + over + 4); return; }
+        tappable(element);
         element.setAttribute("data-eg-ready", "1");
         if (!element.nextElementSibling || !element.nextElementSibling.classList.contains("eg-chart-tools")) tools(element, entry);
       })
