@@ -214,14 +214,30 @@ def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
     return alt.hconcat(*panels).properties(title="Training loss of every copy")
 
 
-def _interval(value: float | None, interval: Sequence[float] | None, digits: int = 3) -> str:
-    """"0.395 [0.360, 0.431]", or "not measured"; a zero never carries a sign (:func:`.tables.number_text`)."""
+DIGITS = 4
+"""Decimals of every number in the chapter's tables, so that each table reads in one format: a
+value that rounds to zero reads 0.0000 (never 1.64e-06 beside 0.0004), a p-value below 0.0001
+reads "< 0.0001". (Relative depths, multiples of 1 / L, keep two: :func:`reach_text`.)"""
+
+
+def _fixed(value: float, digits: int = DIGITS) -> str:
+    """``value`` with ``digits`` decimals, a zero without a sign (:func:`.tables.number_text`)."""
+    return number_text(round(float(value), digits), digits)
+
+
+def _p_text(p: float, digits: int = DIGITS) -> str:
+    """"0.0078", or "< 0.0001" for a p-value that would round to zero."""
+    return f"< {10.0 ** -digits:.{digits}f}" if p < 10.0 ** -digits else _fixed(p, digits)
+
+
+def _interval(value: float | None, interval: Sequence[float] | None, digits: int = DIGITS) -> str:
+    """"0.3950 [0.3600, 0.4310]", or "not measured"; every number with ``digits`` decimals."""
     if value is None:
         return "not measured"
     if interval is None:
-        return number_text(value, digits)
-    low, high = (number_text(end, digits) for end in interval)
-    return f"{number_text(value, digits)} [{low}, {high}]"
+        return _fixed(value, digits)
+    low, high = (_fixed(end, digits) for end in interval)
+    return f"{_fixed(value, digits)} [{low}, {high}]"
 
 
 def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
@@ -237,20 +253,23 @@ def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                 loss = block["loss"][variant][f"seed_{seed}"]
                 level = loss["levelled"]
                 rows.append({"arm": ARM_LABELS[arm], "copy": OBJECTIVE_LABELS[variant], "seed": seed,
-                             "loss, first tenth": loss["first"], "loss, last tenth": loss["last"],
-                             "last tenth's fall": level["fall"], "its noise (2 SE)": level["noise"],
-                             "share of the whole fall": level["share"], "levelled off": level["levelled"],
+                             "loss, first tenth": round(loss["first"], DIGITS),
+                             "loss, last tenth": round(loss["last"], DIGITS),
+                             "last tenth's fall": round(level["fall"], DIGITS),
+                             "its noise (2 SE)": round(level["noise"], DIGITS),
+                             "share of the whole fall": round(level["share"], DIGITS),
+                             "levelled off": level["levelled"],
                              f"recall@{block['k']} [95 %]": _interval(r["recall"], r["interval"]),
-                             "chance": r["chance"], "p (vs chance)": r["p_value"],
+                             "chance": round(r["chance"], DIGITS), "p (vs chance)": _p_text(r["p_value"]),
                              "kept": "yes" if int(seed) in block["kept"] else
                              f"no — {reasons.get((variant, int(seed)), 'another copy of its seed is excluded')}"})
         for score, by_seed in block["retrieval"]["before"].items():
             found = list(by_seed.values())
             recall = (_interval(found[0]["recall"], found[0]["interval"]) if len(found) == 1 else
-                      f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} "
+                      f"{_fixed(min(r['recall'] for r in found))} to {_fixed(max(r['recall'] for r in found))} "
                       f"over {len(found)} starts")
             rows.append({"arm": ARM_LABELS[arm], "copy": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
-                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": block["chance"]})
+                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], DIGITS)})
     frame = pd.DataFrame(rows)
     frame.attrs["fold"] = f"How each of the {sum(len(b['loss'][v]) for b in blocks.values() for v in b['variants'])} " \
                           "copies trained, and whether it is kept"
@@ -269,7 +288,7 @@ def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
             s = found["settled"]
             rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
                          "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
-                         s["three_quarters"], "at the end [95 %]": _interval(s["end"], s["interval"], 4),
+                         round(s["three_quarters"], DIGITS), "at the end [95 %]": _interval(s["end"], s["interval"]),
                          "settled": s["settled"]})
     return pd.DataFrame(rows)
 
@@ -301,8 +320,8 @@ def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str,
             continue
         final = block[comparison]["final"]["difference"][measure]
         row = {"arm": ARM_LABELS[arm],
-               **{f"seed {s}": round(v, 4) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
-               "mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"}
+               **{f"seed {s}": round(v, DIGITS) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
+               "mean [95 %]": _interval(final["value"], final["interval"]), "sign-flip p": _p_text(final["p_value"])}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
 
@@ -318,7 +337,7 @@ def objective_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str, 
             if not comparison or key not in comparison["reach"]:
                 continue
             final, reach = comparison["final"]["difference"][key], comparison["reach"][key]
-            row[f"final difference ({arm})"] = _interval(final["value"], final["interval"], 4)
+            row[f"final difference ({arm})"] = _interval(final["value"], final["interval"])
             row[f"visible from ({arm})"] = reach_text(reach)
         rows.append(row)
     return pd.DataFrame(rows).set_index("measure").fillna("—")
@@ -343,7 +362,8 @@ def objective_cone_table(block: Mapping[str, Any]) -> pd.DataFrame:
     for variant, by_seed in block["cone"].items():
         for seed, values in by_seed.items():
             name = "the backbone" if variant == "before" else f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}"
-            rows.append({"copy": name, **{key.replace("_", " "): round(value, 4) for key, value in values.items()}})
+            rows.append({"copy": name, **{key.replace("_", " "): round(value, DIGITS)
+                                          for key, value in values.items()}})
     return pd.DataFrame(rows).set_index("copy")
 
 
