@@ -8,11 +8,14 @@
       column's width (autosize "fit-x": axes and legends included); a heatmap's cells narrow with it
       and drop their printed values when those no longer fit (hover still shows them); side-by-side
       panels and facets wrap into as many columns as fit; stacked panels each fit the column;
+      a quantitative x axis gets at most one tick per 60 px of its plot, and labels closer than 4 px
+      are thinned out, so that they never run together;
    3. legends wrap into as many columns as their longest label allows, and no label limit is wider
       than the column;
    4. after drawing, a chart still wider than its column (its axes took more room than estimated)
       is laid out again with that much less room, at most four times;
-   5. under the chart, links download its data (CSV), its spec (JSON) and the picture (PNG, SVG).
+   5. a tap on a mark shows its tooltip, as hovering does with a mouse;
+   6. under the chart, links download its data (CSV), its spec (JSON) and the picture (PNG, SVG).
 
    window.egFreeze() replaces every chart by a PNG picture of itself (the PDF of `make pdf`).
 
@@ -28,6 +31,8 @@
   var DEFAULT_WIDTH = 560;  // px: the book theme's continuousWidth
   var DEFAULT_STEP = 20;    // px: Vega-Lite's default band step
   var CHAR = 0.62;          // a character's width, as a share of the font size
+  var TICK_SPACING = 60;    // px: the least room per tick of a quantitative x axis ("0.0" and "0.1" never touch)
+  var LABEL_SEPARATION = 4; // px: axis labels closer than this are thinned out (Vega-Lite's labelOverlap)
   var charts = {};          // id -> {spec, width, view}
 
   function clone(value) { return JSON.parse(JSON.stringify(value)); }
@@ -189,6 +194,7 @@
     if (y) wrapAxisLabels(spec, view, y, "y", room, data);
     if (x) wrapAxisLabels(spec, view, x, "x", room, data);
     wrapAxisTitles(view, plot);
+    xTicks(view, plot);
     if (!fits || (n && needed && !(view.width && isNumber(view.width.step) && view.width.step >= needed))) {
       if (top && !fits && !y) {
         view.width = room;
@@ -232,6 +238,20 @@
     var step = view.height && isNumber(view.height.step) ? view.height.step : DEFAULT_STEP;
     var wanted = most * (size + 2) + 6;
     if (channel === "y" && most > 1 && step < wanted) view.height = {step: wanted};
+  }
+
+  // A quantitative x axis (relative depth, an angle, a position) gets at most one tick per
+  // TICK_SPACING px of its plot, unless the chart chose its ticks: "0.0 0.2 … 1.0" on a phone,
+  // "0.0 0.1 … 1.0" in a wide column.
+  function xTicks(view, plot) {
+    var count = Math.max(2, Math.floor(plot / TICK_SPACING));
+    [view].concat(view.layer || []).forEach(function (layer) {
+      var def = layer.encoding && layer.encoding.x;
+      if (!def || def.type !== "quantitative" || def.axis === null) return;
+      var axis = def.axis || {};
+      if (axis.tickCount !== undefined || axis.values !== undefined) return;
+      def.axis = Object.assign({}, axis, {tickCount: count});
+    });
   }
 
   // Axis titles longer than the plot print on several lines.
@@ -379,6 +399,7 @@
     spec.config = spec.config || {};
     raiseFonts(spec);
     configFonts(spec.config);
+    spec.config.axis = Object.assign({labelSeparation: LABEL_SEPARATION}, spec.config.axis);
     if (!room) return spec;
     pad = PAD + (extra || 0);  // each retry: the axes took that much more room than estimated
     room = Math.floor(room - (extra || 0) / 2);
@@ -454,6 +475,22 @@
     element.insertAdjacentElement("afterend", bar);
   }
 
+  // ------------------------------------------------------------------ tapping
+
+  // A tap shows the tooltip of the mark tapped, as hovering does with a mouse: Vega shows a tooltip
+  // on pointermove, which a tap does not fire, so the tap's click (fired last) is passed on as one.
+  // Vega hides it on mouseout, which the next tap elsewhere fires.
+  function tappable(element) {
+    var drawn = element.querySelector("svg"), touch = false;
+    if (!drawn) return;
+    drawn.addEventListener("pointerdown", function (event) { touch = event.pointerType !== "mouse"; });
+    drawn.addEventListener("click", function (event) {
+      if (!touch) return;
+      event.target.dispatchEvent(new PointerEvent("pointermove", {
+        bubbles: true, clientX: event.clientX, clientY: event.clientY, pointerType: "touch"}));
+    });
+  }
+
   // ------------------------------------------------------------------ drawing
 
   function draw(id, attempt, extra) {
@@ -468,6 +505,7 @@
         var drawn = element.querySelector("svg");
         var over = drawn ? drawn.getBoundingClientRect().width - room : 0;
         if (over > 1 && attempt < 4) { draw(id, attempt + 1, (extra || 0) + over + 4); return; }
+        tappable(element);
         element.setAttribute("data-eg-ready", "1");
         if (!element.nextElementSibling || !element.nextElementSibling.classList.contains("eg-chart-tools")) tools(element, entry);
       })

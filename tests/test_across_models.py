@@ -204,8 +204,8 @@ def test_charts_draw_every_model_over_the_published_curves():
     colours, dashes = encoding["color"]["scale"], encoding["strokeDash"]["scale"]
     assert colours["domain"] == ["model-a (6 blocks)", "model-a · random-init control",
                                  "within-sentence — published (pub)", "cross-sentence baseline — published (pub)"]
-    assert colours["range"][0] == colours["range"][1] and colours["range"][-1] == charts.PUBLISHED_COLOR
-    assert dashes["range"][:2] == [[1, 0], [6, 3]]
+    assert colours["range"][0] == colours["range"][1] and colours["range"][2:] == charts.PUBLISHED_GREYS[:2]
+    assert dashes["range"] == [[1, 0], [6, 3], *charts.PUBLISHED_DASHES[:2]]  # each published curve its own
     grids = charts.head_grid_frame({"m": {"d": [[1, 2], [3, 4]]}, "n": {"d": [[1, 2], [3, 4]]}})
     assert len(charts.head_grids(grids, {"d": "distance"}).to_dict()["vconcat"]) == 2  # one under the other
 

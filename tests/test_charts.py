@@ -47,11 +47,14 @@ def test_per_layer_frame_and_overlay():
     run = charts.per_layer_frame({"within": np.linspace(0, 1, 4)}, "ours")
     assert run["relative_depth"].tolist() == [0, 1 / 3, 2 / 3, 1]
     assert set(run.columns) == {"depth", "relative_depth", "value", "series", "model"}
-    published = charts.per_layer_frame({"within": np.linspace(0, 1, 25)}, "theirs")
+    published = charts.per_layer_frame({"within": np.linspace(0, 1, 25), "baseline": np.zeros(25)}, "theirs")
     spec = charts.layer_chart(run, "cosine", published).to_dict()
     assert len(spec["layer"]) == 2
-    grey = spec["layer"][0]
-    assert grey["mark"]["color"] == charts.PUBLISHED_COLOR  # published curve underneath
+    colour, dash = (spec["layer"][0]["encoding"][c]["scale"] for c in ("color", "strokeDash"))
+    assert colour["domain"] == ["within", "within — published (theirs)", "baseline — published (theirs)"]
+    assert colour["range"] == [charts.CATEGORY_COLORS[0], *charts.PUBLISHED_GREYS[:2]]  # a grey per published curve
+    assert dash["range"] == [[1, 0], *charts.PUBLISHED_DASHES[:2]]  # ours solid, each published curve its own dash
+    assert spec["layer"][1]["encoding"]["color"]["scale"] == colour  # one scale, so one legend names every line
     assert spec["layer"][1]["encoding"]["x"]["field"] == "relative_depth"
     assert "layer" not in charts.layer_chart(run, "cosine").to_dict()
 

@@ -521,7 +521,7 @@ def test_charts_and_sentences_of_an_arm():
     assert table.attrs["fold"].startswith("How each of the 6 copies trained")
     settled = charts.objective_settled_table(blocks)
     assert settled["settled"].tolist() == [True] and settled["at 3/4 of the steps"].iloc[0] == pytest.approx(
-        block["comparison"]["settled"]["three_quarters"])
+        block["comparison"]["settled"]["three_quarters"], abs=5e-5)  # four decimals
     table = charts.objective_per_seed_table(blocks, "intra_sentence_cosine")
     assert list(table.columns)[:3] == ["seed 0", "seed 1", "seed 2"]
     for chart in (charts.objective_chart(blocks, "anisotropy", "a"), charts.objective_answers_chart(blocks),
@@ -538,6 +538,44 @@ def test_charts_and_sentences_of_an_arm():
     few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
     assert list(few["seeds kept"].values()) == [2, 3] and all(w > 0 for w in few["width"].values())
     assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
+
+
+def test_each_table_of_the_chapter_reads_in_one_format():
+    """Four decimals throughout: a tiny value reads 0.0000 beside its interval, never 1.64e-06 beside
+    0.0004; a p-value that would round to zero reads "< 0.0001"."""
+    from embedding_geometry.book.charts.objectives import _interval, _p_text
+
+    assert _interval(-1.639e-06, [-0.0004072, 0.0004493]) == "0.0000 [-0.0004, 0.0004]"
+    assert _interval(0.007, [0.00024, 0.013]) == "0.0070 [0.0002, 0.0130]"
+    assert [_p_text(p) for p in (2.75e-42, 0.0, 0.0078125, 0.0625)] == ["< 0.0001", "< 0.0001", "0.0078", "0.0625"]
+    block = objective_results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
+    table = charts.objective_convergence_table({"scratch": block})
+    assert not table.astype(str).apply(lambda column: column.str.contains(r"\de-\d")).any().any()
+
+
+def test_the_posts_curve_gets_its_own_scale_only_where_it_would_flatten_this_runs():
+    """The post's B / W reaches 3.6; this run's at 0–0.3 gets a panel of its own for the post's curve,
+    with one legend (the same colour and dash scales in every panel); at 0–3 they share one axis."""
+    def blocks(top: float) -> dict:
+        curve = np.linspace(0, top, 5)
+        variants = ("before", "mean_pool", "maxsim")
+        found = {"mean": {v: {"separability_ratio": curve} for v in variants},
+                 "band": {v: {"separability_ratio": [curve - 0.01, curve + 0.01]} for v in variants}}
+        return {"scratch": {"comparison": found}}
+
+    apart = charts.objective_chart(blocks(0.3), "separability_ratio", "B / W").to_dict()
+    *arms, post = apart["hconcat"]
+    assert post["title"] == "the post, on its own scale" and len(arms) == 1
+    def lines(panel: dict) -> list[dict]:  # the line layers of a panel, nested layers included
+        return [line for layer in panel["layer"] for line in
+                (lines(layer) if "layer" in layer else [layer] if layer["mark"]["type"] == "line" else [])]
+
+    (ours,) = lines(arms[0])  # this run's curves only
+    colour = post["encoding"]["color"]["scale"]
+    assert ours["encoding"]["color"]["scale"] == colour
+    assert colour["range"][:3] == ["#9a9a9a", "#1f5fa8", "#d2691e"]  # each variant's line the colour of its band
+    together = charts.objective_chart(blocks(3.0), "separability_ratio", "B / W").to_dict()
+    assert len(together["hconcat"]) == 1 and len(lines(together["hconcat"][0])) == 2
 
 
 def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_why():

@@ -8,7 +8,7 @@ controls read as one pair, and one legend names every line. With more, a model p
 chart draws one trained model and its controls in colour over every trained model's line in
 light grey, and the legend names the roles (the picked model, its controls, every trained model),
 not the models: a tooltip names a line. The per-head grids take a picker the same way. Published
-curves are thin and grey, as in every chapter.
+curves are thin, each its own grey and dash, as in every chapter.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..claims import lookup
 from .frames import per_layer_frame, published_frame
-from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_label
+from .theme import CATEGORY_COLORS, PUBLISHED_DASHES, PUBLISHED_GREYS, published_label
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
@@ -35,8 +35,6 @@ ROLES = ("the model picked", "its random-init controls", "every trained model")
 CONTEXT_COLOR = "#c8c8c8"
 """Every trained model's line under the picked one."""
 SOLID, DASHED = [1, 0], [6, 3]
-PUBLISHED_DASHES = [[1, 0], [2, 2], [8, 3, 2, 3]]
-"""Dash patterns of the published curves, in order (all thin and grey)."""
 
 
 def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str,
@@ -66,14 +64,14 @@ def models_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None
     """The frame of :func:`models_frame` on relative depth (module docstring): a colour per
     trained model and its controls dashed, or, above :data:`PICK_ABOVE` trained models, the
     picked one over every trained model in grey; published curves (``charts.published_frame``)
-    thin and grey underneath. One legend names every line, or every role."""
+    thin underneath, each its own grey and dash. One legend names every line, or every role."""
     theirs = pd.DataFrame() if published is None else published.assign(
         series=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
     families = list(dict.fromkeys(run["family"]))
     picking = len(families) > PICK_ABOVE
     styles = _role_styles() if picking else _line_styles(run, families)
     published_names = list(dict.fromkeys(theirs["series"])) if len(theirs) else []
-    styles |= {name: (PUBLISHED_COLOR, PUBLISHED_DASHES[i % len(PUBLISHED_DASHES)])
+    styles |= {name: (PUBLISHED_GREYS[i % len(PUBLISHED_GREYS)], PUBLISHED_DASHES[i % len(PUBLISHED_DASHES)])
                for i, name in enumerate(published_names)}
     legend = alt.Legend(symbolType="stroke", symbolStrokeWidth=2.5, symbolSize=300, columns=1)
     colour = alt.Color("line:N", title=None, legend=legend,

@@ -3,12 +3,13 @@ heatmaps and the depth-slider animations."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
 
-from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_label, short_name
+from .theme import CATEGORY_COLORS, PUBLISHED_COLOR, published_encoding, published_label, short_name
 
 
 def depth_slider(n_layers: int, name: str = "depth", value: int | None = None) -> alt.Parameter:
@@ -18,22 +19,25 @@ def depth_slider(n_layers: int, name: str = "depth", value: int | None = None) -
 
 
 def layer_chart(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None,
-                title: str = "", y_zero: bool = True) -> alt.LayerChart | alt.Chart:
-    """This run's per-depth curves (from ``per_layer_frame``), with published curves drawn as
-    thin grey lines underneath on relative depth; the x-axis is relative depth r = l / L.
-    ``y_zero=False`` lets the y-axis start near the data instead of at 0."""
+                title: str = "", y_zero: bool = True,
+                lines: Mapping[str, Any] | None = None) -> alt.LayerChart | alt.Chart:
+    """This run's per-depth curves (from ``per_layer_frame``), solid in the theme's colours, over
+    published curves drawn thin underneath on relative depth, each its own grey and dash, one
+    legend naming all; ``lines``: the colour and dash encodings on ``label`` to use instead
+    (``published_encoding``, shared by the panels of one chart). The x-axis is relative depth
+    r = l / L. ``y_zero=False`` lets the y-axis start near the data instead of at 0."""
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
     run = run.assign(label=[short_name(s) for s in run["series"]])
+    theirs = pd.DataFrame() if published is None else published.assign(
+        label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
+    lines = lines or published_encoding(theirs.get("label", ()), ours=run["label"])
     ours = alt.Chart(run).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)),
-        color=alt.Color("label:N", title=None, sort=None), tooltip=tooltip)
-    if published is None or published.empty:
+        x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), tooltip=tooltip, **lines)
+    if theirs.empty:
         return ours.properties(title=title)
-    labelled = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
-    theirs = alt.Chart(labelled).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
-        x=x, y="value:Q", detail="label:N", strokeDash=alt.StrokeDash("label:N", title=None), tooltip=tooltip)
-    return alt.layer(theirs, ours).resolve_scale(strokeDash="independent").properties(title=title)
+    return alt.layer(alt.Chart(theirs).mark_line(strokeWidth=1.5).encode(x=x, y="value:Q", tooltip=tooltip, **lines),
+                     ours).properties(title=title)
 
 
 def token_heatmap(frame: pd.DataFrame, value: str, n_layers: int, title: str = "",

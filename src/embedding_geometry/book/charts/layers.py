@@ -3,7 +3,7 @@ depth r = l / L, over the post's published curves.
 
 A measurement's series (within-sentence, baseline, …) are told apart by colour and the models by
 dash (solid for the first, the main model); with one series, colour tells the models apart.
-Published curves are thin and grey underneath, named in their own legend.
+Published curves are thin underneath, each its own grey and dash, named in the legend.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import binned_frame, per_layer_frame, run_metric, step_frame
-from .theme import PUBLISHED_COLOR
+from .theme import PUBLISHED_COLOR, published_encoding, published_label
 
 __all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
 
@@ -40,7 +40,7 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
                   y_zero: bool = True, zero_rule: bool = False) -> alt.LayerChart | alt.Chart:
     """The frame of :func:`models_series_frame` on relative depth: colour per series, dash per
     model (colour per model when there is one series); ``published`` curves
-    (``charts.published_frame``) thin and grey underneath; ``zero_rule`` draws y = 0."""
+    (``charts.published_frame``) thin underneath, each its own grey and dash; ``zero_rule`` draws y = 0."""
     models, names = list(dict.fromkeys(frame["model"])), list(dict.fromkeys(frame["series"]))
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
@@ -56,16 +56,15 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), tooltip=tooltip, **encoding)
     layers = []
     if published is not None and not published.empty:
-        short = published["model"].str.split("/").str[-1]
-        named = published.assign(label=published["series"] + " — published (" + short + ")")
-        layers.append(alt.Chart(named).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR, opacity=0.8).encode(
-            x=x, y="value:Q", detail="label:N", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
-            opacity=alt.Opacity("label:O", title=None, legend=legend, scale=alt.Scale(range=[0.8]))))
+        named = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
+        layers.append(alt.Chart(named).mark_line(strokeWidth=1.5).encode(
+            x=x, y="value:Q", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
+            **published_encoding(named["label"])))
     if zero_rule:
         layers.append(alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=PUBLISHED_COLOR).encode(y="y:Q"))
     chart = alt.layer(*layers, ours) if layers else ours
     if layers:
-        chart = chart.resolve_scale(color="independent", strokeDash="independent", opacity="independent")
+        chart = chart.resolve_scale(color="independent", strokeDash="independent")
     return chart.properties(title=title)
 
 

@@ -18,6 +18,7 @@ from ...studies import objective_results
 from ..tables import number_text
 from .depth import layer_chart
 from .frames import per_layer_frame, published_frame
+from .theme import published_encoding, published_label
 
 __all__ = [
     "ARM_LABELS",
@@ -79,24 +80,66 @@ def _band_layer(low: Sequence[float], high: Sequence[float], colour: str) -> alt
 
 
 def objective_panel(block: Mapping[str, Any], arm: str, measure: str, y_title: str,
-                    comparison: str = "comparison") -> alt.LayerChart:
+                    comparison: str = "comparison", published: bool = True,
+                    lines: Mapping[str, Any] | None = None) -> alt.LayerChart:
     """One arm: the mean curve of ``measure`` over the kept seeds before training and after each
     training of the ``comparison``, each with its 95 % band over seeds and sentences, the posts'
-    curves in grey."""
+    curves underneath unless ``published`` is False; ``lines``: the chart's colour and dash
+    encodings (:func:`_lines`)."""
     found = block[comparison]
     series = {OBJECTIVE_LABELS[v]: found["mean"][v][measure] for v in found["mean"]}
-    chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, objective_published(measure),
-                        title=ARM_LABELS[arm], y_zero=False)
+    post = objective_published(measure)
+    chart = layer_chart(per_layer_frame(series, ARM_LABELS[arm]), y_title, post if published else None,
+                        title=ARM_LABELS[arm], y_zero=False, lines=lines or _lines(list(found["mean"]), post))
     bands = [_band_layer(*np.asarray(found["band"][v][measure], dtype=float), PALETTE[v]) for v in found["band"]]
     return alt.layer(*bands, chart).properties(width=PANEL)
+
+
+def _lines(variants: Sequence[str], post: pd.DataFrame | None) -> dict[str, Any]:
+    """The colour and dash encodings of a chart of ``variants`` over the posts' curves ``post``:
+    each variant solid in its :data:`PALETTE` colour (its band's), each published curve its own
+    grey and dash; every panel takes the same, so that one legend names every line."""
+    published = [] if post is None else [published_label(s, m) for s, m in zip(post["series"], post["model"])]
+    return published_encoding(published, ours=[OBJECTIVE_LABELS[v] for v in variants],
+                              colours=[PALETTE[v] for v in variants])
+
+
+OWN_SCALE = 3.0
+"""The posts' curves get a panel of their own when the y-range of theirs and this run's together is
+more than this many times this run's own (bands included): one shared axis would flatten this run's
+curves (chapter 7's B / W: the post's 3.6 over this run's 0–0.3)."""
+
+
+def _measured_span(blocks: Mapping[str, Mapping], measure: str, comparison: str) -> tuple[float, float]:
+    """The lowest and highest value (means and 95 % bands) of ``measure`` over every arm's ``comparison``."""
+    values = [np.asarray(found[part][v][measure], dtype=float).ravel() for block in blocks.values()
+              if (found := block.get(comparison)) for part in ("mean", "band") for v in found[part]]
+    values = np.concatenate(values)
+    return float(np.nanmin(values)), float(np.nanmax(values))
 
 
 def objective_chart(blocks: Mapping[str, Mapping], measure: str, y_title: str, title: str = "",
                     comparison: str = "comparison") -> alt.HConcatChart:
     """:func:`objective_panel` for every arm whose ``comparison`` was made (at least 2 seeds kept),
-    side by side."""
-    panels = [objective_panel(block, arm, measure, y_title, comparison) for arm, block in blocks.items()
-              if block.get(comparison)]
+    side by side, over the posts' curves; where those would flatten this run's (:data:`OWN_SCALE`),
+    they are drawn in a last panel of their own, on their own y-scale."""
+    made = {arm: block for arm, block in blocks.items() if block.get(comparison)}
+    post = objective_published(measure)
+    apart = False
+    if post is not None and made:
+        low, high = _measured_span(made, measure, comparison)
+        both = max(high, post["value"].max()) - min(low, post["value"].min())
+        apart = both > OWN_SCALE * max(high - low, 1e-12)
+    variants = list(next(iter(made.values()))[comparison]["mean"]) if made else []
+    lines = _lines(variants, post)
+    panels = [objective_panel(block, arm, measure, y_title, comparison, published=not apart, lines=lines)
+              for arm, block in made.items()]
+    if apart:
+        labelled = post.assign(label=[published_label(s, m) for s, m in zip(post["series"], post["model"])])
+        panels.append(alt.Chart(labelled).mark_line(strokeWidth=1.5).encode(
+            x=_x(), y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=False)),
+            tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")], **lines
+        ).properties(title="the post, on its own scale", width=PANEL))
     return alt.hconcat(*panels).properties(title=title)
 
 
@@ -171,14 +214,30 @@ def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
     return alt.hconcat(*panels).properties(title="Training loss of every copy")
 
 
-def _interval(value: float | None, interval: Sequence[float] | None, digits: int = 3) -> str:
-    """"0.395 [0.360, 0.431]", or "not measured"; a zero never carries a sign (:func:`.tables.number_text`)."""
+DIGITS = 4
+"""Decimals of every number in the chapter's tables, so that each table reads in one format: a
+value that rounds to zero reads 0.0000 (never 1.64e-06 beside 0.0004), a p-value below 0.0001
+reads "< 0.0001". (Relative depths, multiples of 1 / L, keep two: :func:`reach_text`.)"""
+
+
+def _fixed(value: float, digits: int = DIGITS) -> str:
+    """``value`` with ``digits`` decimals, a zero without a sign (:func:`.tables.number_text`)."""
+    return number_text(round(float(value), digits), digits)
+
+
+def _p_text(p: float, digits: int = DIGITS) -> str:
+    """"0.0078", or "< 0.0001" for a p-value that would round to zero."""
+    return f"< {10.0 ** -digits:.{digits}f}" if p < 10.0 ** -digits else _fixed(p, digits)
+
+
+def _interval(value: float | None, interval: Sequence[float] | None, digits: int = DIGITS) -> str:
+    """"0.3950 [0.3600, 0.4310]", or "not measured"; every number with ``digits`` decimals."""
     if value is None:
         return "not measured"
     if interval is None:
-        return number_text(value, digits)
-    low, high = (number_text(end, digits) for end in interval)
-    return f"{number_text(value, digits)} [{low}, {high}]"
+        return _fixed(value, digits)
+    low, high = (_fixed(end, digits) for end in interval)
+    return f"{_fixed(value, digits)} [{low}, {high}]"
 
 
 def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
@@ -194,20 +253,23 @@ def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                 loss = block["loss"][variant][f"seed_{seed}"]
                 level = loss["levelled"]
                 rows.append({"arm": ARM_LABELS[arm], "copy": OBJECTIVE_LABELS[variant], "seed": seed,
-                             "loss, first tenth": loss["first"], "loss, last tenth": loss["last"],
-                             "last tenth's fall": level["fall"], "its noise (2 SE)": level["noise"],
-                             "share of the whole fall": level["share"], "levelled off": level["levelled"],
+                             "loss, first tenth": round(loss["first"], DIGITS),
+                             "loss, last tenth": round(loss["last"], DIGITS),
+                             "last tenth's fall": round(level["fall"], DIGITS),
+                             "its noise (2 SE)": round(level["noise"], DIGITS),
+                             "share of the whole fall": round(level["share"], DIGITS),
+                             "levelled off": level["levelled"],
                              f"recall@{block['k']} [95 %]": _interval(r["recall"], r["interval"]),
-                             "chance": r["chance"], "p (vs chance)": r["p_value"],
+                             "chance": round(r["chance"], DIGITS), "p (vs chance)": _p_text(r["p_value"]),
                              "kept": "yes" if int(seed) in block["kept"] else
                              f"no — {reasons.get((variant, int(seed)), 'another copy of its seed is excluded')}"})
         for score, by_seed in block["retrieval"]["before"].items():
             found = list(by_seed.values())
             recall = (_interval(found[0]["recall"], found[0]["interval"]) if len(found) == 1 else
-                      f"{min(r['recall'] for r in found):.3f} to {max(r['recall'] for r in found):.3f} "
+                      f"{_fixed(min(r['recall'] for r in found))} to {_fixed(max(r['recall'] for r in found))} "
                       f"over {len(found)} starts")
             rows.append({"arm": ARM_LABELS[arm], "copy": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
-                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": block["chance"]})
+                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], DIGITS)})
     frame = pd.DataFrame(rows)
     frame.attrs["fold"] = f"How each of the {sum(len(b['loss'][v]) for b in blocks.values() for v in b['variants'])} " \
                           "copies trained, and whether it is kept"
@@ -226,7 +288,7 @@ def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
             s = found["settled"]
             rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
                          "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
-                         s["three_quarters"], "at the end [95 %]": _interval(s["end"], s["interval"], 4),
+                         round(s["three_quarters"], DIGITS), "at the end [95 %]": _interval(s["end"], s["interval"]),
                          "settled": s["settled"]})
     return pd.DataFrame(rows)
 
@@ -258,8 +320,8 @@ def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str,
             continue
         final = block[comparison]["final"]["difference"][measure]
         row = {"arm": ARM_LABELS[arm],
-               **{f"seed {s}": round(v, 4) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
-               "mean [95 %]": _interval(final["value"], final["interval"], 4), "sign-flip p": f"{final['p_value']:.3g}"}
+               **{f"seed {s}": round(v, DIGITS) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
+               "mean [95 %]": _interval(final["value"], final["interval"]), "sign-flip p": _p_text(final["p_value"])}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
 
@@ -275,7 +337,7 @@ def objective_reach_table(blocks: Mapping[str, Mapping], measures: Mapping[str, 
             if not comparison or key not in comparison["reach"]:
                 continue
             final, reach = comparison["final"]["difference"][key], comparison["reach"][key]
-            row[f"final difference ({arm})"] = _interval(final["value"], final["interval"], 4)
+            row[f"final difference ({arm})"] = _interval(final["value"], final["interval"])
             row[f"visible from ({arm})"] = reach_text(reach)
         rows.append(row)
     return pd.DataFrame(rows).set_index("measure").fillna("—")
@@ -300,7 +362,8 @@ def objective_cone_table(block: Mapping[str, Any]) -> pd.DataFrame:
     for variant, by_seed in block["cone"].items():
         for seed, values in by_seed.items():
             name = "the backbone" if variant == "before" else f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}"
-            rows.append({"copy": name, **{key.replace("_", " "): round(value, 4) for key, value in values.items()}})
+            rows.append({"copy": name, **{key.replace("_", " "): round(value, DIGITS)
+                                          for key, value in values.items()}})
     return pd.DataFrame(rows).set_index("copy")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import altair as alt
@@ -34,6 +34,13 @@ THEME = "book"
 
 
 PUBLISHED_COLOR = "#9a9a9a"
+"""The grey of a published reference that stands alone (a rule, a band, a single curve)."""
+
+
+PUBLISHED_GREYS = ["#4a4a4a", "#8c8c8c", "#262626", "#b0b0b0"]
+PUBLISHED_DASHES = [[6, 3], [2, 2], [10, 3, 2, 3], [14, 4]]
+"""Published curves, in order: each its own grey and dash, so that up to four of them drawn
+together can be told apart, and from this run's solid lines."""
 
 
 _ids: Counter[str] = Counter()
@@ -61,6 +68,27 @@ MIN_FONT = 11
 CATEGORY_COLORS = ["#1f5fa8", "#d2691e", "#2e8b57", "#8b3a8b", "#b8860b", "#4682b4"]
 """The theme's colours for categories (models, series), in the order a chart assigns them; a chart
 that colours its marks by hand takes them from here so that they match its neighbours."""
+
+
+def published_encoding(published: Sequence[str], ours: Sequence[str] = (), colours: Sequence[str] | None = None,
+                       field: str = "label", legend: alt.Legend | None = None) -> dict[str, alt.Color | alt.StrokeDash]:
+    """Colour and dash encodings of a chart's lines keyed by ``field``: this run's series ``ours``
+    solid in ``colours`` (the theme's :data:`CATEGORY_COLORS` by default), then each published
+    curve (``published``, named by :func:`published_label`) its own grey and dash from
+    :data:`PUBLISHED_GREYS` and :data:`PUBLISHED_DASHES`, all in one legend. Every layer (and
+    panel) of a chart takes the same encodings, so that their scales merge."""
+    ours, published = list(dict.fromkeys(ours)), list(dict.fromkeys(published))
+    domain = ours + published
+    colours = list(colours or CATEGORY_COLORS)
+    shades = [colours[i % len(colours)] for i in range(len(ours))]
+    shades += [PUBLISHED_GREYS[i % len(PUBLISHED_GREYS)] for i in range(len(published))]
+    dashes = [[1, 0]] * len(ours) + [PUBLISHED_DASHES[i % len(PUBLISHED_DASHES)] for i in range(len(published))]
+    legend = legend or alt.Legend(orient="bottom", direction="vertical", symbolType="stroke", symbolSize=300,
+                                  symbolStrokeWidth=2)
+    return {"color": alt.Color(f"{field}:N", title=None, sort=domain, legend=legend,
+                               scale=alt.Scale(domain=domain, range=shades)),
+            "strokeDash": alt.StrokeDash(f"{field}:N", title=None, sort=domain, legend=legend,
+                                         scale=alt.Scale(domain=domain, range=dashes))}
 
 
 def _theme() -> alt.theme.ThemeConfig:
