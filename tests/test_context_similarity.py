@@ -818,9 +818,9 @@ def test_chapter_results_on_the_tiny_model(built_book):
 
 
 @pytest.mark.slow
-def test_every_claim_has_an_interval_or_a_reason_and_the_summary_names_the_rest(built_book):
+def test_every_claim_has_an_interval_or_a_reason_and_the_page_lists_the_rest(built_book):
     """Every claim of the executed chapter has an interval over texts (or says why not), a null
-    wherever the ledger declares one, and the page's summary names every claim that is not a pass."""
+    wherever the ledger declares one, and the page lists every claim that is not a pass."""
     from test_layer_by_layer import assert_verdicts_explained, chapter_results
 
     results = chapter_results(built_book, SLUG)

@@ -13,10 +13,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from embedding_geometry.book import claims, maths
+from embedding_geometry.book import claims, dashboard, maths
 from embedding_geometry.book.claims import samples, words
 from embedding_geometry.core import corpora
-from verdict_checks import unnamed
+from verdict_checks import page_outputs, unnamed
 
 SLUG = "05_embeddings_without_tears"
 HEADLINES = {"narrow-cone", "length-magnitude", "domain-vocabulary-collapse", "softmax-makes-cone", "cls-early-tokens"}
@@ -231,24 +231,9 @@ def assert_per_unit_values_give_the_metrics(slug: str, document: dict) -> None:
     assert checked >= 5, f"only {checked} claims' samples could be rebuilt from the results file"
 
 
-def page_outputs(notebook) -> str:
-    """Every text and HTML output of an executed notebook, its stderr left out (the book drops it),
-    and what it shows as code left out too (parameter defaults and values are Python literals, as
-    a notebook writes them), as the browser test of the site reads a page (tests/test_reader.py)."""
-    texts = []
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            texts += [re.sub(r"<code[^>]*>.*?</code>", "", data[kind], flags=re.S)
-                      for kind in ("text/markdown", "text/html") if kind in data]
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                texts.append(output["text"])
-    return "\n".join(texts)
-
-
 def assert_chapter_reads_as_outputs(root, slug: str, document: dict) -> None:
-    """The executed notebook: no glue role in its Markdown, no raw value in its outputs, the summary
-    names every claim that is not a judged pass, and each headline claim is reported in words."""
+    """The executed notebook: no glue role in its Markdown, no raw value in its outputs, every claim
+    that is not a judged pass listed, and each headline claim in words in the findings box."""
     notebook = nbformat.read(root / "book" / "chapters" / f"{slug}.ipynb", as_version=4)
     prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     assert "{glue" not in prose
@@ -259,9 +244,8 @@ def assert_chapter_reads_as_outputs(root, slug: str, document: dict) -> None:
     for raw in ("NaN", ">nan<", "-0.0000", ">True<", ">False<", "PosixPath"):
         assert raw not in shown, raw
     assert unnamed(shown, document["claims"]) == []
-    for record in document["claims"]:
-        if record["headline"]:
-            assert maths.html(words.plain_sentence(record)) in shown, record["id"]
+    for claim, records in words.by_claim(words.headlines(dashboard.records(document))).items():
+        assert maths.html(words.said(records)) in shown, claim  # the findings box, each claim on every model
 
 
 @pytest.mark.slow

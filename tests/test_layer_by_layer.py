@@ -5,6 +5,7 @@ model beside the embedded MiniLM (the results contract of book/methods.md, Layer
 
 import json
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -15,7 +16,7 @@ from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.models import ModelInfo
 from embedding_geometry.studies import layer_by_layer as study
 from embedding_geometry.studies import layer_runs, pca_views, pool_dimensions, sublayers
-from verdict_checks import unnamed
+from verdict_checks import page_outputs, unnamed
 
 SLUG = "01_layer_by_layer"
 slow = pytest.mark.slow
@@ -625,25 +626,15 @@ def test_published_models_not_run_are_not_measured(results):
 def assert_verdicts_explained(built_book, slug: str, results: dict) -> None:
     """Every claim of an executed chapter has an interval or says why not (by construction,
     description, not measured, a test that cannot decide), a null wherever its ledger declares one,
-    and the page's summary names every claim that does not hold or is inconclusive."""
+    and the page lists every claim that does not hold or is inconclusive (its claims table)."""
     ledger = {claim.id: claim for claim in claims.load(slug).claims}
     for result in results["claims"]:
         assert result["interval"] is not None or (result["reason"] and result["status"] in (
             judge.BY_CONSTRUCTION, judge.DESCRIPTIVE, judge.NOT_MEASURED, judge.CANNOT_DECIDE)), result["id"]
         if ledger[result["id"]].null and result["measured"] is not None:
             assert result["null"]["value"] is not None, result["id"]
-    summary = summary_shown(built_book[0] / "book" / "chapters" / f"{slug}.ipynb")
-    assert summary and unnamed(summary, results["claims"]) == []
-
-
-def summary_shown(notebook) -> str | None:
-    """The Markdown that an executed chapter's ``ch.summary()`` cell shows, or None."""
-    for cell in json.loads(notebook.read_text())["cells"]:
-        if cell["cell_type"] == "code" and "".join(cell["source"]).strip() == "ch.summary()":
-            for output in cell.get("outputs", []):
-                if text := output.get("data", {}).get("text/markdown"):
-                    return "".join(text) if isinstance(text, list) else text
-    return None
+    page = page_outputs(nbformat.read(built_book[0] / "book" / "chapters" / f"{slug}.ipynb", as_version=4))
+    assert unnamed(page, results["claims"]) == []
 
 
 @slow

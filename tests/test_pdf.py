@@ -55,4 +55,4 @@ def test_the_built_book_prints_to_one_pdf_with_every_chart_as_a_picture(built_bo
     assert total > 40 and len(pdf_images(made.path)) == total
     text = subprocess.run(["pdftotext", str(made.path), "-"], capture_output=True, text=True, check=True).stdout
     assert "Cite this book" in text and "Chart error" not in text and "needs the book" not in text
-    assert "@pdf@" not in text and "this file, printed from this build" in text
+    assert "@pdf@" not in text and "@commit@" not in text and "this file, printed from this build" in text

@@ -6,9 +6,11 @@ from the published value; a claim not tested its reason."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from embedding_geometry.book import pages
 from embedding_geometry.book.claims import ledger, words
 
 OUTCOMES = (words.HOLDS, words.FAILS, words.INCONCLUSIVE)
@@ -47,8 +49,26 @@ def problems(record: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def unnamed(summary: str, records) -> list[str]:
-    """Ids of the claims that do not hold or are inconclusive that a chapter's ``summary`` never
-    names in backticks (the summary lists every one of them)."""
-    return [r["id"] for r in records
-            if r.get("verdict") in (words.FAILS, words.INCONCLUSIVE) and f"`{r['id']}`" not in summary]
+def unnamed(page: str, records) -> list[str]:
+    """Ids of the claims that do not hold or are inconclusive that a chapter's ``page`` (every
+    output of the executed notebook) neither names in backticks nor lists as a row of its claims
+    table (``id="claim-<id>"``, pages.claim_anchor): each is on the page, said once in its
+    section's words and listed in the table."""
+    return [r["id"] for r in records if r.get("verdict") in (words.FAILS, words.INCONCLUSIVE)
+            and f"`{r['id']}`" not in page and f'id="{pages.claim_anchor(r["id"])}"' not in page]
+
+
+def page_outputs(notebook) -> str:
+    """Every text and HTML output of an executed notebook (an ``nbformat`` node), its stderr left
+    out (the book drops it), and what it shows as code left out too (parameter defaults and values
+    are Python literals, as a notebook writes them), as the browser test of the site reads a page
+    (tests/test_reader.py)."""
+    texts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            texts += [re.sub(r"<code[^>]*>.*?</code>", "", data[kind], flags=re.S)
+                      for kind in ("text/markdown", "text/html") if kind in data]
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                texts.append(output["text"])
+    return "\n".join(texts)

@@ -131,13 +131,13 @@ def pdf_link(app) -> str:
 
 
 def stamp_citation(app, pagename, templatename, context, doctree) -> None:
-    """Fill the citation on ``book/cite`` with this build: ``@commit@`` and ``@date@`` (:func:`build_stamp`)
-    and ``@url@``, the repository's address, whose BibTeX line is dropped while none is set; and on
-    any page, ``@pdf@`` (:func:`pdf_link`)."""
+    """Fill the citation (the Cite page, or the single page the PDF prints) with this build:
+    ``@commit@`` and ``@date@`` (:func:`build_stamp`) and ``@url@``, the repository's address, whose
+    BibTeX line is dropped while none is set; and on any page, ``@pdf@`` (:func:`pdf_link`)."""
     for token in ("@pdf@", "&#64;pdf&#64;"):  # the HTML writer may write an "@" as "&#64;"
         if token in context.get("body", ""):
             context["body"] = context["body"].replace(token, pdf_link(app))
-    if pagename != "book/cite" or "body" not in context:
+    if "@commit@" not in context.get("body", ""):
         return
     commit, date = build_stamp()
     url = app.config.html_theme_options.get("repository_url") or ""

@@ -271,7 +271,7 @@ def _badges(records: list[Mapping[str, Any]], root: str = "../") -> str:
     return " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
 
 
-def _said(records: list[Mapping[str, Any]]) -> str:
+def said(records: list[Mapping[str, Any]]) -> str:
     """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model."""
     if len({verdict_of(r) for r in records}) == 1:
         return plain_sentence(records[0], [r["model"] for r in records])
@@ -299,7 +299,7 @@ def report(items: Iterable[Any]) -> str:
     lines = []
     for records in by_claim(items).values():
         small = " · ".join(f"{model_name(r['model'])}: {_brief(r)}" for r in records)
-        lines.append(f"- {_badges(records)} {maths.markdown(_said(records))} <small>({html.escape(small)})</small>")
+        lines.append(f"- {_badges(records)} {maths.markdown(said(records))} <small>({html.escape(small)})</small>")
     return "\n".join(lines) + "\n"
 
 
@@ -329,7 +329,7 @@ def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool =
     each model's test, numbers and p folded under it."""
     folds = "".join(f"<details><summary>numbers · {model_name(r['model'])}</summary>{_numbers(r)}</details>"
                     for r in records) if numbers else ""
-    return f'<div class="eg-finding">{_badges(records, root)}<br>{maths.html(_said(records))}{folds}</div>'
+    return f'<div class="eg-finding">{_badges(records, root)}<br>{maths.html(said(records))}{folds}</div>'
 
 
 def findings(items: Iterable[Any]) -> str:
