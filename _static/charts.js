@@ -245,13 +245,12 @@
   // "0.0 0.1 … 1.0" in a wide column.
   function xTicks(view, plot) {
     var count = Math.max(2, Math.floor(plot / TICK_SPACING));
-    [view].concat(view.layer || []).forEach(function (layer) {
-      var def = layer.encoding && layer.encoding.x;
-      if (!def || def.type !== "quantitative" || def.axis === null) return;
-      var axis = def.axis || {};
-      if (axis.tickCount !== undefined || axis.values !== undefined) return;
-      def.axis = Object.assign({}, axis, {tickCount: count});
-    });
+    var axes = [view].concat(view.layer || []).map(function (layer) { return layer.encoding && layer.encoding.x; })
+      .filter(function (def) { return def && def.type === "quantitative" && def.axis !== null; });
+    // layers share one x axis: one tick count for all, or none where one of them chose its ticks
+    // (Vega-Lite warns of conflicting counts)
+    if (axes.some(function (def) { return def.axis && (def.axis.tickCount !== undefined || def.axis.values !== undefined); })) return;
+    axes.forEach(function (def) { def.axis = Object.assign({}, def.axis || {}, {tickCount: count}); });
   }
 
   // Axis titles longer than the plot print on several lines.

@@ -301,7 +301,7 @@ def _stderr_to(log: Path):
             os.close(saved)
 
 
-SOURCES = ("_config.yml", "_toc.yml", "_static", "_templates", "book", "notebooks", "params")
+SOURCES = ("_config.yml", "_toc.yml", "_static", "_templates", "book", "notebooks", "params", "LICENSE")
 """What a book is made of (everything else under the root is a build product or the package)."""
 
 
