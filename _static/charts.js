@@ -350,14 +350,15 @@
   }
 
   // Legends stack their entries in as many columns as the longest label allows; a label longer
-  // than the room prints on several lines; several legends stack one above the other.
+  // than the room left of the plot's start (a bottom legend starts where the plot does, after the
+  // y axis: the axes estimate `pad`) prints on several lines; several legends stack one above the other.
   function fitLegends(spec, room) {
     var labels = Object.keys(legendLabels(spec, spec, spec.data, {}));
     var size = spec.config.legend.labelFontSize;
     var longest = labels.reduce(function (most, label) { return Math.max(most, label.length); }, 0);
     var entry = longest * CHAR * size + 36;
     var columns = Math.max(1, Math.min(labels.length || 1, Math.floor((room - 10) / entry)));
-    var limit = Math.max(100, room - 50);
+    var limit = Math.max(100, room - pad - 20);  // a legend starts where the plot does, after the y axis
     var legend = {columns: columns, labelLimit: limit + 20, layout: {bottom: {direction: "vertical", anchor: "start"},
                                                                         top: {direction: "vertical", anchor: "start"}}};
     spec.config.legend = Object.assign({}, spec.config.legend, legend);
