@@ -85,7 +85,14 @@ def test_claims_dashboard_filters_and_links_each_claim_to_its_row(site, browser)
              ".map(function (r) { return [r.dataset.chapter, r.dataset.verdict]; });")
     pick = ("var s = document.querySelector('.eg-dashboard select[data-filter=\"%s\"]');"
             "s.value = arguments[0]; s.dispatchEvent(new Event('change'));")
+    headlines = browser.execute_script(shown)  # the page opens on the headline claims at their home
+    total = browser.execute_script("return document.querySelectorAll('.eg-dashboard tbody tr').length")
+    rows = browser.find_elements("css selector", ".eg-dashboard tbody tr")
+    assert 0 < len(headlines) < total
+    assert all(r.get_attribute("data-headline") == "yes" for r in rows if r.is_displayed())
+    browser.execute_script(pick % "headline", "")  # "every claim"
     every = browser.execute_script(shown)
+    assert len(every) == total
     chapter, verdict = every[-1]
     browser.execute_script(pick % "verdict", verdict)
     assert browser.execute_script(shown) == [r for r in every if r[1] == verdict]

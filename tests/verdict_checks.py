@@ -67,7 +67,7 @@ def page_outputs(notebook) -> str:
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            texts += [re.sub(r"<code[^>]*>.*?</code>", "", data[kind], flags=re.S)
+            texts += [re.sub(r"<code[^>]*>.*?</code>", "", "".join(data[kind]), flags=re.S)  # a list of lines in JSON
                       for kind in ("text/markdown", "text/html") if kind in data]
             if output.get("output_type") == "stream" and output.get("name") == "stdout":
                 texts.append(output["text"])

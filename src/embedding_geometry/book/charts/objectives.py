@@ -220,6 +220,11 @@ value that rounds to zero reads 0.0000 (never 1.64e-06 beside 0.0004), a p-value
 reads "< 0.0001". (Relative depths, multiples of 1 / L, keep two: :func:`reach_text`.)"""
 
 
+def _rounded(value):
+    """``value`` to :data:`DIGITS` decimals; None (not measured) stays None, shown as "—"."""
+    return None if value is None else round(value, DIGITS)
+
+
 def _fixed(value: float, digits: int = DIGITS) -> str:
     """``value`` with ``digits`` decimals, a zero without a sign (:func:`.tables.number_text`)."""
     return number_text(round(float(value), digits), digits)
@@ -253,14 +258,14 @@ def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                 loss = block["loss"][variant][f"seed_{seed}"]
                 level = loss["levelled"]
                 rows.append({"arm": ARM_LABELS[arm], "copy": OBJECTIVE_LABELS[variant], "seed": seed,
-                             "loss, first tenth": round(loss["first"], DIGITS),
-                             "loss, last tenth": round(loss["last"], DIGITS),
-                             "last tenth's fall": round(level["fall"], DIGITS),
-                             "its noise (2 SE)": round(level["noise"], DIGITS),
-                             "share of the whole fall": round(level["share"], DIGITS),
+                             "loss, first tenth": _rounded(loss["first"]),
+                             "loss, last tenth": _rounded(loss["last"]),
+                             "last tenth's fall": _rounded(level["fall"]),
+                             "its noise (2 SE)": _rounded(level["noise"]),
+                             "share of the whole fall": _rounded(level["share"]),
                              "levelled off": level["levelled"],
                              f"recall@{block['k']} [95 %]": _interval(r["recall"], r["interval"]),
-                             "chance": round(r["chance"], DIGITS), "p (vs chance)": _p_text(r["p_value"]),
+                             "chance": _rounded(r["chance"]), "p (vs chance)": _p_text(r["p_value"]),
                              "kept": "yes" if int(seed) in block["kept"] else
                              f"no — {reasons.get((variant, int(seed)), 'another copy of its seed is excluded')}"})
         for score, by_seed in block["retrieval"]["before"].items():
@@ -269,7 +274,7 @@ def objective_convergence_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                       f"{_fixed(min(r['recall'] for r in found))} to {_fixed(max(r['recall'] for r in found))} "
                       f"over {len(found)} starts")
             rows.append({"arm": ARM_LABELS[arm], "copy": f"before training ({OBJECTIVE_LABELS[score]}'s score)",
-                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": round(block["chance"], DIGITS)})
+                         "seed": "—", f"recall@{block['k']} [95 %]": recall, "chance": _rounded(block["chance"])})
     frame = pd.DataFrame(rows)
     frame.attrs["fold"] = f"How each of the {sum(len(b['loss'][v]) for b in blocks.values() for v in b['variants'])} " \
                           "copies trained, and whether it is kept"
@@ -288,7 +293,7 @@ def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
             s = found["settled"]
             rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
                          "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
-                         round(s["three_quarters"], DIGITS), "at the end [95 %]": _interval(s["end"], s["interval"]),
+                         _rounded(s["three_quarters"]), "at the end [95 %]": _interval(s["end"], s["interval"]),
                          "settled": s["settled"]})
     return pd.DataFrame(rows)
 
@@ -320,7 +325,7 @@ def objective_per_seed_table(blocks: Mapping[str, Mapping], measure: str,
             continue
         final = block[comparison]["final"]["difference"][measure]
         row = {"arm": ARM_LABELS[arm],
-               **{f"seed {s}": round(v, DIGITS) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
+               **{f"seed {s}": _rounded(v) for s, v in zip(block[comparison]["seeds"], final["per_seed"])},
                "mean [95 %]": _interval(final["value"], final["interval"]), "sign-flip p": _p_text(final["p_value"])}
         rows.append(row)
     return pd.DataFrame(rows, columns=None if rows else ["arm"]).set_index("arm").fillna("—")
@@ -362,7 +367,7 @@ def objective_cone_table(block: Mapping[str, Any]) -> pd.DataFrame:
     for variant, by_seed in block["cone"].items():
         for seed, values in by_seed.items():
             name = "the backbone" if variant == "before" else f"{OBJECTIVE_LABELS[variant]}, {seed.replace('_', ' ')}"
-            rows.append({"copy": name, **{key.replace("_", " "): round(value, DIGITS)
+            rows.append({"copy": name, **{key.replace("_", " "): _rounded(value)
                                           for key, value in values.items()}})
     return pd.DataFrame(rows).set_index("copy")
 
