@@ -229,6 +229,53 @@ def test_per_topic_removal_averages_to_the_offdiagonal_mean():
     np.testing.assert_allclose(per_topic.mean(axis=0), result["topic_centering_removal_offdiag"], atol=1e-12)
 
 
+def test_shared_direction_hand_case_random_and_related_pairs():
+    # unit vectors (1, 0), (1, 0), (0, 1), (0, 1) (scaled: only directions count): μ = (½, ½), ‖μ‖² = ½;
+    # a same-topic pair: cos 1 = shared ½ + ½ − ½ = ½ + specific ½; over all 12 ordered pairs cos averages 1/3
+    x = np.array([[[2.0, 0.0], [1.0, 0.0], [0.0, 3.0], [0.0, 1.0]]])
+    found = centering.shared_direction(x, LABELS)["shared_direction"]
+    related, random = found["related"], found["random"]
+    np.testing.assert_allclose([related["cosine"][0], related["shared"][0], related["specific"][0]], [1.0, 0.5, 0.5])
+    assert related["share"][0] == pytest.approx(0.5)
+    np.testing.assert_allclose([random["cosine"][0], random["shared"][0], random["share"][0]], [1 / 3, 0.5, 1.5])
+    # three orthogonal topics with no common offset: the specific part dominates (share 1/3) …
+    eye = np.repeat(np.eye(3), 2, axis=0)[None]
+    assert centering.shared_direction(eye, list("aabbcc"))["shared_direction"]["related"]["share"][0] == \
+        pytest.approx(1 / 3)
+    # … and a common offset ten times larger makes the shared direction carry nearly all of it
+    offset = centering.shared_direction(eye + [10.0, 10.0, 10.0], list("aabbcc"))["shared_direction"]["related"]
+    assert offset["share"][0] > 0.99
+
+
+def test_shared_direction_parts_are_the_centred_products_and_random_share_is_exact():
+    rng = np.random.default_rng(3)
+    states = rng.normal(size=(2, 9, 5)) + [1.5, 0, 0, 0, 0]
+    labels = list("aaabbbccc")
+    result = centering.shared_direction(states, labels)
+    unit = geometry.unit_rows(states[1])
+    mean = unit.mean(axis=0)
+    centred = unit - mean
+    same = [(s, t) for s in range(9) for t in range(9) if s != t and labels[s] == labels[t]]
+    found = result["shared_direction"]
+    assert found["related"]["specific"][1] == pytest.approx(np.mean([centred[s] @ centred[t] for s, t in same]))
+    assert found["related"]["cosine"][1] == pytest.approx(np.mean([unit[s] @ unit[t] for s, t in same]))
+    norm2, a = mean @ mean, an.anisotropy(states[1])
+    assert found["random"]["shared"][1] == pytest.approx(norm2) and found["random"]["cosine"][1] == pytest.approx(a)
+    assert found["random"]["share"][1] == pytest.approx(norm2 / a) == pytest.approx(norm2 * 8 / (9 * norm2 - 1))
+    units = result["per_unit"]
+    ratio = samples.find({"per_unit": units}, {"numerator": {"pairwise": "shared_direction.related.shared"},
+                                               "denominator": {"pairwise": "shared_direction.related.cosine"}})
+    np.testing.assert_allclose(ratio.point(), found["related"]["share"], atol=1e-12)
+
+
+def test_shared_direction_of_one_topic_has_no_related_pairs():
+    rng = np.random.default_rng(5)
+    result = centering.shared_direction(rng.normal(size=(2, 6, 3)) + 1.0, ["only"] * 6)
+    assert result["shared_direction"]["related"] is None and "per_unit" not in result
+    assert "two topics or more" in result["not_measured"]["shared_direction.related.share"]
+    assert result["shared_direction"]["random"]["share"].shape == (2,)
+
+
 def test_label_rows_keep_the_order_of_first_appearance():
     rows = geometry.label_rows(["b", "a", "b", "c"])
     assert list(rows) == ["b", "a", "c"] and rows["b"].tolist() == [0, 2]

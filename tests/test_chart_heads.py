@@ -134,3 +134,12 @@ def test_what_a_run_did_not_measure_leaves_an_empty_frame_and_a_row_of_dashes():
     table = charts.stability_table(by_model)
     assert table.index.tolist() == ["tiny"] and (table == "—").all().all() and "Cohen's κ" in table.columns
 
+
+
+def test_overlap_table_gives_each_block_its_share_and_its_heads_range():
+    found = {"attention_overlap": {"share": [0.1, 0.3], "head_share": [[0.0, 0.2], [0.5, 0.1]], "rank": [0.2, -0.1],
+                                   "head_rank": [[0.1, 0.3], [-0.2, 0.0]]}}
+    table = charts.overlap_table({"org/model-a": found})
+    assert table.index.tolist() == [("model-a", 1), ("model-a", 2)]
+    assert table["lowest head"].tolist() == [0.0, 0.1] and table["highest head"].tolist() == [0.2, 0.5]
+    assert table["mean ρ"].tolist() == [0.2, -0.1] and table["lowest head ρ"].tolist() == [0.1, -0.2]

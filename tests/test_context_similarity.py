@@ -177,6 +177,9 @@ def test_the_hand_made_text_keeps_per_head_rows_and_the_scaled_matrix():
     assert rows["head_repeats"].tolist() == [[[1]]] and rows["head_common_focus"].tolist() == [[[1]]]
     assert rows["head_attended"].tolist() == [[[1]]] and rows["head_attended_separators"].tolist() == [[[1]]]
     assert stats.head_distance_counts.tolist() == [[[0, 0, 1, 0, 0]]]
+    # attention both ways: the four pairs with [SEP] get 1, the rest 0; all four are at the 0.9-quantile,
+    # and none is the high pair (1, 3) of S
+    assert rows["head_attention_high"].tolist() == [[[4]]] and rows["head_attention_overlap"].tolist() == [[[0]]]
     assert (rows["separators"].tolist(), rows["same_sentence_pairs"].tolist()) == ([1], [3])
     assert (rows["boundaries"].tolist(), rows["word_tokens"].tolist()) == ([0], [3])  # no sentence-final stop
     # S / max |S| summed: the pair (1, 3) is 9 / 9, the pairs (0, 1) and (0, 3) 0.3 / 9
@@ -429,7 +432,7 @@ METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_ch
                "unique_focus_fraction_null_draws", "unique_focus_ids_fraction", "unique_focus_ids_fraction_null",
                "unique_focus_ids_fraction_null_draws", "separator_attention", "separator_share", "segmentation",
                "attended_kinds", "repeat_chance", "heads", "head_classes", "layers_with_both_kinds",
-               "layers_with_both_kinds_draws", "head_stability", "sensitivity", "per_unit"}
+               "layers_with_both_kinds_draws", "head_stability", "sensitivity", "attention_overlap", "per_unit"}
 SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
                     "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first",
                     "max_distance_last_over_first_draws", "worst_threshold", "distance_at_worst"}
@@ -746,7 +749,7 @@ def test_the_rule_table_checks_every_setting_and_names_the_parameter():
 def test_the_study_and_its_core_modules_import_no_book_module():
     package = Path(cm.__file__).parents[1]
     for path in [package / "studies" / f"context_{n}.py"
-                 for n in ("matrices", "stats", "batch", "heads", "exercises", "similarity")] + [
+                 for n in ("matrices", "stats", "batch", "heads", "exercises", "similarity", "attention")] + [
             package / "core" / "windows.py", package / "core" / "streaming.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):

@@ -16,6 +16,7 @@ from embedding_geometry.book import claims
 from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.core import activations, corpora, models
 from embedding_geometry.studies import similarity_attractor as study
+from embedding_geometry.studies import surface_form
 from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained, chapter_results, record
 
 SLUG = "02_similarity_attractor"
@@ -228,13 +229,15 @@ def test_forward_passes_run_the_sets_on_a_control_and_everything_on_a_trained_mo
     control = study.forward_passes(extract, FakeModel("control"), texts)
     assert set(control) == {"hard", "easy"} and control["hard"] == len(texts["pair_sets"]["hard"])
     trained = study.forward_passes(extract, FakeModel("embedded"), texts)
-    assert set(trained) == {"hard", "easy", "queries", "pairs"} and set(trained["pairs"]) == set(texts["pairs"])
+    assert set(trained) == {"hard", "easy", "queries", "pairs", "corpus"}
+    assert set(trained["pairs"]) == set(texts["pairs"])
     assert (tuple(texts["queries"]), "queries") in calls and (tuple(texts["pairs"]["hard"]), "pairs") in calls
+    assert (tuple(texts["corpus"]), "corpus") in calls and texts["corpus"] == surface_form.corpus_texts()
 
 
 def synthetic_passes(seed: int, depths: int = 4, n_pairs: int = 6) -> dict:
     """Random records shaped as one model's forward passes: n_pairs hard pairs (a shared and a
-    differing word), as many easy pairs, as many queries, and the post's pairs."""
+    differing word), as many easy pairs, as many queries, the post's pairs and eight corpus texts."""
     rng = np.random.default_rng(seed)
 
     def random(n, tokens):
@@ -244,7 +247,8 @@ def synthetic_passes(seed: int, depths: int = 4, n_pairs: int = 6) -> dict:
     post = {"hard": random(2, [["the", "surged", "cut"], ["the", "plunged", "raised"]]),
             "medium": random(2, [["a"], ["b"]]), "easy": random(2, [["a"], ["b"]])}
     return {"hard": random(2 * n_pairs, [["the", "up"], ["the", "down"]]), "easy": random(2 * n_pairs, [["a"], ["b"]]),
-            "queries": random(n_pairs, [["q"]]), "pairs": post}
+            "queries": random(n_pairs, [["q"]]), "pairs": post,
+            "corpus": random(8, [["the", "cat"], ["a", "dog"], ["the", "dog"], ["a", "cat"]])}
 
 
 def synthetic_metrics(seed: int = 0) -> dict:
@@ -256,7 +260,7 @@ def synthetic_metrics(seed: int = 0) -> dict:
 def test_measure_assembles_every_part_and_by_model_groups_controls_by_their_model():
     m = synthetic_metrics()
     for key in ("pair_cosine", "attractor_peak_depth", "maxsim", "final_depth_scores", "pair_sets", "truncation",
-                "control", "hard_negative_training", "backbone_attractor"):
+                "control", "hard_negative_training", "backbone_attractor", "surface_form"):
         assert key in m, key
     assert m["per_unit"]["control.pair_sets.hard"].shape == (3, 6, 4) and m["control"]["n_seeds"] == 3
     names = ["a", "b", "a [random-init control, seed 0]", "b [random-init control, seed 0]",

@@ -35,6 +35,22 @@ of topic b and μ_b their mean:
 All but ``topics`` and ``topic_sizes`` are None when fewer than two topics qualify (a corpus with
 one topic, such as SNLI, has nothing to compare), and ``not_measured`` {key: why} says so (the
 claims that read them are *not measured*, for that reason).
+
+**How much of a pair's cosine is the shared direction** (:func:`shared_direction`). With
+û_s = m(s) / ‖m(s)‖ the unit vectors of one depth and μ = (1/N) Σ_s û_s their mean, write
+û_s = μ + û'_s. Then, for every pair,
+
+    cos(m(s), m(t)) = û_s · û_t = [‖μ‖² + μ·û'_s + μ·û'_t] + û'_s · û'_t
+                    =      shared part                   + specific part
+
+(the shared part is μ·û_s + μ·û_t − ‖μ‖²; the specific part is what the cosine of the centred
+vectors starts from). The **shared share** of a set of pairs is Σ shared / Σ cos over those pairs
+(a ratio of means, never a mean of ratios). Over all pairs s ≠ t of the sample ("random pairs")
+Σ_s û'_s = 0 gives it exactly: the shared parts average ‖μ‖², the cosines the anisotropy
+A = (N‖μ‖² − 1) / (N − 1), so the share is ‖μ‖² / A, a little above 1 (the specific parts of
+unrelated pairs average −(1 − ‖μ‖²) / (N − 1) < 0). Over same-topic pairs ("related pairs") the
+specific part is the semantic signal the post calls "a small perturbation on top"; with topics of
+equal size their shared parts average ‖μ‖² too, so all that sets related pairs apart is specific.
 """
 
 from __future__ import annotations
@@ -43,7 +59,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..core.geometry import centred, cosine, label_rows
+from ..core.geometry import centred, cosine, label_rows, unit_rows
 from ..core.geometry import mean_pairwise_cosine as anisotropy
 from .anisotropy import PERMUTATIONS  # one count of shuffles for every permutation null
 
@@ -186,3 +202,43 @@ def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int 
         "per_unit": {"topic_centering_removal_offdiag":
                      np.stack([column_offdiagonal_means(r) for r in removal], axis=1)},
     }
+
+
+def shared_direction(states: np.ndarray, labels: Sequence[str]) -> dict:
+    """The shared direction's part of each pair's cosine at every depth of ``states`` ([L + 1, N, D],
+    labelled by topic), with μ the mean unit vector of the N rows (module docstring):
+
+        shared_direction {pairs: {cosine, shared, specific, share} [L + 1]}   means over the pairs
+            of ``random`` (all s ≠ t) and ``related`` (same label) of cos, the shared part, the
+            specific part, and shared share Σ shared / Σ cos
+        per_unit {shared_direction.related.cosine, shared_direction.related.shared} [N, N, L + 1]
+            the kernels of the related pairs (0 elsewhere), whose ratio of U-statistics is the
+            related share; μ is held at its value on all N sentences in a resample
+
+    ``related`` is None, and ``not_measured`` says why, with fewer than two labels or no label of
+    two rows (nothing to relate)."""
+    unit = unit_rows(np.asarray(states, dtype=np.float64))             # [L + 1, N, D]
+    mean = unit.mean(axis=1)                                             # μ per depth [L + 1, D]
+    cosines = np.einsum("lsd,ltd->stl", unit, unit)                      # [N, N, L + 1]
+    along = np.einsum("lsd,ld->sl", unit, mean)                          # μ · û_s [N, L + 1]
+    shared = along[:, None] + along[None] - np.einsum("ld,ld->l", mean, mean)
+    labels = np.asarray(labels)
+    n = len(labels)
+    others = ~np.eye(n, dtype=bool)
+    pairs = {"random": others, "related": (labels[:, None] == labels[None]) & others}
+    found = {name: _shared_parts(cosines, shared, mask) for name, mask in pairs.items()}
+    if len(set(labels.tolist())) < 2 or not pairs["related"].any():
+        why = f"the shared direction of related pairs needs two topics or more, one of them with 2 sentences " \
+              f"(labels: {sorted(set(labels.tolist()))})"
+        return {"shared_direction": {**found, "related": None}, "not_measured": {"shared_direction.related.share": why}}
+    keep = pairs["related"][:, :, None]
+    return {"shared_direction": found,
+            "per_unit": {"shared_direction.related.cosine": np.where(keep, cosines, 0.0),
+                         "shared_direction.related.shared": np.where(keep, shared, 0.0)}}
+
+
+def _shared_parts(cosines: np.ndarray, shared: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+    """Means over the pairs of ``mask`` [N, N] of the cosine, its shared and specific parts, and
+    the shared share (ratio of the means)."""
+    cos, part = cosines[mask].mean(axis=0), shared[mask].mean(axis=0)
+    return {"cosine": cos, "shared": part, "specific": cos - part, "share": part / cos}

@@ -9,6 +9,7 @@ measurement of the chapter on each trained model, with its random-init controls.
       studies.cone_axis    cone_axis_reading, vocab_on_cone_axis, rotation,        Experiments 3, 4
                            axis_comparison (every model run, the same for all)
       studies.centering    topic_measurements                                      the centering test
+                           shared_direction       how much of a pair's cosine is the shared direction
       layers               L, the model's blocks
 
     without_units(found)            every model's metrics without their per-unit samples
@@ -105,9 +106,11 @@ def measure(run: Run, topics: Sequence[str], sentences: Sequence[str], params: M
              pooling_gap(pools, run.acts, params["token_set"]),
              cone_axis_reading(pools[-1], topics, word_counts(run.acts), sentences, params["k_extremes"], seed,
                                axis=axes[name]),
-             centering.topic_measurements(pools, topics, seed=seed)]
+             centering.topic_measurements(pools, topics, seed=seed), centering.shared_direction(pools, topics)]
     for part in parts:
         found["per_unit"].update(part.pop("per_unit", {}))
+        if "not_measured" in part:
+            found.setdefault("not_measured", {}).update(part.pop("not_measured"))
         found.update(part)
     vocab = published["vocab_on_cone_axis"]
     found["vocab_on_cone_axis"] = vocabulary_on_axis(run.model, found["cone_axis"], params["k_vocab"],

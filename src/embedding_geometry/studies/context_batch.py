@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.windows import Window
+from .context_attention import overlap_rows, pair_sample
 from .context_matrices import (attention_received, boundary_hits, context_similarity, distinct_counts,
                                expected_distinct, pair_values, quantile_mask, random_focus_counts, relative_mask,
                                upper_pairs)
@@ -74,19 +75,23 @@ def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndar
     rows["same_sentence_pairs"][:] = text.same.sum(axis=(1, 2))
     rows["boundaries"][:] = text.boundaries.sum(axis=1)
     rows["word_tokens"][:] = (batch.sentence_ids >= 0).sum(axis=1)
+    sample = pair_sample(len(text.distance), settings.seed)  # the pairs of the rank correlation
     for l, (out, pattern) in enumerate(zip(head_outs, patterns)):
         values = pair_values(context_similarity(np.swapaxes(out, 1, 2)))  # [B, H, P]
-        _pair_statistics(stats, rows, l, values, text, settings)
+        high = quantile_mask(values, settings.q)
+        _pair_statistics(stats, rows, l, values, high, text, settings)
         _attention_statistics(stats, rows, l, attention_received(pattern), text, settings)
+        for name, row in overlap_rows(values, high, pattern, settings.q, sample).items():
+            rows[name][:, l] = row
     _focus_null(stats, batch, settings, first)
     stats.per_text.extend(rows)
     return stats
 
 
 def _row_dtype(name: str) -> type:
-    """float64 for the nulls; int64 for distance sums (up to H · T² / 2 · T); int32 for counts
-    (at most H · T² / 2, below 2³¹ up to H = 32 heads at T = 8,192)."""
-    return np.float64 if name.endswith("null") else np.int64 if name.endswith("distance") else np.int32
+    """float64 for the nulls and rank correlations; int64 for distance sums (up to H · T² / 2 · T);
+    int32 for counts (at most H · T² / 2, below 2³¹ up to H = 32 heads at T = 8,192)."""
+    return np.float64 if name.endswith(("null", "rank")) else np.int64 if name.endswith("distance") else np.int32
 
 
 @dataclass(frozen=True)
@@ -139,12 +144,11 @@ def _pair_sums(mask: np.ndarray, text: _TextContext) -> np.ndarray:
     return np.matmul(mask.astype(text.features.dtype), text.features).round().astype(np.int64)
 
 
-def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray, text: _TextContext,
-                     settings: Settings) -> None:
-    """Block l's high pairs (top quantile q, and S_ij ≥ t · max S at each t), focus tokens and
-    summed scaled matrix."""
+def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray, high: np.ndarray,
+                     text: _TextContext, settings: Settings) -> None:
+    """Block l's high pairs (``high``: top quantile q; and S_ij ≥ t · max S at each t), focus
+    tokens and summed scaled matrix."""
     n_texts, n_heads, _ = values.shape
-    high = quantile_mask(values, settings.q)
     sums = _pair_sums(high, text)  # [B, H, 4]: pairs, Σ d, same, repeats
     for name, c in (("head_high_pairs", 0), ("head_pair_distance", 1), ("head_repeats", 3)):
         rows[name][:, l] = sums[..., c]

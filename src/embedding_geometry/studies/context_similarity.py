@@ -49,6 +49,7 @@ from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
 from . import head_cache
+from .context_attention import attention_metrics, pair_sample
 from .context_batch import TextBatch, batch_statistics
 from .context_heads import (HEAD_CLASSES, both_kinds_draws, class_counts, class_totals, classify, head_stability,
                             head_table)
@@ -182,6 +183,9 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
                                      and its largest entry, max_distance_last_over_first (with
                                      ``_draws`` [R], the largest found again in each resample), at
                                      worst_threshold, whose mean_pair_distance row is distance_at_worst [L]
+    attention_overlap                {share, chance, rank [L]; head_share, head_rank [L, H]; chance_all,
+                                     sampled_pairs}: the high pairs of S against those of the attention
+                                     map, per block and head (:mod:`.context_attention`)
     per_unit                         per-text values [n_texts, L] (see the module docstring):
                                      high_pairs, mean_pair_distance.distance, same_sentence_fraction.same,
                                      separator_attention.separators and .attended, unique_focus_fraction,
@@ -224,6 +228,8 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "layers_with_both_kinds_draws": both_kinds_draws(rows, stats.texts, settings),
         "head_stability": head_stability(stats, settings),
         "sensitivity": sensitivity,
+        **attention_metrics(rows, rows["head_high_pairs"], stats.all_pairs // stats.texts,
+                            len(pair_sample(stats.all_pairs // stats.texts, settings.seed))),
         "per_unit": _per_unit(rows, stats.shape),
         **({} if segmentation["r_precision"] is not None else {"not_measured": {"segmentation.r_precision": NO_ENDS}}),
     }

@@ -9,9 +9,10 @@ null, the tokens with high attention a_j ≥ τ, the sentence ends that attentio
 summed scaled matrices S / max |S|, and the same counts at every threshold of the sensitivity
 check. Statistics add (``+``), so a stream of batches folds into totals of fixed size, plus, for
 the claims' bootstrap intervals over texts, a few numbers per text and block (:data:`TEXT_ROWS`;
-int32 counts, int64 distance sums): (6 H + 8 + 4 K) · L + 6 numbers, about 5 kB per text of
-BERT-12 at K = 5, 100 MB for the paper's 20,000 texts, beside a few hundred MB for the model and
-one batch's captured attention.
+int32 counts, int64 distance sums, float64 rank correlations): (9 H + 8 + 4 K) · L + 6 numbers,
+about 7 kB per text of BERT-12 at K = 5, 150 MB for the paper's 20,000 texts, beside a few hundred
+MB for the model and one batch's captured attention. Each block's attention pairs are compared
+with its context similarity pairs too (:mod:`~embedding_geometry.studies.context_attention`).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ TEXT_ROWS = {
     "head_common_focus": ("B L H", "1 when the head's focus is a common token"),
     "head_attended": ("B L H", "tokens with a_j ≥ τ"),
     "head_attended_separators": ("B L H", "… that are separators"),
+    "head_attention_high": ("B L H", "pairs whose attention A_ij + A_ji is at or above its q-quantile"),
+    "head_attention_overlap": ("B L H", "… that are high pairs of S too"),
+    "head_attention_rank": ("B L H", "Spearman's ρ between S_ij and A_ij + A_ji on the sampled pairs"),
 }
 """The per-text rows a batch keeps for the claims' intervals (each row: one text)."""
 

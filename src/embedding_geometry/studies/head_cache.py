@@ -9,7 +9,7 @@ the activation cache's folder) holds one batch's statistics under the key
 
     joblib.hash([model weights' SHA-256, each window's token ids, sentence ids and separators,
                  the settings, the index of the batch's first window, package version,
-                 the float path when perturbed])
+                 the names of the per-text rows, the float path when perturbed])
 
 (the index seeds each text's random-positions null, so it is part of what the statistics are).
 Chapter 4 stores every batch it streams (:func:`store`, from ``context_similarity.measure``);
@@ -30,7 +30,7 @@ from ..core import disk_cache, float_path, streaming
 from ..core.models import LoadedModel
 from ..core.windows import Window
 from .context_batch import TextBatch, batch_statistics
-from .context_stats import ContextStats, Settings, TextRows
+from .context_stats import TEXT_ROWS, ContextStats, Settings, TextRows
 
 
 @dataclass
@@ -46,7 +46,7 @@ def key(loaded: LoadedModel, windows: Sequence[Window], settings: Settings, firs
     texts = [[w.input_ids.tolist(), w.sentence_ids.tolist(), w.separators.tolist()] for w in windows]
     perturbed = [spec] if (spec := float_path.current().spec) else []
     return joblib.hash(["head statistics", disk_cache.model_identity(loaded.info), texts, settings.to_dict(),
-                        int(first), __version__, *perturbed])
+                        int(first), __version__, list(TEXT_ROWS), *perturbed])
 
 
 def store(loaded: LoadedModel, windows: Sequence[Window], settings: Settings, first: int, stats: ContextStats,

@@ -50,6 +50,10 @@ truncation(queries, hard): the model with its last k blocks dropped, for every k
                                value at depth L minus the value at cut_depth = round(kept · L)
 control(runs): the random-init controls, one (hard, easy) pair of records per seed
     control                    {pair_sets: {hard, easy: [L + 1]}, n_seeds} mean over seeds and pairs (None without)
+surface_form(pools, texts): a pair's cosine against its shared words, over the pairs of a corpus
+    sample (studies.surface_form)
+    surface_form               {spearman [L + 1], peak_depth, peak_relative_depth, peak_margin,
+                                peak_margin_draws [B], n_sentences, n_pairs, overlap_mean, overlap_zero_share}
 offline(): what this chapter cannot measure offline
     hard_negative_training, backbone_attractor   None (the ledger says why)
 exercises(reversal, paraphrase, negation, hard)
@@ -77,7 +81,7 @@ import numpy as np
 
 from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
-from . import pca_views, retrieval
+from . import pca_views, retrieval, surface_form
 
 PARAPHRASE = "Share prices rallied when the Federal Reserve lowered borrowing costs"
 """Exercise 2: a paraphrase of the *surged* sentence in other words."""
@@ -109,10 +113,12 @@ def inputs(pairs: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """Every text the chapter measures: the post's hard, medium and easy pairs plus ``pairs``
     (a pair of the same name replaces the post's); the sets of pairs of :func:`pair_set_texts`;
     the hard set's queries, one per hard pair, whose document is text a of that pair and whose
-    negation is text b (the truncation test); and the exercises' pairs."""
+    negation is text b (the truncation test); the corpus sample of :mod:`.surface_form`; and the
+    exercises' pairs."""
     r, every = corpora.REFERENCE_SENTENCES, {**corpora.attractor_pairs(), **(pairs or {})}
     return {"pairs": every, "animation": every["hard"] + every["easy"], "maxsim_pair": every["hard"],
             "pair_sets": pair_set_texts(), "queries": corpora.retrieval_set("hard")["queries"],
+            "corpus": surface_form.corpus_texts(),
             "exercise_pairs": {"reversal": [r["acquirer"], r["acquired"]], "paraphrase": [r["surged"], PARAPHRASE],
                                "negation": [r["surged"], NOT_SURGED]}}
 
@@ -123,10 +129,11 @@ Extract = Callable[..., Activations]
 def forward_passes(extract: Extract, model: Any, texts: Mapping[str, Any]) -> dict[str, Any]:
     """The records :func:`measure` reads, from ``extract(texts, model, source=…)`` (a chapter's
     ``ch.extract``): for every model the two sets of pairs; for a trained model also the hard
-    set's queries and each pair (``pairs``)."""
+    set's queries, each pair (``pairs``) and the corpus sample (``corpus``)."""
     found = {name: extract(texts["pair_sets"][name], model, source="pair_sets") for name in ("hard", "easy")}
     if getattr(model.info, "source", None) != "control":
         found.update(queries=extract(texts["queries"], model, source="queries"),
+                     corpus=extract(texts["corpus"], model, source="corpus"),
                      pairs={name: extract(pair, model, source="pairs") for name, pair in texts["pairs"].items()})
     return found
 
@@ -313,13 +320,16 @@ def offline() -> Metrics:
 # --------------------------------------------------------------------------- one model, every model
 
 def measure(passes: Mapping[str, Any], controls: Sequence[Mapping[str, Any]] = (),
-            words: Sequence[str] = ("surged", "cut")) -> Metrics:
+            words: Sequence[str] = ("surged", "cut"), seed: int = 0) -> Metrics:
     """Every metric of the schema for one trained model, from its :func:`forward_passes` and
-    those of its random-init controls (``per_unit`` included)."""
+    those of its random-init controls (``per_unit`` included); ``seed`` seeds the resamples of
+    :func:`.surface_form.surface_form`."""
     found: Metrics = {"per_unit": {}}
+    corpus = passes["corpus"]
     parts = [pair_similarity(passes["pairs"]), maxsim_profile(passes["pairs"]["hard"], words),
              pair_sets(passes["hard"], passes["easy"]), truncation(passes["queries"], passes["hard"]),
-             control([(run["hard"], run["easy"]) for run in controls]), offline()]
+             control([(run["hard"], run["easy"]) for run in controls]), offline(),
+             surface_form.surface_form(corpus.mean_pool("all"), corpus.texts, seed=seed)]
     for part in parts:
         found["per_unit"].update(part.pop("per_unit", {}))
         found.update(part)
@@ -329,12 +339,13 @@ def measure(passes: Mapping[str, Any], controls: Sequence[Mapping[str, Any]] = (
     return {**found, **final}
 
 
-def by_model(passes: Mapping[str, Mapping[str, Any]], ran: Mapping[str, Mapping[str, Any]]) -> dict[str, Metrics]:
+def by_model(passes: Mapping[str, Mapping[str, Any]], ran: Mapping[str, Mapping[str, Any]],
+             seed: int = 0) -> dict[str, Metrics]:
     """:func:`measure` of every trained model of ``passes`` (model id → its forward passes), with
     its controls: the models ``ran`` (id → model info) marks as controls whose id begins with the
     trained model's id. Trained models keep their order (the main model first)."""
     controls = [name for name in passes if ran[name].get("source") == "control"]
-    return {name: measure(run, [passes[c] for c in controls if c.startswith(f"{name} ")])
+    return {name: measure(run, [passes[c] for c in controls if c.startswith(f"{name} ")], seed=seed)
             for name, run in passes.items() if name not in controls}
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "kinds_frame",
     "layer_frame",
     "null_draws_frame",
+    "overlap_table",
     "ratio_table",
     "sensitivity_frame",
     "stability_table",
@@ -275,3 +276,17 @@ def ratio_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
         columns[_short(model)] = pd.Series(ratios, index=pd.Index(s["thresholds"], name="threshold t"), dtype=object)
     frame = pd.DataFrame(columns)
     return frame.where(frame.notna(), "—")
+
+
+def overlap_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Context similarity against attention (``attention_overlap``), one row per model and block:
+    the overlap share of the block and its lowest and highest head, and the same for Spearman's ρ."""
+    frames = {}
+    for model, m in by_model.items():
+        found = m["attention_overlap"]
+        share, rank = np.asarray(found["head_share"], dtype=float), np.asarray(found["head_rank"], dtype=float)
+        frames[_short(model)] = pd.DataFrame(
+            {"overlap share": found["share"], "lowest head": share.min(axis=1), "highest head": share.max(axis=1),
+             "mean ρ": found["rank"], "lowest head ρ": rank.min(axis=1), "highest head ρ": rank.max(axis=1)},
+            index=pd.RangeIndex(1, len(share) + 1, name="block"))
+    return pd.concat(frames, names=["model"])
