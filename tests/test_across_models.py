@@ -127,8 +127,8 @@ def test_counts_summary_and_sentences_are_written_from_the_readings():
 
 @pytest.fixture(scope="module")
 def tiny_atlas(tiny_bert_dir, tmp_path_factory):
-    """The tiny BERT and three random-init controls measured by the atlas: (metrics by model, infos)."""
-    params = {"model": str(tiny_bert_dir), "models": [], "random_control": True, "control_seeds": 3,
+    """The tiny BERT and ten random-init controls measured by the atlas: (metrics by model, infos)."""
+    params = {"model": str(tiny_bert_dir), "models": [], "random_control": True, "control_seeds": 10,
               "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu", "batch_size": 8, "seed": 0,
               "trust_remote_code": False, "sample_size": 16, "shard_texts": None, "corpus": None,
               "corpus_column": "text", "atlas_results": None}
@@ -140,7 +140,7 @@ def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null(tiny_atl
     by_model, infos = tiny_atlas
     trained = next(name for name, info in infos.items() if info.source != "control")
     assert_intervals_and_nulls(SLUG, by_model[trained])
-    assert by_model[trained]["per_unit"]["control.sentences.intra_sentence_cosine"].shape[0] == 3  # seeds
+    assert by_model[trained]["per_unit"]["control.sentences.intra_sentence_cosine"].shape[0] == 10  # seeds
 
 
 def test_every_claim_has_a_shape_test_and_a_unit():

@@ -323,30 +323,30 @@ def test_an_exact_null_is_a_number_and_the_difference_must_clear_zero(tmp_path):
 def test_a_control_with_seeds_is_compared_unit_by_unit(tmp_path):
     rng = np.random.default_rng(0)
     trained = 0.8 + 0.05 * rng.standard_normal(30)
-    seeds = 0.6 + 0.05 * rng.standard_normal((3, 30)) + np.array([[0.0], [0.02], [-0.02]])
+    seeds = 0.6 + 0.05 * rng.standard_normal((10, 30)) + np.linspace(-0.02, 0.02, 10)[:, None]
     metrics = {"score": float(trained.mean()), "per_unit": {"score": trained, "control": seeds}}
     text = per_unit_ledger("    null: {kind: control, samples: {seeds: control}}")
     verdict = judged(tmp_path, text, metrics)["score"]
-    assert verdict.null["distribution"] == "3 seeds, unit by unit" and verdict.outcome == "holds"
+    assert verdict.null["distribution"] == "10 seeds, unit by unit" and verdict.outcome == "holds"
     assert verdict.null["difference_value"] == pytest.approx(trained.mean() - seeds.mean())
-    assert len(verdict.null["seed_values"]) == 3 and verdict.null["difference"][0] > 0.1
+    assert len(verdict.null["seed_values"]) == 10 and verdict.null["difference"][0] > 0.1
     metrics["per_unit"]["control"] = seeds + 0.25  # the control scores above the trained model
     assert judged(tmp_path, text, metrics)["score"].outcome == "does not hold"
 
 
-def test_a_null_of_fewer_than_three_control_seeds_makes_the_claim_descriptive(tmp_path):
+def test_a_null_of_fewer_than_ten_control_seeds_makes_the_claim_descriptive(tmp_path):
     rng = np.random.default_rng(1)
     trained = 0.8 + 0.05 * rng.standard_normal(30)
     text = per_unit_ledger("    null: {kind: control, samples: {seeds: control}}")
-    for n in (1, 2):
+    for n in (1, 3, 9):
         control = 0.3 + 0.05 * rng.standard_normal((n, 30))
         verdict = judged(tmp_path, text, {"score": float(trained.mean()),
                                           "per_unit": {"score": trained, "control": control}})["score"]
         assert verdict.status == "descriptive" and not verdict.counted and verdict.outcome is None
-        assert f"only {n} random-init control seed" in verdict.reason and "fewer than 3" in verdict.reason
+        assert f"only {n} random-init control seed" in verdict.reason and "fewer than 10" in verdict.reason
     single = judged(tmp_path, per_unit_ledger("    null: {kind: control, metric: control_score}"),
                     {**scores(0.8), "control_score": 0.3})["score"]
-    assert single.status == "descriptive" and "fewer than 3" in single.reason  # one value is one seed
+    assert single.status == "descriptive" and "fewer than 10" in single.reason  # one value is one seed
 
 
 def test_a_single_value_of_another_null_is_reported_as_no_distribution(tmp_path):

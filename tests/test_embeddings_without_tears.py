@@ -187,8 +187,8 @@ def test_chapter_results_on_the_tiny_model(built_book):
     assert verdicts["isotropy-bert"]["status"] == "not measured"
     assert all(c["numeric_verdict"] is None for c in document["claims"])  # no published number is on the tiny model
     assert verdicts["cls-table-51-100"]["null"]["label"] == "uniform attention"
-    assert verdicts["softmax-makes-cone"]["null"]["distribution"] == "3 seeds, unit by unit"
-    assert len(verdicts["softmax-makes-cone"]["null"]["seed_values"]) == 3
+    assert verdicts["softmax-makes-cone"]["null"]["distribution"] == "10 seeds, unit by unit"
+    assert len(verdicts["softmax-makes-cone"]["null"]["seed_values"]) == 10
     assert verdicts["subword-pooling-retrieval"]["n_units"] == len(inputs["queries"]["queries"])
     assert verdicts["narrow-cone"]["n_units"] == document["params"]["pair_sample"]
     assert verdicts["avg-sim-rule-control"]["measured"] == pytest.approx(metrics["isotropy_control"]["avg_sim"])

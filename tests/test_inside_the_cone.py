@@ -1,5 +1,5 @@
 """Chapter 3 (Inside the Cone) end to end on the tiny 3-block, 40-wide BERT, with the embedded
-MiniLM as its second trained model and three random-init controls of each, through the built book.
+MiniLM as its second trained model and ten random-init controls of each, through the built book.
 
 The results JSON must hold every number the chapter shows, and an independent recomputation
 from its recorded inputs must give the same numbers. Every claim is judged on both trained
@@ -113,7 +113,7 @@ def test_every_claim_is_judged_on_both_models_with_its_interval_or_reason_and_nu
             assert r["null"]["value"] is not None, r["id"]
             assert r["null"]["distribution"] != "a single value (no distribution)", r["id"]
     by_id = {(r["id"], r["model"]): r for r in records}
-    assert by_id["anisotropy-peak", MINILM]["null"]["distribution"] == "3 seeds, unit by unit"
+    assert by_id["anisotropy-peak", MINILM]["null"]["distribution"] == "10 seeds, unit by unit"
     assert by_id["cone-axis-content", MINILM]["null"]["distribution"] == f"{anisotropy.PERMUTATIONS} draws"
     assert by_id["anisotropy-peak-depth", MINILM]["test"].startswith("peak at l/L in")
     assert by_id["anisotropy-partial-reversal", MINILM]["bound"]["source"] == "fraction"

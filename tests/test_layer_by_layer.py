@@ -435,7 +435,7 @@ SIZES = {"sentences": 6, "twins": 15, "negation_twins": 10, "easy_queries": 5, "
 """Text sets of a synthetic run: at least 5 units for every claim's interval (book/claims/pvalues.py)."""
 
 
-def synthetic_runs(seed: int = 0, seeds: int = 3) -> dict[str, layer_runs.Run]:
+def synthetic_runs(seed: int = 0, seeds: int = 10) -> dict[str, layer_runs.Run]:
     """A trained model "m" and ``seeds`` random-init controls of it, on random activations."""
     rng = np.random.default_rng(seed)
     runs = {"m": layer_runs.Run(model_info("m"),
@@ -452,15 +452,15 @@ SYNTHETIC_INPUTS = {"easy_set": {"relevant": [0, 1, 2, 3, 4]}, "hard_set": {"rel
 
 def synthetic_metrics(seed: int = 0) -> dict:
     """Every metric chapter 1's ledger reads, measured by the study on random activations of a
-    model and three random-init controls, as the notebook records them."""
+    model and ten random-init controls, as the notebook records them."""
     return study.measure(synthetic_runs(seed), "m", SYNTHETIC_INPUTS, {"easy": 2, "hard": 1})
 
 
 def test_measure_runs_every_section_on_one_model_and_its_controls():
     runs = synthetic_runs()
     m = study.measure(runs, "m", SYNTHETIC_INPUTS, {"easy": 2, "hard": 1})
-    assert layer_runs.trained(runs) == ["m"] and len(layer_runs.controls_of(runs, "m")) == 3
-    assert m["control"]["seeds"] == 3 and m["per_unit"]["control.intra_sentence_cosine"].shape == (3, 6, 4)
+    assert layer_runs.trained(runs) == ["m"] and len(layer_runs.controls_of(runs, "m")) == 10
+    assert m["control"]["seeds"] == 10 and m["per_unit"]["control.intra_sentence_cosine"].shape == (10, 6, 4)
     assert m["intra_sentence_cosine_by_model"]["jinaai/jina-colbert-v2"] is None  # the post's models, not run
     for key in ("intra_sentence_cosine", "update_coherence", "token_norm", "semantic_assembly", "dip", "recall_at_k",
                 "twin_cosine", "resampled", "exercises"):
@@ -469,20 +469,20 @@ def test_measure_runs_every_section_on_one_model_and_its_controls():
     assert "per_unit" not in record and "resampled" not in record and "dip" in record
     measured = layer_runs.labelled(runs, {"m": m})
     assert list(measured) == ["m (3 blocks)"] and len(layer_runs.dip_table(measured)) == 1
-    assert len(layer_runs.models_table(runs)) == 4
+    assert len(layer_runs.models_table(runs)) == 11
 
 
 def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
     """The per-unit samples each claim names exist and rebuild its metric (evaluate raises
     otherwise), so every judged claim has an interval, and every declared null a value; the
-    random-init nulls are distributions over three seeds, compared unit by unit."""
+    random-init nulls are distributions over ten seeds, compared unit by unit."""
     metrics = synthetic_metrics()
     assert_intervals_and_nulls(SLUG, metrics)
     verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200)
     found = {r["id"]: r for r in claims.records(verdicts)}
     for claim in claims.load(SLUG).claims:
         if claim.null and claim.null["kind"] == "control":
-            assert found[claim.id]["null"]["distribution"] == "3 seeds, unit by unit", claim.id
+            assert found[claim.id]["null"]["distribution"] == "10 seeds, unit by unit", claim.id
 
 
 def assert_intervals_and_nulls(slug: str, metrics: dict) -> None:

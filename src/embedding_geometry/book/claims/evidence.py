@@ -19,7 +19,7 @@ from . import reduce as reducers
 from .ledger import EXACT_NULLS, NULL_KINDS, Claim, LedgerError, lookup
 from .pvalues import Evidence
 
-MIN_SEEDS = 3
+MIN_SEEDS = 10
 """The fewest random-init control seeds that make a null distribution (book/methods.md)."""
 
 

@@ -32,7 +32,7 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         null: {kind: control, samples: <spec>}   # a distribution, compared unit by unit: a statistic of
                                   # (side: above | below, with a between test: the value must also lie
                                   # on that side of the null, as the published value does)
-                                  # the same units, with seeds (≥ 3 random-init controls), or
+                                  # the same units, with seeds (≥ 10 random-init controls), or
                                   # {kind: …, draws: <path>} (a permutation distribution), or
                                   # {kind: chance, value: 0.25} (an exact expectation)
         no_null: paired           # why a claim with a shape test has no null: a key of NO_NULL or a
