@@ -4,7 +4,7 @@ reader meets them in headless Chromium (folds closed; code, charts and maths not
     .venv/bin/python benchmarks/page_lengths.py            # the site `make book` built (_build/html)
 
 Prints a table and writes it to build/bench.json under ``pages`` (issue: a chapter at most 25,000 px
-tall at 1280 and about 8,000 words). Needs Debian's chromium and chromium-driver.
+tall at 1280 and about 8,000 words). Needs Debian's chromium and chromium-driver (``pdf.browser``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import time
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from embedding_geometry.book import pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTHS = (1280, 390)
@@ -40,22 +42,11 @@ HEIGHT = "return document.documentElement.scrollHeight"
 
 
 def drawn(driver, timeout: float = 20.0) -> None:
-    """Wait until every chart of the page is drawn (charts.js fills each ``.eg-chart``)."""
+    """Wait until the page has loaded and charts.js has drawn every chart (``pdf.WAIT_FOR_CHARTS``;
+    a chart that cannot be drawn ends the wait too)."""
     end = time.monotonic() + timeout
-    while time.monotonic() < end and driver.execute_script(
-            "return document.querySelectorAll('.eg-chart:empty').length"):
+    while time.monotonic() < end and driver.execute_script(pdf.WAIT_FOR_CHARTS) is False:
         time.sleep(0.25)
-
-
-def browser(width: int):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", f"--window-size={width},1000"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
 def measure(html: Path) -> list[dict]:
@@ -67,7 +58,7 @@ def measure(html: Path) -> list[dict]:
     rows = {page: {"page": page} for page in pages}
     try:
         for width in WIDTHS:
-            driver = browser(width)
+            driver = pdf.browser(width, 1000)
             try:
                 for page in pages:
                     driver.get(f"http://127.0.0.1:{server.server_address[1]}/{page}")

@@ -198,9 +198,6 @@ def site_book(request):
 
 # --------------------------------------------------------------------------- the browser tests' site and browser
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
 @pytest.fixture(scope="module")
 def site(site_book):
     """The built site served on a free local port: its base URL."""
@@ -217,20 +214,22 @@ def site(site_book):
 @pytest.fixture(scope="module")
 def browser():
     """Headless Chromium driven by Selenium, its console logged (skips without Debian's packages)."""
-    if not (shutil.which("chromium") or shutil.which(CHROMIUM)) or not shutil.which("chromedriver"):
+    from embedding_geometry.book import pdf
+
+    if not pdf.available():
         pytest.skip("browser tests need Debian's packages 'chromium' and 'chromium-driver' "
                     "(apt-get install chromium chromium-driver)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = pdf.CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1280,2000"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or pdf.CHROMEDRIVER), options=options)
     yield driver
     driver.quit()
 

@@ -115,6 +115,14 @@ def test_table_has_one_row_per_claim_trained_columns_first_and_the_reading():
     assert '<td data-label="reading">follows training' in html  # a reading is not a verdict
 
 
+def test_the_table_writes_an_interval_as_the_claim_cards_do():
+    """One number format for a claim's interval: the table's cell, the reading's and the chapter's card."""
+    record = verdict("holds", interval=(0.0123456, 0.5))
+    assert mv.table_cell(record) == "holds\n[0.01235, 0.5]"  # four significant digits (words.number), not three
+    assert mv.cell(record) == "holds (value [0.01235, 0.5])"
+    assert words.result_text({**record, "test": "> 0"}).endswith(" [0.01235, 0.5]")
+
+
 def test_counts_summary_and_sentences_are_written_from_the_readings():
     rows = mv.readings(SYNTHETIC, ROSTER)
     assert mv.counts(rows) == {**dict.fromkeys(mv.READINGS, 0), "training": 1, "model": 1}

@@ -174,3 +174,18 @@ def test_a_series_under_a_measurement_the_run_did_not_make_is_left_out():
     assert empty.empty and {"relative_depth", "value", "model", "kind"} <= set(empty.columns)
     charts.cone_lines(empty, "R").to_dict()
 
+
+
+@pytest.mark.parametrize("draw", [charts.model_lines, charts.compare_chart])
+def test_published_curves_under_models_each_get_their_own_grey_and_dash(draw):
+    """Chapters 1 and 2 draw the post's curves as chapter 0 does: a grey and a dash each, named."""
+    run = pd.concat([charts.per_layer_frame({name: np.linspace(0, 1, 4)}, model)
+                     for name in ("hard", "easy") for model in ("org/ours", "other")], ignore_index=True)
+    published = charts.per_layer_frame({"hard": np.linspace(1, 0, 7), "easy": np.zeros(7)}, "org/theirs")
+    theirs, ours = draw(run, "cosine", published).to_dict()["layer"]
+    colour, dash = (theirs["encoding"][c]["scale"] for c in ("color", "strokeDash"))
+    assert colour["domain"] == ["hard — published (theirs)", "easy — published (theirs)"]
+    assert colour["range"] == charts.PUBLISHED_GREYS[:2] and dash["range"] == charts.PUBLISHED_DASHES[:2]
+    assert "color" not in theirs["mark"]  # no one grey for all
+    assert ours["encoding"]["color"]["field"] == "series" and ours["encoding"]["strokeDash"]["field"] == "model"
+    assert "layer" not in draw(run, "cosine").to_dict()

@@ -105,6 +105,34 @@ def test_the_page_links_each_claim_to_its_home_and_filters_by_chapter_model_kind
     assert '<a class="eg-download" href="../../downloads/claims.csv" download>' in html
 
 
+MINILM, MPNET = "sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"
+
+
+def test_the_landing_table_has_a_row_per_headline_claim_and_a_column_per_encoder(tmp_path):
+    def headline(id, verdict, model=MINILM, **fields):
+        return claim(id, verdict, model=model, headline=True, **fields)
+
+    one = [headline("peak", "holds"), headline("peak", "does not hold", MPNET), headline("peak", "holds", "org/mxbai"),
+           headline("gap", "inconclusive"),  # not run on MPNet
+           claim("rise", "holds", model=MINILM), claim("rise", "holds", model=MPNET),  # not a headline
+           headline("own", "holds", kind="hypothesis")]  # not a published claim
+    eight = [headline("dip", "not measured", MPNET), headline("dip", "holds"),
+             headline("peak", "does not hold", home="01_a")]  # a re-judgement, counted at its home
+    (tmp_path / "01_a.json").write_text(json.dumps(result("01_a", one)))
+    (tmp_path / "08_b.json").write_text(json.dumps(result("08_b", eight)))
+    table = dashboard.headline_table(dashboard.claims_frame(tmp_path))
+    assert list(table.frame.columns) == ["chapter", "claim", "MiniLM", "MPNet", "other model"]
+    assert table.frame.values.tolist() == [[1, "claim peak", "holds", "does not hold", "mxbai: holds"],
+                                           [1, "claim gap", "inconclusive", "—", "—"],
+                                           [8, "claim dip", "holds", "not tested", "—"]]
+    html = table._repr_html_()
+    for slug, claim_id in (("01_a", "peak"), ("01_a", "gap"), ("08_b", "dip")):  # each to its row in its chapter
+        assert f'<a href="chapters/{slug}.html#claim-{claim_id}">claim {claim_id}</a>' in html
+    assert re.findall(r"<th [^>]*>(.*?)</th>", html) == ["chapter", "claim", "MiniLM", "MPNet", "other model"]
+    beside = dashboard.headline_table(dashboard.claims_frame(tmp_path), to_chapters="")
+    assert '<a href="08_b.html#claim-dip">' in beside._repr_html_()  # from a page among the chapters
+
+
 def test_each_landing_question_is_a_counted_claim_at_its_home():
     from embedding_geometry.book.claims import ledger
 

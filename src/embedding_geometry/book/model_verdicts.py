@@ -105,15 +105,14 @@ def without_controls(ledger: claims.Ledger, verdicts: Mapping[str, list[dict]],
 
 
 def judged_interval(record: Mapping[str, Any], named: bool = True) -> str:
-    """The 95 % interval beside the verdict ("peak margin [0.01, 0.03]"; without ``named``, three
-    significant digits and no name); "" when there is none."""
+    """The 95 % interval beside the verdict, "peak margin [0.01, 0.03]" (without ``named``, no
+    name), each bound as the book writes a number (:func:`.words.number`); "" when there is none."""
     stat = record.get("statistic") or {}
     interval = stat.get("interval")
     if not interval:
         return ""
-    if not named:
-        return f"[{interval[0]:.3g}, {interval[1]:.3g}]"
-    return f"{stat['name']} [{words.number(interval[0])}, {words.number(interval[1])}]"
+    bounds = f"[{words.number(interval[0])}, {words.number(interval[1])}]"
+    return f"{stat['name']} {bounds}" if named else bounds
 
 
 def cell(record: Mapping[str, Any]) -> str:

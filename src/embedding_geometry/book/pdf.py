@@ -107,24 +107,28 @@ def singlehtml(root: Path) -> Path:
 
 
 def available() -> bool:
-    """Whether Debian's chromium and chromium-driver, which print the PDF, are on this machine."""
+    """Whether Debian's chromium and chromium-driver, which print the PDF (and run the browser
+    tests), are on this machine."""
     return bool((shutil.which("chromium") or Path(CHROMIUM).exists()) and shutil.which("chromedriver"))
 
 
-def browser():
-    """Headless Chromium through chromedriver, printing-sized; a one-line error without them."""
+def browser(width: int = COLUMN, height: int = 1200):
+    """Headless Chromium through chromedriver, its window ``width`` × ``height`` px (a printed
+    page's column by default); ``get`` returns once the page is parsed, before it has loaded
+    (wait with :data:`WAIT_FOR_CHARTS`). A one-line error without them."""
     if not available():
-        raise PdfError("make pdf needs Debian's packages 'chromium' and 'chromium-driver' "
+        raise PdfError("headless Chromium (make pdf, benchmarks/page_lengths.py) needs Debian's packages "
+                       "'chromium' and 'chromium-driver' "
                        "(apt-get install chromium chromium-driver; `make pdf` installs them when run as root)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    options.page_load_strategy = "eager"  # the page's own scripts are waited for below
+    options.page_load_strategy = "eager"  # the caller waits for the page's own scripts
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--disable-component-update", "--allow-file-access-from-files",
-                 f"--window-size={COLUMN},1200"):
+                 f"--window-size={width},{height}"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or CHROMEDRIVER), options=options)
     driver.command_executor.client_config.timeout = 900  # printing a long book takes minutes on a busy machine

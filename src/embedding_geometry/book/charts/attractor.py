@@ -1,6 +1,6 @@
 """Chapter 2's charts and tables: every model's per-depth curves on relative depth r = l / L — a
 colour per series, a dash per model (a random-init control dashed like its model, lighter), the
-published curves thin and grey underneath — and the tables that sum them up.
+published curves thin underneath, each its own grey and dash — and the tables that sum them up.
 
 ``by_model`` is the chapter's ``{model id: metrics}`` (studies.similarity_attractor.by_model):
 the main model first, then every other trained model of the ``models`` parameter.
@@ -18,7 +18,7 @@ import pandas as pd
 from ..claims import lookup
 from ..claims.words import number
 from .frames import per_layer_frame
-from .theme import PUBLISHED_COLOR
+from .theme import published_lines
 
 __all__ = ["final_scores_frame", "model_lines", "series_by_model", "pair_sets_frame", "peak_table", "relative_gap",
            "short_model", "truncation_table"]
@@ -64,8 +64,9 @@ def pair_sets_frame(by_model: Mapping[str, Mapping[str, Any]], sets: Sequence[st
 def model_lines(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None = None, title: str = "",
                 y_zero: bool = True, x_title: str = "relative depth l / L") -> alt.LayerChart | alt.Chart:
     """The frame's curves on relative depth, coloured by series and dashed by model (a
-    control's line lighter), with published curves (``charts.published_frame``) thin and grey
-    underneath. Two short legends: the series and the models."""
+    control's line lighter), with published curves (``charts.published_frame``) thin underneath,
+    each its own grey and dash (``theme.published_lines``). Short legends: the series, the models
+    and the published curves."""
     x = alt.X("relative_depth:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
     models = list(dict.fromkeys(run["model"]))
     dash = alt.StrokeDash("model:N", title=None, sort=models,
@@ -79,11 +80,8 @@ def model_lines(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None 
         strokeDash=dash, opacity=alt.Opacity("opacity:Q", legend=None, scale=None), detail="model:N", tooltip=tooltip)
     if published is None or published.empty:
         return ours.properties(title=title)
-    label = published["series"] + " — published (" + published["model"].map(short_model) + ")"
-    labelled = published.assign(label=label)
-    theirs = alt.Chart(labelled).mark_line(strokeWidth=1.2, color=PUBLISHED_COLOR).encode(
-        x=x, y="value:Q", detail="label:N", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")])
-    return alt.layer(theirs, ours).properties(title=title)
+    return alt.layer(published_lines(published, x), ours).resolve_scale(
+        color="independent", strokeDash="independent").properties(title=title)
 
 
 def relative_gap(figure: Mapping[str, Any], minuend: str = "hard", subtrahend: str = "easy",

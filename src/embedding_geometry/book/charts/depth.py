@@ -60,7 +60,7 @@ def token_heatmap(frame: pd.DataFrame, value: str, n_layers: int, title: str = "
 def token_animation(frame: pd.DataFrame, n_layers: int, title: str = "", targets: bool = False,
                     axis_titles: tuple[str, str] = ("PC1", "PC2")) -> alt.LayerChart:
     """Tokens and centroids (from ``token_positions_frame``) at the depth a slider selects, on
-    axes fixed over all depths; hover shows the token. With ``targets``, every token's
+    axes fixed over all depths; hover or tap shows the token. With ``targets``, every token's
     final-depth position is drawn faintly underneath at every depth."""
     slider = depth_slider(n_layers, value=0)
     x = alt.X("x:Q", title=axis_titles[0], scale=alt.Scale(domain=_padded(frame["x"]), nice=False))

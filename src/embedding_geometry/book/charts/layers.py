@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import binned_frame, per_layer_frame, run_metric, step_frame
-from .theme import PUBLISHED_COLOR, published_encoding, published_label
+from .theme import PUBLISHED_COLOR, published_lines
 
 __all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
 
@@ -56,10 +56,7 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), tooltip=tooltip, **encoding)
     layers = []
     if published is not None and not published.empty:
-        named = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
-        layers.append(alt.Chart(named).mark_line(strokeWidth=1.5).encode(
-            x=x, y="value:Q", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
-            **published_encoding(named["label"])))
+        layers.append(published_lines(published, x))
     if zero_rule:
         layers.append(alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=PUBLISHED_COLOR).encode(y="y:Q"))
     chart = alt.layer(*layers, ours) if layers else ours

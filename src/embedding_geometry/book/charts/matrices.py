@@ -105,7 +105,7 @@ def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: floa
 
 
 def head_grid(frame: pd.DataFrame, title: str = "") -> alt.Chart:
-    """One cell per (layer, head), coloured by its class, its numbers on hover (``frame`` is
+    """One cell per (layer, head), coloured by its class, its numbers on hover or tap (``frame`` is
     ``context_similarity.head_table``)."""
     classes = alt.Scale(domain=["repetition", "common-token", "other"], range=["#1f5fa8", "#d2691e", "#d9d9d9"])
     shares = {"repeat_share": "high pairs joining a repeated token",

@@ -91,6 +91,17 @@ def published_encoding(published: Sequence[str], ours: Sequence[str] = (), colou
                                          scale=alt.Scale(domain=domain, range=dashes))}
 
 
+def published_lines(published: pd.DataFrame, x: alt.X) -> alt.Chart:
+    """The curves of a ``charts.published_frame`` thin on ``x``, each named by :func:`published_label`
+    in its own grey and dash (:func:`published_encoding`). To draw it under this run's lines that
+    colour and dash other fields, layer it first and resolve ``color`` and ``strokeDash``
+    independently: two legends, the published one apart."""
+    named = published.assign(label=[published_label(s, m) for s, m in zip(published["series"], published["model"])])
+    return alt.Chart(named).mark_line(strokeWidth=1.5).encode(
+        x=x, y="value:Q", tooltip=["label:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
+        **published_encoding(named["label"]))
+
+
 def _theme() -> alt.theme.ThemeConfig:
     return {
         "config": {
