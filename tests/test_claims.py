@@ -288,14 +288,23 @@ claims:
     metric: cos0
     shape: {test: above, args: {bound: 0.5}}
     no_null: size
+  - id: twice
+    statement: the score is high, again
+    source: s
+    metric: cos0
+    unit: sentences
+    shape: {test: above, args: {bound: 0.5}}
+    description: its statistic is no-unit's, counted once there
 """
     found = judged(tmp_path, text,
                    {"cos0": 1.0, "colbert": None, "not_measured": {"colbert": "jina-colbert-v2 was not run"}})
     assert {v.record()["verdict"] for v in found.values()} == {"not tested"}
-    assert [found[i].status for i in ("same-token", "colbert", "exact", "no-unit")] == [
-        "by construction", "not measured", "descriptive", "descriptive"]
+    assert [found[i].status for i in ("same-token", "colbert", "exact", "no-unit", "twice")] == [
+        "by construction", "not measured", "descriptive", "descriptive", "descriptive"]
     assert found["colbert"].reason == "jina-colbert-v2 was not run" and found["exact"].measured == 1.0
     assert found["no-unit"].reason == "no sampling unit declared"
+    assert found["twice"].reason == "its statistic is no-unit's, counted once there"  # a shape shown, not tested
+    assert found["twice"].record()["test"] == "> 0.5" and not found["twice"].claim.in_family
     assert not any(v.counted for v in found.values())
 
 
@@ -431,6 +440,8 @@ claims:
     row = words.row(found.record())
     assert "0.5 × the published 20" in row["test (its bound)"]
     assert row["sensitivity"].startswith("f = 0.5; the interval clears the bound for f < ")
+    below = {**found.record(), "shape": {"test": "below"}, "test": "< 40"}  # a below bound is published / f
+    assert words.test_text(below).startswith("< 40 (the published 20 / 0.5: ")
 
 
 def test_a_fraction_bound_above_an_interval_that_reaches_zero_holds_for_every_fraction_in_finite_results(tmp_path):

@@ -126,9 +126,8 @@ def _e(value: Any) -> str:
 # --------------------------------------------------------------------------- the landing page
 
 QUESTIONS = (
-    ("Do a sentence's tokens collapse into one direction?", "01_layer_by_layer", "within-end"),
-    ("Is the collapse the work of training, or of the architecture alone?", "01_layer_by_layer",
-     "within-training"),
+    ("Do a sentence's tokens collapse into one direction, by training or by the architecture alone?",
+     "01_layer_by_layer", "within-training"),
     ("Does the training loss decide how far tokens collapse?", "07_training_objective",
      "loss-decides-collapse-scratch"),
     ("Is there a similarity attractor in the middle of the network?", "02_similarity_attractor",
@@ -137,7 +136,8 @@ QUESTIONS = (
     ("What does mean pooling do to the cone?", "03_inside_the_cone", "pooling-most-of-cone"),
     ("What does the last block's attention land on?", "04_attention_context_similarity",
      "separators-in-final-layers"),
-    ("Do attention heads specialise?", "04_attention_context_similarity", "heads-specialise"),
+    ("Does each attention head focus on a token of its own?", "04_attention_context_similarity",
+     "unique-focus-tokens"),
     ("Does whitening, one of the article's fixes, help retrieval?", "05_embeddings_without_tears",
      "whitening-helps-retrieval"),
     ("Does attention-weighted pooling, another, resist dilution?", "05_embeddings_without_tears",

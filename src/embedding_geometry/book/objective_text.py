@@ -20,7 +20,7 @@ from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpo
 from ..studies import objective_geometry, objective_results
 
 ANSWER_CLAIMS = {
-    "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-reaches-back-scratch",
+    "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-every-depth-scratch",
                 "loss-decides-separability-scratch"],
     "finetune": ["maxsim-keeps-spread", "loss-decides-collapse", "loss-leaves-fingerprint",
                  "finetune-retrieval-matched", "finetune-keeps-anisotropy-mean-pool",

@@ -157,7 +157,7 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
         measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
     found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
                  depth=reducers.where(claim.reduce, raw, claim.series))
-    if claim.test is None or claim.by_construction:
+    if claim.test is None or claim.by_construction or claim.description:
         status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
         return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
     if claim.unit is None:

@@ -40,7 +40,8 @@ Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
         fraction: 0.5             # the bound is this share of the published magnitude (above:
         fraction_reason: "…"      # f · published; below: published / f)
         by_construction: "<why it holds on every model>"   # shown, not counted
-        description: "<why there is no model-agnostic test>"   # with no shape test
+        description: "<why there is no model-agnostic test>"   # shown, not counted; beside a shape test: why
+                                  # it is not tested (its statistic is a counted claim's, or it cannot fail)
         not_measured: "<why, when the metric is None>"
     errata:
       - id, statement, prose_value, data_value, evidence
@@ -188,8 +189,6 @@ class Claim:
         test, args = self.shape.get("test"), self.shape.get("args", {})
         if test not in reducers.SHAPES:
             self._refuse(f"shape test must be one of {sorted(reducers.SHAPES)}; got {test!r}")
-        if self.description is not None:
-            self._refuse("a claim with a shape test is not a description")
         if self.fraction is not None:
             if not 0 < float(self.fraction) <= 1 or not self.fraction_reason:
                 self._refuse("fraction must be in (0, 1] and come with fraction_reason")
@@ -237,8 +236,9 @@ class Claim:
     @property
     def in_family(self) -> bool:
         """Whether this claim counts in the multiplicity family: a published claim at its home,
-        with a shape test, not true by construction."""
-        return self.kind == "published" and self.home is None and self.test is not None and not self.by_construction
+        with a shape test, not true by construction, not described instead (``description``)."""
+        return (self.kind == "published" and self.home is None and self.test is not None and not self.by_construction
+                and not self.description)
 
 
 @dataclass(frozen=True)

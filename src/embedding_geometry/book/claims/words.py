@@ -101,9 +101,11 @@ def test_text(record: Mapping[str, Any]) -> str:
         return "—"
     text = record["test"]
     bound = record.get("bound") or {}
-    if bound.get("source") == "fraction":
-        text += (f" ({number(bound['fraction'])} × the published {number(record['published']['value'])}: "
-                 f"{bound['reason']})")
+    if bound.get("source") == "fraction":  # above: f × published; below: published / f (Claim.test)
+        f, published = number(bound["fraction"]), number(record["published"]["value"])
+        below = record["shape"]["test"] == "below"
+        derived = f"the published {published} / {f}" if below else f"{f} × the published {published}"
+        text += f" ({derived}: {bound['reason']})"
     elif bound.get("source") == "typed":
         text += " (a bound typed into the ledger)"
     return text
