@@ -102,18 +102,44 @@ ISOTROPY_COLUMNS = {
 }
 
 
+def with_controls_averaged(by_model: Mapping[str, Mapping]) -> dict[str, Mapping]:
+    """``by_model`` with each trained model's random-init controls ("<model> [random-init control,
+    seed s]") replaced by one row, "<model> · controls (mean of S seeds)": each column's mean over
+    the seeds (None where no seed has a value; a yes / no column becomes the share of seeds with
+    yes), so a table or a chart shows one line per model and one per model's controls however many
+    seeds ran."""
+    out: dict[str, Mapping] = {}
+    groups: dict[str, list[Mapping]] = {}
+    for name, row in by_model.items():
+        base, control, _ = name.partition(" [random-init control, seed ")
+        if control:
+            groups.setdefault(base, []).append(row)
+        else:
+            out[name] = row
+    for base, rows in groups.items():
+        frame = pd.DataFrame(list(rows)).apply(pd.to_numeric, errors="coerce")
+        means = frame.mean(numeric_only=True).to_dict()
+        out[f"{base} · controls (mean of {len(rows)} seeds)"] = {
+            key: (None if pd.isna(means.get(key)) else float(means[key])) for key in frame.columns}
+    return out
+
+
 def isotropy_table(by_model: Mapping[str, Mapping], article_rows: Sequence[Mapping]) -> HtmlTable:
-    """One row per model of the run (``isotropy.model_row``) beside the article's score: the
-    article's benchmark (its speed measured in this run, recall@10 on the query set, anisotropy)
-    with the score's terms; a control has no speed or search of its own ("—")."""
+    """One row per model of the run (``isotropy.model_row``) beside the article's score, and one
+    per model's random-init controls (their mean, :func:`with_controls_averaged`): the article's
+    benchmark (its speed measured in this run, recall@10 on the query set, anisotropy) with the
+    score's terms; a control has no speed or search of its own ("—")."""
     article = {row["model"]: row["score"] for row in article_rows}
+    by_model = with_controls_averaged(by_model)
     table = pd.DataFrame(by_model).T[list(ISOTROPY_COLUMNS)].rename(columns=ISOTROPY_COLUMNS)
     table.insert(0, "article's score", [article.get(m) for m in table.index])
     return shown(table.rename(index=_short), "model")
 
 
 def isotropy_bars(by_model: Mapping[str, Mapping], article_rows: Sequence[Mapping]) -> alt.Chart:
-    """The article's isotropy table and this run's scores, side by side."""
+    """The article's isotropy table and this run's scores, side by side (a model's random-init
+    controls as their mean, :func:`with_controls_averaged`)."""
+    by_model = with_controls_averaged(by_model)
     bars = pd.DataFrame(
         [{"model": row["name"], "source": "article", "score": row["score"]} for row in article_rows]
         + [
