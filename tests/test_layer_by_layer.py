@@ -469,7 +469,6 @@ def test_measure_runs_every_section_on_one_model_and_its_controls():
     assert "per_unit" not in record and "resampled" not in record and "dip" in record
     measured = layer_runs.labelled(runs, {"m": m})
     assert list(measured) == ["m (3 blocks)"] and len(layer_runs.dip_table(measured)) == 1
-    assert len(layer_runs.models_table(runs)) == 11
 
 
 def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():

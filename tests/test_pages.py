@@ -175,3 +175,14 @@ def test_the_errata_table_keeps_its_columns_and_folds_on_the_page():
     shown = tables.frame_html(frame)
     assert shown.startswith('<details class="eg-fold"><summary>1 erratum: where the text')
     assert "<th" in shown and ">prose value</th>" in shown and "0.85" in shown
+
+
+def test_the_models_table_shows_each_trained_model_and_its_controls_as_one_row():
+    info = {"layers": 6, "hidden": 384, "sha256": "ab" * 32}
+    ran = {"org/m": info, "org/n": {**info, "layers": 12, "sha256": None},
+           **{f"org/m [random-init control, seed {s}]": {**info, "sha256": f"{s:064x}"} for s in (3, 4, 5)}}
+    table = pages.models_table(ran)
+    assert table["model"].tolist() == ["org/m", "org/n", "org/m · random-init controls"]
+    assert table["kind"].tolist() == ["trained", "trained", "3 controls (seeds 3–5)"]
+    assert table["weights (SHA-256)"].tolist() == ["abababababab", "—", "drawn afresh per seed"]
+    assert table["blocks L"].tolist() == [6, 12, 6]

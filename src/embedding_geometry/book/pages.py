@@ -102,6 +102,31 @@ def _literal_type(spec: dict[str, Any]) -> str:
     return "optional" if value is None else type(value).__name__
 
 
+CONTROL = " [random-init control, seed "
+"""How ``models.random_control`` names a control: "<model> [random-init control, seed s]"."""
+
+
+def models_table(ran: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The models a chapter ran (``Chapter.ran``: id → ``ModelInfo.to_dict()``), one row per
+    trained model — kind, blocks L, width D, weights' SHA-256 (first 12 hex) — and one row for each
+    model's random-init controls together: how many, their seeds, the same shape, fresh weights."""
+    rows, controls = [], {}
+    for name, info in ran.items():
+        base, _, seed = name.partition(CONTROL)
+        if seed:
+            controls.setdefault(base, []).append((int(seed.rstrip("]")), info))
+            continue
+        rows.append({"model": name, "kind": "trained", "blocks L": info["layers"], "width D": info["hidden"],
+                     "weights (SHA-256)": (info.get("sha256") or "—")[:12]})
+    for base, seeds in controls.items():
+        numbers = sorted(seed for seed, _ in seeds)
+        span = f"seed {numbers[0]}" if len(numbers) == 1 else f"seeds {numbers[0]}–{numbers[-1]}"
+        rows.append({"model": f"{base} · random-init controls", "kind": f"{len(numbers)} controls ({span})",
+                     "blocks L": seeds[0][1]["layers"], "width D": seeds[0][1]["hidden"],
+                     "weights (SHA-256)": "drawn afresh per seed"})
+    return pd.DataFrame(rows)
+
+
 def load_results(chapter: str) -> dict[str, Any]:
     """The results JSON a chapter wrote in this run, checked (:func:`readback.read`: a damaged
     file is one line naming it and the command that rebuilds it)."""

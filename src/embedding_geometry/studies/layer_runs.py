@@ -88,15 +88,6 @@ def controls_of(runs: Mapping[str, Run], model: str) -> list[Run]:
     return [run for name, run in runs.items() if run.control and name.startswith(f"{model} [")]
 
 
-def models_table(runs: Mapping[str, Run]) -> "pd.DataFrame":
-    """One row per model run: its id, kind, blocks L, width D and weights' SHA-256 (first 12 hex)."""
-    import pandas as pd
-
-    return pd.DataFrame([{"model": name, "kind": "random-init control" if run.control else "trained",
-                          "blocks L": run.info.layers, "width D": run.info.hidden,
-                          "weights (SHA-256)": (run.info.sha256 or "—")[:12]} for name, run in runs.items()])
-
-
 def label(info: ModelInfo) -> str:
     """A model's name in the charts and tables: "all-MiniLM-L6-v2 (6 blocks)"."""
     return f"{info.id.rsplit('/', 1)[-1]} ({info.layers} blocks)"
