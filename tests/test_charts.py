@@ -201,3 +201,10 @@ def test_a_models_random_init_controls_show_as_one_row_their_mean_over_seeds():
     assert list(found) == ["org/m", "org/m · controls (mean of 2 seeds)"] and found["org/m"] == rows["org/m"]
     assert found["org/m · controls (mean of 2 seeds)"] == {"score": pytest.approx(0.3), "warns": 0.5,
                                                             "recall_at_10": None}
+
+
+def test_a_cell_lists_up_to_three_values_and_summarises_more():
+    from embedding_geometry.book.charts import cone
+
+    assert cone._listed([0.5, 0.25]) == "0.500, 0.250" and cone._listed(None) == "—" and cone._listed([]) == "—"
+    assert cone._listed([0.1, 0.2, 0.3, 0.6]) == "0.300 (0.100–0.600, 4 values)"

@@ -76,15 +76,26 @@ def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | N
     ).properties(title=title)
 
 
+LISTED = 3
+"""Up to this many values a cell lists them; more (ten controls, 45 pairs of them) are summarised."""
+
+
 def _listed(values: Any) -> str:
-    """Numbers as "0.123, 0.456"; "—" for None or none."""
-    return "—" if values is None or len(values) == 0 else ", ".join(number_text(v, 3) for v in values)
+    """Numbers as "0.123, 0.456" (up to :data:`LISTED`), more as their mean and range,
+    "0.123 (0.101–0.150, 10 values)"; "—" for None or none."""
+    if values is None or len(values) == 0:
+        return "—"
+    if len(values) <= LISTED:
+        return ", ".join(number_text(v, 3) for v in values)
+    return (f"{number_text(float(np.mean(values)), 3)} ({number_text(min(values), 3)}–{number_text(max(values), 3)}, "
+            f"{len(values)} values)")
 
 
 def rotation_table(found: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Experiment 4 offline, one column per trained model: |cos| of its cone axis with each
     control's and of the controls' among themselves, random directions' mean and 99 % quantile,
-    and the final anisotropy of the model and of each control ("—" without controls)."""
+    and the final anisotropy of the model and of each control ("—" without controls; more than
+    :data:`LISTED` values as their mean and range)."""
     def column(f: Mapping[str, Any]) -> dict[str, str]:
         r = f["rotation"]
         chance = {key: "—" if r[key] is None else number_text(r[key], 3) for key in ("chance", "chance_q99")}
