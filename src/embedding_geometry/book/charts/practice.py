@@ -105,7 +105,7 @@ ISOTROPY_COLUMNS = {
 def with_controls_averaged(by_model: Mapping[str, Mapping]) -> dict[str, Mapping]:
     """``by_model`` with each trained model's random-init controls ("<model> [random-init control,
     seed s]") replaced by one row, "<model> · controls (mean of S seeds)": each column's mean over
-    the seeds (None where no seed has a value; a yes / no column becomes the share of seeds with
+    the seeds (None where no seed has a value; a yes / no column becomes "k of S", the seeds with
     yes), so a table or a chart shows one line per model and one per model's controls however many
     seeds ran."""
     out: dict[str, Mapping] = {}
@@ -117,11 +117,17 @@ def with_controls_averaged(by_model: Mapping[str, Mapping]) -> dict[str, Mapping
         else:
             out[name] = row
     for base, rows in groups.items():
-        frame = pd.DataFrame(list(rows)).apply(pd.to_numeric, errors="coerce")
-        means = frame.mean(numeric_only=True).to_dict()
         out[f"{base} · controls (mean of {len(rows)} seeds)"] = {
-            key: (None if pd.isna(means.get(key)) else float(means[key])) for key in frame.columns}
+            key: _over_seeds([row.get(key) for row in rows]) for key in dict.fromkeys(k for r in rows for k in r)}
     return out
+
+
+def _over_seeds(values: list) -> object:
+    """One column over the seeds: "k of S" for yes / no values, else the mean (None when none has one)."""
+    if all(isinstance(v, (bool, np.bool_)) for v in values):
+        return f"{sum(map(bool, values))} of {len(values)}"
+    numbers = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return float(np.mean(numbers)) if numbers else None
 
 
 def isotropy_table(by_model: Mapping[str, Mapping], article_rows: Sequence[Mapping]) -> HtmlTable:
