@@ -204,3 +204,29 @@ def test_a_speed_is_the_machines_and_a_head_histogram_is_a_count():
     path = "by_model.m.heads.head_distance_histogram[11][7][0]"
     assert reproducibility.family("08_across_models", path, 244.0) == "count"
     assert reproducibility.deviation("count", 244.0, 243.0, 244.0, 1000.0) == pytest.approx(1e-3)
+
+
+def test_a_lone_cosine_and_a_value_beside_its_interval_are_compared_on_their_scale():
+    tree = {"anisotropy_centred": 2.5e-5, "loss": 2.5e-5, "d": {"value": 1e-6, "interval": [-4e-4, 5e-4]}}
+    scales = {path: scale for path, _, scale, _ in reproducibility.leaves(tree)}
+    assert scales["anisotropy_centred"] == 1.0 and scales["loss"] == 2.5e-5  # a cosine's scale is 1
+    assert scales["d.value"] == pytest.approx(9e-4)  # the interval's width
+    assert reproducibility.deviation("float", 2.5e-5, 1.8e-4, scales["anisotropy_centred"], None) < 2e-4
+
+
+def test_a_depth_index_moves_in_steps_and_its_tolerance_is_the_largest_step():
+    assert reproducibility.family("07_training_objective", "objectives.x.reach.a.depth_interval[0]", 2) == "depth"
+    assert reproducibility.deviation("depth", 2, 3, 2, 2) == 1
+    assert reproducibility.derive({"p": {"largest": {"depth": {"max": 1}}}})["depth"] == 1.0
+
+
+def test_figures_of_another_cpu_are_carried_and_those_of_this_one_replaced():
+    previous = {"run": {"machine": "CPU A", "date": "2026-11-27"}, "verdict_changes": {"perturbed": []},
+                "perturbations": {"perturbed": {"spec": "threads=1", "largest": {"float": {"max": 0.002}}}}}
+    found = reproducibility.carried(previous, "CPU B")
+    assert list(found["perturbations"]) == ["perturbed on CPU A"]
+    assert found["perturbations"]["perturbed on CPU A"]["spec"] == "threads=1 (CPU A, 2026-11-27)"
+    assert reproducibility.carried(previous, "CPU A")["perturbations"] == {}
+    again = {"run": {"machine": "CPU B", "date": "2026-11-28"}, "verdict_changes": found["verdict_changes"],
+             "perturbations": found["perturbations"]}
+    assert reproducibility.carried(again, "CPU B") == found  # carried once, under its own name

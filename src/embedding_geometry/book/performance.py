@@ -208,7 +208,7 @@ class PerformanceReport:
 
 
 FAMILY_NAMES = {"float": "float (× scale)", "trained": "trained (× scale)", "share": "share",
-                "count": "count (× total)", "noise": "noise (decades)"}
+                "count": "count (× total)", "noise": "noise (decades)", "depth": "depth (steps)"}
 """The columns of the float-path table: each family of the reproducibility contract, with its unit."""
 
 

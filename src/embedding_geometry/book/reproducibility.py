@@ -26,7 +26,19 @@ trained    float results of gradient training (chapter 7's copies, chapter 6's f
            as float, with its own ε_trained. Each step's update feeds the next, so a training
            run carries the last bits of the arithmetic forward and amplifies them; what
            another CPU's kernels do to them is measured separately from a forward pass's
+depth      the ends of chapter 7's depth intervals, read off resampled draws of trained copies:
+           a depth index moves in whole steps, |a − b| ≤ ε_depth depths, ε_depth the largest
+           step measured (no margin); the same ends as shares of the depths (share_interval)
+           move by one depth's share, and the exact sign-flip p-values over seeds beside them
+           by steps of 2 / 2ⁿ, which ε_depth ≥ 1 always allows: these are recorded, not
+           compared (their depth indices and the verdicts are)
 =========  ===============================================================================
+
+A lone cosine (a mean cosine, an anisotropy, a margin between cosines) has the scale of a cosine,
+s = max(|a|, 1): its float error is absolute, so a centred anisotropy of 2·10⁻⁵ is not held to
+a relative rule that a change of 10⁻⁴ would break by a factor of five (:data:`COSINES`). A
+``value`` stored beside its ``interval`` has at least the interval's width as its scale: a
+difference of 10⁻⁶ whose interval spans 10⁻³ is compared on that span.
 
 No metric is stored rounded, so no family needs a rule for rounding: a value is compared before
 any rounding the page applies to it.
@@ -63,7 +75,8 @@ FIGURES = Path(str(resources.files("embedding_geometry") / "data" / "float_paths
 MARGIN = 10.0
 """How many times the largest measured deviation a tolerance allows, before rounding up."""
 
-FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0, "timing": 0.0, "trained": 1e-6}
+FLOORS = {"float": 1e-6, "share": 0.0, "count": 0.0, "noise": 1.0, "exact": 0.0, "timing": 0.0, "trained": 1e-6,
+          "depth": 0.0}
 """The least each tolerance may be: float32 keeps about 7 significant digits (ε_float, ε_trained
 ≥ 10⁻⁶); a number that measures noise may move by one order of magnitude (ε_noise ≥ 1)."""
 
@@ -79,10 +92,17 @@ FAMILIES: list[tuple[str, str, str]] = [
     ("*", "*distance_histogram*", "count"),  # histograms of pair distances, stored as floats
     ("*", "*peak_write_last_two*", "share"),  # the share of dimensions whose largest write is late
     ("*", "*same_sentence_fraction*", "share"),  # the share of a head's high pairs within one sentence
+    ("07_training_objective", "*depth_interval*", "depth"),  # interval ends of resampled depth indices
+    ("07_training_objective", "*share_interval*", "depth"),  # the same ends as shares of the depths
+    ("07_training_objective", "*p_value*", "depth"),  # exact sign-flip p over seeds: steps of 2 / 2^n
     ("*", "per_unit.*", "float"),
     ("*", "recall_at_k.*", "share"),
 ]
 """Metrics whose family their type does not tell (see the module docstring)."""
+
+COSINES = ("*anisotropy*", "*cosine*", "*_cos", "*.cos_*", "*mean_cos*", "*margin*")
+"""Key-path globs of lone numbers that are cosines, means of cosines or margins between cosines:
+scale max(|a|, 1)."""
 
 TRAINED: list[tuple[str, str]] = [
     ("07_training_objective", "*"),  # every copy is trained: its geometry, losses and retrieval
@@ -97,10 +117,17 @@ TRAINED: list[tuple[str, str]] = [
 def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any, float | None, float | None]]:
     """Every leaf of a metrics tree as (key path, value, scale, total): for a number in a list of
     numbers, ``scale`` is the largest |x| of that list and ``total`` the sum of its |x|; for a
-    lone number both are |x|; None for text, truth values and None."""
+    lone number both are |x| (the scale of a lone cosine, :data:`COSINES`, at least 1; of a
+    ``value`` beside its ``interval``, at least the interval's width); None for text, truth
+    values and None."""
     if isinstance(tree, Mapping):
+        width = _width(tree.get("interval"))
         for key, value in tree.items():
-            yield from leaves(value, f"{path}.{key}" if path else str(key))
+            here = f"{path}.{key}" if path else str(key)
+            if key == "value" and width and _number(value):  # a value beside its interval: that scale
+                yield here, value, max(abs(value), width), abs(value)
+            else:
+                yield from leaves(value, here)
     elif isinstance(tree, list):
         numbers = [x for x in tree if _number(x)]
         scale = max((abs(x) for x in numbers), default=None)
@@ -111,7 +138,17 @@ def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any, float | None, 
             else:
                 yield from leaves(value, f"{path}[{i}]")
     else:
-        yield path, tree, (abs(tree) if _number(tree) else None), (abs(tree) if _number(tree) else None)
+        scale = abs(tree) if _number(tree) else None
+        if scale is not None and any(fnmatch.fnmatchcase(path, glob) for glob in COSINES):
+            scale = max(scale, 1.0)
+        yield path, tree, scale, (abs(tree) if _number(tree) else None)
+
+
+def _width(interval: Any) -> float | None:
+    """The width of a two-number interval, else None."""
+    if isinstance(interval, list) and len(interval) == 2 and all(_number(x) for x in interval):
+        return abs(interval[1] - interval[0])
+    return None
 
 
 def _number(x: Any) -> bool:
@@ -150,7 +187,7 @@ def deviation(name: str, a: Any, b: Any, scale: float | None, total: float | Non
         return math.inf
     if name == "noise":
         return abs(math.log10(max(abs(a), 1e-300)) - math.log10(max(abs(b), 1e-300)))
-    if name == "share":
+    if name in ("share", "depth"):
         return abs(a - b)
     if name == "count":
         return abs(a - b) / max(total or 0.0, abs(a), 1.0)
@@ -292,7 +329,8 @@ def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
     rounded up (:func:`round_up`), and at least the family's floor (share and count: a
     deviation of 0 gives 0, and a rule still allows what the floor allows). A noise deviation is
     already a log₁₀ ratio, so there the margin adds log₁₀ MARGIN and the result is rounded up to
-    a whole number of orders of magnitude."""
+    a whole number of orders of magnitude; a depth index moves in whole steps, so its tolerance
+    is the largest step measured."""
     out = {}
     for name, floor in FLOORS.items():
         worst = max((p["largest"].get(name, {}).get("max", 0.0) for p in perturbations.values()), default=0.0)
@@ -300,6 +338,9 @@ def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
             raise ValueError(f"a perturbed build changed a '{name}' metric beyond comparison: see its 'where'")
         if name == "noise":
             out[name] = max(floor, float(math.ceil(worst + math.log10(MARGIN))) if worst > 0 else 0.0)
+            continue
+        if name == "depth":  # whole steps: the largest measured, no margin
+            out[name] = max(floor, float(math.ceil(worst)))
             continue
         scaled = MARGIN * worst
         out[name] = max(floor, round_up(scaled) if scaled > 0 else 0.0)
@@ -347,6 +388,24 @@ def machine() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def carried(previous: Mapping[str, Any] | None, here: str) -> dict[str, Any]:
+    """The perturbations ``previous`` figures measured on another CPU than ``here`` (with their
+    verdict changes), renamed "<name> on <CPU>", so that the tolerances derived with them cover
+    both CPUs: a golden reference built on one CPU is compared on whichever CPU runs the tests."""
+    if not previous:
+        return {"perturbations": {}, "verdict_changes": {}}
+    out: dict[str, Any] = {"perturbations": {}, "verdict_changes": {}}
+    for name, found in previous["perturbations"].items():
+        cpu = found.get("machine", previous["run"]["machine"])
+        if cpu == here:
+            continue
+        key = name if found.get("machine") else f"{name} on {cpu}"
+        out["perturbations"][key] = {**found, "machine": cpu, "spec": found["spec"] if found.get("machine")
+                                     else f"{found['spec']} ({cpu}, {previous['run']['date']})"}
+        out["verdict_changes"][key] = previous["verdict_changes"].get(name, [])
+    return out
 
 
 def report(measured: Mapping[str, Any]) -> str:
