@@ -667,3 +667,14 @@ def test_a_counted_claim_must_be_able_to_both_pass_and_fail(tmp_path):
     metrics = {**scores(0.8), "permuted": np.zeros(200)}
     assert judged(tmp_path, permuted, metrics)["score"].status == "cannot decide"
     assert judged(tmp_path, permuted, metrics, family=1)["score"].outcome == "holds"
+
+
+def test_a_claim_not_tested_on_one_model_beside_a_verdict_on_another_is_not_restated():
+    base = {"id": "k", "statement": "The score exceeds 0.5.", "says": {"holds": "the score exceeds 0.5"},
+            "kind": "published", "headline": True}
+    tested = {**base, "model": "sentence-transformers/all-MiniLM-L6-v2", "outcome": "holds", "status": None}
+    absent = {**base, "model": "sentence-transformers/all-mpnet-base-v2", "outcome": None,
+              "status": "not measured", "reason": "measured on the chapter's model only"}
+    assert words.said([tested, absent]) == ("On MiniLM, the score exceeds 0.5. "
+                                            "Not measured on MPNet: measured on the chapter's model only.")
+    assert words.said([absent]).endswith(": not measured on MPNet (measured on the chapter's model only).")

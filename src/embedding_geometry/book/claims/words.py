@@ -226,9 +226,11 @@ def _finding(record: Mapping[str, Any]) -> str:
     return f"{claim} ({PENDING})"
 
 
-def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = None) -> str:
+def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = None, subject: bool = True) -> str:
     """The claim's finding in plain words, no numbers, on ``models`` (default: the record's own):
-    "On MiniLM, within-sentence similarity is higher at the final depth than at depth 0."."""
+    "On MiniLM, within-sentence similarity is higher at the final depth than at depth 0.". A claim
+    not tested names its subject, unless ``subject`` is False (another model's sentence beside it
+    already says it): "Not measured on MPNet: why."."""
     record = _records([record])[0]
     names = [model_name(m) for m in (models or [record["model"]])]
     where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) \
@@ -236,8 +238,10 @@ def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = Non
     if verdict_of(record) in (*TESTED, PENDING):
         return f"On {where}, {_finding(record)}."
     if record.get("status") == NOT_MEASURED:
-        return f"{_subject(record)}: not measured on {where} ({record.get('reason')})."
-    return f"{_subject(record)}: shown on {where}, not tested ({record.get('status')})."
+        return (f"{_subject(record)}: not measured on {where} ({record.get('reason')})." if subject
+                else f"Not measured on {where}: {record.get('reason')}.")
+    why = f"shown on {where}, not tested ({record.get('status')})"
+    return f"{_subject(record)}: {why}." if subject else f"{why[:1].upper()}{why[1:]}."
 
 
 # --------------------------------------------------------------------------- box, summary, legend
@@ -274,10 +278,13 @@ def _badges(records: list[Mapping[str, Any]], root: str = "../") -> str:
 
 
 def said(records: list[Mapping[str, Any]]) -> str:
-    """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model."""
+    """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model
+    (a model the claim was not tested on, beside one it was, in a short sentence: "Not measured on
+    MPNet: why.")."""
     if len({verdict_of(r) for r in records}) == 1:
         return plain_sentence(records[0], [r["model"] for r in records])
-    return " ".join(plain_sentence(r) for r in records)
+    tested = any(verdict_of(r) in (*TESTED, PENDING) for r in records)
+    return " ".join(plain_sentence(r, subject=not tested) for r in records)
 
 
 def _brief(r: Mapping[str, Any]) -> str:
