@@ -313,7 +313,7 @@ def test_a_tally_names_the_models_off_the_most_common_verdict():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tiny_bert_dir):
-    """The chapter alone on the tiny BERT, with a second tiny BERT (other weights) and three controls of each."""
+    """The chapter alone on the tiny BERT, with a second tiny BERT (other weights) and ten controls of each."""
     import tiny_models
 
     root = copy_book(tmp_path_factory.mktemp("across"))
@@ -328,7 +328,8 @@ def built(tmp_path_factory, tiny_bert_dir):
 def test_every_model_of_the_atlas_is_recorded_with_its_weights_and_judged(built):
     root, results = built
     m = results["metrics"]
-    assert len(m["models"]) == 8 and [r["kind"] for r in m["models"].values()].count("control") == 6
+    seeds = results["params"]["control_seeds"]
+    assert len(m["models"]) == 2 + 2 * seeds and [r["kind"] for r in m["models"].values()].count("control") == 2 * seeds
     assert {r["id"] for r in results["models"]} == set(m["models"])
     assert all(len(r["sha256"]) == 64 for r in results["models"])  # every model measured, by its weights
     assert set(m["by_model"]) == set(m["models"])
