@@ -110,8 +110,8 @@ TINY_CHAPTER_PARAMS: dict[str, dict] = {
     "03_inside_the_cone": {"n_texts": 80, "models": ["sentence-transformers/all-MiniLM-L6-v2"]},
     "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
                                         "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth
-    # a pair sample of 60: its kernels (and the controls' [10, 60, 60]) stay inline in the results file
-    "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3, "pair_sample": 60},
+    # a pair sample of 40: its kernels (and the ten controls' [10, 40, 40]) stay inline in the results file
+    "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3, "pair_sample": 40},
     "06_search_in_practice": {"n_long_docs": 5, "long_words": 150, "window_words": 64, "stride_words": 32,
                               "pair_sample": 60},
     "07_training_objective": {"scratch_seeds": 2, "scratch_steps": 100, "scratch_pairs_per_batch": 16,
