@@ -678,3 +678,12 @@ def test_a_claim_not_tested_on_one_model_beside_a_verdict_on_another_is_not_rest
     assert words.said([tested, absent]) == ("On MiniLM, the score exceeds 0.5. "
                                             "Not measured on MPNet: measured on the chapter's model only.")
     assert words.said([absent]).endswith(": not measured on MPNet (measured on the chapter's model only).")
+
+
+def test_a_path_through_a_none_is_not_measured_and_a_misspelt_one_is_an_error():
+    from embedding_geometry.book.claims.ledger import lookup
+
+    metrics = {"shared": {"related": None, "random": {"share": [0.5]}}}
+    assert lookup(metrics, "shared.related.share") is None and lookup(metrics, "shared.random.share") == [0.5]
+    with pytest.raises(KeyError, match="missing 'shares'"):
+        lookup(metrics, "shared.random.shares")

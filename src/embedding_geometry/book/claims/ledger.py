@@ -291,9 +291,13 @@ def family_size() -> int:
 
 
 def lookup(metrics: Mapping[str, Any], path: str) -> Any:
-    """``metrics["a"]["b"]`` for the path ``"a.b"``."""
+    """``metrics["a"]["b"]`` for the path ``"a.b"``; None where the path passes through a None (a
+    measurement the run did not make: a claim on it is *not measured*). A missing key is a
+    KeyError (a misspelt path, not a measurement left out)."""
     value: Any = metrics
     for part in path.split("."):
+        if value is None:
+            return None
         if not isinstance(value, Mapping) or part not in value:
             raise KeyError(f"metric '{path}' is not in this chapter's metrics (missing '{part}')")
         value = value[part]
