@@ -184,9 +184,12 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
         return None
     if "draws" in spec:
         try:
-            null = np.asarray(lookup(metrics, spec["draws"]), dtype=float).ravel()
+            draws = lookup(metrics, spec["draws"])
         except KeyError:
+            draws = None
+        if draws is None:
             return f"its null was not measured on this run ('{spec['draws']}')"
+        null = np.asarray(draws, dtype=float).ravel()
         p_holds, p_fails = pvalues.share_p(sign * null >= sign * own.point, sign * null <= sign * own.point)
         record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
         least = 1 / (len(null) + 1)
