@@ -67,7 +67,8 @@ def test_inputs_are_the_balanced_sample_and_every_model_is_recorded(document):
     assert inputs["sentences"] == sample["sentence"].tolist() and inputs["topics"] == sample["topic"].tolist()
     ids = [m["id"] for m in document["models"]]
     controls = [i for i in ids if "random-init control" in i]
-    assert len(ids) == 8 and len(controls) == 6 and all(m["sha256"] for m in document["models"])
+    seeds = document["params"]["control_seeds"]
+    assert len(ids) == 2 + 2 * seeds and len(controls) == 2 * seeds and all(m["sha256"] for m in document["models"])
 
 
 def test_numbers_recompute_from_the_recorded_inputs(document, tiny_bert):
@@ -92,7 +93,8 @@ def test_numbers_recompute_from_the_recorded_inputs(document, tiny_bert):
 
 def test_kernels_are_recorded_by_value_or_when_large_by_shape(document):
     units, n = document["metrics"]["per_unit"], len(document["inputs"]["sentences"])
-    shapes = {"anisotropy.pairs": [n, n, 4], "controls.anisotropy.pairs": [3, n, n, 4],
+    seeds = document["params"]["control_seeds"]
+    shapes = {"anisotropy.pairs": [n, n, 4], "controls.anisotropy.pairs": [seeds, n, n, 4],
               "token_anisotropy.counts": [n, n, 1], "cone_axis_topic_eta2.between": [n]}
     for key, shape in shapes.items():
         if np.prod(shape) > results.PER_UNIT_INLINE:
