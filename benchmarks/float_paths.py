@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     measured = reproducibility.measure({name: FOLDER / name / "build" / "results" for name in names},
                                        {name: PATHS[name] for name in names})
     previous = json.loads(reproducibility.FIGURES.read_text()) if reproducibility.FIGURES.is_file() else None
-    other_cpus = reproducibility.carried(previous, reproducibility.machine())
+    other_cpus = carried(previous, reproducibility.machine())
     if other_cpus["perturbations"]:  # tolerances that cover every CPU measured
         measured["perturbations"].update(other_cpus["perturbations"])
         measured["verdict_changes"].update(other_cpus["verdict_changes"])
@@ -122,6 +122,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_golden:
         write_golden(FOLDER / "default" / "build" / "results", measured["run"])
     return 0
+
+
+def carried(previous: dict | None, here: str) -> dict:
+    """The perturbations ``previous`` figures measured on another CPU than ``here`` (with their
+    verdict changes), renamed "<name> on <CPU>", so that the tolerances derived with them cover
+    both CPUs: a golden reference built on one CPU is compared on whichever CPU runs the tests."""
+    if not previous:
+        return {"perturbations": {}, "verdict_changes": {}}
+    out: dict = {"perturbations": {}, "verdict_changes": {}}
+    for name, found in previous["perturbations"].items():
+        cpu = found.get("machine", previous["run"]["machine"])
+        if cpu == here:
+            continue
+        key = name if found.get("machine") else f"{name} on {cpu}"
+        out["perturbations"][key] = {**found, "machine": cpu, "spec": found["spec"] if found.get("machine")
+                                     else f"{found['spec']} ({cpu}, {previous['run']['date']})"}
+        out["verdict_changes"][key] = previous["verdict_changes"].get(name, [])
+    return out
 
 
 GOLDEN = ROOT / "tests" / "reference" / "golden.json.xz"

@@ -221,12 +221,14 @@ def test_a_depth_index_moves_in_steps_and_its_tolerance_is_the_largest_step():
 
 
 def test_figures_of_another_cpu_are_carried_and_those_of_this_one_replaced():
+    from float_paths import carried
+
     previous = {"run": {"machine": "CPU A", "date": "2026-11-27"}, "verdict_changes": {"perturbed": []},
                 "perturbations": {"perturbed": {"spec": "threads=1", "largest": {"float": {"max": 0.002}}}}}
-    found = reproducibility.carried(previous, "CPU B")
+    found = carried(previous, "CPU B")
     assert list(found["perturbations"]) == ["perturbed on CPU A"]
     assert found["perturbations"]["perturbed on CPU A"]["spec"] == "threads=1 (CPU A, 2026-11-27)"
-    assert reproducibility.carried(previous, "CPU A")["perturbations"] == {}
+    assert carried(previous, "CPU A")["perturbations"] == {}
     again = {"run": {"machine": "CPU B", "date": "2026-11-28"}, "verdict_changes": found["verdict_changes"],
              "perturbations": found["perturbations"]}
-    assert reproducibility.carried(again, "CPU B") == found  # carried once, under its own name
+    assert carried(again, "CPU B") == found  # carried once, under its own name

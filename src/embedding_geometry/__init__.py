@@ -36,6 +36,7 @@ a study never imports ``book``):
     ``pool_dimensions``     chapter 1: the mean pool dimension by dimension (writes, L0 ↔ L correlation, slices)
     ``sublayers``           chapter 1: a block split at its attention sublayer, and words by class (the dip)
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
+    ``surface_form``        chapter 2: a pair's cosine against the words the two sentences share, per depth
     ``retrieval``           ranking a candidate pool by similarity, and recall@k
     ``anisotropy``          chapter 3: anisotropy, how much a set of vectors shares one direction, as pairs
     ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
@@ -49,6 +50,7 @@ a study never imports ``book``):
     ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
     ``context_exercises``   chapter 4: the exercises' answers, each for its changed parameter value
     ``context_budget``      chapter 4: its pass timed, projected to 1,000 texts, against its share of the budget
+    ``context_attention``   chapter 4: a head's top context-similarity pairs against its top attention pairs
     ``head_cache``          chapter 4's head statistics per batch, cached by content (chapter 8 reads them)
     ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
     ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another

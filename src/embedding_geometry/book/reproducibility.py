@@ -146,9 +146,8 @@ def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Any, float | None, 
 
 def _width(interval: Any) -> float | None:
     """The width of a two-number interval, else None."""
-    if isinstance(interval, list) and len(interval) == 2 and all(_number(x) for x in interval):
-        return abs(interval[1] - interval[0])
-    return None
+    ok = isinstance(interval, list) and len(interval) == 2 and all(_number(x) for x in interval)
+    return abs(interval[1] - interval[0]) if ok else None
 
 
 def _number(x: Any) -> bool:
@@ -388,24 +387,6 @@ def machine() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def carried(previous: Mapping[str, Any] | None, here: str) -> dict[str, Any]:
-    """The perturbations ``previous`` figures measured on another CPU than ``here`` (with their
-    verdict changes), renamed "<name> on <CPU>", so that the tolerances derived with them cover
-    both CPUs: a golden reference built on one CPU is compared on whichever CPU runs the tests."""
-    if not previous:
-        return {"perturbations": {}, "verdict_changes": {}}
-    out: dict[str, Any] = {"perturbations": {}, "verdict_changes": {}}
-    for name, found in previous["perturbations"].items():
-        cpu = found.get("machine", previous["run"]["machine"])
-        if cpu == here:
-            continue
-        key = name if found.get("machine") else f"{name} on {cpu}"
-        out["perturbations"][key] = {**found, "machine": cpu, "spec": found["spec"] if found.get("machine")
-                                     else f"{found['spec']} ({cpu}, {previous['run']['date']})"}
-        out["verdict_changes"][key] = previous["verdict_changes"].get(name, [])
-    return out
 
 
 def report(measured: Mapping[str, Any]) -> str:
