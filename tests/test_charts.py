@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from embedding_geometry.book import charts
+from embedding_geometry.book.claims.ledger import lookup
 from embedding_geometry.core import activations
 
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs", re.I)
@@ -165,9 +166,9 @@ def test_a_series_under_a_measurement_the_run_did_not_make_is_left_out():
     """Without random-init controls ``control`` is None: chapter 1's chart draws the trained curve alone,
     chapter 3's a frame with no rows when nothing is left; a misspelt path is still a KeyError."""
     metrics = {"curve": [0.1, 0.5, 0.9], "control": None, "topics": {"removal": None}}
-    assert charts.run_metric(metrics, "control.curve") is None and charts.run_metric(metrics, "curve")[-1] == 0.9
+    assert lookup(metrics, "control.curve") is None and lookup(metrics, "curve")[-1] == 0.9
     with pytest.raises(KeyError, match="missing 'curv'"):
-        charts.run_metric(metrics, "curv")
+        lookup(metrics, "curv")
     frame = charts.models_series_frame({"tiny": metrics}, {"trained": "curve", "random-init control": "control.curve"})
     assert set(frame["series"]) == {"trained"} and len(frame) == 3
     empty = charts.cone_frame({"org/tiny": metrics}, {"R": "topics.removal", "control": "control.curve"})

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ..tables import number_text
-from .frames import per_layer_frame, published_frame, run_metric
+from .frames import per_layer_frame, published_frame
+from ..claims.ledger import lookup
 from .theme import CATEGORY_COLORS, PUBLISHED_COLOR
 
 __all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model"]
@@ -38,7 +39,7 @@ def cone_frame(found: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, str])
     frames = []
     for model, metrics in found.items():
         for kind, key in kinds.items():
-            values = run_metric(metrics, key)
+            values = lookup(metrics, key)
             if values is not None:
                 frame = per_layer_frame({f"{short_model(model)} · {kind}": np.asarray(values, dtype=float)}, model)
                 frames.append(frame.assign(model=short_model(model), kind=kind))

@@ -4,21 +4,9 @@ r = l / L wherever a published curve may be overlaid."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from ..claims import lookup
-
-
-def run_metric(metrics: Mapping[str, Any], key: str) -> Any:
-    """The metric at key path ``key`` (``"a.b"``), or None where the path passes through a None: a
-    measurement the run did not make (``control`` is None without random-init controls). A key
-    that is missing is still a KeyError (a misspelt path, not a measurement left out)."""
-    head, _, rest = key.partition(".")
-    value = lookup(metrics, head)
-    return value if value is None or not rest else run_metric(value, rest)
 
 
 def per_layer_frame(series: Mapping[str, Sequence[float]], model: str) -> pd.DataFrame:

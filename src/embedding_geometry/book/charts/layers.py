@@ -15,7 +15,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .frames import binned_frame, per_layer_frame, run_metric, step_frame
+from .frames import binned_frame, per_layer_frame, step_frame
+from ..claims.ledger import lookup
 from .theme import PUBLISHED_COLOR, published_lines
 
 __all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
@@ -32,7 +33,7 @@ def models_series_frame(measured: Mapping[str, Mapping[str, Any]], series: Mappi
     controls of a run without them), is left out."""
     frames = [(step_frame if blocks else per_layer_frame)({name: values}, model)
               for model, metrics in measured.items() for name, key in series.items()
-              if (values := run_metric(metrics, key)) is not None]
+              if (values := lookup(metrics, key)) is not None]
     return pd.concat(frames, ignore_index=True)
 
 

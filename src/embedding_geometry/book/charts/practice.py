@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..claims.words import number
-from ..pages import HtmlTable
+from ..pages import CONTROL, HtmlTable
 from .depth import grouped_bars, line_chart, scatter_chart
 from ...studies.cls_attention import power_law
 
@@ -111,7 +111,7 @@ def with_controls_averaged(by_model: Mapping[str, Mapping]) -> dict[str, Mapping
     out: dict[str, Mapping] = {}
     groups: dict[str, list[Mapping]] = {}
     for name, row in by_model.items():
-        base, control, _ = name.partition(" [random-init control, seed ")
+        base, control, _ = name.partition(CONTROL)
         if control:
             groups.setdefault(base, []).append(row)
         else:
