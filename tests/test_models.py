@@ -112,7 +112,9 @@ def test_anatomy_table_lists_depths_and_width(tiny_bert):
 
 def test_random_control_has_the_architecture_but_fresh_seeded_weights(tiny_bert):
     control = models.random_control(tiny_bert, seed=5)
-    assert control.info.source == "control" and "random-init control" in control.info.id
+    assert control.info.source == "control" and models.control_of(control.info.id) == (tiny_bert.info.id, 5)
+    assert models.control_of(tiny_bert.info.id) is None
+    assert models.control_name("org/m", 12) == "org/m [random-init control, seed 12]"
     assert (control.info.layers, control.info.hidden) == (tiny_bert.info.layers, tiny_bert.info.hidden)
     assert control.model.config.to_dict() == tiny_bert.model.config.to_dict()
     assert control.tokenizer is tiny_bert.tokenizer

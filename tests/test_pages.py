@@ -186,3 +186,17 @@ def test_the_models_table_shows_each_trained_model_and_its_controls_as_one_row()
     assert table["kind"].tolist() == ["trained", "trained", "3 controls (seeds 3–5)"]
     assert table["weights (SHA-256)"].tolist() == ["abababababab", "—", "drawn afresh per seed"]
     assert table["blocks L"].tolist() == [6, 12, 6]
+
+
+def test_the_float_path_report_names_where_each_deviation_is_in_steps_a_cell_can_wrap_between():
+    where = "07_training_objective:objectives.finetune.per_seed_difference.other_twin_mean_pool[3][6]"
+    found = {"run": {"command": "python benchmarks/float_paths.py", "profile": "default", "commit": "abc1234",
+                     "date": "2026-11-28", "machine": "AMD EPYC"},
+             "perturbations": {"perturbed": {"spec": "threads=1", "largest": {
+                 "trained": {"max": 0.29, "where": where}, "exact": {"max": 0.0, "where": "00b_primer:x"}}}},
+             "verdict_changes": {"perturbed": []}, "tolerances": {"trained": 5.0}, "margin": 10}
+    shown = performance.FloatPathReport(found)._repr_html_()
+    assert ("07_training_objective: objectives · finetune · per_seed_difference · other_twin_mean_pool[3][6]"
+            in shown)
+    assert "00b_primer" not in shown  # a family that did not move has no row
+    assert "<td data-label=\"trained (× scale)\">5</td>" in shown and "Measured with <code>python" in shown

@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.models import ModelInfo
+from ..core.models import ModelInfo, control_of
 from . import claims
 from .claims import words
 from .claims.judge import FAILS, HOLDS
@@ -65,7 +65,8 @@ def roster(infos: Iterable[ModelInfo]) -> dict[str, dict[str, Any]]:
     trained = [info.id for info in infos if info.source != CONTROL]
     found = {}
     for info in infos:
-        base = next((t for t in trained if info.id.startswith(f"{t} [")), None) if info.source == CONTROL else None
+        control = control_of(info.id) if info.source == CONTROL else None
+        base = control[0] if control and control[0] in trained else None
         name = (base or info.id).rsplit("/", 1)[-1]
         found[info.id] = {"kind": CONTROL if info.source == CONTROL else TRAINED, "control_of": base,
                           "layers": info.layers, "sha256": info.sha256,

@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import claims, maths, readback, rules, tables
 from .claims import words
-from ..core import paths
+from ..core import models, paths
 
 DOWNLOADS = "downloads"
 """Where the site keeps what a reader can take away (``sphinx_pages.copy_downloads``): each
@@ -102,19 +102,14 @@ def _literal_type(spec: dict[str, Any]) -> str:
     return "optional" if value is None else type(value).__name__
 
 
-CONTROL = " [random-init control, seed "
-"""How ``models.random_control`` names a control: "<model> [random-init control, seed s]"."""
-
-
 def models_table(ran: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """The models a chapter ran (``Chapter.ran``: id → ``ModelInfo.to_dict()``), one row per
     trained model — kind, blocks L, width D, weights' SHA-256 (first 12 hex) — and one row for each
     model's random-init controls together: how many, their seeds, the same shape, fresh weights."""
     rows, controls = [], {}
     for name, info in ran.items():
-        base, _, seed = name.partition(CONTROL)
-        if seed:
-            controls.setdefault(base, []).append((int(seed.rstrip("]")), info))
+        if control := models.control_of(name):
+            controls.setdefault(control[0], []).append((control[1], info))
             continue
         rows.append({"model": name, "kind": "trained", "blocks L": info["layers"], "width D": info["hidden"],
                      "weights (SHA-256)": (info.get("sha256") or "—")[:12]})

@@ -247,7 +247,7 @@ class FloatPathReport:
                                "claim": f["claim"], "own path": f["default"], "perturbed": f["perturbed"],
                                "fragile by its margin": "yes" if f["fragile_by_margin"] else "no"}
                               for name, flips in self.found["verdict_changes"].items() for f in flips])
-        where = pd.DataFrame([{"path": spec["spec"], "family": family, "largest at": worst["where"]}
+        where = pd.DataFrame([{"path": spec["spec"], "family": family, "largest at": _readable(worst["where"])}
                               for spec in self.found["perturbations"].values()
                               for family, worst in spec["largest"].items() if worst["max"] > 0])
         measured = (f"<p>Measured with <code>{_e(run['command'])}</code> (profile {_e(run['profile'])}) at commit "
@@ -260,6 +260,13 @@ class FloatPathReport:
             parts.append("<details><summary>Where each largest deviation is</summary>"
                          + HtmlTable(where)._repr_html_() + "</details>")
         return "".join(parts)
+
+
+def _readable(where: str) -> str:
+    """A metric's path, ``chapter:a.b.c``, with a space around each step so a table cell wraps
+    between steps rather than inside a name."""
+    chapter, _, path = where.partition(":")
+    return f"{chapter}: {' · '.join(path.split('.'))}" if path else where
 
 
 def _e(value: Any) -> str:

@@ -214,9 +214,24 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    info = replace(base.info, id=f"{base.info.id} [random-init control, seed {seed}]", source="control",
+    info = replace(base.info, id=control_name(base.info.id, seed), source="control",
                    sha256=digest.hexdigest(), revision=None)
     return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
+
+
+CONTROL = " [random-init control, seed "
+"""The mark in a control's id: "<model> [random-init control, seed s]" (:func:`control_name`)."""
+
+
+def control_name(model_id: str, seed: int) -> str:
+    """The id of the random-init control of ``model_id`` drawn with ``seed`` (:func:`random_control`)."""
+    return f"{model_id}{CONTROL}{seed}]"
+
+
+def control_of(name: str) -> tuple[str, int] | None:
+    """(the trained model's id, the seed) of a control's id (:func:`control_name`); None for any other id."""
+    base, mark, seed = name.partition(CONTROL)
+    return (base, int(seed.rstrip("]"))) if mark else None
 
 
 def _on_float_path(model: torch.nn.Module) -> torch.nn.Module:

@@ -274,8 +274,9 @@ def compared_rows(compared, extract, sentences: list[str], queries: list[str], r
 
 def controls_of(model: str, by_model: Mapping[str, object]) -> list[str]:
     """The ids among ``by_model`` of the random-init controls of ``model`` (``models.random_control``
-    names them "<model> [random-init control, seed s]"), in seed order."""
-    return [m for m in by_model if m.startswith(f"{model} [random-init control")]
+    names them), in seed order."""
+    seeds = {m: control[1] for m in by_model if (control := encoders.control_of(m)) and control[0] == model}
+    return sorted(seeds, key=seeds.get)
 
 
 def isotropy_study(

@@ -11,6 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...core import models
 from ..tables import number_text
 from .frames import per_layer_frame, published_frame
 from ..claims.ledger import lookup
@@ -24,11 +25,9 @@ DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
 def short_model(model: str) -> str:
     """A model id without its organisation, and a control's "[random-init control, seed s]" as
     "· control s": "all-MiniLM-L6-v2 · control 0"."""
-    name = model.rsplit("/", 1)[-1]
-    if "[random-init control, seed " in name:
-        base, seed = name.split(" [random-init control, seed ")
-        return f"{base} · control {seed.rstrip(']')}"
-    return name
+    if control := models.control_of(model):
+        return f"{short_model(control[0])} · control {control[1]}"
+    return model.rsplit("/", 1)[-1]
 
 
 def cone_frame(found: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, str]) -> pd.DataFrame:

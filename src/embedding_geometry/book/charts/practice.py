@@ -12,8 +12,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...core import models
 from ..claims.words import number
-from ..pages import CONTROL, HtmlTable
+from ..pages import HtmlTable
 from .depth import grouped_bars, line_chart, scatter_chart
 from ...studies.cls_attention import power_law
 
@@ -111,9 +112,8 @@ def with_controls_averaged(by_model: Mapping[str, Mapping]) -> dict[str, Mapping
     out: dict[str, Mapping] = {}
     groups: dict[str, list[Mapping]] = {}
     for name, row in by_model.items():
-        base, control, _ = name.partition(CONTROL)
-        if control:
-            groups.setdefault(base, []).append(row)
+        if control := models.control_of(name):
+            groups.setdefault(control[0], []).append(row)
         else:
             out[name] = row
     for base, rows in groups.items():
