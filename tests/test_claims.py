@@ -120,6 +120,22 @@ def test_series_statistics_pick_their_entries_on_each_row():
     assert reducers.statistic("peaks_inside", rows) == pytest.approx([0.2, 0.4])
 
 
+def test_two_dips_needs_two_troughs_that_each_recover():
+    post = [0.0554, 0.24, 0.3032, 0.3606, 0.3281, 0.2852, 0.2093, 0.2763, 0.3096, 0.3726, 0.3881, 0.4037, 0.4028,
+            0.3896, 0.3259, 0.2954, 0.4016, 0.4294, 0.3753, 0.3146, 0.3709, 0.4755, 0.5524, 0.7295, 0.8798]
+    assert reducers.statistic("two_dips", post) == pytest.approx(0.4294 - 0.3146)  # its L19 trough, the weaker
+    assert reducers.where("two_dips", post) == ("the troughs at depth 6 of 24 (l/L = 0.25) and "
+                                               "depth 19 of 24 (l/L = 0.79)")
+    one_dip = [0.1, 0.4, 0.2, 0.5, 0.6, 0.9]
+    assert reducers.statistic("second_rise", one_dip) == pytest.approx(0.2)
+    assert reducers.statistic("two_dips", one_dip) < 0  # one trough is not two
+    assert reducers.statistic("two_dips", [0.1, 0.4, 0.2, 0.5, 0.3, 0.9]) == pytest.approx(0.2)
+    rows = np.array([[0.1, 0.4, 0.2, 0.5, 0.3, 0.9], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]])
+    assert reducers.statistic("two_dips", rows) == pytest.approx([0.2, -0.1])  # each row its own troughs
+    with pytest.raises(ValueError, match="at least 5 depths"):
+        reducers.statistic("two_dips", [0.1, 0.3, 0.2, 0.4])
+
+
 def test_second_rise_needs_a_rebuild_after_the_dip():
     post = [0.626, 0.881, 0.702, 0.924, 0.417]  # rise, partial reversal, second build, crash
     assert reducers.statistic("second_rise", post) == pytest.approx(0.179)  # min(.881 − .702, .924 − .702)
@@ -414,6 +430,19 @@ def test_a_series_test_finds_its_peak_again_in_every_resample(tmp_path):
     assert verdict.outcome != "holds"  # noise alone gives no inside peak
     peaked = _curves(3)
     assert judged(tmp_path, text, {"curve": peaked.mean(0), "per_unit": {"curve": peaked}})["score"].outcome == "holds"
+
+
+def test_two_dips_holds_on_curves_that_dip_twice_and_is_not_tested_on_a_short_series(tmp_path):
+    text = per_unit_ledger(shape="{test: two_dips}").replace("metric: score", "metric: curve")
+    noise = 0.02 * np.random.default_rng(4).standard_normal((30, 7))
+    twice = np.array([0.1, 0.5, 0.2, 0.6, 0.3, 0.7, 0.9]) + noise
+    once = np.array([0.1, 0.5, 0.2, 0.6, 0.7, 0.8, 0.9]) + noise
+    for curves, outcome in ((twice, "holds"), (once, "does not hold")):
+        found = judged(tmp_path, text, {"curve": curves.mean(0), "per_unit": {"curve": curves}})["score"]
+        assert found.outcome == outcome and found.statistic["name"] == "weaker of two dips"
+    short = twice[:, :4]
+    found = judged(tmp_path, text, {"curve": short.mean(0), "per_unit": {"curve": short}})["score"]
+    assert found.status == "descriptive" and "needs at least 5" in found.reason
 
 
 # --------------------------------------------------------------------------- sensitivity

@@ -34,6 +34,15 @@ def reducer(claim: Claim):
     return lambda x: np.asarray(reducers.reduce_array(x, claim.reduce, claim.series), dtype=float).reshape(len(x))
 
 
+def too_short(claim: Claim, raw: Any) -> str | None:
+    """Why the claim's series test cannot run on a series this short (a shallow model), or None."""
+    test = claim.test[0] if claim.test else None
+    fewest = reducers.MIN_ENTRIES.get(test, 3)
+    if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
+        return f"a series of {np.shape(raw)[-1]} depths: the '{test}' test needs at least {fewest}"
+    return None
+
+
 def point_of(claim: Claim, raw: Any) -> float:
     """The tested statistic on the run's own metric."""
     return float(reducer(claim)(np.asarray(raw, dtype=float)[None])[0])

@@ -150,6 +150,8 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
+    if short := evidence.too_short(claim, raw):
+        return Verdict(claim, model, status=DESCRIPTIVE, reason=short)
     series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
     if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
         measured = evidence.point_of(claim, raw)

@@ -43,6 +43,9 @@ uncertainty of *where* as well as of *how much*:
 * ``second_rise``: s = max_{0<t<L} min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t): a trough with a
   higher point before it *and* after it, scored by the smaller of the fall into it and the rise
   out of it;
+* ``two_dips``: s = max_{2≤p≤L−2} min(second_rise(x_0 … x_p), second_rise(x_p … x_L)): two
+  troughs, one on each side of an entry p (the high point between them, shared by both halves),
+  each with a higher point before and after it; scored by the weaker of the two;
 * ``rises``: s = x_L − x_0;  ``falls``: s = x_0 − x_L.
 
 **The location test** (``location {window: [a, b], at: max | min}``) sees where the series peaks
@@ -133,6 +136,7 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
     "final_step_share": _final_step_share,
     "second_rise": lambda x, s: statistic("second_rise", x),
+    "two_dips": lambda x, s: statistic("two_dips", x),
 }
 
 PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
@@ -198,6 +202,10 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
                 f"of the fall from {entry_text(int(np.argmax(x)), n, series)}")
     if name == "second_rise" and n >= 3:
         return f"the trough at {entry_text(1 + int(np.argmax(_troughs(x))), n, series)}"
+    if name == "two_dips" and n >= 5:
+        p = 2 + int(np.argmax([min(_second_rise(x[: p + 1]), _second_rise(x[p:])) for p in range(2, n - 2)]))
+        first, second = 1 + int(np.argmax(_troughs(x[: p + 1]))), p + 1 + int(np.argmax(_troughs(x[p:])))
+        return f"the troughs at {entry_text(first, n, series)} and {entry_text(second, n, series)}"
     if name in ("max", "argmax", "argmax_relative"):
         return entry_text(int(np.argmax(x)), n, series)
     if name in ("min", "argmin", "argmin_relative"):
@@ -228,14 +236,28 @@ def _troughs(x: np.ndarray) -> np.ndarray:
     return np.minimum(before - inside, after - inside)
 
 
+def _second_rise(x: np.ndarray) -> np.ndarray:
+    return np.max(_troughs(x), axis=-1)
+
+
+def _two_dips(x: np.ndarray) -> np.ndarray:
+    """The weaker of two troughs, one before and one after a split entry p, the best split."""
+    splits = [np.minimum(_second_rise(x[..., : p + 1]), _second_rise(x[..., p:])) for p in range(2, x.shape[-1] - 2)]
+    return np.max(splits, axis=0)
+
+
 STATISTICS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
     "peaks_inside": ("peak margin", _peak_margin),
     "dips_inside": ("largest inside fall", _inside_fall),
-    "second_rise": ("second rise", lambda x: np.max(_troughs(x), axis=-1)),
+    "second_rise": ("second rise", _second_rise),
+    "two_dips": ("weaker of two dips", _two_dips),
     "rises": ("last − first", lambda x: x[..., -1] - x[..., 0]),
     "falls": ("first − last", lambda x: x[..., 0] - x[..., -1]),
 }
 """Series tests: name → (what the statistic is called, s on the last axis of [..., L + 1])."""
+
+MIN_ENTRIES = {"two_dips": 5}
+"""Series tests that need more entries than the 3 of one inside entry between two ends."""
 
 SERIES_SHAPES = set(STATISTICS)
 SCALAR_SHAPES = {"above", "below", "between"}
@@ -246,9 +268,9 @@ SHAPES = SCALAR_SHAPES | SERIES_SHAPES | {LOCATION}
 def statistic(test: str, series: Any) -> np.ndarray:
     """s of a series test on ``series`` [..., L + 1] (one series, or B resampled rows: each row
     picks its own entries)."""
-    x = np.asarray(series, dtype=float)
-    if x.shape[-1] < 3:
-        raise ValueError(f"shape test '{test}' needs a series of at least 3 depths; got shape {x.shape}")
+    x, fewest = np.asarray(series, dtype=float), MIN_ENTRIES.get(test, 3)
+    if x.shape[-1] < fewest:
+        raise ValueError(f"shape test '{test}' needs a series of at least {fewest} depths; got shape {x.shape}")
     return STATISTICS[test][1](x)
 
 
