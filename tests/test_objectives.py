@@ -102,6 +102,10 @@ def test_training_is_deterministic_for_a_seed_and_leaves_its_start_alone(tiny_be
     assert objectives.weights_digest(tiny_bert.model) == before
     assert not one.model.training and "maxsim loss, seed 3" in one.info.id
     assert objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)[0].info.sha256 != one.info.sha256
+    norms = []
+    watched, _ = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3, gradient_norms=norms)
+    assert watched.info.sha256 == one.info.sha256  # recording the gradients changes nothing
+    assert np.shape(norms) == (SETTINGS.steps, tiny_bert.info.layers) and np.all(np.asarray(norms) > 0)
     with pytest.raises(ParameterError, match="objective"):
         objectives.train(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
 
@@ -323,6 +327,7 @@ def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, level
             losses = curve() if levelled(variant, s) else list(np.linspace(2.0, 0.2, 20))
             out[variant][s] = {"arm": arm.name, "variant": variant, "seed": s, "info": {"id": f"{variant} {s}"},
                                "losses": None if variant == "before" else losses, "geometry": (curves, units),
+                               "gradient_norms": None if variant == "before" else [0.1 * s, 0.2, 0.3, 0.4 + s],
                                "snapshot": None if variant == "before" else (curves, early),
                                "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
                                "pools": rng.normal(size=(8, 5)), "cpu_seconds": 1.5}
@@ -354,6 +359,10 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_wit
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
     assert block["loss"]["maxsim"]["seed_1"]["last"] == 0.5  # reported, but its geometry is not
     assert set(block["runs"]["maxsim"]) == set(block["runs"]["mean_pool"]) == {"seed_0", "seed_2"}
+    gradients = block["gradient_norm"]  # the kept seeds' only, per block
+    assert gradients["seeds"] == [0, 2]
+    assert gradients["per_seed"]["maxsim"] == [[0.0, 0.2, 0.3, 0.4], [0.2, 0.2, 0.3, 2.4]]
+    assert gradients["mean"]["maxsim"] == pytest.approx([0.1, 0.2, 0.3, 1.4])
     ran = objective_runs.models_run({"scratch": records})
     assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     unlevelled = objective_results.block(fake_records(SCRATCH, levelled=lambda v, s: s != 2), SCRATCH, resamples=50)
@@ -397,6 +406,7 @@ def test_copies_are_deterministic_and_paired_on_the_small_encoder():
     assert not np.array_equal(one["snapshot"][1]["intra_sentence_cosine"], one["geometry"][1]["intra_sentence_cosine"])
     start = objective_runs.run_copy(arm, None, 5)
     assert start["variant"] == "before" and start["losses"] is None and start["snapshot"] is None
+    assert start["gradient_norms"] is None and len(one["gradient_norms"]) == 1  # one block, averaged over the steps
     assert start["info"]["sha256"] == sr.encoder(sr.vocabulary(task), arm.shape, 5).info.sha256  # both copies' start
     assert objective_runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
     assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1 and one["cpu_seconds"] > 0
@@ -432,13 +442,19 @@ def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
 
 def test_ledger_judges_every_claim_on_draws_over_seeds():
     ledger = claims.load(SLUG)
+    drawn = [c for c in ledger.claims if ".gradient_norm." not in c.metric]
     for claim in ledger.claims:
         arm = claim.metric.split(".")[1]
-        assert claim.unit == "seeds" and claim.samples == {"draws": claim.metric.replace(".value", ".draws"),
-                                                           "n_units": claim.metric.replace(".value", ".n_seeds")}
-        assert claim.metric.startswith(f"objectives.{arm}.judged.") and claim.null is None
-        assert (claim.measured_on is not None) == (arm == "scratch")
-    names = {c.metric.split(".")[3] for c in ledger.claims}
+        assert claim.unit == "seeds" and claim.null is None and (claim.measured_on is not None) == (arm == "scratch")
+        if claim not in drawn:  # each kept seed's gradient norms: the seeds are the units, exact at small n
+            assert claim.samples == {"path": claim.metric.replace(".mean.", ".per_seed.")}
+            assert claim.series == "blocks" and claim.test[0] == "rises"
+            continue
+        assert claim.samples == {"draws": claim.metric.replace(".value", ".draws"),
+                                 "n_units": claim.metric.replace(".value", ".n_seeds")}
+        assert claim.metric.startswith(f"objectives.{arm}.judged.")
+    assert len(drawn) == len(ledger.claims) - 2
+    names = {c.metric.split(".")[3] for c in drawn}
     assert names <= set(objective_results.judged(None, FINETUNE))
     headlines = {"loss-decides-collapse-scratch", "fingerprint-every-depth-scratch", "maxsim-keeps-spread",
                  "hard-negatives-necessary"}  # the posts' own emphasis (the ledger's header)
@@ -464,7 +480,7 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
     """Each scratch claim judged on a fake arm: its 95 % interval is the percentiles of the draws
     the arm stored, and its one-sided p the share of draws on the other side of the bound."""
     block = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
-    tested = [c for c in claims.load(SLUG).claims if ".scratch." in c.metric and not c.description]
+    tested = [c for c in claims.load(SLUG).claims if ".scratch.judged." in c.metric and not c.description]
     scratch = claims.Ledger(SLUG, tested)
     verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
     for verdict in verdicts:
@@ -478,6 +494,10 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
             beyond = np.sum(sign * (draws - bound) > 0)
             assert verdict.p_holds == pytest.approx((1 + len(draws) - beyond) / (len(draws) + 1))
         assert verdict.verdict in ("holds", "does not hold", "inconclusive")
+    rising = next(c for c in claims.load(SLUG).claims if c.id == "gradient-strongest-at-output-scratch")
+    found, = claims.evaluate(claims.Ledger(SLUG, [rising]), {"objectives": {"scratch": block}}, "tiny")
+    assert found.statistic["method"] == "sign-flip (exact)" and found.statistic["n_units"] == 5  # seeds 0–4
+    assert found.statistic["value"] == pytest.approx(np.mean([0.4 + s - 0.1 * s for s in range(5)]))
 
 
 def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
@@ -517,6 +537,8 @@ def test_charts_and_sentences_of_an_arm():
     block = objective_results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
     blocks = {"scratch": block}
     assert charts.objective_loss_chart(blocks).to_dict()["hconcat"]
+    gradients = charts.objective_gradient_chart(blocks).to_dict()
+    assert len(gradients["hconcat"]) == 1 and gradients["hconcat"][0]["encoding"]["y"]["scale"] == {"type": "log"}
     table = charts.objective_convergence_table(blocks)
     assert len(table) == 3 * 2 + 2 and bool(table["levelled off"].iloc[0])
     assert table.attrs["fold"].startswith("How each of the 6 copies trained")

@@ -76,6 +76,15 @@ def losses(records: Records) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def gradient_norms(records: Records, kept: Sequence[int]) -> dict[str, Any]:
+    """Each trained variant's gradient norm per block, averaged over the training steps
+    (:func:`.objectives.block_gradient_norms`): per kept seed (``per_seed`` {variant: [seeds,
+    blocks]}, the claims' units) and their ``mean`` over the kept seeds ({variant: [blocks]})."""
+    per_seed = {v: [records[v][s]["gradient_norms"] for s in kept] for v in trained(records)}
+    return {"seeds": list(kept), "per_seed": per_seed,
+            "mean": {v: np.mean(rows, axis=0).tolist() if rows else None for v, rows in per_seed.items()}}
+
+
 def excluded(found: Mapping[str, Any], loss: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every copy that is not usable, with its recall record and ``reasons``."""
     out = []
@@ -147,10 +156,11 @@ def settled(records: Records, comparison: Mapping[str, Any], key: str) -> dict[s
 def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchical.RESAMPLES) -> dict[str, Any]:
     """One arm's results (module docstring): the ``settings``, the seeds run and ``kept``, the
     ``excluded`` copies, every copy's ``loss``, ``retrieval`` and ``cpu_seconds`` (each start's
-    once), the curves of the kept seeds' copies and of the starts (``runs``; an excluded copy's
-    geometry is never reported), the ``comparison`` of the two losses and, with a hard-negative
-    copy, ``hard_negatives`` (each with the ``settled`` check; None, with ``not_measured``, when
-    fewer than 2 seeds are kept), the ``judged`` statistics and, on a fine-tuning arm, the ``cone``."""
+    once), the kept copies' ``gradient_norm`` per block, the curves of the kept seeds' copies and
+    of the starts (``runs``; an excluded copy's geometry is never reported), the ``comparison`` of
+    the two losses and, with a hard-negative copy, ``hard_negatives`` (each with the ``settled``
+    check; None, with ``not_measured``, when fewer than 2 seeds are kept), the ``judged``
+    statistics and, on a fine-tuning arm, the ``cone``."""
     found, loss = retrieval(records, arm), losses(records)
     dropped = excluded(found, loss)
     kept = kept_seeds(sorted(records["mean_pool"]), dropped)
@@ -161,7 +171,8 @@ def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchic
            "n_held_out": len(arm.held_out), "loss": loss, "retrieval": found, "variants": trained(records),
            "cpu_seconds": {v: {f"seed_{s}": r["cpu_seconds"] for s, r in by_seed.items()}
                            for v, by_seed in {**records, "before": distinct["before"]}.items()},
-           "runs": {v: {f"seed_{s}": r["geometry"][0] for s, r in by_seed.items()} for v, by_seed in distinct.items()}}
+           "runs": {v: {f"seed_{s}": r["geometry"][0] for s, r in by_seed.items()} for v, by_seed in distinct.items()},
+           "gradient_norm": gradient_norms(records, kept)}
     if "one_topic" in next(iter(records["before"].values())):
         out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()}
                             for v, by_seed in distinct.items()}

@@ -167,21 +167,23 @@ def snapshot_step(steps: int) -> int:
 def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
     """One copy on one thread: the start of ``seed``, trained as ``variant`` (an objective, or the
     hard-negative copy; None: the start itself, measured as ``before``), measured, with its
-    geometry at :func:`snapshot_step` (``snapshot``); its description, losses, the CPU seconds it
+    geometry at :func:`snapshot_step` (``snapshot``); its description, losses, each block's
+    gradient norm averaged over the steps (``gradient_norms``; None for a start), the CPU seconds it
     took (its worker's, from its start to its last measurement) and its model calls (``[wall
     seconds, calls]``, for the chapter's clock: :func:`run`) with it."""
     started, calls_before = time.process_time(), clock.model_seconds()
     with one_thread():
-        model, losses, snapshot = start(arm, seed), None, {}
+        model, losses, snapshot, gradients = start(arm, seed), None, {}, []
         if variant is not None:
             hard = variant == hard_negatives.VARIANT
             at = {snapshot_step(arm.settings.steps): lambda copy: snapshot.update(geometry=geometry_of(copy, arm))}
             model, losses = objectives.train(model, list(arm.train), hard_negatives.BASELINE if hard else variant,
                                              arm.settings, seed, hard_negatives.negatives(arm.train) if hard else None,
-                                             snapshots=at)
+                                             snapshots=at, gradient_norms=gradients)
         found = measure(model, arm)
     return {"arm": arm.name, "variant": variant or "before", "seed": seed, "info": model.info.to_dict(),
-            "losses": losses, "snapshot": snapshot.get("geometry"), **found,
+            "losses": losses, "gradient_norms": np.mean(gradients, axis=0).tolist() if gradients else None,
+            "snapshot": snapshot.get("geometry"), **found,
             "cpu_seconds": time.process_time() - started,
             "model_calls": [after - before for after, before in zip(clock.model_seconds(), calls_before)]}
 

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import clock, corpora
+from ..core import architectures, clock, corpora
 from ..core.errors import ParameterError
 from ..core.models import LoadedModel
 
@@ -216,14 +216,16 @@ def schedule(step: int, steps: int, warmup: float) -> float:
 
 def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, settings: Settings, seed: int,
           negatives: Sequence[str | None] | None = None,
-          snapshots: Mapping[int, Callable[[LoadedModel], None]] | None = None) -> tuple[LoadedModel, list[float]]:
+          snapshots: Mapping[int, Callable[[LoadedModel], None]] | None = None,
+          gradient_norms: list[list[float]] | None = None) -> tuple[LoadedModel, list[float]]:
     """A copy of ``base`` trained with ``objective`` ("mean_pool" or "maxsim") for
     ``settings.steps`` AdamW steps on :func:`schedule`, gradient norm clipped, in train mode
     (dropout on), seeded by ``seed``. With ``negatives`` (one text or None per pair), each batch
     also scores every query against the negatives of its pairs (:func:`hard_negative_scores`).
     ``snapshots`` {step k: f} calls f with the copy as it is after k steps (in eval mode; training
-    goes on after). Returns the trained copy (in eval mode, its id naming the objective, seed and
-    steps, its sha256 its weights') and the loss of every step."""
+    goes on after). ``gradient_norms``, when given, receives per step the gradient norm of each
+    block, before clipping (:func:`block_gradient_norms`). Returns the trained copy (in eval mode,
+    its id naming the objective, seed and steps, its sha256 its weights') and the loss of every step."""
     if objective not in SCORES:
         raise ParameterError("objective", f"one of {list(SCORES)}", objective)
     order = batches(pairs, settings.pairs_per_batch, settings.steps, seed)
@@ -232,6 +234,7 @@ def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, s
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     model = copy.deepcopy(base.model).train()
+    blocks = architectures.family_of(model).blocks_of(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay,
                                   fused=True)
     rate = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: schedule(k, settings.steps, settings.warmup))
@@ -244,6 +247,8 @@ def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, s
                 loss = info_nce(scores, settings.temperature)
                 optimizer.zero_grad()
                 loss.backward()
+                if gradient_norms is not None:
+                    gradient_norms.append(block_gradient_norms(blocks))
                 torch.nn.utils.clip_grad_norm_(model.parameters(), settings.max_grad_norm)
                 optimizer.step()
                 rate.step()
@@ -254,6 +259,14 @@ def train(base: LoadedModel, pairs: Sequence[tuple[str, str]], objective: str, s
     finally:
         torch.use_deterministic_algorithms(was_deterministic)
     return _trained(base, model, name, seed, settings.steps), losses
+
+
+def block_gradient_norms(blocks: Sequence[torch.nn.Module]) -> list[float]:
+    """‖∇_{θ_l} L‖₂ for each block l: the L2 norm of the loss's gradient over all of the block's
+    parameters together (the norm of the per-tensor norms), as it is after the backward pass."""
+    return [float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in block.parameters()
+                                                          if p.grad is not None] or [torch.zeros(())])))
+            for block in blocks]
 
 
 def _batch_scores(base: LoadedModel, model: torch.nn.Module, batch: list[tuple[str, str]], objective: str,

@@ -30,6 +30,7 @@ __all__ = [
     "objective_convergence_table",
     "objective_difference_chart",
     "objective_final_table",
+    "objective_gradient_chart",
     "objective_loss_chart",
     "objective_panel",
     "objective_per_seed_table",
@@ -212,6 +213,29 @@ def objective_loss_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
             detail="seed:N", tooltip=["loss function:N", "seed:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")])
             .properties(title=ARM_LABELS[arm], width=PANEL))
     return alt.hconcat(*panels).properties(title="Training loss of every copy")
+
+
+def objective_gradient_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
+    """Each kept copy's gradient norm per block, averaged over its training steps, on the block's
+    relative depth l / L (log scale: blocks can differ by orders of magnitude); one panel per arm,
+    one line per seed."""
+    panels = []
+    for arm, block in blocks.items():
+        found = block["gradient_norm"]
+        rows = [pd.DataFrame({"block": np.arange(1, len(norms) + 1), "relative depth": np.arange(1, len(norms) + 1)
+                              / len(norms), "gradient norm": norms, "loss function": OBJECTIVE_LABELS[objective],
+                              "seed": str(seed)})
+                for objective, per_seed in found["per_seed"].items() for seed, norms in zip(found["seeds"], per_seed)]
+        if not rows:
+            continue
+        lines = alt.Chart(pd.concat(rows, ignore_index=True)).mark_line(strokeWidth=1.2, opacity=0.7, point=True)
+        panels.append(lines.encode(
+            x=alt.X("relative depth:Q", title="block l / L", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("gradient norm:Q", title="gradient norm of the block", scale=alt.Scale(type="log")),
+            color=alt.Color("loss function:N", title=None, scale=LOSS_COLOURS), detail="seed:N",
+            tooltip=["loss function:N", "seed:N", "block:Q", alt.Tooltip("gradient norm:Q", format=".3g")])
+            .properties(title=ARM_LABELS[arm], width=PANEL))
+    return alt.hconcat(*panels).properties(title="Where the gradient lands: each block's gradient norm, per copy")
 
 
 DIGITS = 4

@@ -39,7 +39,7 @@ def too_short(claim: Claim, raw: Any) -> str | None:
     test = claim.test[0] if claim.test else None
     fewest = reducers.MIN_ENTRIES.get(test, 3)
     if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
-        return f"a series of {np.shape(raw)[-1]} depths: the '{test}' test needs at least {fewest}"
+        return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"
     return None
 
 

@@ -256,8 +256,8 @@ STATISTICS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
 }
 """Series tests: name → (what the statistic is called, s on the last axis of [..., L + 1])."""
 
-MIN_ENTRIES = {"two_dips": 5}
-"""Series tests that need more entries than the 3 of one inside entry between two ends."""
+MIN_ENTRIES = {"two_dips": 5, "rises": 2, "falls": 2}
+"""The fewest entries a series test needs where it is not 3 (one inside entry between two ends)."""
 
 SERIES_SHAPES = set(STATISTICS)
 SCALAR_SHAPES = {"above", "below", "between"}
