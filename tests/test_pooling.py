@@ -153,6 +153,22 @@ def test_pooling_retrieval_ranks_each_pooling_by_hand():
     assert differences.mean() == pytest.approx(crossed["pooling_retrieval"]["cls_minus_mean"])
 
 
+def test_cls_against_the_mean_pool_at_every_depth_by_hand():
+    # two documents of [CLS], a word and [SEP] at two depths: at depth 0 each [CLS] points to the other
+    # document's axis (it ranks the wrong document first; cos(c, m) = 1 / √17), at depth 1 along its own
+    docs = record([[[[0.0, 1.0], [2.0, 0.0], [2.0, 0.0]], [[1.0, 0.0], [2.0, 0.0], [2.0, 0.0]]],
+                   [[[1.0, 0.0], [0.0, 2.0], [0.0, 2.0]], [[0.0, 1.0], [0.0, 2.0], [0.0, 2.0]]]])
+    queries = record([[[[1.0, 0.0]] * 3] * 2, [[[0.0, 1.0]] * 3] * 2])
+    found = pooling.cls_by_depth(docs, queries, [0, 1])
+    by_depth = found["cls_by_depth"]
+    assert by_depth["mean"] == pytest.approx([1.0, 1.0]) and by_depth["cls"] == pytest.approx([1 / np.log2(3), 1.0])
+    assert by_depth["alignment"] == pytest.approx([1 / np.sqrt(17), 1.0])
+    np.testing.assert_allclose(found["per_unit"]["cls_by_depth.cls_minus_mean"], [[1 / np.log2(3) - 1, 0.0]] * 2)
+    assert by_depth["cls_minus_mean"] == pytest.approx(np.subtract(by_depth["cls"], by_depth["mean"]))
+    final = pooling.pooling_retrieval(docs, queries, [0, 1])["pooling_retrieval"]  # the final depth, as ranked there
+    assert by_depth["cls"][-1] == pytest.approx(final["cls"]["ndcg_at_10"])
+
+
 # --------------------------------------------------------------------------- length bias and dilution
 
 

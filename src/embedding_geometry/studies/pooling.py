@@ -49,6 +49,10 @@ Metrics (the chapter's results JSON, one function per key):
     pooling_retrieval   → pooling_retrieval {mean, cls, subword: retrieval.summary,
                           cls_minus_mean, subword_minus_mean (nDCG@10 differences)}; per_unit
                           {pooling_retrieval.cls_minus_mean, .subword_minus_mean: [Q]}
+    cls_by_depth        → cls_by_depth {cls, mean: nDCG@10 at every depth [L + 1], cls_minus_mean
+                          [L + 1], alignment [L + 1]: mean over documents of cos(c_l(s), m_l(s)),
+                          chapter 1's CLS-alignment curve on this corpus}; per_unit
+                          {cls_by_depth.cls_minus_mean: [Q, L + 1]}
 """
 
 from __future__ import annotations
@@ -183,6 +187,22 @@ def pooling_retrieval(docs: Activations, queries: Activations, relevant: retriev
         },
         "per_unit": per_unit,
     }
+
+
+def cls_by_depth(docs: Activations, queries: Activations, relevant: retrieval.Relevant) -> dict[str, object]:
+    """Rank ``docs`` for ``queries`` at every depth l by the cosine of their [CLS] states c_l and of
+    their mean pools m_l, beside how closely [CLS] tracks the mean pool there, mean_s cos(c_l(s),
+    m_l(s)) over the documents → {cls_by_depth, per_unit} (see the module docstring)."""
+    pools = {"cls": (queries.cls().astype(np.float64), docs.cls().astype(np.float64)),
+             "mean": (queries.mean_pool("all"), docs.mean_pool("all"))}  # [L + 1, N, D] each
+    scores = {name: [retrieval.cosine_scores(q, d) for q, d in zip(*pair)] for name, pair in pools.items()}
+    paired = np.stack([retrieval.paired_ndcg(c, m, relevant) for c, m in zip(scores["cls"], scores["mean"])], axis=1)
+    c, m = pools["cls"][1], pools["mean"][1]
+    cosines = np.sum(c * m, axis=-1) / (np.linalg.norm(c, axis=-1) * np.linalg.norm(m, axis=-1))
+    found = {name: [retrieval.ndcg_at_k(s, relevant, 10) for s in by_depth] for name, by_depth in scores.items()}
+    return {"cls_by_depth": {**found, "cls_minus_mean": paired.mean(axis=0).tolist(),
+                             "alignment": cosines.mean(axis=1).tolist()},
+            "per_unit": {"cls_by_depth.cls_minus_mean": paired}}
 
 
 # --------------------------------------------------------------------------- length bias and dilution
