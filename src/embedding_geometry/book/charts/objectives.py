@@ -21,23 +21,10 @@ from .frames import per_layer_frame, published_frame
 from .theme import published_encoding, published_label
 
 __all__ = [
-    "ARM_LABELS",
-    "OBJECTIVE_LABELS",
-    "dense_colbert_endpoints",
-    "objective_answers_chart",
-    "objective_chart",
-    "objective_cone_table",
-    "objective_convergence_table",
-    "objective_difference_chart",
-    "objective_final_table",
-    "objective_gradient_chart",
-    "objective_loss_chart",
-    "objective_panel",
-    "objective_per_seed_table",
-    "objective_published",
-    "objective_reach_table",
-    "objective_settled_table",
-    "reach_text",
+    "ARM_LABELS", "OBJECTIVE_LABELS", "dense_colbert_endpoints", "objective_answers_chart", "objective_chart",
+    "objective_cone_table", "objective_convergence_table", "objective_difference_chart", "objective_final_table",
+    "objective_gradient_chart", "objective_loss_chart", "objective_panel", "objective_per_seed_table",
+    "objective_published", "objective_reach_table", "objective_settled_table", "reach_text"
 ]
 
 OBJECTIVE_LABELS = {"before": "before training", "mean_pool": "mean-pool loss", "maxsim": "MaxSim loss",
