@@ -137,6 +137,18 @@ def test_pair_sets_per_pair_units_and_their_means():
         study.pair_sets(hard, record([[E1]], [[E2]], cls=[[E1] * 2]))
 
 
+def test_centroid_ratio_is_the_centroids_distance_over_the_tokens_spread():
+    # pair 0: a = (e1, e2), centroid (½, ½), each token √½ from it; b = (e1, diagonal), centroid (1, ½),
+    # each token ½ from it: ½ / ((√½ + ½) / 2) = 2 (√2 − 1); pair 1: every token on its centroid
+    ratio = study.centroid_ratio(two_hard_pairs(depths=2))
+    np.testing.assert_allclose(ratio[0], [2 * (np.sqrt(2) - 1)] * 2)
+    assert np.all(np.isinf(ratio[1]))
+    moved = record([[E1, E2], [E1, E2]], [[E1, E2], [E2, E2]], tokens=[["a", "b"], ["a", "c"]])
+    np.testing.assert_allclose(study.centroid_ratio(moved)[0], [0.0, np.sqrt(0.5) / (np.sqrt(0.5) / 2)])
+    units = study.pair_sets(two_hard_pairs(), record([[E1, E2]], [[E1, E2]], [[E1]], [[E2]]))["per_unit"]
+    np.testing.assert_allclose(units["pair_sets.easy_centroid_ratio"][0], [0.0])  # the same two tokens
+
+
 def test_hard_middle_rise_is_the_middle_depth_minus_depth_zero():
     # one hard pair over depths 0, 1, 2 (middle depth 1): mean pools e1 vs e2, then e1 vs e1, then e1 vs e2
     hard = record([[E1, E1], [E1, E1], [E1, E1]], [[E2, E2], [E1, E1], [E2, E2]], tokens=[["s", "x"], ["s", "y"]])

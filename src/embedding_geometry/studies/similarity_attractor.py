@@ -31,10 +31,12 @@ final_depth(metrics): the hard pair at depth L
 pair_sets(hard, easy): n hard pairs (a document and its negation) and n easy pairs (unrelated
     sentences), each record holding its pairs' texts a_1, b_1, a_2, b_2, …
     pair_sets                  {hard, easy, gap, gap_relative, maxsim_shared, maxsim_discriminative,
-                                maxsim_gap: [L + 1]; cls_minus_mean_pool, maxsim_minus_mean_pool,
+                                maxsim_gap, hard_centroid_ratio, easy_centroid_ratio: [L + 1];
+                                cls_minus_mean_pool, maxsim_minus_mean_pool,
                                 hard_middle_rise: float; n_pairs: int}
                                means over pairs of cos(m_l(a), m_l(b)), hard − easy, gap_l / gap_0, the
                                MaxSim a → b of a's tokens that b has / lacks, shared − discriminative;
+                               the distance of the two centroids over the tokens' spread (centroid_ratio);
                                at depth L, cos(c_L(a), c_L(b)) − cos(m_L(a), m_L(b)) and mean MaxSim a → b
                                − cos(m_L(a), m_L(b)) of the hard pairs; and cos at the middle depth
                                round(L / 2) − cos at depth 0 of the hard pairs
@@ -225,17 +227,35 @@ def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray,
 
 
 def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]:
-    """Per pair of a set (texts 2i, 2i + 1), per depth → [n, L + 1]: its mean-pool cosine and,
+    """Per pair of a set (texts 2i, 2i + 1), per depth → [n, L + 1]: its mean-pool cosine, its
+    :func:`centroid_ratio` and,
     with ``tokens``, its CLS cosine and the mean MaxSim a → b of all, of the shared and of the
     discriminative word tokens of a."""
     pools = pair.mean_pool("all")
-    found = {"cosine": geometry.pair_cosine(pools[:, 0::2], pools[:, 1::2]).T}
+    found = {"cosine": geometry.pair_cosine(pools[:, 0::2], pools[:, 1::2]).T, "centroid_ratio": centroid_ratio(pair)}
     if tokens:
         cls = pair.cls()
         found["cls"] = geometry.pair_cosine(cls[:, 0::2], cls[:, 1::2]).T
         split = [split_maxsim(pair, i) for i in range(pair.n_texts // 2)]
         found["maxsim"], found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
     return found
+
+
+def centroid_ratio(pair: Activations) -> np.ndarray:
+    """Per pair i of a set (texts 2i, 2i + 1), per depth → [n, L + 1]: how far apart the two
+    sentences' centroids are (the means of their word tokens, the animation's diamonds) against
+    how far their word tokens lie from their own centroid,
+    ‖w_l(a) − w_l(b)‖ / mean_{t ∈ a ∪ b} ‖h_l(t) − w_l(text of t)‖; below 1 the two centroids are
+    closer together than a token is to its centroid: the two clouds overlap (a pair whose every
+    token sits on its centroid has no spread: its ratio is infinite)."""
+    words = pair.word_mask
+    centres = pair.mean_pool("word")  # [L + 1, N, D]
+    owner = pair.text_index()[words]
+    spread = np.linalg.norm(pair.hidden[:, words].astype(np.float64) - centres[:, owner], axis=-1)  # [L + 1, W]
+    per_pair = owner // 2
+    mean_spread = np.stack([spread[:, per_pair == i].mean(axis=1) for i in range(pair.n_texts // 2)], axis=1)
+    gap = np.linalg.norm(centres[:, 0::2] - centres[:, 1::2], axis=-1)
+    return np.divide(gap, mean_spread, out=np.full_like(gap, np.inf), where=mean_spread > 0).T
 
 
 def middle_index(n_layers: int, r: float = MIDDLE) -> int:
@@ -262,7 +282,8 @@ def pair_sets(hard: Activations, easy: Activations) -> Metrics:
              "maxsim_gap": h["shared"] - h["discriminative"],
              "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
              "maxsim_minus_mean_pool": h["maxsim"][:, -1] - h["cosine"][:, -1],
-             "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0]}
+             "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0],
+             "hard_centroid_ratio": h["centroid_ratio"], "easy_centroid_ratio": e["centroid_ratio"]}
     means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
     means["gap_relative"] = means["gap"] / gap[:, 0].mean()
     return {"pair_sets": {**means, "n_pairs": len(gap)}, "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}

@@ -47,15 +47,16 @@ def series_by_model(by_model: Mapping[str, Mapping[str, Any]], key: str, names: 
     return pd.concat(frames, ignore_index=True)
 
 
-def pair_sets_frame(by_model: Mapping[str, Mapping[str, Any]], sets: Sequence[str] = ("hard", "easy")) -> pd.DataFrame:
-    """:func:`series_by_model` of the sets' mean cosine (``pair_sets.<set>``, series "<set> pairs"),
-    with each model's random-init controls (their mean over seeds and pairs) as the model
-    "<model> · control"."""
+def pair_sets_frame(by_model: Mapping[str, Mapping[str, Any]], sets: Sequence[str] = ("hard", "easy"),
+                    key: str = "{}") -> pd.DataFrame:
+    """:func:`series_by_model` of the sets' mean cosine (``pair_sets.<set>``, series "<set> pairs";
+    ``key`` names another measure of each set, "{}_centroid_ratio"), with each model's random-init
+    controls (their mean over seeds and pairs) as the model "<model> · control" where they have it."""
     frames = []
     for model, metrics in by_model.items():
         name = short_model(model)
-        frames.append(per_layer_frame({f"{s} pairs": metrics["pair_sets"][s] for s in sets}, name))
-        if metrics.get("control"):
+        frames.append(per_layer_frame({f"{s} pairs": metrics["pair_sets"][key.format(s)] for s in sets}, name))
+        if metrics.get("control") and key == "{}":
             frames.append(per_layer_frame({f"{s} pairs": metrics["control"]["pair_sets"][s] for s in sets},
                                           f"{name} · control"))
     return pd.concat(frames, ignore_index=True)
