@@ -258,7 +258,8 @@ def synthetic_passes(seed: int, depths: int = 4, n_pairs: int = 6) -> dict:
 
     post = {"hard": random(2, [["the", "surged", "cut"], ["the", "plunged", "raised"]]),
             "medium": random(2, [["a"], ["b"]]), "easy": random(2, [["a"], ["b"]])}
-    return {"hard": random(2 * n_pairs, [["the", "up"], ["the", "down"]]), "easy": random(2 * n_pairs, [["a"], ["b"]]),
+    return {"hard": random(2 * n_pairs, [["the", "up"], ["the", "down"]]),
+            "easy": random(2 * n_pairs, [["a", "x"], ["b", "y"]]),  # two words: a spread around each centroid
             "queries": random(n_pairs, [["q"]]), "pairs": post,
             "corpus": random(8, [["the", "cat"], ["a", "dog"], ["the", "dog"], ["a", "cat"]])}
 
