@@ -196,7 +196,8 @@ def test_the_float_path_report_names_where_each_deviation_is_in_steps_a_cell_can
                  "trained": {"max": 0.29, "where": where}, "exact": {"max": 0.0, "where": "00b_primer:x"}}}},
              "verdict_changes": {"perturbed": []}, "tolerances": {"trained": 5.0}, "margin": 10}
     shown = performance.FloatPathReport(found)._repr_html_()
-    assert ("07_training_objective: objectives · finetune · per_seed_difference · other_twin_mean_pool[3][6]"
-            in shown)
+    assert "on the path <code>threads=1</code>" in shown and '<td data-label="chapter">07_training_objective' in shown
+    metric = "objectives · finetune · per_seed_difference · other_twin_mean_pool[3]\u2060[6]"  # no break in ][
+    assert f'<td data-label="metric">{metric}' in shown
     assert "00b_primer" not in shown  # a family that did not move has no row
     assert "<td data-label=\"trained (× scale)\">5</td>" in shown and "Measured with <code>python" in shown

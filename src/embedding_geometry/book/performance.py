@@ -247,26 +247,26 @@ class FloatPathReport:
                                "claim": f["claim"], "own path": f["default"], "perturbed": f["perturbed"],
                                "fragile by its margin": "yes" if f["fragile_by_margin"] else "no"}
                               for name, flips in self.found["verdict_changes"].items() for f in flips])
-        where = pd.DataFrame([{"path": spec["spec"], "family": family, "largest at": _readable(worst["where"])}
-                              for spec in self.found["perturbations"].values()
-                              for family, worst in spec["largest"].items() if worst["max"] > 0])
+        where = {spec["spec"]: pd.DataFrame([{"family": family, **_located(worst["where"])}
+                                             for family, worst in spec["largest"].items() if worst["max"] > 0])
+                 for spec in self.found["perturbations"].values()}
         measured = (f"<p>Measured with <code>{_e(run['command'])}</code> (profile {_e(run['profile'])}) at commit "
                     f"{_e(run['commit'])} on {_e(run['date'])}, on a {_e(run['machine'])}.</p>")
         parts = [HtmlTable(float_path_table(self.found))._repr_html_(), measured]
         if not flips.empty:
             parts.append("<h4>Verdicts a perturbed path changed (each is marked fragile)</h4>"
                          + HtmlTable(flips)._repr_html_())
-        if not where.empty:
-            parts.append("<details><summary>Where each largest deviation is</summary>"
-                         + HtmlTable(where)._repr_html_() + "</details>")
+        parts += [f"<details><summary>Where each largest deviation is, on the path <code>{_e(spec)}</code></summary>"
+                  + HtmlTable(frame)._repr_html_() + "</details>" for spec, frame in where.items() if not frame.empty]
         return "".join(parts)
 
 
-def _readable(where: str) -> str:
-    """A metric's path, ``chapter:a.b.c``, with a space around each step so a table cell wraps
-    between steps rather than inside a name."""
+def _located(where: str) -> dict[str, str]:
+    """A metric's place, ``chapter:a.b.c[i][j]``, as its chapter and its key path with a space
+    around each step, so that a table cell wraps between steps rather than inside a name (a word
+    joiner, U+2060, between ``][``, where a browser would otherwise break)."""
     chapter, _, path = where.partition(":")
-    return f"{chapter}: {' · '.join(path.split('.'))}" if path else where
+    return {"chapter": chapter, "metric": " · ".join(path.split(".")).replace("][", "]\u2060[")}
 
 
 def _e(value: Any) -> str:
