@@ -139,14 +139,18 @@ def test_pair_sets_per_pair_units_and_their_means():
 
 def test_centroid_ratio_is_the_centroids_distance_over_the_tokens_spread():
     # pair 0: a = (e1, e2), centroid (½, ½), each token √½ from it; b = (e1, diagonal), centroid (1, ½),
-    # each token ½ from it: ½ / ((√½ + ½) / 2) = 2 (√2 − 1); pair 1: every token on its centroid
+    # each token ½ from it: ½ / ((√½ + ½) / 2) = 2 (√2 − 1); pair 1: every token on its centroid (no spread)
     ratio = study.centroid_ratio(two_hard_pairs(depths=2))
     np.testing.assert_allclose(ratio[0], [2 * (np.sqrt(2) - 1)] * 2)
-    assert np.all(np.isinf(ratio[1]))
+    assert np.all(np.isnan(ratio[1]))
     moved = record([[E1, E2], [E1, E2]], [[E1, E2], [E2, E2]], tokens=[["a", "b"], ["a", "c"]])
     np.testing.assert_allclose(study.centroid_ratio(moved)[0], [0.0, np.sqrt(0.5) / (np.sqrt(0.5) / 2)])
     units = study.pair_sets(two_hard_pairs(), record([[E1, E2]], [[E1, E2]], [[E1]], [[E2]]))["per_unit"]
     np.testing.assert_allclose(units["pair_sets.easy_centroid_ratio"][0], [0.0])  # the same two tokens
+    a, b = [[E1, E2], [E1, E2], [E1, E2]], [[E1, E2], [E2, E2], [E2, E2]]  # two pairs: the same pair twice
+    apart = record(a, b, a, b, tokens=[["a", "b"], ["a", "c"]] * 2)
+    change = study.pair_sets(two_hard_pairs(depths=3), apart)["per_unit"]["pair_sets.easy_centroid_middle_change"]
+    np.testing.assert_allclose(change, [2.0, 2.0])  # ratio 0 at depth 0, 2 at the middle depth (1 of 2)
 
 
 def test_hard_middle_rise_is_the_middle_depth_minus_depth_zero():

@@ -33,13 +33,14 @@ pair_sets(hard, easy): n hard pairs (a document and its negation) and n easy pai
     pair_sets                  {hard, easy, gap, gap_relative, maxsim_shared, maxsim_discriminative,
                                 maxsim_gap, hard_centroid_ratio, easy_centroid_ratio: [L + 1];
                                 cls_minus_mean_pool, maxsim_minus_mean_pool,
-                                hard_middle_rise: float; n_pairs: int}
+                                hard_middle_rise, easy_centroid_middle_change: float; n_pairs: int}
                                means over pairs of cos(m_l(a), m_l(b)), hard − easy, gap_l / gap_0, the
                                MaxSim a → b of a's tokens that b has / lacks, shared − discriminative;
                                the distance of the two centroids over the tokens' spread (centroid_ratio);
                                at depth L, cos(c_L(a), c_L(b)) − cos(m_L(a), m_L(b)) and mean MaxSim a → b
                                − cos(m_L(a), m_L(b)) of the hard pairs; and cos at the middle depth
-                               round(L / 2) − cos at depth 0 of the hard pairs
+                               round(L / 2) − cos at depth 0 of the hard pairs; the easy pairs'
+                               centroid_ratio at that middle depth − at depth 0
 truncation(queries, hard): the model with its last k blocks dropped, for every k = L − l (its own
     mean pool is then m_l, so "keep l blocks" reads depth l); query q's document is text a of hard
     pair q, its negation text b
@@ -247,7 +248,7 @@ def centroid_ratio(pair: Activations) -> np.ndarray:
     how far their word tokens lie from their own centroid,
     ‖w_l(a) − w_l(b)‖ / mean_{t ∈ a ∪ b} ‖h_l(t) − w_l(text of t)‖; below 1 the two centroids are
     closer together than a token is to its centroid: the two clouds overlap (a pair whose every
-    token sits on its centroid has no spread: its ratio is infinite)."""
+    token sits on its centroid has no spread: its ratio is undefined, NaN)."""
     words = pair.word_mask
     centres = pair.mean_pool("word")  # [L + 1, N, D]
     owner = pair.text_index()[words]
@@ -255,7 +256,7 @@ def centroid_ratio(pair: Activations) -> np.ndarray:
     per_pair = owner // 2
     mean_spread = np.stack([spread[:, per_pair == i].mean(axis=1) for i in range(pair.n_texts // 2)], axis=1)
     gap = np.linalg.norm(centres[:, 0::2] - centres[:, 1::2], axis=-1)
-    return np.divide(gap, mean_spread, out=np.full_like(gap, np.inf), where=mean_spread > 0).T
+    return np.divide(gap, mean_spread, out=np.full_like(gap, np.nan), where=mean_spread > 0).T
 
 
 def middle_index(n_layers: int, r: float = MIDDLE) -> int:
@@ -283,7 +284,8 @@ def pair_sets(hard: Activations, easy: Activations) -> Metrics:
              "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
              "maxsim_minus_mean_pool": h["maxsim"][:, -1] - h["cosine"][:, -1],
              "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0],
-             "hard_centroid_ratio": h["centroid_ratio"], "easy_centroid_ratio": e["centroid_ratio"]}
+             "hard_centroid_ratio": h["centroid_ratio"], "easy_centroid_ratio": e["centroid_ratio"],
+             "easy_centroid_middle_change": e["centroid_ratio"][:, mid] - e["centroid_ratio"][:, 0]}
     means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
     means["gap_relative"] = means["gap"] / gap[:, 0].mean()
     return {"pair_sets": {**means, "n_pairs": len(gap)}, "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}
