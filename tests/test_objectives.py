@@ -363,6 +363,7 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_wit
     assert gradients["seeds"] == [0, 2]
     assert gradients["per_seed"]["maxsim"] == [[0.0, 0.2, 0.3, 0.4], [0.2, 0.2, 0.3, 2.4]]
     assert gradients["mean"]["maxsim"] == pytest.approx([0.1, 0.2, 0.3, 1.4])
+    assert gradients["per_seed"]["mean_pool_hard"] is None and gradients["mean"]["mean_pool_hard"] is None  # not run
     ran = objective_runs.models_run({"scratch": records})
     assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
     unlevelled = objective_results.block(fake_records(SCRATCH, levelled=lambda v, s: s != 2), SCRATCH, resamples=50)

@@ -79,8 +79,10 @@ def losses(records: Records) -> dict[str, dict[str, dict[str, Any]]]:
 def gradient_norms(records: Records, kept: Sequence[int]) -> dict[str, Any]:
     """Each trained variant's gradient norm per block, averaged over the training steps
     (:func:`.objectives.block_gradient_norms`): per kept seed (``per_seed`` {variant: [seeds,
-    blocks]}, the claims' units) and their ``mean`` over the kept seeds ({variant: [blocks]})."""
-    per_seed = {v: [records[v][s]["gradient_norms"] for s in kept] for v in trained(records)}
+    blocks]}, the claims' units) and their ``mean`` over the kept seeds ({variant: [blocks]}); a
+    variant the arm did not train (the hard-negative copy when it is switched off) is None in both."""
+    variants = (*objectives.OBJECTIVES, hard_negatives.VARIANT)
+    per_seed = {v: [records[v][s]["gradient_norms"] for s in kept] if v in records else None for v in variants}
     return {"seeds": list(kept), "per_seed": per_seed,
             "mean": {v: np.mean(rows, axis=0).tolist() if rows else None for v, rows in per_seed.items()}}
 
@@ -286,8 +288,9 @@ def recorded(draws: np.ndarray) -> np.ndarray:
 
 def not_measured(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """Why each judged statistic that is None is not measured, keyed by the claims' metric path
-    (``objectives.<arm>.judged.<name>.value``): an arm that kept fewer than 2 seeds, a comparison
-    that had not settled, a fine-tuning arm that trained no hard-negative copy."""
+    (``objectives.<arm>.judged.<name>.value``, ``objectives.<arm>.gradient_norm.mean.<variant>``):
+    an arm that kept fewer than 2 seeds, a comparison that had not settled, a fine-tuning arm that
+    trained no hard-negative copy."""
     out = {}
     for arm, block in blocks.items():
         for name, entry in block["judged"].items():
@@ -296,4 +299,8 @@ def not_measured(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
                     "this run trained no hard-negative copy (hard_negatives = False)" if name in HARD_JUDGED else None)
                 if why:
                     out[f"objectives.{arm}.judged.{name}.value"] = why
+        for variant, values in block["gradient_norm"]["mean"].items():
+            if values is None:
+                out[f"objectives.{arm}.gradient_norm.mean.{variant}"] = block.get("not_measured") or (
+                    "this arm trained no hard-negative copy (hard_negatives = False, or the from-scratch arm)")
     return out

@@ -212,7 +212,8 @@ def objective_gradient_chart(blocks: Mapping[str, Mapping]) -> alt.HConcatChart:
         rows = [pd.DataFrame({"block": np.arange(1, len(norms) + 1), "relative depth": np.arange(1, len(norms) + 1)
                               / len(norms), "gradient norm": norms, "loss function": OBJECTIVE_LABELS[objective],
                               "seed": str(seed)})
-                for objective, per_seed in found["per_seed"].items() for seed, norms in zip(found["seeds"], per_seed)]
+                for objective, per_seed in found["per_seed"].items() if per_seed
+                for seed, norms in zip(found["seeds"], per_seed)]
         if not rows:
             continue
         lines = alt.Chart(pd.concat(rows, ignore_index=True)).mark_line(strokeWidth=1.2, opacity=0.7, point=True)
