@@ -265,6 +265,17 @@ def dilution_lines(dilution: Mapping[str, object]) -> alt.Chart:
     )
 
 
+def cls_depth_lines(by_depth: Mapping[str, Sequence[float]]) -> alt.Chart:
+    """``pooling.cls_by_depth``'s curves on relative depth: nDCG@10 of the [CLS] states and of the
+    mean pools, and the mean cos([CLS], mean pool) of the documents."""
+    names = {"cls": "nDCG@10, [CLS]", "mean": "nDCG@10, mean pool", "alignment": "cos([CLS], mean pool)"}
+    last = len(by_depth["cls"]) - 1  # L
+    frame = pd.DataFrame([{"relative depth": i / last, "value": round(float(v), 4), "series": name}
+                          for key, name in names.items() for i, v in enumerate(by_depth[key])])
+    return line_chart(frame, "relative depth", "value", "series", "relative depth l / L", "nDCG@10 or cosine",
+                      title="[CLS] against the mean pool at every depth")
+
+
 def cls_bucket_table(cls: Mapping[str, object]) -> pd.DataFrame:
     """[CLS]'s share of attention per position bucket: measured, uniform, the article's table and
     its code at 512 and at T positions (``cls_attention.position_study``); shown with
