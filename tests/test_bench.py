@@ -3,6 +3,9 @@ build's split into forward, analysis and fixed overhead, the model-call clock, a
 kernels forked from a warm server."""
 
 import json
+import os
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
@@ -269,6 +272,28 @@ def test_a_forked_kernel_runs_a_notebook_and_a_launcher_without_server_falls_bac
         assert forked[1:] == plain[1:] == [str(tmp_path), "seen", "True"]
         assert forked[0] != plain[0]  # a process of its own each time
     jupyter_kernels._stop(jupyter_kernels._server["process"], jupyter_kernels._server["folder"])
+
+
+@pytest.mark.slow
+def test_a_forked_kernel_that_fails_to_start_says_why_in_the_launchers_stderr(tmp_path, monkeypatch):
+    """Its connection file is a folder, so the kernel's start raises: the traceback must reach the
+    chapter's log (the launcher's stderr), not vanish with the forked process."""
+    monkeypatch.setattr(jupyter_kernels, "_server", {})
+    jupyter_kernels.start_server("v1")
+    try:
+        launched = subprocess.run([sys.executable, "-m", jupyter_kernels.__name__, "launch", "-f", str(tmp_path)],
+                                  capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    finally:
+        jupyter_kernels._stop(jupyter_kernels._server["process"], jupyter_kernels._server["folder"])
+    assert "kernel server unavailable" not in launched.stderr  # it was forked, not a plain kernel
+    assert "Traceback (most recent call last)" in launched.stderr, launched.stderr[-2000:]
+    assert f"OSError: Could not find '{tmp_path}'" in launched.stderr
+
+
+def test_forked_kernels_talk_over_unix_sockets_of_their_own_not_tcp_ports():
+    first, second = (jupyter_kernels.kernel_manager()(kernel_name="python3") for _ in range(2))
+    assert first.transport == second.transport == "ipc"
+    assert first.ip != second.ip and os.path.isabs(first.ip)  # not "kernel-ipc" in the shared working folder
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from papermill import PapermillExecutionError
 
 from embedding_geometry.book import build
@@ -59,3 +61,31 @@ def test_a_ledger_that_does_not_fit_the_metrics_is_the_books_bug(tmp_path):
     message = build.failure_message(error, "02_x", {}, log, tmp_path)
     assert re.search(r"a bug in the book, not a bad value: chapter 02_x failed inside its code with the notebook's "
                      r"defaults; please report it with .*chapter\.log", message)
+
+
+def test_a_kernel_that_dies_before_it_answers_is_started_once_more_and_a_second_death_is_raised(monkeypatch,
+                                                                                                tmp_path, capsys):
+    import papermill
+
+    calls = []
+
+    def dies(times):
+        def execute(*args, **kwargs):
+            calls.append(kwargs["kernel_manager_class"])
+            if len(calls) <= times:
+                raise RuntimeError("Kernel died before replying to kernel_info")
+        return execute
+
+    monkeypatch.setattr(papermill, "execute_notebook", dies(1))
+    build._execute(tmp_path / "07_training_objective.ipynb", tmp_path / "out.ipynb", {}, tmp_path)
+    assert len(calls) == 2 and "07_training_objective: Kernel died" in capsys.readouterr().err
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", dies(2))
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        build._execute(tmp_path / "07_training_objective.ipynb", tmp_path / "out.ipynb", {}, tmp_path)
+    assert len(calls) == 2
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: calls.append(1) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # any other error is not retried
+        build._execute(tmp_path / "07_training_objective.ipynb", tmp_path / "out.ipynb", {}, tmp_path)
+    assert calls == [1]

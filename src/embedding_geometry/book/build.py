@@ -109,10 +109,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     log = _mkdir(root / "build" / "logs") / f"{slug}.log"
     try:
         with _stderr_to(log):
-            papermill.execute_notebook(str(notebook), str(scratch / notebook.name), parameters=params,
-                                       cwd=str(root), kernel_name="python3", progress_bar=False,
-                                       kernel_manager_class=jupyter_kernels.kernel_manager(),
-                                       start_timeout=KERNEL_START)
+            _execute(notebook, scratch / notebook.name, params, root)
         remove_parameter_cells(scratch / notebook.name)
         staged = scratch / f"{slug}.json"
         if not staged.is_file():
@@ -129,6 +126,23 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
         os.environ.pop("EMBEDDING_GEOMETRY_RESULTS", None)
         shutil.rmtree(scratch, ignore_errors=True)
         disk_cache.remove_partial_entries(paths.cache_dir(root))
+
+
+def _execute(notebook: Path, output: Path, params: dict[str, Any], root: Path) -> None:
+    """papermill, run once more when the kernel died before it answered: nothing has run then, and
+    a second start is cheap (the reason, if any, is in the chapter's log)."""
+    import papermill
+
+    for attempt in (1, 2):
+        try:
+            papermill.execute_notebook(str(notebook), str(output), parameters=params, cwd=str(root),
+                                       kernel_name="python3", progress_bar=False, start_timeout=KERNEL_START,
+                                       kernel_manager_class=jupyter_kernels.kernel_manager())
+            return
+        except RuntimeError as error:
+            if attempt == 2 or "before replying to kernel_info" not in str(error):
+                raise
+            print(f"{notebook.stem}: {error}; starting another kernel", file=sys.stderr, flush=True)
 
 
 def failure_message(error, slug: str, params: dict[str, Any], log: Path, root: Path) -> str:

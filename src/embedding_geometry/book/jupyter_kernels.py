@@ -35,6 +35,8 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
+import uuid
 from pathlib import Path
 import embedding_geometry
 
@@ -55,6 +57,13 @@ def kernel_manager() -> type:
     from jupyter_client.manager import AsyncKernelManager
 
     class ForkedKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            # Unix sockets of its own, not TCP ports: ports are chosen free by one process and bound
+            # later by the kernel, so two builds starting kernels at once could pick the same one (a
+            # chapter then failed with "Kernel died before replying to kernel_info")
+            own = os.path.join(tempfile.gettempdir(), f"eg-kernel-{uuid.uuid4().hex}")
+            super().__init__(**{"transport": "ipc", "ip": own, **kwargs})
+
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             command = super().format_kernel_cmd(extra_arguments)
             return [sys.executable, "-m", __name__, "launch", *command[command.index("-f"):]]
@@ -178,8 +187,13 @@ def _fork_kernel(connection: socket.socket, others: list[socket.socket]) -> int 
         from ipykernel.kernelapp import IPKernelApp
 
         IPKernelApp.launch_instance(argv=argv)
-    finally:
-        os._exit(0)
+    except SystemExit as stop:
+        os._exit(stop.code if isinstance(stop.code, int) else 0)
+    except BaseException:  # into the launcher's stderr (the chapter's log): os._exit prints nothing
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)
 
 
 # --------------------------------------------------------------------------- the launcher
