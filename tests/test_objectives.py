@@ -305,9 +305,10 @@ def curve(last=0.5, steps=20):
 
 
 def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, levelled=lambda variant, seed: True,
-                 drift=0.0):
+                 drift=0.0, before_hits=lambda n: (np.arange(n) % 2 == 0).astype(float)):
     """Records as :func:`objective_runs.run_copy` returns them, with made-up measurements: a copy
-    that ``learned`` finds every held-out document, else none; one that ``levelled`` has a flat
+    that ``learned`` finds every held-out document, else none, and the start finds ``before_hits``
+    (every other one); one that ``levelled`` has a flat
     end to its loss, else one that still falls; its snapshot is its geometry with the mean-pool
     copy's measures lower by ``drift``."""
     rng = np.random.default_rng(1)
@@ -329,7 +330,8 @@ def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, level
                                "losses": None if variant == "before" else losses, "geometry": (curves, units),
                                "gradient_norms": None if variant == "before" else [0.1 * s, 0.2, 0.3, 0.4 + s],
                                "snapshot": None if variant == "before" else (curves, early),
-                               "retrieval": {o: np.full(n, float(learned(variant, s))) for o in objectives.OBJECTIVES},
+                               "retrieval": {o: np.full(n, float(learned(variant, s))) if variant != "before" else
+                                             before_hits(n) for o in objectives.OBJECTIVES},
                                "pools": rng.normal(size=(8, 5)), "cpu_seconds": 1.5}
     return out
 
@@ -379,7 +381,7 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_wit
 def test_a_comparison_that_had_not_settled_judges_nothing_but_its_checks():
     settled = objective_results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
     assert settled["comparison"]["settled"]["settled"] and settled["hard_negatives"]["settled"]["settled"]
-    assert settled["unsettled"] == {} and settled["judged"]["hard_negative_margin"]["value"] > 0
+    assert settled["not_judged"] == {} and settled["judged"]["hard_negative_margin"]["value"] > 0
     moving = objective_results.block(fake_records(FINETUNE, drift=0.5), FINETUNE, resamples=300)
     check = moving["comparison"]["settled"]
     assert not check["settled"] and check["three_quarters"] == pytest.approx(check["end"] - 0.5)
@@ -387,11 +389,48 @@ def test_a_comparison_that_had_not_settled_judges_nothing_but_its_checks():
         np.asarray(moving["comparison"]["final"]["difference"][study.FINGERPRINT]["per_seed"]) - 0.5)
     assert not moving["hard_negatives"]["settled"]["settled"]  # the in-batch copy moved: the margin too
     for name in objective_results.RESTS_ON["comparison"] + objective_results.RESTS_ON["hard_negatives"]:
-        assert moving["judged"][name]["value"] is None and "had not settled" in moving["unsettled"][name]
+        assert moving["judged"][name]["value"] is None and "had not settled" in moving["not_judged"][name]
     for name in ("retrieval_match", "anisotropy_change_maxsim", "easy_change_mean_pool", "hard_negative_retrieval"):
         assert moving["judged"][name]["value"] is not None  # the checks are judged either way
     reasons = objective_results.not_measured({"finetune": moving})
     assert "outside the 95 % interval" in reasons["objectives.finetune.judged.collapse_difference.value"]
+
+
+def test_fine_tuned_copies_that_do_not_improve_their_backbone_judge_no_difference_between_the_losses():
+    n = len(FINETUNE.held_out)
+    taught = objective_results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
+    gain = taught["improvement"]["maxsim"]
+    assert (gain["before"], gain["after"], gain["gained"], gain["lost"]) == (0.5, 1.0, n // 2, 0)
+    assert gain["p_value"] == pytest.approx(0.5 ** (n // 2)) and gain["improves"]  # exact: all gains of n/2
+    same = objective_results.block(fake_records(FINETUNE, before_hits=np.ones), FINETUNE, resamples=300)
+    assert same["improvement"]["mean_pool"] == {"before": 1.0, "after": 1.0, "gained": 0, "lost": 0,
+                                                "p_value": 1.0, "improves": False}
+    for name in objective_results.RESTS_ON["comparison"]:
+        assert same["judged"][name]["value"] is None
+        copies = "maxsim" if name in ("maxsim_change", "peak_margin") else "mean-pool"  # what each needs trained
+        assert same["not_judged"][name].startswith("fine-tuning did not improve the backbone's held-out recall@1: "
+                                                   f"{copies} copies 1.000 → 1.000 (0 queries gained, 0 lost")
+    maxsim_only = fake_records(FINETUNE, before_hits=np.ones)
+    maxsim_only["before"][0]["retrieval"]["maxsim"] = np.zeros(n)  # its own score's start finds nothing
+    partly = objective_results.block(maxsim_only, FINETUNE, resamples=300)
+    assert partly["judged"]["maxsim_change"]["value"] is not None and "maxsim_change" not in partly["not_judged"]
+    assert partly["judged"]["collapse_difference"]["value"] is None
+    for name in ("retrieval_match", "anisotropy_change_maxsim", "hard_negative_margin", "hard_negative_retrieval"):
+        assert same["judged"][name]["value"] is not None  # the checks and the hard negatives need no gain
+    reasons = objective_results.not_measured({"finetune": same})
+    assert "did not improve" in reasons["objectives.finetune.judged.maxsim_change.value"]
+    text = objective_text.convergence({"finetune": same})
+    assert ("- **Fine-tuned from the backbone, against the backbone** (held-out recall@1, each query's hit averaged "
+            "over the kept copies): the mean-pool loss 1.000 → 1.000 (0 queries gained, 0 lost; one-sided exact "
+            "sign test p = 1)") in text
+    assert ("the copies of the mean-pool loss and the MaxSim loss do not improve on it: that training taught nothing "
+            "this test detects, so the two losses' geometry is not compared (its claims are not tested); the checks "
+            "of the experiment and the hard-negative comparison are judged.") in text
+    assert "both losses' copies improve on it, so the losses' geometry is compared" in objective_text.convergence(
+        {"finetune": taught})
+    assert "it had settled, but fine-tuning did not improve the backbone" in objective_text.settling({"finetune": same})
+    scratch = objective_results.block(fake_records(SCRATCH, before_hits=np.ones), SCRATCH, resamples=50)
+    assert "improvement" not in scratch and scratch["not_judged"] == {}  # from scratch, the start knows nothing
 
 
 def test_copies_are_deterministic_and_paired_on_the_small_encoder():
@@ -636,8 +675,9 @@ def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
     ids = ["finetune-retrieval-matched", "loss-decides-collapse", "loss-decides-collapse-scratch"]
     chosen = claims.Ledger(SLUG, [c for c in ledger.claims if c.id in ids])
 
-    def verdicts(recall_gap):
-        block = objective_results.block(fake_records(FINETUNE, seeds=(0, 1, 2, 3, 4)), FINETUNE, resamples=500)
+    def verdicts(recall_gap, **fake):
+        block = objective_results.block(fake_records(FINETUNE, seeds=(0, 1, 2, 3, 4), **fake), FINETUNE,
+                                        resamples=500)
         match = block["judged"]["retrieval_match"]
         match.update(value=recall_gap, draws=match["draws"] * 0 + recall_gap
                      + np.random.default_rng(0).normal(0, 0.01, len(match["draws"])))
@@ -654,6 +694,8 @@ def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
     assert "Flagged" in objective_text.report(unmatched, ["loss-decides-collapse"])
     assert "Flagged" not in objective_text.report(unmatched, ["loss-decides-collapse-scratch"])
     assert "Flagged" in objective_text.answers(unmatched, {"finetune": {"not_measured": None}})
+    untaught = verdicts(0.4, before_hits=np.ones)  # the geometry claim is not tested: nothing to flag
+    assert objective_text.flag(untaught) and "Flagged" not in objective_text.report(untaught, ["loss-decides-collapse"])
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)

@@ -17,7 +17,7 @@ import numpy as np
 from . import claims
 from .claims import words
 from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
-from ..studies import objective_geometry, objective_results
+from ..studies import objective_geometry, objective_results, objectives
 
 ANSWER_CLAIMS = {
     "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-every-depth-scratch",
@@ -73,7 +73,25 @@ def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
         lines.append(f"- **{ARM_LABELS[arm].capitalize()}** ({len(block['seeds'])} seeds, "
                      f"{block['settings']['steps']} steps each): over the first and the last tenth of the steps "
                      + "; ".join(parts) + f" (chance: {chance:.3g}); {_kept(block)}.")
+        if block.get("improvement"):
+            lines.append(_improvement(block))
     return "\n".join(lines) + "\n"
+
+
+def _improvement(block: Mapping[str, Any]) -> str:
+    """Whether each fine-tuned loss's kept copies retrieve better than their backbone
+    (:func:`.objective_results.improvement`), and what follows for the comparison of the losses."""
+    found = block["improvement"]
+    parts = [f"the {OBJECTIVE_LABELS[v]} {r['before']:.3f} → {r['after']:.3f} ({r['gained']} queries gained, "
+             f"{r['lost']} lost; one-sided exact sign test p = {r['p_value']:.2g})" for v, r in found.items()]
+    failing = [OBJECTIVE_LABELS[v] for v in objectives.OBJECTIVES if not found[v]["improves"]]
+    outcome = ("both losses' copies improve on it, so the losses' geometry is compared" if not failing else
+               f"the copies of the {' and the '.join(failing)} do not improve on it: that training taught nothing "
+               "this test detects, so the two losses' geometry is not compared (its claims are not tested); the "
+               f"checks of the experiment{' and the hard-negative comparison' if block.get('hard_negatives') else ''} "
+               "are judged")
+    return (f"- **{ARM_LABELS['finetune'].capitalize()}, against the backbone** (held-out recall@{block['k']}, "
+            f"each query's hit averaged over the kept copies): " + "; ".join(parts) + f". At 0.05, {outcome}.")
 
 
 def _kept(block: Mapping[str, Any]) -> str:
@@ -98,8 +116,12 @@ def settling(blocks: Mapping[str, Mapping[str, Any]]) -> str:
                 continue
             s = block[name]["settled"]
             pair = " and ".join(OBJECTIVE_LABELS[v] for v in s["pair"])
-            verdict = ("it had settled, so its claims are judged" if s["settled"] else
-                       "it had not settled, so the claims that rest on it are not judged (the checks still are)")
+            untaught = name == "comparison" and any(
+                why.startswith("fine-tuning did not improve") for why in block.get("not_judged", {}).values())
+            verdict = ("it had not settled, so the claims that rest on it are not judged (the checks still are)"
+                       if not s["settled"] else "it had settled, but fine-tuning did not improve the backbone "
+                       "(above), so its claims are not judged" if untaught else "it had settled, so its claims are "
+                       "judged")
             measure = objective_results.MAIN_NAMES[s["measure"]]
             lines.append(f"- {ARM_LABELS[arm].capitalize()}, {pair}: the final-depth difference in {measure} was "
                          f"{s['three_quarters']:.4f} at three quarters of the steps and {s['end']:.4f} at the end "
@@ -126,12 +148,13 @@ def flag(verdicts: Iterable[claims.Verdict]) -> str:
 
 def report(verdicts: Iterable[claims.Verdict], ids: Sequence[str]) -> str:
     """The claims ``ids`` in the engine's words (:func:`.claims.words.report`); when any of them is
-    a geometry claim of the fine-tuning arm and the matched-retrieval check did not pass, the
+    a judged geometry claim of the fine-tuning arm and the matched-retrieval check did not pass, the
     :func:`flag` follows them (Markdown)."""
     verdicts = list(verdicts)
     chosen = [v for i in ids for v in verdicts if v.claim.id == i]
     text = words.report(chosen)
-    warning = flag(verdicts) if FLAGGED & set(ids) else ""
+    judged = {v.claim.id for v in chosen if words.verdict_of(v.record()) != words.NOT_TESTED}
+    warning = flag(verdicts) if FLAGGED & judged else ""  # nothing to read with caution when none was judged
     return text + (f"\n{warning}\n" if warning else "")
 
 

@@ -19,6 +19,11 @@ From the records of :func:`.objective_runs.run` (every copy of an arm, by varian
   the 95 % interval (over seeds and units) of its value at the end. A comparison that has not
   settled decides nothing: the statistics of its claims are recorded as not measured, with the
   two values, as a copy that did not learn is left out;
+* **whether fine-tuning taught anything** (:func:`improvement`): on a fine-tuning arm, the copies
+  of each loss must retrieve the held-out queries better than their backbone (beating chance
+  excludes nothing there: the backbone already does). When either loss's copies do not, the
+  comparison of the two losses decides nothing (:func:`untrained`), and its statistics are
+  recorded as not measured, with the two recalls and the test;
 * **the judged statistics** (:func:`judged`), each with its draws for the claims engine; the
   checks of the experiment (matched retrieval, an undamaged backbone) are judged whether or not
   the comparison settled.
@@ -85,6 +90,47 @@ def gradient_norms(records: Records, kept: Sequence[int]) -> dict[str, Any]:
     per_seed = {v: [records[v][s]["gradient_norms"] for s in kept] if v in records else None for v in variants}
     return {"seeds": list(kept), "per_seed": per_seed,
             "mean": {v: np.mean(rows, axis=0).tolist() if rows else None for v, rows in per_seed.items()}}
+
+
+IMPROVES_AT = 0.05
+"""The level of the one-sided exact sign test by which a fine-tuned loss's copies improve their
+backbone's held-out retrieval (:func:`improvement`)."""
+
+
+def improvement(records: Records, kept: Sequence[int]) -> dict[str, dict[str, Any]]:
+    """Whether each fine-tuned variant's copies retrieve the held-out queries better than their
+    backbone, each with the score it was trained with: per query q, d_q = the kept copies' mean
+    hit − the backbone's hit; under no improvement a query with d_q ≠ 0 gains or loses with
+    probability ½, so the one-sided exact sign test is the binomial test of the gains among them
+    ({variant: {before, after, gained, lost, p_value, improves}})."""
+    from scipy.stats import binomtest
+
+    start = next(iter(records["before"].values()))["retrieval"]  # the same backbone for every seed
+    out = {}
+    for variant in trained(records):
+        before = np.asarray(start[SCORE_OF[variant]], dtype=float)
+        after = np.mean([records[variant][s]["retrieval"][SCORE_OF[variant]] for s in kept], axis=0)
+        gained, lost = int(np.sum(after > before)), int(np.sum(after < before))
+        p = float(binomtest(gained, gained + lost, 0.5, alternative="greater").pvalue) if gained + lost else 1.0
+        out[variant] = {"before": float(before.mean()), "after": float(after.mean()), "gained": gained,
+                        "lost": lost, "p_value": p, "improves": p < IMPROVES_AT}
+    return out
+
+
+def untrained(out: Mapping[str, Any]) -> dict[str, str]:
+    """{statistic: why it is not judged} for the loss comparison's statistics when a loss's
+    fine-tuned copies do not improve their backbone's held-out retrieval (:func:`improvement`):
+    such copies are the backbone moved by training that taught nothing measurable, so a
+    difference between them is not the loss's doing."""
+    found, reasons = out.get("improvement") or {}, {}
+    for name in RESTS_ON["comparison"]:
+        failing = [v for v in NEEDS.get(name, objectives.OBJECTIVES) if v in found and not found[v]["improves"]]
+        if failing:
+            reasons[name] = f"fine-tuning did not improve the backbone's held-out recall@{out['k']}: " + "; ".join(
+                f"{v.replace('_', '-')} copies {r['before']:.3f} → {r['after']:.3f} ({r['gained']} queries gained, "
+                f"{r['lost']} lost; one-sided exact sign test p = {r['p_value']:.2g})"
+                for v, r in ((v, found[v]) for v in failing))
+    return reasons
 
 
 def excluded(found: Mapping[str, Any], loss: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -162,7 +208,8 @@ def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchic
     of the starts (``runs``; an excluded copy's geometry is never reported), the ``comparison`` of
     the two losses and, with a hard-negative copy, ``hard_negatives`` (each with the ``settled``
     check; None, with ``not_measured``, when fewer than 2 seeds are kept), the ``judged``
-    statistics and, on a fine-tuning arm, the ``cone``."""
+    statistics (``not_judged``: why some are not) and, on a fine-tuning arm, the ``improvement`` over
+    the backbone and the ``cone``."""
     found, loss = retrieval(records, arm), losses(records)
     dropped = excluded(found, loss)
     kept = kept_seeds(sorted(records["mean_pool"]), dropped)
@@ -179,17 +226,18 @@ def block(records: Records, arm: Arm, seed: int = 0, resamples: int = hierarchic
         out["one_topic"] = {v: {f"seed_{s}": r["one_topic"] for s, r in by_seed.items()}
                             for v, by_seed in distinct.items()}
     if len(kept) < 2:
-        out.update(comparison=None, hard_negatives=None, unsettled={},
+        out.update(comparison=None, hard_negatives=None, not_judged={},
                    not_measured=f"{len(kept)} of {len(out['seeds'])} seeds kept: every copy of at least 2 must "
                                 "beat chance and level off")
         out["judged"] = judged(None, arm)
         return out
     measured = {v: {s: r["geometry"] for s, r in records[v].items()} for v in records}
     final = _comparisons(out, records, measured, arm, kept, seed, resamples)
-    out["unsettled"] = unsettled(out)
-    out["judged"] = judged(final, arm, out["unsettled"])
     if arm.model is not None:
+        out["improvement"] = improvement(records, kept)
         out["cone"] = cone(records, kept)
+    out["not_judged"] = {**unsettled(out), **untrained(out)}
+    out["judged"] = judged(final, arm, out["not_judged"])
     return out
 
 
@@ -235,6 +283,9 @@ RESTS_ON = {"comparison": ["collapse_difference", "separability_difference", "pe
 """The statistics that rest on each comparison's geometry: not judged when it has not settled (the
 checks of the experiment — matched retrieval, anisotropy and easy pairs, the hard-negative copy's
 retrieval — are judged either way)."""
+NEEDS = {"maxsim_change": ("maxsim",), "peak_margin": ("maxsim",)}
+"""The copies a statistic of the losses' comparison needs trained (:func:`untrained`; both losses'
+unless named): the MaxSim copy's change from its backbone, and its inside peak, need that copy alone."""
 
 
 def unsettled(out: Mapping[str, Any]) -> dict[str, str]:
@@ -252,10 +303,10 @@ def unsettled(out: Mapping[str, Any]) -> dict[str, str]:
 
 
 def judged(final: Mapping[str, Any] | None, arm: Arm,
-           unsettled_statistics: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+           not_judged: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """The statistics the chapter's claims judge, each {value, interval, draws, n_seeds, n_units}
     (None throughout when the arm kept fewer than 2 seeds, and for the statistics of
-    ``unsettled_statistics``), picked from ``final``: the final-depth differences of
+    ``not_judged``), picked from ``final``: the final-depth differences of
     within-sentence cosine and separability, the within-sentence difference's ``visibility`` at the
     final depth, over the back half and at every depth, the MaxSim copy's ``peak_margin``, the
     ``retrieval_match``; on a fine-tuning arm also the final-depth changes (the MaxSim copy's
@@ -268,7 +319,7 @@ def judged(final: Mapping[str, Any] | None, arm: Arm,
         entry = final
         for part in path:
             entry = None if entry is None else entry.get(part)
-        if entry is None or name in (unsettled_statistics or {}):
+        if entry is None or name in (not_judged or {}):
             found[name] = {"value": None, "interval": None, "draws": None, "n_seeds": None}
             continue
         found[name] = {**entry, "draws": recorded(entry["draws"])}
@@ -295,7 +346,7 @@ def not_measured(blocks: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     for arm, block in blocks.items():
         for name, entry in block["judged"].items():
             if entry["value"] is None:
-                why = block.get("not_measured") or block["unsettled"].get(name) or (
+                why = block.get("not_measured") or block["not_judged"].get(name) or (
                     "this run trained no hard-negative copy (hard_negatives = False)" if name in HARD_JUDGED else None)
                 if why:
                     out[f"objectives.{arm}.judged.{name}.value"] = why
