@@ -548,7 +548,8 @@ def test_four_verdict_words_whatever_the_kind(tmp_path):
 def test_sentences_state_the_finding_and_the_test_and_result_beside_it(tmp_path):
     found = {v.claim.id: v.record() for v in _mixed(tmp_path)}
     text = words.report([found["score"]])
-    assert "On small, the score exceeds 0.5. <small>(small: &gt; 0.5: " in text
+    assert text.startswith('<div class="eg-finding">') and "<br>On small, the score exceeds 0.5.<details>" in text
+    assert "<summary>numbers · small</summary>" in text and "&gt; 0.5: " in text  # the numbers fold under it
     assert "p = " in text and ", adjusted " in text and "not measured on small" in words.report([found["absent"]])
     assert words.plain_sentence(found["score"]) == "On small, the score exceeds 0.5."
     assert words.plain_sentence(found["weak"]).startswith("On small, this run cannot tell whether")
@@ -588,25 +589,24 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
     expected = "`score`: holds on MPNet but does not hold on MiniLM."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
     shown = words.report(found)  # each claim once, one sentence per model where they differ
-    assert shown.count("\n- ") + shown.startswith("- ") == 2
+    assert shown.count('<div class="eg-finding">') == 2
     assert "MPNet</span> <a class=\"eg-badge eg-badge-holds" in shown
     assert "On both encoders, the score exceeds 0.5." not in shown and "On both encoders" in shown
     assert f"**The models differ** (1):\n\n- {expected}" in words.chapter_summary(found)
     assert words.differences([v for v in found if v.model.endswith("mpnet-base-v2")]) == []
 
 
-def test_maths_in_a_claim_is_set_as_maths_in_html_and_kept_in_markdown(tmp_path):
+def test_maths_in_a_claim_is_set_as_maths_in_html(tmp_path):
     from embedding_geometry.book import maths
 
     text = per_unit_ledger(shape="{test: above, args: {bound: 0.5}, statement: 'most tokens have $a_j \\ge \\tau$'}")
     record = judged(tmp_path, text, scores(0.8))["score"].record()
-    assert "$a_j \\ge \\tau$" in words.report([record])  # inline, beside a badge: still dollars
     span = maths.SPAN.format(maths.mathml("a_j \\ge \\tau"))
+    assert span in words.report([record])  # an HTML block beside its badges: MathML in a span
     assert 'display="inline"' in span and "<mi>&#x003C4;</mi>" in span and "<mo>&#x02265;</mo>" in span  # τ, ≥
     assert span in words.findings([{**record, "headline": True}])  # an HTML block: MathML in a span
     assert maths.html("a < b, $x < y$") == "a &lt; b, " + maths.SPAN.format(maths.mathml("x < y"))
     assert "<mo>&#x0003C;</mo>" in maths.mathml("x < y")  # the formula's "<" is an operator, not a tag
-    assert maths.markdown("a < b, $x < y$") == "a &lt; b, $x < y$"
     assert maths.FORMULA.findall("$a$ and $b_1$") == ["a", "b_1"] and maths.html("costs $5") == "costs $5"
 
 

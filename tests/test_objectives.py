@@ -407,7 +407,7 @@ def test_fine_tuned_copies_that_do_not_improve_their_backbone_judge_no_differenc
                                                 "p_value": 1.0, "improves": False}
     for name in objective_results.RESTS_ON["comparison"]:
         assert same["judged"][name]["value"] is None
-        copies = "maxsim" if name in ("maxsim_change", "peak_margin") else "mean-pool"  # what each needs trained
+        copies = "MaxSim" if name in ("maxsim_change", "peak_margin") else "mean-pool"  # what each needs trained
         assert same["not_judged"][name].startswith("fine-tuning did not improve the backbone's held-out recall@1: "
                                                    f"{copies} copies 1.000 → 1.000 (0 queries gained, 0 lost")
     maxsim_only = fake_records(FINETUNE, before_hits=np.ones)

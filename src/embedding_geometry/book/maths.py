@@ -3,10 +3,7 @@ MyST Markdown does, and every output that shows the text sets it as maths.
 
 - **Markdown** (a chapter's sentences, its summary): the dollars stay; MyST's ``dollarmath`` on
   the page (``_config.yml`` has myst-nb read Markdown outputs as MyST, not its default CommonMark,
-  which would show the dollars) and Jupyter's Markdown renderer both typeset them. Markdown that
-  mixes in inline HTML (a badge) escapes the text around the formulas and leaves each formula as
-  it is (:func:`markdown`): Markdown reads the text between two tags as Markdown, where a TeX
-  backslash would be lost.
+  which would show the dollars) and Jupyter's Markdown renderer both typeset them.
 - **HTML** (a table cell, an HTML block such as a finding, a dashboard row): :func:`html` escapes
   the text and writes each formula as MathML (:func:`mathml`, as the book's pages write theirs:
   :mod:`.sphinx_mathml`), which the browser renders on the page and in Jupyter alike.
@@ -43,12 +40,6 @@ def mathml(tex: str, block: bool = False) -> str:
 def html(text: object) -> str:
     """``text`` as HTML: escaped, each ``$…$`` a formula in MathML (module docstring)."""
     return _escaped(str(text), lambda tex: SPAN.format(mathml(tex)))
-
-
-def markdown(text: object) -> str:
-    """``text`` for Markdown beside inline HTML: escaped, each ``$…$`` left as it is (MyST's
-    dollarmath reads it before any HTML)."""
-    return _escaped(str(text), lambda tex: f"${tex}$")
 
 
 def _escaped(text: str, formula) -> str:

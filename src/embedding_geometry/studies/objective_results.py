@@ -92,6 +92,8 @@ def gradient_norms(records: Records, kept: Sequence[int]) -> dict[str, Any]:
             "mean": {v: np.mean(rows, axis=0).tolist() if rows else None for v, rows in per_seed.items()}}
 
 
+NAMES = {"mean_pool": "mean-pool", "maxsim": "MaxSim"}
+"""The losses' names in a reason."""
 IMPROVES_AT = 0.05
 """The level of the one-sided exact sign test by which a fine-tuned loss's copies improve their
 backbone's held-out retrieval (:func:`improvement`)."""
@@ -127,7 +129,7 @@ def untrained(out: Mapping[str, Any]) -> dict[str, str]:
         failing = [v for v in NEEDS.get(name, objectives.OBJECTIVES) if v in found and not found[v]["improves"]]
         if failing:
             reasons[name] = f"fine-tuning did not improve the backbone's held-out recall@{out['k']}: " + "; ".join(
-                f"{v.replace('_', '-')} copies {r['before']:.3f} → {r['after']:.3f} ({r['gained']} queries gained, "
+                f"{NAMES[v]} copies {r['before']:.3f} → {r['after']:.3f} ({r['gained']} queries gained, "
                 f"{r['lost']} lost; one-sided exact sign test p = {r['p_value']:.2g})"
                 for v, r in ((v, found[v]) for v in failing))
     return reasons

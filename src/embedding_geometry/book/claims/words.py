@@ -287,29 +287,11 @@ def said(records: list[Mapping[str, Any]]) -> str:
     return " ".join(plain_sentence(r, subject=not tested) for r in records)
 
 
-def _brief(r: Mapping[str, Any]) -> str:
-    """A record's result, p, null, published value and (when undecided) why, on one line."""
-    numbers = [result_text(r)]
-    if r.get("p") is not None:
-        numbers.append(p_text(r))
-    if r.get("null") and r["null"].get("value") is not None:
-        numbers.append(f"null: {null_text(r)}")
-    if r.get("published"):
-        numbers.append(f"published {number(r['published']['value'])} on {model_name(r['published']['model'])}")
-    if undecided := why_undecided(r):
-        numbers.append(undecided)
-    return "; ".join(numbers)
-
-
 def report(items: Iterable[Any]) -> str:
-    """Claims in words for a chapter's text (Markdown with HTML badges): per claim, a badge per
-    model and its finding in plain words (one sentence when the models agree), then each model's
-    test result, p and the published value in small print."""
-    lines = []
-    for records in by_claim(items).values():
-        small = " · ".join(f"{model_name(r['model'])}: {_brief(r)}" for r in records)
-        lines.append(f"- {_badges(records)} {maths.markdown(said(records))} <small>({html.escape(small)})</small>")
-    return "\n".join(lines) + "\n"
+    """Claims in words for a chapter's text, as in its findings box (:func:`finding`, one HTML
+    block per claim): a badge per model and the finding in plain words (one sentence when the
+    models agree), each model's test result, p, null and published value folded under it."""
+    return "\n\n".join(finding(records) for records in by_claim(items).values()) + "\n"
 
 
 def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
