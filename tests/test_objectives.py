@@ -429,6 +429,10 @@ def test_fine_tuned_copies_that_do_not_improve_their_backbone_judge_no_differenc
     assert "both losses' copies improve on it, so the losses' geometry is compared" in objective_text.convergence(
         {"finetune": taught})
     assert "it had settled, but fine-tuning did not improve the backbone" in objective_text.settling({"finetune": same})
+    one = objective_results.block(fake_records(FINETUNE, before_hits=lambda n: np.r_[0.0, np.ones(n - 1)]), FINETUNE,
+                                  resamples=300)
+    assert "(1 query gained, 0 lost;" in objective_text.convergence({"finetune": one})
+    assert "(1 query gained, 0 lost;" in one["not_judged"]["collapse_difference"]  # one gain of 1: p = 1/2
     scratch = objective_results.block(fake_records(SCRATCH, before_hits=np.ones), SCRATCH, resamples=50)
     assert "improvement" not in scratch and scratch["not_judged"] == {}  # from scratch, the start knows nothing
 

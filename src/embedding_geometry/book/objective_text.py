@@ -82,8 +82,7 @@ def _improvement(block: Mapping[str, Any]) -> str:
     """Whether each fine-tuned loss's kept copies retrieve better than their backbone
     (:func:`.objective_results.improvement`), and what follows for the comparison of the losses."""
     found = block["improvement"]
-    parts = [f"the {OBJECTIVE_LABELS[v]} {r['before']:.3f} → {r['after']:.3f} ({r['gained']} queries gained, "
-             f"{r['lost']} lost; one-sided exact sign test p = {r['p_value']:.2g})" for v, r in found.items()]
+    parts = [f"the {OBJECTIVE_LABELS[v]} {objective_results.change_text(r)}" for v, r in found.items()]
     failing = [OBJECTIVE_LABELS[v] for v in objectives.OBJECTIVES if not found[v]["improves"]]
     outcome = ("both losses' copies improve on it, so the losses' geometry is compared" if not failing else
                f"the copies of the {' and the '.join(failing)} do not improve on it: that training taught nothing "
