@@ -171,7 +171,7 @@ def test_cls_against_the_mean_pool_at_every_depth_by_hand():
 
     drawn = charts.cls_depth_lines(by_depth).to_dict()["datasets"]
     rows = next(iter(drawn.values()))
-    assert [(r["relative depth"], r["series"]) for r in rows[:2]] == [(0.0, "nDCG@10, [CLS]"), (1.0, "nDCG@10, [CLS]")]
+    assert [(r["relative_depth"], r["series"]) for r in rows[:2]] == [(0.0, "nDCG@10, [CLS]"), (1.0, "nDCG@10, [CLS]")]
     assert [r["value"] for r in rows] == pytest.approx([1 / np.log2(3), 1.0, 1.0, 1.0, 1 / np.sqrt(17), 1.0], abs=1e-4)
 
 

@@ -16,6 +16,7 @@ from ...core import models
 from ..claims.words import number
 from ..pages import HtmlTable
 from .depth import grouped_bars, line_chart, scatter_chart
+from .frames import per_layer_frame
 from ...studies.cls_attention import power_law
 
 
@@ -269,10 +270,8 @@ def cls_depth_lines(by_depth: Mapping[str, Sequence[float]]) -> alt.Chart:
     """``pooling.cls_by_depth``'s curves on relative depth: nDCG@10 of the [CLS] states and of the
     mean pools, and the mean cos([CLS], mean pool) of the documents."""
     names = {"cls": "nDCG@10, [CLS]", "mean": "nDCG@10, mean pool", "alignment": "cos([CLS], mean pool)"}
-    last = len(by_depth["cls"]) - 1  # L
-    frame = pd.DataFrame([{"relative depth": i / last, "value": round(float(v), 4), "series": name}
-                          for key, name in names.items() for i, v in enumerate(by_depth[key])])
-    return line_chart(frame, "relative depth", "value", "series", "relative depth l / L", "nDCG@10 or cosine",
+    frame = per_layer_frame({name: by_depth[key] for key, name in names.items()}, model="")
+    return line_chart(frame, "relative_depth", "value", "series", "relative depth l / L", "nDCG@10 or cosine",
                       title="[CLS] against the mean pool at every depth")
 
 
