@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims, results
-from embedding_geometry.book.claims import reduce as reducers, words
+from embedding_geometry.book.claims import judge, reduce as reducers, words
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
 MODEL = "org/published-model"
@@ -92,6 +92,37 @@ def test_last_fraction_is_the_share_in_the_last_tenth_of_the_blocks(L, tail):
     assert reducers.reduce_metric(hist, "last_fraction:0.1", series="blocks") == pytest.approx(tail / L)
     assert reducers.where("last_fraction:0.1", hist, "blocks").startswith(f"the last {tail} of {L} entries")
     assert reducers.reduce_metric(np.eye(L)[-1], "last_fraction:0.1", series="blocks") == 1.0
+
+
+def test_a_plateau_is_flatter_in_its_window_than_the_curve_s_average_slope(tmp_path):
+    """The post's own curve moves 0.0778 over L10–L14 (0.4037 − 0.3259) against a range of 0.8244
+    and a width of 4/24: 0.0778 / (4/24 · 0.8244) = 0.566. A straight line scores exactly 1; a
+    curve flat across the window 0; a 6-block model has one depth in the window, so no test."""
+    post = [0.0554, 0.24, 0.3032, 0.3606, 0.3281, 0.2852, 0.2093, 0.2763, 0.3096, 0.3726, 0.3881, 0.4037, 0.4028,
+            0.3896, 0.3259, 0.2954, 0.4016, 0.4294, 0.3753, 0.3146, 0.3709, 0.4755, 0.5524, 0.7295, 0.8798]
+    how = "plateau:10/24-14/24"
+    assert reducers.reduce_metric(post, how) == pytest.approx(0.0778 / (4 / 24 * 0.8244))
+    assert reducers.reduce_metric(np.linspace(0, 1, 13), how) == pytest.approx(1.0)
+    step = np.r_[np.zeros(5), np.ones(3), 2 * np.ones(5)]  # flat across l/L = 5/12 … 7/12, rising elsewhere
+    assert reducers.reduce_metric(step - np.r_[np.zeros(5), np.ones(3), np.ones(5)], how) == 0.0
+    assert reducers.where(how, post) == "depth 10 of 24 (l/L = 0.42) to depth 14 of 24 (l/L = 0.58)"
+    assert reducers.too_narrow(how, 7) and reducers.too_narrow(how, 13) is None
+    with pytest.raises(ValueError, match="0 ≤ a < b ≤ 1"):
+        reducers.parse("plateau:0.6-0.4")
+    text = """
+claims:
+  - id: plateau
+    statement: it plateaus in L10–L14
+    source: seed §1
+    metric: curve
+    reduce: plateau:10/24-14/24
+    unit: sentences
+    shape: {test: below, args: {bound: 1}, statement: flatter than its average slope}
+    says: {holds: it levels off, fails: it does not level off}
+    no_null: own-curve
+"""
+    shallow = judged(tmp_path, text, {"curve": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})["plateau"]
+    assert shallow.verdict == judge.NOT_TESTED and "a plateau needs two" in shallow.reason
 
 
 def test_block_series_are_named_by_the_depth_they_write():

@@ -35,8 +35,11 @@ def reducer(claim: Claim):
 
 
 def too_short(claim: Claim, raw: Any) -> str | None:
-    """Why the claim's series test cannot run on a series this short (a shallow model), or None."""
+    """Why the claim's series test, or its window, cannot run on a series this short (a shallow
+    model), or None."""
     test = claim.test[0] if claim.test else None
+    if np.ndim(raw) == 1 and (narrow := reducers.too_narrow(claim.reduce, np.shape(raw)[-1], claim.series)):
+        return narrow
     fewest = reducers.MIN_ENTRIES.get(test, 3)
     if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
         return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"

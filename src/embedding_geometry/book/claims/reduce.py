@@ -25,6 +25,11 @@ Every reducer works on the **last axis** of an array: the same code reduces the 
                    bootstrap resamples the peak is found again in each resample.
 ``second_rise``    the series test's statistic (below) as a number, so that an ``above`` test
                    can take its bound as a ``fraction`` of a published dip
+``plateau:a-b``    how far x moves inside the window a ≤ r ≤ b, against a steady climb over its
+                   whole range: (max − min of x inside) ÷ ((r_last − r_first) · (max − min of x)),
+                   r_first and r_last the window's first and last entries; below 1 the stretch is
+                   flatter than the curve's average slope. A window with fewer than two entries
+                   has nothing to be flat (:func:`too_narrow`)
 =================  ==========================================================================
 
 **Scalar shape tests** see the claim's reduced value v:
@@ -59,6 +64,7 @@ all but a share of the resamples small enough to decide (:mod:`.pvalues`). Its s
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -117,6 +123,27 @@ def _tail(f: float, n: int, series: str) -> np.ndarray:
     return positions(n, series) > 1 - f + _EPS
 
 
+def window(w: tuple[float, float], n: int, series: str = "depths") -> np.ndarray:
+    """Which of the n entries lie in the relative-depth window w = (a, b), ends included."""
+    r = positions(n, series)
+    return (r >= w[0] - _EPS) & (r <= w[1] + _EPS)
+
+
+def _plateau(x: np.ndarray, w: tuple[float, float], series: str) -> np.ndarray:
+    inside = window(w, x.shape[-1], series)
+    r = positions(x.shape[-1], series)[inside]
+    return np.ptp(x[..., inside], axis=-1) / ((r[-1] - r[0]) * np.ptp(x, axis=-1))
+
+
+def too_narrow(how: str, n: int, series: str = "depths") -> str | None:
+    """Why a window reducer has nothing to measure on a series of n entries, or None."""
+    name, arg = parse(how)
+    if name == "plateau" and window(arg, n, series).sum() < 2:
+        return (f"the window l/L in [{arg[0]:.3g}, {arg[1]:.3g}] holds {window(arg, n, series).sum()} of the "
+                f"{depth_count(n, series)}-block model's depths: a plateau needs two")
+    return None
+
+
 def _final_step_share(x: np.ndarray, series: str) -> np.ndarray:
     fall = np.max(x, axis=-1) - x[..., -1]
     step = x[..., -2] - x[..., -1]
@@ -143,6 +170,7 @@ PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
     "at_relative": lambda x, r, s: x[..., index_at(r, x.shape[-1], s)],
     "last_over": lambda x, r, s: x[..., -1] / x[..., index_at(r, x.shape[-1], s)],
     "last_fraction": lambda x, f, s: x[..., _tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
+    "plateau": _plateau,
 }
 
 LINEAR = {"value", "first", "last", "penultimate", "mean", "at_relative"}
@@ -155,10 +183,20 @@ def is_linear(how: str) -> bool:
     return parse(how)[0] in LINEAR
 
 
-def parse(how: str) -> tuple[str, float | None]:
-    """``"at_relative:0.25"`` → ``("at_relative", 0.25)``; a named reducer → ``(name, None)``.
+def parse(how: str) -> tuple[str, Any]:
+    """``"at_relative:0.25"`` → ``("at_relative", 0.25)``; ``"plateau:10/24-14/24"`` → ``("plateau",
+    (0.4167, 0.5833))`` (ends as decimals or fractions); a named reducer → ``(name, None)``.
     Raises ValueError for anything else."""
     name, _, arg = how.partition(":")
+    if arg and name == "plateau":
+        a, _, b = arg.partition("-")
+        try:
+            w = (float(Fraction(a)), float(Fraction(b)))
+        except (ValueError, ZeroDivisionError):
+            w = (1.0, 0.0)
+        if not 0 <= w[0] < w[1] <= 1:
+            raise ValueError(f"reduce '{how}': the window must be a-b with 0 ≤ a < b ≤ 1")
+        return name, w
     if arg and name in PARAMETRISED:
         value = float(arg)
         if name == "last_fraction" and not 0 < value <= 1:
@@ -216,6 +254,9 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     if name == "last_fraction":
         tail = np.flatnonzero(_tail(arg, n, series))
         return f"the last {len(tail)} of {n} entries: from {entry_text(tail[0], n, series)}"
+    if name == "plateau" and not too_narrow(how, n, series):
+        inside = np.flatnonzero(window(arg, n, series))
+        return f"{entry_text(inside[0], n, series)} to {entry_text(inside[-1], n, series)}"
     return None
 
 # --------------------------------------------------------------------------- the shape tests
