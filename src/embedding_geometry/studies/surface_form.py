@@ -38,6 +38,7 @@ from scipy import stats
 
 from .anisotropy import cosine_kernel
 from .cone import chapter_corpus
+from ..core.hierarchical import unit_weights
 
 N_TEXTS = 96
 """Sentences of the book's corpus, the same sample as chapter 3's (its default ``n_texts`` and
@@ -111,7 +112,7 @@ def surface_form(pools: np.ndarray, texts: Sequence[str], resamples: int = RESAM
     overlap = jaccard_matrix(texts)
     x, y = pair_ranks(cosine_kernel(pools)), pair_ranks(overlap)
     rho = weighted_correlation(x, y, np.ones((1, n)))[0]
-    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    counts = unit_weights(np.random.default_rng(seed), resamples, n)
     draws = np.concatenate([peak_margin(weighted_correlation(x, y, counts[start:start + CHUNK]))
                             for start in range(0, resamples, CHUNK)])
     pairs = overlap[np.triu_indices(n, k=1)]
