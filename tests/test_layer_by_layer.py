@@ -199,11 +199,32 @@ def test_discriminative_dims_rank_final_differences_and_find_half_values():
 def test_matryoshka_slices_clip_to_the_width_and_compare_each_slice():
     a, b = np.ones(70), np.ones(70)
     b[64:] = -1  # equal in [0, 64), opposite in [64, 70)
-    m = pool_dimensions.matryoshka(record([[a]], [[b]]))
+    pair = record([[a]], [[b]])
+    m = pool_dimensions.matryoshka(pair, record([[a]], [[b]], [[a]]))
     assert m["slice_bounds"]["0-64"] == (0, 64) and m["slice_bounds"]["64-128"] == (64, 70)
     assert m["slice_bounds"]["128-256"] is None and m["slice_cosine"]["128-256"] is None
     np.testing.assert_allclose(m["slice_cosine"]["0-64"], [1.0])
     np.testing.assert_allclose(m["slice_cosine"]["64-128"], [-1.0])
+    # the twin (a, b): 0-64 gives 1, the only other slice −1, so 0-64 is least discriminative by 2;
+    # there is no 256-512 slice at D = 70
+    np.testing.assert_allclose(m["slice_margin"]["first_least"], [2.0])
+    assert m["slice_margin"]["middle_most"] is None and "slice_margin.middle_most" not in m["per_unit"]
+
+
+def test_matryoshka_margins_order_the_slices_twin_by_twin():
+    """Twins of width 600 whose cosine is 1 in every slice but one: the margins are per twin, and
+    their mean is the metric a claim resamples."""
+    rng = np.random.default_rng(0)
+    d = rng.normal(size=600)
+    sliced = d.copy()
+    sliced[256:512] *= -1  # cos −1 in 256-512, 1 elsewhere: 256-512 most discriminative by 2
+    first = d.copy()
+    first[64:128] *= -1  # cos −1 in 64-128: 0-64 ties the other slices at 1, so its margin is 0
+    twins = record([[d]], [[sliced]], [[d]], [[d]], [[first]], [[d]])
+    m = pool_dimensions.matryoshka(record([[d]], [[d]]), twins)
+    np.testing.assert_allclose(m["per_unit"]["slice_margin.middle_most"], [[2.0], [-2.0]], atol=1e-6)
+    np.testing.assert_allclose(m["per_unit"]["slice_margin.first_least"], [[0.0], [0.0]], atol=1e-6)
+    np.testing.assert_allclose(m["slice_margin"]["middle_most"], [0.0], atol=1e-6)
 
 
 def test_separability_is_between_spread_over_within_scatter_with_b_as_a_pairwise_statistic():

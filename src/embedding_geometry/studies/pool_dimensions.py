@@ -19,9 +19,13 @@ dimension_correlation(acts)
 discriminative_dims(pair): the hard pair (a, b)
     top_discriminative_dims    {dims [5], difference [5, L + 1], half_value_depth [5], half_value_relative_depth [5],
                                 earliest_half_value_relative_depth}
-matryoshka(pair)
+matryoshka(pair, twins)
     slice_bounds               {name: [p, q) or None}   the Matryoshka slices clipped to D
-    slice_cosine               {name: [L + 1] or None}  cos(m_l(a)[p:q], m_l(b)[p:q])
+    slice_cosine               {name: [L + 1] or None}  cos(m_l(a)[p:q], m_l(b)[p:q]) of the hard pair
+    slice_margin               {first_least, middle_most: [L + 1] or None}   over the negation twins (d, n):
+                               first_least = mean_twins (c_{0-64} − max_{other slices} c), middle_most =
+                               mean_twins (min_{other slices} c − c_{256-512}), c = cos(m_l(d)[p:q], m_l(n)[p:q]);
+                               per twin (``per_unit``) [n, L + 1]; None without the slice or another one
 """
 
 from __future__ import annotations
@@ -107,10 +111,27 @@ def discriminative_dims(pair: Activations, k: int = 5) -> Metrics:
                                         "earliest_half_value_relative_depth": half.min() / pair.n_layers}}
 
 
-def matryoshka(pair: Activations) -> Metrics:
-    """The two texts' mean-pool cosine within each Matryoshka slice of the dimensions."""
-    pools = pair.mean_pool("all")
+def matryoshka(pair: Activations, twins: Activations) -> Metrics:
+    """The hard pair's mean-pool cosine within each Matryoshka slice of the dimensions, and how the
+    slices order themselves over the negation twins (``twins``: triplets document, negation, role
+    reversal, as chapter 1's ``twin_cosine``): does [0, 64) tell a twin apart least, and [256, 512)
+    most, twin by twin (the module docstring's margins; > 0 when so)."""
+    pools, twin_pools = pair.mean_pool("all"), twins.mean_pool("all")
     bounds = geometry.matryoshka_slices(pools.shape[-1])
+    cos = {name: geometry.slice_cosine(twin_pools[:, 0::3], twin_pools[:, 1::3], b).T
+           for name, b in bounds.items() if b is not None}  # [n, L + 1]
+    margins = {"first_least": _margin(cos, "0-64", 1), "middle_most": _margin(cos, "256-512", -1)}
     return {"slice_bounds": bounds,
             "slice_cosine": {name: None if b is None else geometry.slice_cosine(pools[:, 0], pools[:, 1], b)
-                             for name, b in bounds.items()}}
+                             for name, b in bounds.items()},
+            "slice_margin": {name: None if m is None else m.mean(axis=0) for name, m in margins.items()},
+            "per_unit": {f"slice_margin.{name}": m for name, m in margins.items() if m is not None}}
+
+
+def _margin(cos: dict[str, np.ndarray], kept: str, sign: int) -> np.ndarray | None:
+    """sign = 1: c_kept − max of the other slices' c; sign = −1: min of the others − c_kept (per twin
+    and depth); None when the slice or every other one lies beyond the width."""
+    rest = [c for name, c in cos.items() if name != kept]
+    if kept not in cos or not rest:
+        return None
+    return sign * (cos[kept] - (np.max(rest, axis=0) if sign > 0 else np.min(rest, axis=0)))
