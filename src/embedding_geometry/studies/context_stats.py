@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from ..core.hierarchical import unit_weights
+
 TOKEN_KINDS = ("[CLS]", "[SEP]", "sentence end", "other")
 """Kinds of token, for what high-attention tokens are: the opening special token, the closing
 [SEP], the final . ! ? of a whole sentence, anything else."""
@@ -265,4 +267,4 @@ def text_resamples(n_texts: int, seed: int, resamples: int = RESAMPLES) -> Itera
     rng = np.random.default_rng([seed, n_texts])
     chunk = max(1, min(resamples, 2 ** 21 // n_texts))
     for start in range(0, resamples, chunk):
-        yield rng.multinomial(n_texts, np.full(n_texts, 1.0 / n_texts), size=min(chunk, resamples - start)) / n_texts
+        yield unit_weights(rng, min(chunk, resamples - start), n_texts)
