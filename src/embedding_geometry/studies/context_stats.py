@@ -10,7 +10,7 @@ summed scaled matrices S / max |S|, and the same counts at every threshold of th
 check. Statistics add (``+``), so a stream of batches folds into totals of fixed size, plus, for
 the claims' bootstrap intervals over texts, a few numbers per text and block (:data:`TEXT_ROWS`;
 int32 counts and ids, int64 distance sums, float64 rank correlations): (13 H + 8 + 4 K) · L + 7
-numbers, about 10 kB per text of BERT-12 at K = 5, 200 MB for the paper's 20,000 texts, beside a
+numbers, about 11 kB per text of BERT-12 at K = 5, 220 MB for the paper's 20,000 texts, beside a
 few hundred MB for the model and one batch's captured attention. Each block's context similarity
 pairs are compared with its attention pairs and with their cosine form too
 (:mod:`~embedding_geometry.studies.context_attention`).
