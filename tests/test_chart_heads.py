@@ -133,6 +133,7 @@ def test_what_a_run_did_not_measure_leaves_an_empty_frame_and_a_row_of_dashes():
     charts.depth_lines(frame, "R-precision").to_dict()
     table = charts.stability_table(by_model)
     assert table.index.tolist() == ["tiny"] and (table == "—").all().all() and "Cohen's κ" in table.columns
+    assert {"focus J, subsets", "chance, topics"} <= set(table.columns)
 
 
 
@@ -143,3 +144,5 @@ def test_overlap_table_gives_each_block_its_share_and_its_heads_range():
     assert table.index.tolist() == [("model-a", 1), ("model-a", 2)]
     assert table["lowest head"].tolist() == [0.0, 0.1] and table["highest head"].tolist() == [0.2, 0.5]
     assert table["mean ρ"].tolist() == [0.2, -0.1] and table["lowest head ρ"].tolist() == [0.1, -0.2]
+    cosine = charts.overlap_table({"org/model-a": {"cosine_overlap": found["attention_overlap"]}}, "cosine_overlap")
+    assert cosine.equals(table)

@@ -2,7 +2,8 @@
 hand cases with known answers: the attention between two tokens both ways, Spearman's ρ on
 distinct values, the seeded sample of pairs, a head whose attention ranks its pairs as
 its context similarity does (full overlap, ρ = 1) and one that ranks them the other way (no
-overlap, ρ = −1), and the pooled per-block and per-head summaries."""
+overlap, ρ = −1), and the pooled per-block and per-head summaries; S against its cosine form
+(equal norms: the same pairs; one token of huge norm: its pairs lead S, not the cosine)."""
 
 import numpy as np
 import pytest
@@ -52,19 +53,44 @@ def test_a_head_attending_as_it_writes_overlaps_fully_and_one_attending_the_othe
     high = cm.quantile_mask(values, q)  # the top 3 of 28
     same, reverse = patterns_ranking(values + 1, n_tokens), patterns_ranking(28 - values, n_tokens)
     rows = ca.overlap_rows(np.stack([values, values])[None], np.stack([high, high])[None],
-                           np.stack([same, reverse])[None], q, ca.pair_sample(28, seed=0))
+                           ca.attention_pairs(np.stack([same, reverse])[None]), q, ca.pair_sample(28, seed=0))
     assert rows["head_attention_high"].tolist() == [[3, 3]] and rows["head_attention_overlap"].tolist() == [[3, 0]]
     np.testing.assert_allclose(rows["head_attention_rank"], [[1.0, -1.0]])
 
 
-def test_attention_metrics_pool_counts_per_block_and_head():
+def test_overlap_metrics_pool_counts_per_block_and_head():
     # 2 texts, 1 block, 2 heads; P = 10 pairs; every head has 2 high pairs of S and 1 high attention pair
     rows = {"head_attention_overlap": np.array([[[1, 0]], [[1, 1]]]), "head_attention_high": np.ones((2, 1, 2)),
             "head_attention_rank": np.array([[[0.5, -0.1]], [[0.3, 0.1]]])}
-    found = ca.attention_metrics(rows, np.full((2, 1, 2), 2), n_pairs=10, n_sampled=10)["attention_overlap"]
+    found = ca.overlap_metrics(rows, np.full((2, 1, 2), 2), n_pairs=10, n_sampled=10)["attention_overlap"]
     np.testing.assert_allclose(found["share"], [3 / 8])
     np.testing.assert_allclose(found["head_share"], [[2 / 4, 1 / 4]])
     np.testing.assert_allclose(found["chance"], [4 / 40]) and found["chance_all"] == pytest.approx(0.1)
     np.testing.assert_allclose(found["head_rank"], [[0.4, 0.0]], atol=1e-12)
     np.testing.assert_allclose(found["rank"], [0.2])
     assert found["sampled_pairs"] == 10
+
+
+def test_cosine_divides_by_both_norms_and_is_zero_for_a_zero_vector():
+    out = np.array([[3.0, 4.0], [1.0, 0.0], [0.0, 0.0]])  # norms 5, 1, 0
+    values = cm.pair_values(cm.context_similarity(out))  # (0, 1), (0, 2), (1, 2): 3, 0, 0
+    np.testing.assert_allclose(ca.cosine_pairs(values, out), [0.6, 0.0, 0.0])
+
+
+def test_equal_norms_give_the_cosine_the_same_high_pairs_and_a_huge_norm_moves_them():
+    rng = np.random.default_rng(0)
+    n_tokens, q = 24, 0.95
+    out = rng.normal(size=(n_tokens, 8))
+    out /= np.linalg.norm(out, axis=-1, keepdims=True) / 2.0  # every norm 2: S = 4 cos
+    heavy = out.copy()
+    heavy[5] *= 1000.0  # token 5's pairs now lead S whatever their angle
+    rows = []
+    for o in (out, heavy):
+        values = cm.pair_values(cm.context_similarity(o))
+        rows.append(ca.overlap_rows(values[None, None], cm.quantile_mask(values, q)[None, None],
+                                    ca.cosine_pairs(values, o)[None, None], q, ca.pair_sample(276, seed=0), "cosine"))
+    even, skewed = rows
+    assert even["head_cosine_overlap"][0, 0] == even["head_cosine_high"][0, 0] > 0
+    np.testing.assert_allclose(even["head_cosine_rank"], [[1.0]])
+    assert skewed["head_cosine_overlap"][0, 0] < 0.5 * even["head_cosine_overlap"][0, 0]
+    assert skewed["head_cosine_rank"][0, 0] < 0.99

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import rules
+from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.core.streaming import Captured
 from embedding_geometry.core.windows import Window
 from embedding_geometry.studies import context_matrices as cm
 from embedding_geometry.studies import context_exercises as cx
+from embedding_geometry.studies import context_heads
 from embedding_geometry.studies import context_similarity as cs
 
 SLUG = "04_attention_context_similarity"
@@ -292,7 +294,7 @@ def _random_batch(rng, n_texts, n_tokens=10, n_heads=3, n_layers=2, width=4):
 
 def _part(batch, outs, maps, rows, settings):
     sub = cs.TextBatch(batch.input_ids[rows], batch.sentence_ids[rows], batch.separators[rows],
-                       [batch.tokens[r] for r in rows])
+                       [batch.tokens[r] for r in rows], None if batch.topics is None else batch.topics[rows])
     return cs.batch_statistics([o[rows] for o in outs], [m[rows] for m in maps], sub, settings, first=int(rows[0]))
 
 
@@ -432,7 +434,8 @@ METRIC_KEYS = {"layers", "n_texts", "mean_pair_distance", "mean_pair_distance_ch
                "unique_focus_fraction_null_draws", "unique_focus_ids_fraction", "unique_focus_ids_fraction_null",
                "unique_focus_ids_fraction_null_draws", "separator_attention", "separator_share", "segmentation",
                "attended_kinds", "repeat_chance", "heads", "head_classes", "layers_with_both_kinds",
-               "layers_with_both_kinds_draws", "head_stability", "sensitivity", "attention_overlap", "per_unit"}
+               "layers_with_both_kinds_draws", "head_stability", "sensitivity", "attention_overlap", "cosine_overlap",
+               "per_unit"}
 SENSITIVITY_KEYS = {"thresholds", "separator_attention", "mean_pair_distance", "same_sentence_fraction",
                     "high_pairs_per_matrix", "distance_last_over_first", "max_distance_last_over_first",
                     "max_distance_last_over_first_draws", "worst_threshold", "distance_at_worst"}
@@ -526,12 +529,15 @@ def test_both_kinds_are_resampled_over_texts_and_the_halves_agree_on_copied_text
     batch, outs, maps = _random_batch(rng, n_texts=4, n_layers=3)
     copy = np.concatenate([np.arange(4), np.arange(4)])
     batch = cs.TextBatch(batch.input_ids[copy], batch.sentence_ids[copy], batch.separators[copy],
-                         [batch.tokens[i] for i in copy])
+                         [batch.tokens[i] for i in copy], topics=np.repeat([1, 0], 4))
     outs, maps = [o[copy] for o in outs], [m[copy] for m in maps]
     settings = cs.Settings(q=0.8, common_min_count=2, repeat_share_threshold=0.1, common_focus_threshold=0.3)
     m = cs.metrics(_part(batch, outs, maps, np.arange(8), settings), settings)
     stability = m["head_stability"]
     assert stability["texts"] == [4, 4] and stability["agreement"] == 1.0
+    topics = stability["focus"]["topics"]  # the two topics hold the same texts: the same focus tokens
+    assert topics["names"] == list(corpora.topics()[:2]) and topics["texts"] == [4, 4] and topics["mean"] == 1.0
+    assert stability["focus"]["subsets"]["texts"] == [2, 2, 2, 2]
     assert stability["classes"][0] == stability["classes"][1] == m["heads"]["class"]
     assert stability["layers_with_both_kinds"] == [m["layers_with_both_kinds"]] * 2
     assert all(r is None or r == pytest.approx(1.0) for r in stability["rank_correlation"].values())
@@ -914,3 +920,24 @@ def test_the_text_budget_is_the_measured_cost_per_text_against_the_chapters_shar
     assert cheap["affordable_texts"] == 1920 and cheap["within"]
     assert "the book's 1,000 fit" in context_budget.sentence(cheap) and "one model" in context_budget.sentence(cheap)
     assert context_budget.text_budget({"a": timed(0.0, 4)})["affordable_texts"] is None
+
+
+def test_focus_agreement_is_one_for_the_same_focus_tokens_zero_for_disjoint_ones_against_the_hypergeometric_chance():
+    same = np.array([7, 7, 8, 9, 7, 7, 8, 9])[:, None, None]  # two groups of 4 texts, focus tokens {7, 8, 9} in both
+    found = context_heads.focus_agreement(same, [np.arange(4), np.arange(4, 8)], k=3)
+    assert found["mean"] == 1.0 and found["texts"] == [4, 4]
+    assert found["chance_all"] == pytest.approx(1.0)  # 3 of the 3 tokens seen: any draw is all of them
+    apart = np.array([1, 1, 2, 3, 4, 4, 5, 6])[:, None, None]  # {1, 2, 3} against {4, 5, 6}
+    found = context_heads.focus_agreement(apart, [np.arange(4), np.arange(4, 8)], k=3)
+    assert found["mean"] == 0.0 and found["block"].tolist() == [0.0]
+    # X of 3 and 3 drawn from 6: P(X = 1, 2, 3) = 9, 9, 1 / 20, so E[X / (6 − X)] = 9/20 · 1/5 + 9/20 · 2/4 + 1/20
+    assert found["chance_all"] == pytest.approx(0.365)
+    ties = np.array([5, 5, 2, 2, 9, 3, 2, 4])[:, None, None]  # ties go to the lower id: {2} in both groups
+    assert context_heads.focus_agreement(ties, [np.arange(4), np.arange(4, 8)], k=1)["mean"] == 1.0
+
+
+def test_a_window_takes_the_topic_of_the_corpus_sentence_it_starts_with():
+    frame = corpora.corpus()
+    last = frame.iloc[-1]
+    assert corpora.topic_of(last["sentence"] + " " + frame["sentence"][0]) == corpora.topics().index(last["topic"])
+    assert corpora.topic_of("No sentence of the corpus begins this text.") == -1

@@ -12,6 +12,7 @@ from local data files; ``load_corpus(name, n, seed)`` picks one of them by name,
 from __future__ import annotations
 
 import csv
+import functools
 from importlib import resources
 from typing import Any, Literal
 
@@ -69,6 +70,24 @@ def corpus() -> pd.DataFrame:
     frame = pd.read_csv(_data(CORPUS_FILE), sep="\t", quoting=csv.QUOTE_NONE, dtype=str,
                         keep_default_na=False, encoding="utf-8")
     return frame[["sentence", "topic"]]
+
+
+@functools.cache
+def topics() -> tuple[str, ...]:
+    """The corpus's topics, in the order they first appear."""
+    return tuple(corpus()["topic"].unique())
+
+
+@functools.cache
+def _sentence_topics() -> tuple[tuple[str, int], ...]:
+    frame = corpus()
+    return tuple((sentence, topics().index(topic)) for sentence, topic in zip(frame["sentence"], frame["topic"]))
+
+
+def topic_of(text: str) -> int:
+    """The index into :func:`topics` of the topic of the corpus sentence that ``text`` starts with
+    (a window's first sentence is whole), −1 when none does (a text of another source)."""
+    return next((k for sentence, k in _sentence_topics() if text.startswith(sentence)), -1)
 
 
 def snli(split: str = "validation", n: int | None = None, data_files: str | list[str] | None = None) -> pd.DataFrame:

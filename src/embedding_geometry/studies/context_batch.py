@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import corpora
 from ..core.windows import Window
-from .context_attention import overlap_rows, pair_sample
+from .context_attention import attention_pairs, cosine_pairs, overlap_rows, pair_sample
 from .context_matrices import (attention_received, boundary_hits, context_similarity, distinct_counts,
                                expected_distinct, pair_values, quantile_mask, random_focus_counts, relative_mask,
                                upper_pairs)
@@ -25,19 +26,21 @@ from .context_stats import TEXT_ROWS, TOKEN_KINDS, ContextStats, Settings
 
 @dataclass(frozen=True)
 class TextBatch:
-    """The token metadata of B windows: ids, sentence ids and separators [B, T], pieces."""
+    """The token metadata of B windows: ids, sentence ids and separators [B, T], pieces, and each
+    window's corpus topic [B] (:func:`~embedding_geometry.core.corpora.topic_of`; None: unknown)."""
 
     input_ids: np.ndarray
     sentence_ids: np.ndarray
     separators: np.ndarray
     tokens: list[list[str]]
+    topics: np.ndarray | None = None
 
     @classmethod
     def of(cls, batch: Sequence[Window]) -> TextBatch:
         return cls(input_ids=np.stack([w.input_ids for w in batch]),
                    sentence_ids=np.stack([w.sentence_ids for w in batch]),
                    separators=np.stack([w.separators for w in batch]),
-                   tokens=[w.tokens for w in batch])
+                   tokens=[w.tokens for w in batch], topics=np.array([corpora.topic_of(w.text) for w in batch]))
 
     def kinds(self) -> np.ndarray:
         """int64 [B, T]: each token's index in TOKEN_KINDS."""
@@ -75,14 +78,17 @@ def batch_statistics(head_outs: Sequence[np.ndarray], patterns: Sequence[np.ndar
     rows["same_sentence_pairs"][:] = text.same.sum(axis=(1, 2))
     rows["boundaries"][:] = text.boundaries.sum(axis=1)
     rows["word_tokens"][:] = (batch.sentence_ids >= 0).sum(axis=1)
+    rows["topic"][:] = -1 if batch.topics is None else batch.topics
     sample = pair_sample(len(text.distance), settings.seed)  # the pairs of the rank correlation
     for l, (out, pattern) in enumerate(zip(head_outs, patterns)):
-        values = pair_values(context_similarity(np.swapaxes(out, 1, 2)))  # [B, H, P]
+        out = np.swapaxes(out, 1, 2)  # [B, H, T, d_head]
+        values = pair_values(context_similarity(out))  # [B, H, P]
         high = quantile_mask(values, settings.q)
         _pair_statistics(stats, rows, l, values, high, text, settings)
         _attention_statistics(stats, rows, l, attention_received(pattern), text, settings)
-        for name, row in overlap_rows(values, high, pattern, settings.q, sample).items():
-            rows[name][:, l] = row
+        for name, other in (("attention", attention_pairs(pattern)), ("cosine", cosine_pairs(values, out))):
+            for key, row in overlap_rows(values, high, other, settings.q, sample, name).items():
+                rows[key][:, l] = row
     _focus_null(stats, batch, settings, first)
     stats.per_text.extend(rows)
     return stats
@@ -166,6 +172,7 @@ def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray
     focus = np.argmax(endpoints, axis=-1)  # the lowest position on ties
     common = np.take_along_axis(text.common, focus, axis=1)  # [B, H]
     rows["head_common_focus"][:, l] = common
+    rows["head_focus_id"][:, l] = np.take_along_axis(text.batch.input_ids, focus, axis=1)
     stats.head_common_focus[l] = common.sum(axis=0)
     rows["distinct_focus"][:, l] = distinct_counts(focus)
     rows["distinct_focus_ids"][:, l] = distinct_counts(np.take_along_axis(text.batch.input_ids, focus, axis=1))

@@ -1,7 +1,7 @@
 """Kinds of attention head, chapter 4 (the book's Methods page, section ``methods-heads``): the
 book's rule that sorts heads into classes (the paper gives none), the per-head table, the rule
-on two halves of the texts (stability), and the number of blocks with both kinds on resamples
-of the texts.
+on two halves of the texts and each head's focus tokens on subsets and topics of the texts
+(stability), and the number of blocks with both kinds on resamples of the texts.
 
 The rule, per head over all texts (:func:`classify`): *repetition* when its repeat share — the
 share of its high pairs that join two occurrences of one word token — is at least
@@ -13,15 +13,21 @@ recomputes them exactly (:func:`both_kinds_draws`).
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections import Counter
 
 import numpy as np
 import pandas as pd
 
+from ..core import corpora
 from .context_stats import ContextStats, Settings, text_resamples
 
 HEAD_CLASSES = ("repetition", "common-token", "other")
+FOCUS_SUBSETS = 4
+"""Random disjoint subsets of the texts whose focus tokens :func:`head_stability` compares."""
+FOCUS_TOP = 3
+"""k: the focus tokens per head compared (as many as the head table shows)."""
 
 
 def classify(repeat_share: np.ndarray, common_focus_share: np.ndarray, settings: Settings) -> np.ndarray:
@@ -87,8 +93,11 @@ def head_stability(stats: ContextStats, settings: Settings) -> dict | None:
     [L][H] and ``layers_with_both_kinds`` [2]; ``agreement``, the share of heads whose class is the
     same in both halves, and Cohen's κ of the two labellings (None when it is undefined: one
     class throughout); ``rank_correlation``: Spearman's ρ between the halves, over all heads, of
-    each head's repeat share, common-focus share, mean pair distance and separator share. None
-    with fewer than 2 texts."""
+    each head's repeat share, common-focus share, mean pair distance and separator share;
+    ``focus``: :func:`focus_agreement` of each head's focus tokens across :data:`FOCUS_SUBSETS`
+    random disjoint subsets of the texts (seeded by ``settings.seed``; None with fewer texts) and
+    across the two corpus topics that begin the most texts (None unless both begin at least one).
+    None with fewer than 2 texts."""
     from scipy.stats import spearmanr
     from sklearn.metrics import cohen_kappa_score
 
@@ -115,7 +124,53 @@ def head_stability(stats: ContextStats, settings: Settings) -> dict | None:
             "layers_with_both_kinds": [int(_both_kinds(c)) for c in (a, b)],
             "agreement": float(np.mean(a == b)),
             "kappa": None if kappa is None or not np.isfinite(kappa) else float(kappa),
-            "rank_correlation": {name: float(r) if np.isfinite(r) else None for name, r in rho.items()}}
+            "rank_correlation": {name: float(r) if np.isfinite(r) else None for name, r in rho.items()},
+            "focus": _focus_stability(rows, settings.seed)}
+
+
+def _focus_stability(rows: dict[str, np.ndarray], seed: int) -> dict:
+    """:func:`focus_agreement` across random subsets of the texts and across two topics."""
+    ids, n = rows["head_focus_id"], len(rows["head_focus_id"])
+    subsets = np.array_split(np.random.default_rng([seed, n]).permutation(n), FOCUS_SUBSETS)
+    named, counts = np.unique(rows["topic"][rows["topic"] >= 0], return_counts=True)
+    two = named[np.argsort(-counts, kind="stable")[:2]]
+    return {"k": FOCUS_TOP,
+            "subsets": focus_agreement(ids, subsets) if n >= FOCUS_SUBSETS else None,
+            "topics": {"names": [corpora.topics()[t] for t in two],
+                       **focus_agreement(ids, [np.flatnonzero(rows["topic"] == t) for t in two])}
+            if len(two) == 2 else None}
+
+
+def focus_agreement(focus_ids: np.ndarray, groups: list[np.ndarray], k: int = FOCUS_TOP) -> dict:
+    """How far each head keeps its focus tokens from one group of texts to another. Per head and
+    group, its top-k focus tokens F_g: the k ids most often its focus on those texts (ties to the
+    lower id); agreement J = |F_a ∩ F_b| / |F_a ∪ F_b| (Jaccard), averaged over every two groups;
+    its chance, the same mean of E[X / (|F_a| + |F_b| − X)] with X hypergeometric — the overlap of
+    |F_a| and |F_b| tokens drawn at random from the N distinct tokens the head focuses on over all
+    the groups. focus_ids [n, L, H] → ``texts`` (per group), ``jaccard`` and ``chance`` [L, H],
+    their means per block [L] (``block``, ``block_chance``) and overall (``mean``, ``chance_all``)."""
+    from scipy.stats import hypergeom
+
+    _, n_layers, n_heads = focus_ids.shape
+    jaccard, chance = np.zeros((n_layers, n_heads)), np.zeros((n_layers, n_heads))
+    pairs = list(itertools.combinations(range(len(groups)), 2))
+    for l, h in np.ndindex(n_layers, n_heads):
+        tops = [set(_top_ids(focus_ids[g, l, h], k)) for g in groups]
+        seen = len(np.unique(focus_ids[np.concatenate(groups), l, h]))
+        for a, b in pairs:
+            jaccard[l, h] += len(tops[a] & tops[b]) / len(tops[a] | tops[b]) / len(pairs)
+            x = np.arange(min(len(tops[a]), len(tops[b])) + 1)
+            expected = hypergeom(seen, len(tops[a]), len(tops[b])).pmf(x) @ (x / (len(tops[a]) + len(tops[b]) - x))
+            chance[l, h] += expected / len(pairs)
+    return {"texts": [len(g) for g in groups], "jaccard": jaccard, "chance": chance,
+            "block": jaccard.mean(axis=1), "block_chance": chance.mean(axis=1),
+            "mean": float(jaccard.mean()), "chance_all": float(chance.mean())}
+
+
+def _top_ids(ids: np.ndarray, k: int) -> np.ndarray:
+    """The k most frequent values of ``ids`` (ties to the lower value)."""
+    values, counts = np.unique(ids, return_counts=True)
+    return values[np.lexsort((values, -counts))[:k]]
 
 
 def class_counts(stats: ContextStats, settings: Settings) -> dict:

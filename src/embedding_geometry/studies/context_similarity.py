@@ -49,7 +49,7 @@ from ..core.models import LoadedModel
 from ..core.streaming import Captured
 from ..core.windows import TextRecord, Window
 from . import head_cache
-from .context_attention import attention_metrics, pair_sample
+from .context_attention import overlap_metrics, pair_sample
 from .context_batch import TextBatch, batch_statistics
 from .context_heads import (HEAD_CLASSES, both_kinds_draws, class_counts, class_totals, classify, head_stability,
                             head_table)
@@ -175,7 +175,9 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
     heads                            {column: [L][H]} of :func:`head_table`
     head_classes                     {class: [L]} heads per class; ``layers_with_both_kinds`` and its
                                      ``_draws`` [R] on resamples of the texts
-    head_stability                   :func:`head_stability`: the rule applied to each half of the texts
+    head_stability                   :func:`head_stability`: the rule applied to each half of the texts, and
+                                     ``focus``: each head's top focus tokens compared across random
+                                     subsets of the texts and across two corpus topics
     sensitivity                      per threshold t [K] and block [K, L]: separator_attention (a_j ≥ t),
                                      mean_pair_distance, same_sentence_fraction and
                                      high_pairs_per_matrix (S_ij ≥ t · max S), and
@@ -186,6 +188,8 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
     attention_overlap                {share, chance, rank [L]; head_share, head_rank [L, H]; chance_all,
                                      sampled_pairs}: the high pairs of S against those of the attention
                                      map, per block and head (:mod:`.context_attention`)
+    cosine_overlap                   the same for the high pairs of S against those of its cosine form
+                                     cos_ij = S_ij / (‖o_i‖ ‖o_j‖)
     per_unit                         per-text values [n_texts, L] (see the module docstring):
                                      high_pairs, mean_pair_distance.distance, same_sentence_fraction.same,
                                      separator_attention.separators and .attended, unique_focus_fraction,
@@ -201,7 +205,8 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
                 for column in ("repeat_share", "common_focus_share", "mean_pair_distance",
                                "same_sentence_fraction", "separator_attention", "class")}
     kinds = stats.attended_kinds / stats.attended_kinds.sum(axis=1, keepdims=True)
-    rows = stats.text_rows()
+    rows, n_pairs = stats.text_rows(), stats.all_pairs // stats.texts
+    sampled = len(pair_sample(n_pairs, settings.seed))
     sensitivity, segmentation = _sensitivity(stats, settings), _segmentation(rows)
     return {
         "layers": list(range(1, n_layers + 1)),
@@ -228,8 +233,8 @@ def metrics(stats: ContextStats, settings: Settings) -> dict:
         "layers_with_both_kinds_draws": both_kinds_draws(rows, stats.texts, settings),
         "head_stability": head_stability(stats, settings),
         "sensitivity": sensitivity,
-        **attention_metrics(rows, rows["head_high_pairs"], stats.all_pairs // stats.texts,
-                            len(pair_sample(stats.all_pairs // stats.texts, settings.seed))),
+        **overlap_metrics(rows, rows["head_high_pairs"], n_pairs, sampled, "attention"),
+        **overlap_metrics(rows, rows["head_high_pairs"], n_pairs, sampled, "cosine"),
         "per_unit": _per_unit(rows, stats.shape),
         **({} if segmentation["r_precision"] is not None else {"not_measured": {"segmentation.r_precision": NO_ENDS}}),
     }

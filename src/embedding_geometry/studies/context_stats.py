@@ -9,10 +9,11 @@ null, the tokens with high attention a_j ≥ τ, the sentence ends that attentio
 summed scaled matrices S / max |S|, and the same counts at every threshold of the sensitivity
 check. Statistics add (``+``), so a stream of batches folds into totals of fixed size, plus, for
 the claims' bootstrap intervals over texts, a few numbers per text and block (:data:`TEXT_ROWS`;
-int32 counts, int64 distance sums, float64 rank correlations): (9 H + 8 + 4 K) · L + 6 numbers,
-about 7 kB per text of BERT-12 at K = 5, 150 MB for the paper's 20,000 texts, beside a few hundred
-MB for the model and one batch's captured attention. Each block's attention pairs are compared
-with its context similarity pairs too (:mod:`~embedding_geometry.studies.context_attention`).
+int32 counts and ids, int64 distance sums, float64 rank correlations): (13 H + 8 + 4 K) · L + 7
+numbers, about 11 kB per text of BERT-12 at K = 5, 220 MB for the paper's 20,000 texts, beside a
+few hundred MB for the model and one batch's captured attention. Each block's context similarity
+pairs are compared with its attention pairs and with their cosine form too
+(:mod:`~embedding_geometry.studies.context_attention`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ TEXT_ROWS = {
     "same_sentence_pairs": ("B", "pairs of P inside one sentence"),
     "boundaries": ("B", "k: sentence ends (the final . ! ? of its whole sentences)"),
     "word_tokens": ("B", "W: word tokens (not special)"),
+    "topic": ("B", "the corpus topic of the text's first sentence (index into corpora.topics(); −1: none)"),
     "sensitivity_attended": ("B K L", "tokens with a_j ≥ t at each threshold t"),
     "sensitivity_attended_separators": ("B K L", "… that are separators"),
     "sensitivity_pairs": ("B K L", "pairs with S_ij ≥ t · max S"),
@@ -53,11 +55,15 @@ TEXT_ROWS = {
     "head_pair_distance": ("B L H", "Σ d over them"),
     "head_repeats": ("B L H", "… joining two occurrences of one word token"),
     "head_common_focus": ("B L H", "1 when the head's focus is a common token"),
+    "head_focus_id": ("B L H", "the token id of the head's focus"),
     "head_attended": ("B L H", "tokens with a_j ≥ τ"),
     "head_attended_separators": ("B L H", "… that are separators"),
     "head_attention_high": ("B L H", "pairs whose attention A_ij + A_ji is at or above its q-quantile"),
     "head_attention_overlap": ("B L H", "… that are high pairs of S too"),
     "head_attention_rank": ("B L H", "Spearman's ρ between S_ij and A_ij + A_ji on the sampled pairs"),
+    "head_cosine_high": ("B L H", "pairs whose cosine cos_ij = S_ij / (‖o_i‖ ‖o_j‖) is at or above its q-quantile"),
+    "head_cosine_overlap": ("B L H", "… that are high pairs of S too"),
+    "head_cosine_rank": ("B L H", "Spearman's ρ between S_ij and cos_ij on the sampled pairs"),
 }
 """The per-text rows a batch keeps for the claims' intervals (each row: one text)."""
 

@@ -250,18 +250,22 @@ def class_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 def stability_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """The head rule on two halves of the texts, one row per model: texts per half, the share of
     heads in the same class, Cohen's κ, Spearman's ρ of each per-head measure between the halves,
-    and the blocks with both kinds in each half; "—" where undefined (the whole row with fewer than
-    2 texts, which have no halves)."""
+    and the blocks with both kinds in each half; then the mean Jaccard overlap of the heads' top
+    focus tokens across random subsets and across two topics, each with its chance; "—" where
+    undefined (the whole row with fewer than 2 texts, which have no halves)."""
     rows = {}
     for model, m in by_model.items():
         found = m["head_stability"] or {"texts": None, "rank_correlation": {}, "layers_with_both_kinds": None}
+        focus = {part: (found.get("focus") or {}).get(part) or {} for part in ("subsets", "topics")}
         rho, halves = found["rank_correlation"], [found["texts"], found["layers_with_both_kinds"]]
         texts, both = (None if h is None else " / ".join(map(str, h)) for h in halves)
         rows[_short(model)] = {"texts per half": texts, "same class": found.get("agreement"),
                                "Cohen's κ": found.get("kappa"), "ρ repeat share": rho.get("repeat_share"),
                                "ρ common focus": rho.get("common_focus_share"),
                                "ρ mean distance": rho.get("mean_pair_distance"),
-                               "ρ separator share": rho.get("separator_attention"), "blocks with both kinds": both}
+                               "ρ separator share": rho.get("separator_attention"), "blocks with both kinds": both,
+                               **{name: value for part, f in focus.items() for name, value in (
+                                   (f"focus J, {part}", f.get("mean")), (f"chance, {part}", f.get("chance_all")))}}
     frame = pd.DataFrame.from_dict(rows, orient="index").rename_axis("model").astype(object)
     return frame.where(frame.notna(), "—")
 
@@ -278,12 +282,13 @@ def ratio_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return frame.where(frame.notna(), "—")
 
 
-def overlap_table(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Context similarity against attention (``attention_overlap``), one row per model and block:
-    the overlap share of the block and its lowest and highest head, and the same for Spearman's ρ."""
+def overlap_table(by_model: Mapping[str, Mapping[str, Any]], key: str = "attention_overlap") -> pd.DataFrame:
+    """Context similarity against attention (``attention_overlap``) or against its cosine form
+    (``cosine_overlap``), one row per model and block: the overlap share of the block and its
+    lowest and highest head, and the same for Spearman's ρ."""
     frames = {}
     for model, m in by_model.items():
-        found = m["attention_overlap"]
+        found = m[key]
         share, rank = np.asarray(found["head_share"], dtype=float), np.asarray(found["head_rank"], dtype=float)
         frames[_short(model)] = pd.DataFrame(
             {"overlap share": found["share"], "lowest head": share.min(axis=1), "highest head": share.max(axis=1),
