@@ -18,7 +18,8 @@ On every page of the built book:
 The tests that open the site are marked slow and browser; the tests of the checks themselves
 (the raw-output patterns, the weight limit) need neither and run in ``make test-fast``.
 
-On the chapters, the first section heading comes within the first 1,200 px at 1280 px, and on
+On the chapters, the page is at most 25,000 px tall at 1280 px (the claims dashboard 15,000), the
+first section heading comes within the first 1,200 px, and on
 chapters 1–8 the first chart (the key figure under "What we found") within 3,000 px; the landing
 page answers every question of ``dashboard.QUESTIONS`` with a verdict, shows a key figure and
 offers the book's PDF, whose file is in the site; on the claims dashboard, the verdict column is
@@ -46,6 +47,8 @@ MIN_FONT = 11.0
 WEIGHT = {False: 1.5e6, True: 2.5e6}
 KEY_FIGURES = tuple(f"0{n}_" for n in range(1, 9))  # the chapters whose key figure opens them (ch.key_figure)
 FIRST_CHART = 3000  # px from the page's top at 1280: a chapter's key figure sits under its findings
+TALLEST = {"99_claims_dashboard.html": 15_000}  # px at 1280 (issue 39): the dashboard opens on the headline claims
+TALLEST_CHAPTER = 25_000  # every other page of book/chapters/
 """What a page may weigh, its own HTML included, with everything it loads (bytes, uncompressed):
 without and with charts (issue 28's targets)."""
 NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -281,6 +284,11 @@ def test_every_page_reads_well(site_book, site, browser, width, tiny_bert_dir):
         visit(browser, f"{site}/{page}")
         problems += problems_of(page, width, read_page(browser, page, width, allowed=(str(tiny_bert_dir),)))
         problems += [f"{page} @{width}: console: {m[:200]}" for m in console_problems(browser)]
+        if page.startswith("book/chapters/") and width == 1280:
+            tallest = TALLEST.get(page[len("book/chapters/"):], TALLEST_CHAPTER)
+            height = browser.execute_script("return document.documentElement.scrollHeight")
+            if height > tallest:
+                problems.append(f"{page}: {height:,} px tall at 1280 (at most {tallest:,})")
         if page.startswith("book/chapters/0") and width == 1280:
             top = browser.execute_script(
                 "var h = document.querySelector('article section section h2, article h2');"
