@@ -18,6 +18,7 @@ import pytest
 from conftest import ROOT
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import executors, plan, shards
+from embedding_geometry.core import paths
 
 PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus": None,
           "corpus_column": "text", "corpus_texts": 24, "head_texts": 3, "head_length": 24, "device": "cpu",
@@ -81,6 +82,17 @@ def test_another_plan_in_the_same_folder_is_refused_in_one_line(measured, tiny_b
     chosen, _ = measured
     with pytest.raises(atlas.AtlasError, match="holds the shards of another atlas run"):
         atlas.run(tiny_plan(tiny_bert_dir, chosen.out, sample_size=11))
+
+
+def test_shards_of_other_code_are_refused_too(measured, tiny_bert_dir, monkeypatch):
+    """A folder measured by another version of the package (its statistics may hold other keys)
+    is not combined with this one's: chapter 8's in-build folder is named by the fingerprint."""
+    chosen, _ = measured
+    before = chosen.fingerprint()
+    monkeypatch.setattr(paths, "package_hash", lambda: "another package")
+    assert tiny_plan(tiny_bert_dir, chosen.out).fingerprint() != before
+    with pytest.raises(atlas.AtlasError, match="holds the shards of another atlas run"):
+        atlas.run(tiny_plan(tiny_bert_dir, chosen.out))
 
 
 def test_sharding_does_not_change_the_results(measured, tiny_bert_dir, tmp_path):

@@ -38,20 +38,9 @@ from . import charts, derived, jupyter_kernels, pdf, profiles, schedule
 from .schedule import Outcome, report
 from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 # --------------------------------------------------------------------------- fingerprints
-
-def src_hash() -> str:
-    """SHA-256 over every file of the package (code and data), in path order."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
 
 def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
     """What a chapter's outputs depend on: notebook, parameters, package, model weights."""
@@ -64,7 +53,7 @@ def chapter_fingerprint(notebook: Path, params: dict[str, Any]) -> str:
         except Exception as error:  # the notebook will report it properly
             weights[model_id] = f"unavailable: {error}"
     parts = {"notebook": hashlib.sha256(notebook.read_bytes()).hexdigest(), "params": params,
-             "src": src_hash(), "models": weights, "results": _results_read(notebook)}
+             "src": paths.package_hash(), "models": weights, "results": _results_read(notebook)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -105,7 +94,7 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
     start = time.time()
     scratch = Path(tempfile.mkdtemp(prefix=f".{slug}-{os.getpid()}-", dir=_mkdir(root / "build")))
     os.environ["EMBEDDING_GEOMETRY_RESULTS"] = str(scratch)
-    jupyter_kernels.start_server(src_hash())  # the chapter's kernel is forked from it, with the imports done
+    jupyter_kernels.start_server(paths.package_hash())  # the chapter's kernel is forked from it, with the imports done
     log = _mkdir(root / "build" / "logs") / f"{slug}.log"
     try:
         with _stderr_to(log):

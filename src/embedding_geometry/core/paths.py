@@ -8,8 +8,12 @@ the last successful run of each chapter depended on).
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def project_root(start: Path | None = None) -> Path | None:
@@ -56,3 +60,15 @@ def owner_alive(path: Path) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@functools.cache
+def package_hash() -> str:
+    """SHA-256 over every file of the package (code and data), in path order: what a build's
+    chapters and an atlas run's shards were computed by (read once per process)."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()

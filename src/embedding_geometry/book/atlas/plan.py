@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import profiles
+from ...core import paths
 from ...studies import across_models
 from ...studies.depth_statistics import TextSet
 
@@ -79,9 +80,12 @@ class Plan:
 
     def fingerprint(self) -> str:
         """SHA-256 of what decides the shards' contents: the models, every text set (its texts
-        and settings) and the shard size. A results folder holds the shards of one fingerprint."""
+        and settings), the shard size and the package that measures them (code and data: shards
+        of other code may hold other statistics). A results folder holds the shards of one
+        fingerprint."""
         what = {"models": [[m.id, m.control_seed] for m in self.models], "shard_units": self.shard_units,
-                "trust_remote_code": self.trust_remote_code, "sets": [repr(s) for s in self.sets]}
+                "trust_remote_code": self.trust_remote_code, "sets": [repr(s) for s in self.sets],
+                "package": paths.package_hash()}
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def text_set(self, name: str) -> TextSet:
