@@ -172,10 +172,10 @@ def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray
     focus = np.argmax(endpoints, axis=-1)  # the lowest position on ties
     common = np.take_along_axis(text.common, focus, axis=1)  # [B, H]
     rows["head_common_focus"][:, l] = common
-    rows["head_focus_id"][:, l] = np.take_along_axis(text.batch.input_ids, focus, axis=1)
+    rows["head_focus_id"][:, l] = focus_ids = np.take_along_axis(text.batch.input_ids, focus, axis=1)
     stats.head_common_focus[l] = common.sum(axis=0)
     rows["distinct_focus"][:, l] = distinct_counts(focus)
-    rows["distinct_focus_ids"][:, l] = distinct_counts(np.take_along_axis(text.batch.input_ids, focus, axis=1))
+    rows["distinct_focus_ids"][:, l] = distinct_counts(focus_ids)
     stats.unique_focus[l] = np.bincount(rows["distinct_focus"][:, l], minlength=n_heads + 1)
     for h in range(n_heads):
         stats.focus_tokens[l][h].update(text.batch.tokens[b][focus[b, h]] for b in range(n_texts))

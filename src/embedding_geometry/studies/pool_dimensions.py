@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..core import geometry
+from ..core.hierarchical import unit_weights
 from ..core.activations import Activations
 
 Metrics = dict[str, Any]
@@ -79,9 +80,7 @@ def peak_writes(acts: Activations, tail: float = TAIL, resamples: int = RESAMPLE
     hist = geometry.depth_histogram(peaks, acts.n_layers)
     writes = np.abs(np.diff(pools, axis=0)).transpose(1, 2, 0).astype(np.float32)  # [N, D, L], contiguous
     rng, n = np.random.default_rng([seed, 1]), acts.n_texts
-    draws = [_peak_share(writes, np.bincount((rng.integers(0, n, (b, n)) + n * np.arange(b)[:, None]).ravel(),
-                                            minlength=b * n).reshape(b, n) / n, tail)
-             for b in np.diff(np.r_[0:resamples:2000, resamples])]
+    draws = [_peak_share(writes, unit_weights(rng, b, n), tail) for b in np.diff(np.r_[0:resamples:2000, resamples])]
     late = np.arange(1, acts.n_layers + 1) / acts.n_layers > 1 - tail + 1e-9
     return {"peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_share": hist / len(peaks),
             "peak_write_last_two": hist[late].sum() / len(peaks),
