@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fuzz_values import FUZZ, budget
 from synthetic_records import record
 
-from embedding_geometry.core import streaming, windows
+from embedding_geometry.core import geometry, streaming, windows
 from embedding_geometry.studies import accumulators as acc
 from embedding_geometry.studies import depth_statistics as stats
 from embedding_geometry.studies import anisotropy, layer_by_layer
@@ -223,15 +223,15 @@ def test_head_statistics_of_shards_in_any_order_equal_one_pass(tiny_bert):
 
 
 def test_the_first_axis_is_the_top_right_singular_vector_of_each_depth():
-    """first_axis: a known axis (rows spread along e₂ with small noise), and |cos| = 1 with numpy's SVD
+    """geometry.first_axes: a known axis (rows spread along e₂ with small noise), and |cos| = 1 with numpy's SVD
     on random rows, at every depth."""
     rng = np.random.default_rng(3)
     spread = np.zeros((2, 6, 8))
     spread[:, :, 2] = rng.normal(size=(2, 6)) * 10
     spread += rng.normal(size=spread.shape) * 1e-3
     spread -= spread.mean(axis=1, keepdims=True)
-    assert np.allclose(np.abs(stats.first_axis(spread)[:, 2]), 1.0, atol=1e-6)
+    assert np.allclose(np.abs(geometry.first_axes(spread)[:, 2]), 1.0, atol=1e-6)
     x = rng.normal(size=(5, 9, 40))
     x -= x.mean(axis=1, keepdims=True)
     svd = np.linalg.svd(x, full_matrices=False)[2][:, 0]
-    assert np.allclose(np.abs(np.sum(stats.first_axis(x) * svd, axis=-1)), 1.0, atol=1e-12)
+    assert np.allclose(np.abs(np.sum(geometry.first_axes(x) * svd, axis=-1)), 1.0, atol=1e-12)

@@ -66,6 +66,15 @@ def test_principal_axis_is_pc1_of_the_centred_rows_with_sklearn_sign():
         geometry.principal_axis(np.ones((1, 2)))
 
 
+@pytest.mark.parametrize("shape", [(6, 40), (300, 12)])
+def test_principal_axis_equals_scikit_learns_pca_with_more_rows_or_more_dimensions(shape):
+    """Both Gram routes of first_axes (n < D and n ≥ D) give scikit-learn's PC1, its sign included."""
+    from sklearn.decomposition import PCA
+
+    x = np.random.default_rng(5).normal(size=shape) * np.linspace(1, 3, shape[1]) + 2.0
+    np.testing.assert_allclose(geometry.principal_axis(x), PCA(n_components=1).fit(x).components_[0], atol=1e-12)
+
+
 def test_centred_subtracts_the_mean_or_a_given_vector_without_mutating():
     x = np.array([[1.0, 2.0], [3.0, 6.0]])
     np.testing.assert_allclose(geometry.centred(x), [[-1.0, -2.0], [1.0, 2.0]])

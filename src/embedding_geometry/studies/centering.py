@@ -130,7 +130,7 @@ def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[st
     member = np.zeros((len(groups), len(x)))
     for k, rows in enumerate(groups.values()):
         member[k, rows] = 1.0
-    totals = np.einsum("bi,aid->abd", member, shifted / norms)  # Σ_{i ∈ b} unit(x_i − μ_a)
+    totals = member @ (shifted / norms)  # [K + 1, K, D]: Σ_{i ∈ b} unit(x_i − μ_a)
     n = member.sum(axis=1)
     if np.any(n < 2):
         raise ValueError("centering removal needs at least 2 rows of every label")
