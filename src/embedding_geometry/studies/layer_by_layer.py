@@ -63,12 +63,11 @@ from typing import Any
 
 import numpy as np
 
-from . import retrieval
 from .layer_runs import Run, controls_of
 from .pca_views import final_view, pca_steps
 from .pool_dimensions import dimension_correlation, discriminative_dims, matryoshka, peak_writes, travel
 from .sublayers import dip
-from ..core import corpora, geometry
+from ..core import corpora, geometry, ranking
 from ..core.activations import Activations
 
 ONE_TOPIC = (
@@ -261,9 +260,8 @@ def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int]
     """Recall@k of the pool ranked by mean-pool cosine at every depth → [L + 1], and per query the
     share of its relevant documents ranked in the top k → [Q, L + 1] (their mean over queries)."""
     q, p = queries.mean_pool("all"), pool.mean_pool("all")
-    hits = np.array([[np.mean([rank <= k for rank in found])
-                      for found in retrieval.ranks(retrieval.cosine_scores(a, b), relevant)] for a, b in zip(q, p)])
-    return retrieval.recall_at_k_per_depth(q, p, relevant, k), hits.T
+    hits = [ranking.recall_per_query(geometry.cosine_matrix(a, b), relevant, k) for a, b in zip(q, p)]
+    return np.array([float(np.mean(h)) for h in hits]), np.array(hits).T
 
 
 def recall(sets: Mapping[str, RetrievalSet], k: Mapping[str, int]) -> Metrics:
