@@ -81,13 +81,6 @@ def cosine_kernel(states: np.ndarray) -> np.ndarray:
     return kernel
 
 
-def pair_mean(kernel: np.ndarray) -> np.ndarray:
-    """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out)."""
-    n = kernel.shape[0]
-    off = kernel.sum(axis=(0, 1)) - np.einsum("ss...->...", kernel)
-    return off / (n * (n - 1))
-
-
 def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
     """(T [N, N, L + 1], C [N, N, 1]) of the token states ``hidden`` [L + 1, n_tok, D], token i
     belonging to text ``owners[i]``: T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t, with Σ_s the
