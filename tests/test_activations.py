@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedding_geometry.core import activations, disk_cache, models, passes
+from embedding_geometry.core import activations, disk_cache, models, passes, registry
 from embedding_geometry.core.errors import ParameterError
 
 TEXTS = ["The quick brown fox jumps over the lazy dog", "Hi", "Its rival acquired the tech giant"]
@@ -234,7 +234,7 @@ def assert_mean_pool_is_sentence_transformers_encode(loaded, name, tmp_path):
     texts = ["The quick brown fox jumps over the lazy dog", "A short one",
              "Retrieval augmented generation improves factual accuracy in language models"]
     record = activations.extract(loaded, texts, cache_dir=tmp_path, progress=False)
-    full = SentenceTransformer(str(models.embedded_model_path(name)), device="cpu")
+    full = SentenceTransformer(str(registry.directory(registry.REGISTRY[name])), device="cpu")
     unnormalised = SentenceTransformer(modules=[m for m in full if not isinstance(m, Normalize)], device="cpu")
     expected = unnormalised.encode(texts, normalize_embeddings=False)
     np.testing.assert_allclose(record.mean_pool("all")[-1], expected, atol=1e-5)

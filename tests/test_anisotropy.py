@@ -324,8 +324,8 @@ def test_cone_formation_series_peak_final_share_and_per_sentence_values():
     assert {k: v for k, v in pairs.items() if k != "per_unit"}.keys() == {k for k in result if k != "per_unit"}
     kernel, rise = pairs["per_unit"]["anisotropy.pairs"], pairs["per_unit"]["anisotropy_rise.pairs"]
     assert kernel.shape == rise.shape == (2, 2, 3)
-    np.testing.assert_allclose(an.pair_mean(kernel), result["anisotropy"], atol=1e-12)
-    np.testing.assert_allclose(an.pair_mean(rise), result["anisotropy_rise"], atol=1e-12)
+    np.testing.assert_allclose(geometry.pair_mean(kernel), result["anisotropy"], atol=1e-12)
+    np.testing.assert_allclose(geometry.pair_mean(rise), result["anisotropy_rise"], atol=1e-12)
     with pytest.raises(ValueError, match="units"):
         an.cone_formation(pools, "sentences")
 
@@ -510,7 +510,7 @@ def test_cosine_kernel_has_a_zero_diagonal_and_its_pair_mean_is_the_anisotropy()
     np.testing.assert_array_equal(np.einsum("ssl->sl", kernel), 0.0)
     assert kernel[2, 5, 1] == pytest.approx(geometry.cosine(states[1, 2], states[1, 5]))
     np.testing.assert_allclose(kernel, kernel.transpose(1, 0, 2))
-    np.testing.assert_allclose(an.pair_mean(kernel), an.anisotropy_per_depth(states), atol=1e-12)
+    np.testing.assert_allclose(geometry.pair_mean(kernel), an.anisotropy_per_depth(states), atol=1e-12)
 
 
 def test_token_kernels_pair_tokens_of_different_texts_only():

@@ -12,6 +12,11 @@ from embedding_geometry.core import streaming, windows
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.studies import context_similarity as cs
 
+
+def decode_levels(text: str) -> np.ndarray:
+    """The inverse of ``charts.encode_levels`` (up to its rounding, ≤ 1/63), as the page's script reads it."""
+    return np.array([charts.LEVELS.index(c) for c in text]) * 2 / (len(charts.LEVELS) - 1) - 1
+
 SENTENCES = ["The cat sat on the mat.", "A dog barked at the cat!", "Birds sing in the morning.",
              "Is the garden green?", "The mat was red.", "Rain fell all night long."]
 
@@ -20,7 +25,7 @@ def test_levels_encode_values_in_one_character_each():
     values = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
     text = charts.encode_levels(values)
     assert len(text) == 6 and text[0] == "0" and text[-2:] == "__"
-    np.testing.assert_allclose(charts.decode_levels(text), np.clip(values, -1, 1), atol=1 / 63)
+    np.testing.assert_allclose(decode_levels(text), np.clip(values, -1, 1), atol=1 / 63)
 
 
 def test_block_means_average_square_blocks():
@@ -38,7 +43,7 @@ def test_example_frames_and_charts_are_valid_and_light(tiny_bert):
     L, H = tiny_bert.info.layers, tiny_bert.info.heads
     assert len(frames["matrices"]) == L * H and frames["matrices"]["side"].iloc[0] == 16
     assert all(len(c) == 16 * 16 for c in frames["matrices"]["cells"])  # blocks of 2 tokens
-    first = charts.decode_levels(frames["matrices"]["cells"].iloc[0]).reshape(16, 16)
+    first = decode_levels(frames["matrices"]["cells"].iloc[0]).reshape(16, 16)
     expected = charts.block_means(run.example.similarity[0, 0], 16)
     np.testing.assert_allclose(first, expected / np.abs(expected).max(), atol=1 / 63)
     assert frames["bounds"]["position"].tolist()[0] == 1  # the first sentence starts after [CLS]

@@ -119,12 +119,15 @@ def test_intra_sentence_cosine_is_a_macro_mean_over_texts():
         geometry.intra_sentence_cosine([stack([[1, 0]])])  # one token has no pairs
 
 
-def test_cross_sentence_baseline_averages_over_pairs_of_texts():
-    a, b, c = stack([[1, 0], [0, 1]]), stack([[1, 0]]), stack([[0, 1]])
-    # (a, b): mean(1, 0) = 0.5; (a, c): mean(0, 1) = 0.5; (b, c): 0
-    np.testing.assert_allclose(geometry.cross_sentence_baseline([a, b, c]), [1 / 3])
-    with pytest.raises(ValueError, match="at least 2 texts"):
-        geometry.cross_sentence_baseline([a])
+def test_mean_pair_dot_and_pair_mean_are_the_mean_over_ordered_pairs():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(5, 3))
+    kernel = v @ v.T
+    brute = np.mean([kernel[i, j] for i in range(5) for j in range(5) if i != j])
+    np.testing.assert_allclose(geometry.mean_pair_dot(v.sum(0), 5, (v ** 2).sum()), brute)
+    np.testing.assert_allclose(geometry.pair_mean(kernel), brute)
+    unit = geometry.unit_rows(v)
+    np.testing.assert_allclose(geometry.mean_pair_dot(unit.sum(0), 5), geometry.pair_mean(unit @ unit.T))
 
 
 L0_TOKENS = [[2, 0, 0], [-2, 0, 0], [0, 1, 0], [0, -1, 0]]
@@ -197,14 +200,13 @@ def test_separability_ratio_against_hand_values():
         geometry.separability_ratio([stack([[1.0], [1.0]]), stack([[2.0]])])
 
 
-def test_pc1_mean_alignment_against_hand_values():
+def test_pc1_alignment_against_hand_values_and_scikit_learns_axis():
     along = stack([[1, 0], [3, 0]])  # PC1 = e1, mean (2, 0): |cos| = 1
     across = stack([[1, 1], [1, 3]])  # PC1 = e2, mean (1, 2): |cos| = 2 / √5
-    np.testing.assert_allclose(geometry.pc1_mean_alignment([along, across]), [(1 + 2 / np.sqrt(5)) / 2])
-    with pytest.raises(ValueError, match="identical"):
-        geometry.pc1_mean_alignment([stack([[1, 1], [1, 1]])])
-    with pytest.raises(ValueError, match="tokens ≥ 2"):
-        geometry.pc1_mean_alignment([stack([[1, 1]])])
+    np.testing.assert_allclose([geometry.pc1_alignment(along), geometry.pc1_alignment(across)], [[1], [2 / np.sqrt(5)]])
+    tokens = np.random.default_rng(5).normal(size=(2, 6, 12))
+    by_pca = [abs(geometry.cosine(geometry.principal_axis(x), x.mean(axis=0))) for x in tokens]
+    np.testing.assert_allclose(geometry.pc1_alignment(tokens), by_pca, atol=1e-9)
 
 
 def test_maxsim_is_one_directional():

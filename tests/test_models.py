@@ -25,7 +25,7 @@ def test_embedded_model_loads_with_verified_hash(embedded):
 
 @pytest.mark.parametrize("name", ["minilm", "embedded", "sentence-transformers/all-MiniLM-L6-v2"])
 def test_embedded_model_answers_to_its_short_name_and_hub_id(name):
-    assert models.locate(name) == (models.embedded_model_path(), "embedded")
+    assert models.locate(name) == (registry.directory(registry.REGISTRY["minilm"]), "embedded")
     assert models.fingerprint(name) == registry.REGISTRY["minilm"].sha256
 
 

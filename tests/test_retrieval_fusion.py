@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry.core import corpora
+from embedding_geometry.core import corpora, ranking
 from embedding_geometry.studies import retrieval
 from embedding_geometry.core.errors import ModelUnavailableError
 
@@ -56,7 +56,7 @@ def test_rerank_reorders_only_the_top_candidates():
     documents = ["a", "bbb", "cc", "dddddd"]
     new = retrieval.rerank(["q"], documents, scores, longest, depth=3)
     assert np.argsort(-new[0]).tolist() == [1, 2, 0, 3]  # "dddddd" is beyond the depth
-    assert retrieval.ranks(new, [[1]]) == [[1]]
+    assert ranking.ranks(new, [[1]]) == [[1]]
     with pytest.raises(ValueError, match="depth"):
         retrieval.rerank(["q"], documents, scores, longest, depth=0)
 
@@ -124,6 +124,6 @@ def test_per_query_values_average_to_recall_and_ndcg():
     assert ndcg[0] == pytest.approx((1 + 1 / np.log2(4)) / (1 + 1 / np.log2(3)))
     assert ndcg[1] == pytest.approx(1 / np.log2(5))
     assert ndcg.mean() == pytest.approx(retrieval.ndcg_at_k(scores, relevant, 10))
-    assert retrieval.recall_per_query(scores, relevant, 1).tolist() == [0.5, 0.0]
+    assert ranking.recall_per_query(scores, relevant, 1).tolist() == [0.5, 0.0]
     assert retrieval.paired_ndcg(scores, scores[::-1], [[0, 2], [0]]) == pytest.approx(
         ndcg - retrieval.ndcg_per_query(scores[::-1], relevant, 10))

@@ -112,13 +112,6 @@ def test_scores_are_the_two_training_scores_on_hand_made_tokens():
     np.testing.assert_allclose(sr.scores(queries, documents, "maxsim"), [[0.5, 0.5], [0.0, 1.0]])
 
 
-def test_recall_counts_ties_against_the_relevant_document():
-    found = np.array([[0.9, 0.1, 0.2], [0.5, 0.5, 0.1], [0.3, 0.8, 0.2]])
-    np.testing.assert_array_equal(sr.recall(found, 1), [1.0, 0.0, 0.0])  # row 1 ties: ranked second
-    np.testing.assert_array_equal(sr.recall(found, 2), [1.0, 1.0, 0.0])
-    np.testing.assert_array_equal(sr.recall(found, 3), [1.0, 1.0, 1.0])
-
-
 def test_beating_chance_is_an_exact_binomial_test():
     from scipy.stats import binomtest
 

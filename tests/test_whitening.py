@@ -320,7 +320,7 @@ def test_held_out_study_judges_only_held_out_documents():
     white = whitening.fit(unit[fit_rows], "whiten")
     q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     expected = whitening.retrieval.ndcg_at_k(
-        whitening.retrieval.cosine_scores(white.apply(q[kept]), white.apply(unit[held_rows])), pool
+        whitening.cosine_matrix(white.apply(q[kept]), white.apply(unit[held_rows])), pool
     )
     assert study["ndcg_at_10"]["whiten"] == pytest.approx(expected)
 

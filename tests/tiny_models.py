@@ -116,9 +116,9 @@ def tiny_family(name: str, directory: Path, seed: int = 0) -> Path:
 def _wordpiece():
     from transformers import AutoTokenizer
 
-    from embedding_geometry.core.models import embedded_model_path
+    from embedding_geometry.core import registry
 
-    return AutoTokenizer.from_pretrained(str(embedded_model_path()))
+    return AutoTokenizer.from_pretrained(str(registry.directory(registry.REGISTRY["minilm"])))
 
 
 def _decoder_tokenizer(adds: str):

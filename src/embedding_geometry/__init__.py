@@ -21,6 +21,7 @@ a study never imports ``book``):
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
+    ``ranking``         a candidate pool ranked by score (ties against the relevant one), and recall@k
     ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets
     ``text_sources``    a corpus of any size (a text file, JSON lines, TSV, a hub dataset) read a run of texts at a time
@@ -37,7 +38,7 @@ a study never imports ``book``):
     ``sublayers``           chapter 1: a block split at its attention sublayer, and words by class (the dip)
     ``similarity_attractor``  chapter 2: how sentence pairs of every difficulty move through the depths
     ``surface_form``        chapter 2: a pair's cosine against the words the two sentences share, per depth
-    ``retrieval``           ranking a candidate pool by similarity, and recall@k
+    ``retrieval``           chapter 5's search: BM25, rank fusion, reranking and nDCG over the judged queries
     ``anisotropy``          chapter 3: anisotropy, how much a set of vectors shares one direction, as pairs
     ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
     ``cone``                chapter 3's run: its sentences, every model's pass, every measurement per model

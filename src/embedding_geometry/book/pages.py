@@ -2,8 +2,8 @@
 
 Everything here is read from files the build itself produced or uses — a chapter notebook's
 ``parameters`` cell, the results JSON of each chapter — so no page repeats a hand-typed value.
-Tables reach the page as plain HTML (:class:`HtmlTable` and its kinds: sortable, one card per
-row, the dashboard with its filters), styled by ``_static/book.css`` and driven by
+Tables reach the page as plain HTML (:class:`HtmlTable` and its kinds: one card per row, the
+sortable dashboard with its filters), styled by ``_static/book.css`` and driven by
 ``_static/book.js``; a chapter's claims table gives each row the anchor ``claim-<id>`` that the
 dashboard links to.
 """
@@ -323,12 +323,6 @@ class HtmlTable:
         shown = maths.html(text) if column in self.math_columns else _e(text)
         link = self.links.get(column, [None] * (row + 1))[row]
         return f'<a href="{_e(link)}">{shown}</a>' if link else shown
-
-
-class SortableTable(HtmlTable):
-    """An :class:`HtmlTable` whose column headers sort it (``_static/book.js``)."""
-
-    classes = "eg-table eg-sortable"
 
 
 class CardTable(HtmlTable):

@@ -38,8 +38,6 @@ from .errors import ParameterError
 
 VARIABLE = "EMBEDDING_GEOMETRY_FLOAT_PATH"
 
-SETTINGS = ("threads", "onednn", "attention", "batch_size", "isa")
-
 ISA = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}}
 """The instruction sets ``isa=`` can limit the arithmetic to, as the environment variables that
 torch (its vectorised kernels), MKL (its matrix products) and oneDNN read as they start."""

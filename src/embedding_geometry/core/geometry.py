@@ -4,6 +4,10 @@
     cosine_matrix(X,Y) = X̂ Ŷᵀ, rows normalised                   X: [n, D], Y: [m, D] → [n, m]
     mean_pairwise(X)   = (1 / n(n−1)) Σ_{i≠j} cos(x_i, x_j)       X: [n, D], n ≥ 2
                        = (‖Σ_i x̂_i‖² − n) / (n(n−1))           (x̂ = x / ‖x‖; O(nD), no n × n matrix)
+    mean_pair_dot(σ, n, q) = (‖σ‖² − q) / (n(n−1))               the mean of v_i·v_j over ordered pairs i ≠ j
+                         of n vectors with sum σ and Σ‖v_i‖² = q (q = n for unit vectors): the one
+                         formula behind every mean pairwise cosine, in memory or accumulated
+    pair_mean(K)       = (Σ_{s,t} K_st − Σ_s K_ss) / (n(n−1))      a kernel [n, n, …] over ordered pairs s ≠ t
     row_mean_cosine(X) = a_i = (1 / (n−1)) Σ_{j≠i} cos(x_i, x_j)  [n]; mean_i a_i = mean_pairwise(X)
     principal_axis(X)  = PC1 of the centred rows of X (scikit-learn's full SVD and sign
                          convention: the largest |coefficient| is positive)  → [D], ‖·‖ = 1
@@ -17,8 +21,8 @@ Token collapse and pair similarity (book/methods.md, chapters 1 and 2). A *stack
 depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text and depth):
 
     pair_cosine(a, b)[l]         = cos(a_l, b_l)                               a, b: [..., D] → [...]
-    intra_sentence_cosine[l]     = mean_s mean_{i≠j ∈ s} cos(h_i, h_j)         stacks → [L + 1]
-    cross_sentence_baseline[l]   = mean_{s<t} mean_{i∈s, j∈t} cos(h_i, h_j)    stacks → [L + 1]
+    within_cosine(S)[l]          = mean_{i≠j} cos(h_i, h_j) of one text        S → [L + 1]
+    intra_sentence_cosine[l]     = mean_s within_cosine(S_s)[l]                stacks → [L + 1]
     pca_projection(S, f)         = X_l ↦ PCA₂ fitted on X_f, applied to X_l    [L + 1, n, D] → [L + 1, n, 2]
     pca_steps(S, fixed)[l]       = mean_i ‖p_l(i) − p_{l−1}(i)‖, one PCA fitted at depth 0, l = 1..L
     pca_steps(S, refit)[l]       = mean_i ‖PCA_l(h_l(i)) − PCA_{l−1}(h_{l−1}(i))‖, a PCA per depth
@@ -30,7 +34,7 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
-    pc1_mean_alignment[l]        = mean_s |cos(PC1 of s's centred tokens, mean of s's tokens)|
+    pc1_alignment(S)[l]          = |cos(PC1 of the text's centred tokens, mean of its tokens)|
     maxsim(A, B)[l, i]           = max_j cos(a_{l,i}, b_{l,j})
                                    [L+1, n_a, D], [L+1, n_b, D] → [L+1, n_a]
 
@@ -42,7 +46,6 @@ returning NaN.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Literal
 
 import numpy as np
@@ -69,12 +72,24 @@ def cosine_matrix(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
     return xn @ (xn if y is None else unit_rows(y, "y")).T
 
 
+def mean_pair_dot(total: np.ndarray, n: int | np.ndarray, squares: float | np.ndarray | None = None) -> np.ndarray:
+    """Mean of v_i · v_j over ordered pairs i ≠ j of n vectors whose sum is ``total`` ([..., D]) and
+    whose squared norms sum to ``squares`` (default n: unit vectors), (‖Σ_i v_i‖² − Σ_i ‖v_i‖²) / (n(n−1))
+    → [...]. The accumulators and the in-memory statistics both take their pairwise means here."""
+    return (np.vecdot(total, total) - (n if squares is None else squares)) / (n * (n - 1))
+
+
+def pair_mean(kernel: np.ndarray) -> np.ndarray:
+    """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out) → […]."""
+    n = kernel.shape[0]
+    return (kernel.sum(axis=(0, 1)) - np.einsum("ss...->...", kernel)) / (n * (n - 1))
+
+
 def mean_pairwise_cosine(x: np.ndarray) -> float:
     """Mean cosine over ordered pairs i ≠ j of the rows of ``x`` ([n, D], n ≥ 2): the book's
-    anisotropy. Computed in O(nD) from the sum of the unit rows, Σ_{i≠j} x̂_i·x̂_j = ‖Σ_i x̂_i‖² − n."""
+    anisotropy. Computed in O(nD) from the sum of the unit rows (:func:`mean_pair_dot`)."""
     unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
-    n, total = len(unit), unit.sum(axis=0)
-    return float((total @ total - n) / (n * (n - 1)))
+    return float(mean_pair_dot(unit.sum(axis=0), len(unit)))
 
 
 def row_mean_cosine(x: np.ndarray) -> np.ndarray:
@@ -161,22 +176,20 @@ def pair_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(unit_rows(a, "a") * unit_rows(b, "b"), axis=-1)
 
 
+def within_cosine(stack: np.ndarray) -> np.ndarray:
+    """One text's within-sentence cosine: per depth, the mean cosine over ordered pairs i ≠ j of
+    its tokens, from the sum of its unit token states (:func:`mean_pair_dot`). [L + 1, n ≥ 2, D] → [L + 1]"""
+    n = stack.shape[1]
+    if n < 2:
+        raise ValueError(f"a text needs at least 2 tokens for its within-sentence cosine; got {n}")
+    return mean_pair_dot(unit_rows(stack).sum(axis=1), n)
+
+
 def intra_sentence_cosine(stacks: Sequence[np.ndarray]) -> np.ndarray:
-    """Per depth: each text's mean cosine over ordered pairs i ≠ j of its tokens, then the
-    macro mean over texts. Every text needs at least 2 tokens. → [L + 1]"""
+    """Per depth: each text's :func:`within_cosine`, then the macro mean over texts. Every text
+    needs at least 2 tokens. → [L + 1]"""
     _check_stacks(stacks, min_texts=1, min_tokens=2)
-    n_depths = stacks[0].shape[0]
-    return np.array([np.mean([mean_pairwise_cosine(s[l]) for s in stacks]) for l in range(n_depths)])
-
-
-def cross_sentence_baseline(stacks: Sequence[np.ndarray]) -> np.ndarray:
-    """Per depth: for every unordered pair of texts (s, t), the mean cosine over all (token of s,
-    token of t); then the mean over pairs of texts. Needs at least 2 texts. → [L + 1]"""
-    _check_stacks(stacks, min_texts=2, min_tokens=1)
-    n_depths = stacks[0].shape[0]
-    pairs = list(combinations(range(len(stacks)), 2))
-    return np.array([np.mean([cosine_matrix(stacks[s][l], stacks[t][l]).mean() for s, t in pairs])
-                     for l in range(n_depths)])
+    return np.mean([within_cosine(s) for s in stacks], axis=0)
 
 
 def _check_stacks(stacks: Sequence[np.ndarray], min_texts: int, min_tokens: int) -> None:
@@ -308,13 +321,12 @@ def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
     return between / within
 
 
-def pc1_mean_alignment(stacks: Sequence[np.ndarray]) -> np.ndarray:
-    """Per depth, the macro mean over texts of |cos(PC1, w)|, where PC1 is the first principal
-    axis of the text's centred tokens and w the mean of its (uncentred) tokens. → [L + 1]"""
-    _check_stacks(stacks, min_texts=1, min_tokens=2)
-    n_depths = stacks[0].shape[0]
-    return np.array([np.mean([abs(cosine(principal_axis(s[l]), s[l].mean(axis=0))) for s in stacks])
-                     for l in range(n_depths)])
+def pc1_alignment(stack: np.ndarray) -> np.ndarray:
+    """|cos(PC1, w)| at every depth of one text's tokens [L + 1, n, D] → [L + 1]: PC1 the first principal
+    axis of the centred tokens (:func:`first_axes`; its sign is irrelevant under |cos|), w the mean of the tokens."""
+    x = np.asarray(stack, dtype=np.float64)
+    mean = x.mean(axis=1)
+    return np.abs(pair_cosine(first_axes(x - mean[:, None]), mean))
 
 
 # --------------------------------------------------------------------------- token matching (chapter 2)

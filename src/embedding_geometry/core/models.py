@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # annotations only
     import pandas as pd
 
 EMBEDDED_ID = registry.REGISTRY["minilm"].hub_id  # the book's default model
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model",
                    "tokenizer.model")
 """Files a tokenizer is built from (without one, transformers builds an empty vocabulary)."""
@@ -80,11 +79,6 @@ def resolve_device(device: str = "auto") -> torch.device:
     if device not in ("cpu", "cuda"):
         raise ModelUnavailableError(f"device must be 'auto', 'cpu' or 'cuda'; got {device!r}")
     return torch.device(device)
-
-
-def embedded_model_path(name: str = "minilm") -> Path:
-    """The verified directory of an embedded model (assembled on first use for ``mpnet``)."""
-    return registry.directory(registry.REGISTRY[name])
 
 
 def weights_sha256(directory: str | Path) -> str:

@@ -81,13 +81,6 @@ def cosine_kernel(states: np.ndarray) -> np.ndarray:
     return kernel
 
 
-def pair_mean(kernel: np.ndarray) -> np.ndarray:
-    """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out)."""
-    n = kernel.shape[0]
-    off = kernel.sum(axis=(0, 1)) - np.einsum("ss...->...", kernel)
-    return off / (n * (n - 1))
-
-
 def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
     """(T [N, N, L + 1], C [N, N, 1]) of the token states ``hidden`` [L + 1, n_tok, D], token i
     belonging to text ``owners[i]``: T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t, with Σ_s the
@@ -233,10 +226,21 @@ def correlation_ratio(values: np.ndarray, labels: Sequence[str]) -> float:
 def permuted_eta2_draws(values: np.ndarray, labels: Sequence[str], permutations: int = PERMUTATIONS,
                         seed: int = 0) -> np.ndarray:
     """[P]: η² of ``values`` under ``permutations`` shuffles of ``labels`` (a generator seeded by
-    ``seed``): the permutation distribution of η², whose mean is about (K − 1) / (N − 1)."""
+    ``seed``): the permutation distribution of η², whose mean is about (K − 1) / (N − 1). Each
+    shuffle's η² = Σ_k S_k² / n_k / Σ_i (y_i − ȳ)², S_k the sum of the centred values of label k."""
+    values, labels = np.asarray(values, dtype=np.float64), np.asarray(labels)
+    codes = np.unique(labels, return_inverse=True)[1]
     rng = np.random.default_rng(seed)
-    labels = np.asarray(labels)
-    return np.array([correlation_ratio(values, rng.permutation(labels)) for _ in range(permutations)])
+    centred = values - values.mean()
+    total, k = float(centred @ centred), int(codes.max()) + 1
+    if total == 0:
+        raise ValueError("correlation ratio is undefined for constant values")
+    draws = np.empty(permutations)
+    for p in range(permutations):
+        shuffled = rng.permutation(codes)
+        sums, counts = np.bincount(shuffled, centred, k), np.bincount(shuffled, minlength=k)
+        draws[p] = float(np.sum(sums**2 / np.maximum(counts, 1)) / total)
+    return draws
 
 
 def rank_correlation(x: np.ndarray, y: np.ndarray) -> float:

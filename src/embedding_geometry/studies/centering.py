@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..core.geometry import centred, cosine, label_rows, unit_rows
+from ..core.geometry import centred, cosine, label_rows, mean_pair_dot, unit_rows
 from ..core.geometry import mean_pairwise_cosine as anisotropy
 from .anisotropy import PERMUTATIONS  # one count of shuffles for every permutation null
 
@@ -96,7 +96,7 @@ def centred_anisotropy(x: np.ndarray, means: np.ndarray) -> np.ndarray:
         raise ValueError("centred vectors: cosine is undefined for a zero vector")
     total = (shifted / norms).sum(axis=1)
     n = shifted.shape[1]
-    return (np.einsum("kd,kd->k", total, total) - n) / (n * (n - 1))
+    return mean_pair_dot(total, n)
 
 
 def removal_shares(x: np.ndarray, means: Mapping[str, np.ndarray], name: str = "vectors") -> dict[str, float]:
@@ -134,7 +134,7 @@ def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[st
     n = member.sum(axis=1)
     if np.any(n < 2):
         raise ValueError("centering removal needs at least 2 rows of every label")
-    centred_a = (np.einsum("abd,abd->ab", totals, totals) - n) / (n * (n - 1))  # A(X_b − μ_a), [K + 1, K]
+    centred_a = mean_pair_dot(totals, n)  # A(X_b − μ_a), [K + 1, K]
     raw, own = centred_a[-1], np.diagonal(centred_a[:-1])
     if np.any(np.abs(raw - own) < 1e-12):
         raise ValueError("a label's own mean removes no anisotropy, so the share is undefined")

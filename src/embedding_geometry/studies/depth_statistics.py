@@ -50,18 +50,6 @@ from .context_batch import TextBatch, batch_statistics
 
 # --------------------------------------------------------------------------- texts (chapters 1 and 3)
 
-def pair_mean(kernel: np.ndarray) -> np.ndarray:
-    """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out)."""
-    n = kernel.shape[0]
-    return (kernel.sum(axis=(0, 1)) - np.einsum("ss...->...", kernel)) / (n * (n - 1))
-
-
-def _mean_pairwise(summed: np.ndarray, n: int | np.ndarray) -> np.ndarray:
-    """(‖σ‖² − n) / (n (n − 1)) along the last axis: the mean cosine over ordered pairs of n unit
-    vectors whose sum is σ."""
-    return ((summed ** 2).sum(-1) - n) / (n * (n - 1))
-
-
 def text_rows(words: np.ndarray, pool: np.ndarray, cls: np.ndarray | None) -> dict[str, np.ndarray]:
     """One text's per-unit values (module docstring), from its word-token states ``words``
     [L + 1, n, D], its all-token mean pool ``pool`` [L + 1, D] and its [CLS] states [L + 1, D]
@@ -75,11 +63,11 @@ def text_rows(words: np.ndarray, pool: np.ndarray, cls: np.ndarray | None) -> di
     norms = np.linalg.norm(h, axis=-1).mean(axis=1)
     steps = geometry.unit_rows(np.diff(h, axis=0), "a token's update")
     centred = h - centroid[:, None]
-    pc1 = geometry.first_axes(centred)  # [L + 1, D], sign irrelevant under |cos|
     pool = np.asarray(pool, np.float64)
-    rows = {"within": _mean_pairwise(summed, n), "norm": norms, "norm_range": norms.max() / norms.min(),
-            "coherence": _mean_pairwise(steps.sum(axis=1), n), "within_scatter": (centred ** 2).sum(-1).mean(axis=1),
-            "pc1": np.abs(geometry.pair_cosine(pc1, centroid)),
+    rows = {"within": geometry.mean_pair_dot(summed, n), "norm": norms, "norm_range": norms.max() / norms.min(),
+            "coherence": geometry.mean_pair_dot(steps.sum(axis=1), n),
+            "within_scatter": (centred ** 2).sum(-1).mean(axis=1),
+            "pc1": geometry.pc1_alignment(h),
             "first_last": abs(geometry.cosine(pool[0], pool[-1]))}
     if cls is not None:
         rows["cls"] = geometry.pair_cosine(np.asarray(cls, np.float64), centroid)
@@ -150,12 +138,12 @@ def text_metrics(rows: Rows, sums: Sums, moments: Moments, sample: Sample, thres
     units, r = rows.arrays()
     n = float(sums["count"])
     within = r["within"].mean(0)
-    baseline = ((sums["mean_unit"] ** 2).sum(-1) - sums["mean_unit_sq"]) / (n * (n - 1))
+    baseline = geometry.mean_pair_dot(sums["mean_unit"], n, sums["mean_unit_sq"])
     centre = sums["centroid"] / n
     between = sums["centroid_sq"] / n - (centre ** 2).sum(-1)
     tokens = sums["tokens"] ** 2 - sums["tokens_sq"]
     token_anisotropy = ((sums["unit_sum"] ** 2).sum(-1) - sums["unit_sum_sq"]) / tokens
-    anisotropy = _mean_pairwise(sums["pool_unit"], n)
+    anisotropy = geometry.mean_pair_dot(sums["pool_unit"], n)
     peaks = np.argmax(sums["writes"], axis=0) + 1
     layers = sums["writes"].shape[0]
     hist = geometry.depth_histogram(peaks, layers)
@@ -199,13 +187,13 @@ def sample_metrics(units: np.ndarray, s: Mapping[str, np.ndarray], of: int, seed
     token_counts = np.outer(s["n"], s["n"])[:, :, None]
     for kernel in (baseline, between, anisotropy, token_pairs, token_counts):
         kernel[np.arange(k), np.arange(k)] = 0.0
-    a, b = pair_mean(anisotropy), pair_mean(token_pairs) / pair_mean(token_counts)
+    a, b = geometry.pair_mean(anisotropy), geometry.pair_mean(token_pairs) / geometry.pair_mean(token_counts)
     x, y = s["first"], s["last"]
     r = Moments.of(x, y).correlation()
-    within, base = s["within"].mean(0), pair_mean(baseline)
+    within, base = s["within"].mean(0), geometry.pair_mean(baseline)
     sampled = {"n_units": k, "of": of, "seed": seed, "units": units, "intra_sentence_cosine": within,
                "cross_sentence_baseline": base, "collapse_gap": within - base,
-               "separability_ratio": pair_mean(between) / s["within_scatter"].mean(0),
+               "separability_ratio": geometry.pair_mean(between) / s["within_scatter"].mean(0),
                "anisotropy": a, "anisotropy_rise": a - a[0], "anisotropy_gap": a - b, "pooling_share": (a - b) / a,
                "dim_corr_first_last": {"mean": float(r.mean())}}
     kernels = {"cross_sentence_baseline.pairs": baseline, "separability_ratio.between_pairs": between,

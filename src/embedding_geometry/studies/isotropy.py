@@ -61,7 +61,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..core import models as encoders
-from ..core.geometry import mean_pairwise_cosine, unit_rows
+from ..core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
 from . import pooling, retrieval
 
 WARNING_THRESHOLD = 0.6
@@ -238,7 +238,7 @@ def model_row(
     encoding speed measured in the run (``pooling.encoding_speed``; None for a control)."""
     ranking = {"recall_at_10": None, "ndcg_at_10": None}
     if docs is not None:
-        ranking = retrieval.summary(retrieval.cosine_scores(queries, docs), relevant, ks=(10,))
+        ranking = retrieval.summary(cosine_matrix(queries, docs), relevant, ks=(10,))
     return {
         **isotropy_components(pairs),
         **anisotropy_warning(pairs),

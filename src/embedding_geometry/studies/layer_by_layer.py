@@ -63,12 +63,11 @@ from typing import Any
 
 import numpy as np
 
-from . import retrieval
 from .layer_runs import Run, controls_of
 from .pca_views import final_view, pca_steps
 from .pool_dimensions import dimension_correlation, discriminative_dims, matryoshka, peak_writes, travel
 from .sublayers import dip
-from ..core import corpora, geometry
+from ..core import corpora, geometry, ranking
 from ..core.activations import Activations
 
 ONE_TOPIC = (
@@ -160,13 +159,8 @@ def _mean_units(stacks: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def _within(stacks: Sequence[np.ndarray]) -> np.ndarray:
-    """Per text and depth, the mean cosine over ordered pairs i ≠ j of its tokens,
-    (n² ‖ū_s‖² − n) / (n (n − 1)) → [N, L + 1]."""
-    n = np.array([s.shape[1] for s in stacks], dtype=float)[:, None]
-    if np.any(n < 2):
-        raise ValueError("every text needs at least 2 word tokens for a within-sentence cosine")
-    squared = (_mean_units(stacks) ** 2).sum(-1)
-    return (n ** 2 * squared - n) / (n * (n - 1))
+    """Per text and depth, its within-sentence cosine (``geometry.within_cosine``) → [N, L + 1]."""
+    return np.stack([geometry.within_cosine(s) for s in stacks])
 
 
 def _pair_kernel(vectors: np.ndarray) -> np.ndarray:
@@ -183,10 +177,9 @@ def collapse(acts: Activations) -> Metrics:
     K_st = ū_s · ū_t [N, N, L + 1] (the mean cosine of a token of s and a token of t)."""
     stacks = acts.word_states()
     within, kernel = _within(stacks), _pair_kernel(_mean_units(stacks))
-    n = len(stacks)
-    if n < 2:
+    if len(stacks) < 2:
         raise ValueError("the cross-sentence baseline needs at least 2 texts")
-    baseline = kernel.sum(axis=(0, 1)) / (n * (n - 1))
+    baseline = geometry.pair_mean(kernel)
     return {"intra_sentence_cosine": within.mean(axis=0), "cross_sentence_baseline": baseline,
             "collapse_gap": within.mean(axis=0) - baseline,
             "per_unit": {"intra_sentence_cosine": within, "cross_sentence_baseline.pairs": kernel}}
@@ -261,9 +254,8 @@ def recall_at_k(queries: Activations, pool: Activations, relevant: Sequence[int]
     """Recall@k of the pool ranked by mean-pool cosine at every depth → [L + 1], and per query the
     share of its relevant documents ranked in the top k → [Q, L + 1] (their mean over queries)."""
     q, p = queries.mean_pool("all"), pool.mean_pool("all")
-    hits = np.array([[np.mean([rank <= k for rank in found])
-                      for found in retrieval.ranks(retrieval.cosine_scores(a, b), relevant)] for a, b in zip(q, p)])
-    return retrieval.recall_at_k_per_depth(q, p, relevant, k), hits.T
+    hits = [ranking.recall_per_query(geometry.cosine_matrix(a, b), relevant, k) for a, b in zip(q, p)]
+    return np.array([float(np.mean(h)) for h in hits]), np.array(hits).T
 
 
 def recall(sets: Mapping[str, RetrievalSet], k: Mapping[str, int]) -> Metrics:
@@ -291,20 +283,9 @@ def cls_alignment(acts: Activations) -> Metrics:
     """How well CLS tracks the word-token mean, and how far the first principal axis of a
     sentence's word tokens is from their mean, per depth (macro means over sentences)."""
     per_sentence = geometry.pair_cosine(acts.cls(), acts.mean_pool("word")).T  # [N, L + 1]
-    pc1 = np.stack([_pc1_alignment(s) for s in acts.word_states()])
+    pc1 = np.stack([geometry.pc1_alignment(s) for s in acts.word_states()])
     return {"cls_mean_alignment": per_sentence.mean(axis=0), "pc1_mean_alignment": pc1.mean(axis=0),
             "per_unit": {"cls_mean_alignment": per_sentence, "pc1_mean_alignment": pc1}}
-
-
-def _pc1_alignment(stack: np.ndarray) -> np.ndarray:
-    """|cos(PC1, w)| at every depth of one text's tokens [L + 1, n, D]: PC1 = X_cᵀ v / ‖X_cᵀ v‖ with v
-    the top eigenvector of the centred tokens' Gram matrix X_c X_cᵀ [n, n] (the same axis as an
-    SVD of X_c, found in n × n instead of n × D), w the mean of the tokens."""
-    x = stack.astype(np.float64)
-    centred = x - x.mean(axis=1, keepdims=True)
-    _, vectors = np.linalg.eigh(centred @ centred.transpose(0, 2, 1))
-    axis = np.einsum("lnd,ln->ld", centred, vectors[..., -1])
-    return np.abs(geometry.pair_cosine(axis, x.mean(axis=1)))
 
 
 # --------------------------------------------------------------------------- models and controls

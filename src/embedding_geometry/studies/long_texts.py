@@ -47,8 +47,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.geometry import unit_rows
-from .retrieval import cosine_scores, recall_at_k, recall_per_query
+from ..core.geometry import cosine_matrix, unit_rows
+from ..core.ranking import recall_at_k, recall_per_query
 
 WindowPooling = Literal["max", "mean"]
 WINDOW_POOLINGS = ("max", "mean")
@@ -352,7 +352,7 @@ def _recall_by_reach(
     each method's per-query hits (1 when the query's own document ranks first) → [Q]."""
     recall, hits = {}, {}
     for method, document_vectors in pooled.items():
-        scores = cosine_scores(queries, document_vectors)
+        scores = cosine_matrix(queries, document_vectors)
         hits[method] = recall_per_query(scores, relevant, 1)
         recall[method] = {"all": recall_at_k(scores, relevant, 1)}
         for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):

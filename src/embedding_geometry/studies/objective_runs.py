@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import activations, clock, models
+from ..core import activations, clock, models, ranking
 from ..core.models import LoadedModel
 from . import hard_negatives, layer_by_layer, objective_geometry, objectives, synthetic_retrieval
 
@@ -148,7 +148,8 @@ def measure(model: LoadedModel, arm: Arm) -> dict[str, Any]:
     final-depth mean pools of the held-out queries and documents)."""
     extract = functools.partial(activations.extract, model, batch_size=arm.batch_size, cache=False, progress=False)
     queries, documents = (extract([pair[i] for pair in arm.held_out]) for i in (0, 1))
-    hits = {score: synthetic_retrieval.recall(synthetic_retrieval.scores(queries, documents, score), arm.k)
+    own = list(range(queries.n_texts))  # query i's document is document i
+    hits = {score: ranking.recall_per_query(synthetic_retrieval.scores(queries, documents, score), own, arm.k)
             for score in objectives.OBJECTIVES}
     found = {"geometry": geometry_of(model, arm), "retrieval": hits,
              "pools": np.concatenate([queries.mean_pool("all")[-1], documents.mean_pool("all")[-1]])}

@@ -64,7 +64,7 @@ import numpy as np
 from scipy import stats
 
 from ..core.activations import Activations
-from ..core.geometry import pair_cosine
+from ..core.geometry import cosine_matrix, pair_cosine
 from ..core.models import ModelInfo
 from . import retrieval
 from ..core import clock
@@ -172,7 +172,7 @@ corpus is read by the same forward pass as chapter 3's (the activation cache).""
 def pooling_retrieval(docs: Activations, queries: Activations, relevant: retrieval.Relevant) -> dict[str, object]:
     """Rank ``docs`` for ``queries`` by cosine under every pooling of RETRIEVAL_POOLINGS →
     {pooling_retrieval, per_unit} (see the module docstring)."""
-    scores = {m: retrieval.cosine_scores(pool(queries, m), pool(docs, m)) for m in RETRIEVAL_POOLINGS}
+    scores = {m: cosine_matrix(pool(queries, m), pool(docs, m)) for m in RETRIEVAL_POOLINGS}
     found = {m: retrieval.summary(s, relevant) for m, s in scores.items()}
     ndcg = {m: r["ndcg_at_10"] for m, r in found.items()}
     per_unit = {
@@ -195,7 +195,7 @@ def cls_by_depth(docs: Activations, queries: Activations, relevant: retrieval.Re
     m_l(s)) over the documents → {cls_by_depth, per_unit} (see the module docstring)."""
     pools = {"cls": (queries.cls().astype(np.float64), docs.cls().astype(np.float64)),
              "mean": (queries.mean_pool("all"), docs.mean_pool("all"))}  # [L + 1, N, D] each
-    scores = {name: [retrieval.cosine_scores(q, d) for q, d in zip(*pair)] for name, pair in pools.items()}
+    scores = {name: [cosine_matrix(q, d) for q, d in zip(*pair)] for name, pair in pools.items()}
     paired = np.stack([retrieval.paired_ndcg(c, m, relevant) for c, m in zip(scores["cls"], scores["mean"])], axis=1)
     c, m = pools["cls"][1], pools["mean"][1]
     cosines = np.sum(c * m, axis=-1) / (np.linalg.norm(c, axis=-1) * np.linalg.norm(m, axis=-1))

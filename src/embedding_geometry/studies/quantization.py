@@ -46,7 +46,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.geometry import cosine_matrix, pair_cosine
-from .anisotropy import correlation_ratio_parts
+from .anisotropy import correlation_ratio_parts, permuted_eta2_draws
 from .isotropy import stored
 
 Method = Literal["int8", "binary", "pq"]
@@ -172,22 +172,6 @@ def recall_against_float(x: np.ndarray, restored: np.ndarray, k: int = 10) -> fl
     quantized search returns."""
     exact, approx = neighbours(x, k), neighbours(restored, k)
     return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(exact, approx)]))
-
-
-def permuted_eta2_draws(errors: np.ndarray, labels, n_permutations: int = 2000, seed: int = 0) -> np.ndarray:
-    """η² of ``errors`` ([N]) over ``n_permutations`` seeded shuffles of ``labels``: the
-    permuted-labels null distribution of :func:`group_nonuniformity`'s η² → [P]."""
-    errors, labels = np.asarray(errors, dtype=np.float64), np.asarray(labels)
-    codes = np.unique(labels, return_inverse=True)[1]
-    rng = np.random.default_rng(seed)
-    centred = errors - errors.mean()
-    total, k = float(centred @ centred), int(codes.max()) + 1
-    draws = np.empty(n_permutations)
-    for p in range(n_permutations):
-        shuffled = rng.permutation(codes)
-        sums, counts = np.bincount(shuffled, centred, k), np.bincount(shuffled, minlength=k)
-        draws[p] = float(np.sum(sums**2 / np.maximum(counts, 1)) / total)
-    return draws
 
 
 def group_nonuniformity(errors: np.ndarray, labels, seed: int = 0) -> dict[str, object]:

@@ -1,15 +1,5 @@
-"""Ranking a candidate pool by similarity, and recall@k.
-
-For Q queries, a pool of P candidates and, per query, the set R_q of indices of its relevant
-candidates:
-
-    scores[q, p] = cos(query_q, candidate_p)                        [Q, D] × [P, D] → [Q, P]
-    rank_q(p)    = #{p' : scores[q, p'] ≥ scores[q, p]}             1-based; ties count against p
-    recall@k     = mean_q |{p ∈ R_q : rank_q(p) ≤ k}| / |R_q|       ∈ [0, 1]
-
-With one relevant candidate per query, recall@k is the fraction of queries whose relevant
-candidate is among the top k. Ties are broken pessimistically (a candidate that scores exactly
-as well as the relevant one ranks above it), so a degenerate space cannot look good by luck.
+"""Chapter 5's search: lexical (BM25), fused (reciprocal-rank fusion), reranked and graded (nDCG)
+rankings of the judged corpus queries, on top of :mod:`..core.ranking` (pessimistic ranks, recall@k).
 """
 
 from __future__ import annotations
@@ -18,53 +8,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.geometry import cosine_matrix
 from ..core.corpora import corpus
 from ..core.corpora import load_yaml
 from ..core.errors import ModelUnavailableError
-
-Relevant = Sequence[int] | Sequence[Sequence[int]]
-
-
-def cosine_scores(queries: np.ndarray, pool: np.ndarray) -> np.ndarray:
-    """Cosine of every query with every candidate: [Q, D] × [P, D] → [Q, P]."""
-    return cosine_matrix(queries, pool)
-
-
-def relevant_sets(relevant: Relevant, n_queries: int, pool_size: int) -> list[list[int]]:
-    """Normalise ``relevant`` (one index per query, or a list of indices per query) to a list of
-    index lists, checking that there is one entry per query and every index is in the pool."""
-    if len(relevant) != n_queries:
-        raise ValueError(f"relevant needs one entry per query ({n_queries}); got {len(relevant)}")
-    sets = [[int(r)] if np.isscalar(r) else [int(i) for i in r] for r in relevant]
-    for q, items in enumerate(sets):
-        if not items or any(not 0 <= i < pool_size for i in items):
-            raise ValueError(f"query {q}: relevant indices must be non-empty and in [0, {pool_size}); got {items}")
-    return sets
-
-
-def ranks(scores: np.ndarray, relevant: Relevant) -> list[list[int]]:
-    """The 1-based pessimistic rank of each relevant candidate of each query (see module docstring)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    sets = relevant_sets(relevant, *scores.shape)
-    return [[int(np.sum(row >= row[p])) for p in items] for row, items in zip(scores, sets)]
-
-
-def recall_per_query(scores: np.ndarray, relevant: Relevant, k: int) -> np.ndarray:
-    """Per query, the fraction of its relevant candidates ranked within the top k → [Q]."""
-    if k < 1:
-        raise ValueError(f"k must be at least 1; got {k}")
-    return np.array([np.mean([r <= k for r in query]) for query in ranks(scores, relevant)], dtype=np.float64)
-
-
-def recall_at_k(scores: np.ndarray, relevant: Relevant, k: int) -> float:
-    """Mean over queries of the fraction of its relevant candidates ranked within the top k."""
-    return float(np.mean(recall_per_query(scores, relevant, k)))
-
-
-def recall_at_k_per_depth(queries: np.ndarray, pool: np.ndarray, relevant: Relevant, k: int) -> np.ndarray:
-    """recall@k of cosine ranking at every depth: queries [L + 1, Q, D], pool [L + 1, P, D] → [L + 1]."""
-    return np.array([recall_at_k(cosine_scores(q, p), relevant, k) for q, p in zip(queries, pool)])
+from ..core.geometry import cosine_matrix
+from ..core.ranking import Relevant, ranks, recall_at_k
 
 
 # --------------------------------------------------------------------------- lexical, fused, graded (chapter 5)
@@ -223,7 +171,7 @@ def hybrid_study(queries: dict[str, list], documents: Sequence[str], document_ve
     """{hybrid_retrieval, per_unit} (see the comment above RRF_K): dense (cosine of the vectors),
     BM25 and their fusion, and, with a ``judge`` (``cross_encoder``), the dense ranking reranked
     to ``depth``, for ``queries`` (``corpus_queries``) over ``documents``."""
-    ranked = {"dense": cosine_scores(query_vectors, document_vectors),
+    ranked = {"dense": cosine_matrix(query_vectors, document_vectors),
               "bm25": bm25_scores(queries["queries"], documents)}
     ranked["rrf"] = reciprocal_rank_fusion([ranked["dense"], ranked["bm25"]])
     if judge is not None:

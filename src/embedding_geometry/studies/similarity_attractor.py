@@ -84,7 +84,8 @@ import numpy as np
 
 from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
-from . import pca_views, retrieval, surface_form
+from ..core.ranking import recall_per_query
+from . import pca_views, surface_form
 
 PARAPHRASE = "Share prices rallied when the Federal Reserve lowered borrowing costs"
 """Exercise 2: a paraphrase of the *surged* sentence in other words."""
@@ -319,11 +320,11 @@ def truncation(queries: Activations, hard: Activations, kept: float = KEPT) -> M
         raise ValueError(f"the truncation test needs one hard pair per query; got {q.shape[1]} queries and "
                          f"{p.shape[1]} texts")
     rows = np.arange(q.shape[1])
-    scores = np.stack([retrieval.cosine_scores(a, b) for a, b in zip(q, p)])  # [L + 1, Q, 2Q]
+    scores = np.stack([geometry.cosine_matrix(a, b) for a, b in zip(q, p)])  # [L + 1, Q, 2Q]
     own, others = scores[:, rows, 2 * rows], scores[:, :, 0::2].copy()
     others[:, rows, rows] = -np.inf  # a query's own document is not its easy negative
     per_query = {"hard_margin": (own - scores[:, rows, 2 * rows + 1]).T, "easy_margin": (own - others.max(axis=2)).T,
-                 "recall": np.stack([retrieval.recall_per_query(s, 2 * rows, 1) for s in scores], axis=1)}
+                 "recall": np.stack([recall_per_query(s, 2 * rows, 1) for s in scores], axis=1)}
     L = queries.n_layers
     cut = middle_index(L, kept)
     lost = {f"{name}_lost": values[:, -1] - values[:, cut] for name, values in per_query.items()}

@@ -219,14 +219,6 @@ def scores(queries: Activations, documents: Activations, score: str, depth: int 
     return np.array([[(a @ b.T).max(axis=1).mean() for b in d] for a in q])
 
 
-def recall(found: np.ndarray, k: int) -> np.ndarray:
-    """Per query, 1.0 when its document (query i's is document i) ranks in the top k of row i
-    of ``found`` [Q, N], ties counted against it; else 0.0."""
-    own = np.diag(found)[:, None]
-    rank = (found > own).sum(axis=1) + (found == own).sum(axis=1)  # ties: the document ranks last among them
-    return (rank <= k).astype(float)
-
-
 def beats_chance(hits: np.ndarray, chance: float, level: float = 0.05) -> dict[str, Any]:
     """Recall with its exact (Clopper–Pearson) 95 % interval, and whether it beats ``chance``:
     the one-sided exact binomial test of the hits against ``chance`` rejects at ``level``."""

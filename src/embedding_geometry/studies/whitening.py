@@ -250,7 +250,7 @@ def held_out_study(
         """One variant's transform, and its cosine scores of the kept queries against the held-out rows."""
         docs, asks = inputs[normalised]
         transform = fit(docs if fit_all else docs[fit_rows], method, eps, round(top * docs.shape[1]) if top else None)
-        return transform, retrieval.cosine_scores(transform.apply(asks), transform.apply(docs[held_rows]))
+        return transform, cosine_matrix(transform.apply(asks), transform.apply(docs[held_rows]))
 
     fitted = {name: variant(method, **change) for name, (method, change) in VARIANTS.items()}
     base = dict(zip(METHODS, ("raw", "centred", "whitened")))

@@ -26,7 +26,6 @@ __all__ = [
     "LEVELS",
     "block_means",
     "class_table",
-    "decode_levels",
     "depth_frame",
     "distance_frame",
     "distances_by_model",
@@ -96,11 +95,6 @@ def encode_levels(values: np.ndarray) -> str:
     """Values in [−1, 1] as a string of one LEVELS character each (64 levels)."""
     codes = np.rint((np.clip(np.asarray(values, float).ravel(), -1, 1) + 1) / 2 * (len(LEVELS) - 1)).astype(int)
     return "".join(LEVELS[k] for k in codes)
-
-
-def decode_levels(text: str) -> np.ndarray:
-    """The inverse of :func:`encode_levels` (up to its rounding, ≤ 1/63)."""
-    return np.array([LEVELS.index(c) for c in text]) * 2 / (len(LEVELS) - 1) - 1
 
 
 def example_frames(example, size: int = 64) -> dict[str, pd.DataFrame]:
