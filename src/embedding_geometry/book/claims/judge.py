@@ -1,24 +1,9 @@
 """Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model) → verdicts``.
 
-Each claim passes through its stages once, in order:
-
-1. **ledger** — the claim as data (:mod:`.ledger`);
-2. **statistic** — its metric, a number or a per-depth series, becomes the number the claim is
-   about (:mod:`.reduce`), rebuilt from its per-unit samples (:mod:`.samples`);
-3. **test** — the test its design calls for gives p₊ and p₋ (:mod:`.pvalues`): exact sign-flip or
-   binomial tests at small n and for shares, the bootstrap (BCa) otherwise, the share of resamples
-   outside the window for a location; a null (chance, a permutation distribution, random-init
-   controls compared unit by unit) is a second test the claim must also pass;
-4. **adjustment** — :func:`decide` adjusts the chapter's p-values for the number of claims
-   (Benjamini–Hochberg, :func:`.pvalues.adjust`): a claim *holds* or *does not hold* when its
-   adjusted p is at most q = 0.05, on the side of its smaller one-sided p; it is *inconclusive*
-   otherwise, with the smallest effect its n detects;
-5. **words** — :mod:`.words`.
-
-A claim that cannot be tested — no model-agnostic form, true by construction, its metric not
-computed, fewer than 5 units, too few control seeds — is *not tested*, with the reason.
-Separately, a **numeric** verdict (reproduced / not reproduced within ``tolerance``) is given
-only when this run's model is the published model.
+Each claim passes once through ledger (:mod:`.ledger`) → statistic (:mod:`.reduce`,
+:mod:`.samples`) → test (:mod:`.evidence`, :mod:`.pvalues`) → adjustment (:func:`decide`) → words
+(:mod:`.words`). A claim that cannot be tested is *not tested*, with the reason; a **numeric**
+verdict (reproduced or not within ``tolerance``) is given only on the published model.
 """
 
 from __future__ import annotations

@@ -1,50 +1,19 @@
 """p-values: the test each design calls for, the bootstrap it may rest on, the adjustment for the
-number of claims, and power.
+number of claims, and power (the maths in full: book/methods.md, "How a verdict is made").
 
-A claim is decided on a **directional difference** D, signed so that the claim holds when D > 0:
-the statistic minus its bound for ``above`` (the bound minus it for ``below``), a series test's
-statistic, the statistic minus its null. Each test gives two one-sided p-values, p₊ for
-H₀: D ≤ 0 (small when the claim holds) and p₋ for H₀: D ≥ 0 (small when it does not), and a 95 %
-interval inside the statistic's range. The tests, by design:
+A claim is decided on a directional difference D, signed so that it holds when D > 0. Each test
+gives p₊ for H₀: D ≤ 0, p₋ for H₀: D ≥ 0 and a 95 % interval inside the statistic's range: the
+exact sign-flip test (a mean of per-unit values, n < 20), the exact binomial test (a share of 0/1
+units), the bootstrap (BCa; anything else), the share of resamples outside a location's window,
+the rank among a permutation null's draws. A claim with a null must clear its bound and its null
+(:func:`combine`). Each chapter decides its m_k counted claims by Benjamini–Hochberg at level
+q m_k / m (:func:`adjust`), so the family's false discovery rate over a model's m claims is at most q.
 
-* **sign-flip** (exact; a mean of per-unit values with n < 20 — sentences, pairs, seeds): under
-  H₀ each unit's d_i is symmetric about 0, so all 2ⁿ sign patterns are equally likely; p₊ is the
-  share of patterns whose mean is at least the observed one, and the 95 % interval inverts the
-  test (:func:`sign_flip_interval`);
-* **binomial** (exact; a share of units, each 0 or 1, against a bound π₀):
-  ``scipy.stats.binomtest``, with the Clopper–Pearson interval;
-* **bootstrap** (BCa; any other statistic, or n ≥ 20): p inverted from the BCa interval, with its
-  Monte Carlo error (:func:`bca_p`);
-* **location**: p₊ is the share of resamples whose re-found peak lies outside the window the
-  claim states, p₋ the share inside it (with the +1 of a resampling p-value);
-* **permutation null**: p₊ = (1 + #{null draws ≥ the statistic}) / (N + 1).
-
-A claim with a null must clear its bound *and* its null (an intersection–union test: p₊ is the
-larger of the two); it fails when either fails (p₋ is the smaller, doubled). The claim's p is
-p = min(1, 2 min(p₊, p₋)), and its direction is the side with the smaller one-sided p.
-
-**Multiplicity** (:func:`adjust`). Each model's counted published claims form one family of m.
-A chapter decides its own m_k claims by Benjamini–Hochberg at level q m_k / m: claim j of the
-chapter is a discovery when p_(j) ≤ q j / m. Each chapter's false discovery rate is then at most
-q m_k / m and, since V / R ≤ Σ_k V_k / R_k for the whole family, the family's is at most
-Σ_k q m_k / m = q. A chapter decides without waiting for the others, and a claim's verdict does
-not depend on another chapter's results.
-
-**The bootstrap.** B resamples draw each unit's weight as the counts of n draws with replacement over
-n (and each seed's, for a statistic with seeds: ``core.hierarchical.unit_weights``), and recompute
-the statistic (:mod:`.samples`) on each; the jackknife leaves each unit out in turn with the same
-code.
-
-**BCa** (Efron 1987) corrects the percentile interval for the bias z₀ = Φ⁻¹(G(θ̂)), G the share of
-resamples below the point (ties counted half), and the acceleration a = Σ d³ / (6 (Σ d²)^{3/2}),
-d the jackknife values' deviations from their mean. Its interval at level 1 − 2α takes the
-percentiles α₁, α₂ of the resamples, α_i = Φ(z₀ + (z₀ + z_i) / (1 − a (z₀ + z_i))), and so stays
-inside the range the statistic takes on resamples (never past 0 or 1 for a share).
-
-**A BCa p-value** inverts that interval: the one-sided p for H₀: θ ≤ t is the α at which the lower
-end reaches t. With g = G(t) and w = Φ⁻¹(g) − z₀, the equation above gives
-z_α = w / (1 + a w) − z₀ and p = Φ(z_α). Its Monte Carlo error comes from g's,
-√(g (1 − g) / B), carried through the same map (:func:`bca_p`).
+**BCa** (Efron 1987): z₀ = Φ⁻¹(G(θ̂)), G the share of resamples below the point (ties half), and
+a = Σ d³ / (6 (Σ d²)^{3/2}), d the jackknife values' deviations from their mean; the interval takes
+the percentiles α_i = Φ(z₀ + (z₀ + z_i) / (1 − a (z₀ + z_i))). Its p inverts it: with g = G(t) and
+w = Φ⁻¹(g) − z₀, p = Φ(w / (1 + a w) − z₀), with g's Monte Carlo error √(g (1 − g) / B) carried
+through the same map.
 """
 
 from __future__ import annotations

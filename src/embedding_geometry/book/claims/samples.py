@@ -1,38 +1,17 @@
 """A claim's statistic as a function of weighted per-unit values: what a resample recomputes.
 
-**The per-unit contract.** A chapter that wants an interval on a metric stores, next to it, what
-each sampling unit (sentence, pair, query, text, document, token, dimension, topic, key,
-compound or training seed) contributes::
+A chapter stores what each sampling unit contributes beside its metric, in
+``metrics["per_unit"][key]``: [n, …] (a mean over axis 0 is the metric), [n, n, …] (a pairwise
+kernel), [S, n, …] or [S, n, n, …] (one per seed). The ledger's ``samples`` says how the statistic
+is built from them (:func:`find`): ``key`` or ``{path: a.b}`` a mean; ``[num, den]`` or
+``{numerator, denominator}`` a ratio of means; ``{minuend, subtrahend}`` a difference on the same
+units; ``{pairwise: key}`` the U-statistic Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j; ``{seeds: key}``
+and ``{seeds: {pairwise: key}}`` the same over seeds, seeds and units resampled together;
+``{correlation: {x, y, xx, yy, xy}}`` the mean over dimensions of Pearson's r from per-unit moments.
 
-    metrics["per_unit"]["<key>"] = array [n_units, …]          # a mean: its mean over axis 0 is the metric
-    metrics["per_unit"]["<key>"] = array [n_units, n_units, …] # a pairwise kernel K_ij (i ≠ j)
-    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, …] # one row of units per seed
-    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, n_units, …] # one kernel per seed
-
-The ledger's ``samples`` names how the statistic is built from them (:func:`find`):
-
-=============================================  ====================================================
-``<key>`` or ``{path: a.b}``                    the mean over units of ``[n, …]`` (a key of
-                                                ``per_unit``, or a key path from the top of metrics)
-``[num, den]`` or ``{numerator, denominator}``  a ratio of two means (``B / W``; never a mean of ratios)
-``{minuend: …, subtrahend: …}``                 a difference of two statistics on the same units
-``{pairwise: <key>}``                           a U-statistic: the mean of K_ij over pairs of distinct
-                                                units, Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j
-``{seeds: <key>}``                              the mean over seeds and units of ``[S, n, …]``: seeds
-                                                and units are resampled together (crossed)
-``{seeds: {pairwise: <key>}}``                  the mean over seeds of the U-statistics of kernels
-                                                ``[S, n, n, …]`` (random-init controls of a pairwise
-                                                statistic), seeds and units resampled together
-``{correlation: {x, y, xx, yy, xy}}``           mean over the last axis (dimensions) of Pearson's r
-                                                from per-unit moments x, y, x², y², xy [n, D]
-                                                (given only x and y, the products are taken from them)
-=============================================  ====================================================
-
-**One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
-with replacement (and a weight per seed, when a statistic has seeds); every statistic here is a
-function of weighted means — w_b · X, or w_bᵀ K⁰ w_b / (1 − Σ w_bi²) for a kernel with its
-diagonal zeroed — so B resamples are a few matrix products (:func:`.pvalues.bootstrap` draws them). The
-jackknife (leave-one-unit-out) uses the same code with weights (1 − e_i) / (n − 1).
+A resample is a weight per unit (and per seed), w = c / n with c multinomial counts
+(``core.hierarchical.unit_weights``); every statistic is a function of weighted means, so B
+resamples are a few matrix products. The jackknife uses weights (1 − e_i) / (n − 1).
 """
 
 from __future__ import annotations
