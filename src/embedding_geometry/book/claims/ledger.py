@@ -231,9 +231,18 @@ def _folder() -> Path:
     return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: ten times faster
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str) -> dict[str, Any]:
+    """A ledger's YAML, parsed once per process for each text (a chapter reads its ledgers many times)."""
+    return yaml.load(text, Loader=_LOADER) or {}
+
+
 def _read(slug: str, folder: str | Path | None, missing_ok: bool = False) -> dict[str, Any]:
     path = Path(folder or _folder()) / f"{slug}.yaml"
-    return {} if missing_ok and not path.exists() else yaml.safe_load(path.read_text())
+    return {} if missing_ok and not path.exists() else _parse(path.read_text())
 
 
 def load(slug: str, folder: str | Path | None = None) -> Ledger:
