@@ -181,7 +181,8 @@ def test_a_pairwise_kernel_resampled_has_the_standard_error_of_its_pairs_not_of_
     x = np.random.default_rng(2).standard_normal((60, 6)) + 0.3
     kernel = isotropy.pair_kernels(x)["mean_cos"]
     rows = (kernel.sum(axis=1) - 1) / (len(x) - 1)
-    pairwise = pvalues.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(0)).std()
+    statistic = samples.Units(kernel, pairwise=True)
+    pairwise = pvalues.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(0)).std()
     as_rows = rows.std(ddof=1) / np.sqrt(len(rows))
     assert 1.6 < pairwise / as_rows < 2.4
 

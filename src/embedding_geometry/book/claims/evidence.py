@@ -102,7 +102,7 @@ def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarr
         claim.test[0] in reducers.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
     if not linear_test:
         return None
-    data = statistic.data.mean(axis=0) if isinstance(statistic, samples.Seeded) else statistic.linear()
+    data = statistic.unit_means()
     return None if data is None else np.asarray(reduce(np.asarray(data, dtype=float)), dtype=float)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +46,10 @@ class Statistic:
         difference of means on the same units); else None."""
         return None
 
+    def unit_means(self) -> np.ndarray | None:
+        """Per-unit values [n, …] whose mean is the statistic (a seeded mean: over seeds), else None."""
+        return self.linear()
+
     def per_seed(self) -> np.ndarray:
         """[S, …]: the statistic of each seed alone, on every unit (a statistic with seeds)."""
         return self.values(np.full((self.n_seeds, self.n_units), 1.0 / self.n_units), np.eye(self.n_seeds))
@@ -57,12 +61,15 @@ class Statistic:
 
 
 @dataclass(frozen=True)
-class _Array(Statistic):
-    """A statistic of one array of per-unit values: [n, …], or [S, n, …] with seeds (``seeded``)."""
+class Units(Statistic):
+    """Per-unit values X [n, …] (the statistic is their mean) or, ``pairwise``, a kernel K [n, n, …]
+    (its U-statistic, :func:`pairwise_values`); ``seeded``, one of them per seed, [S, …]: the mean
+    over seeds, seeds and units resampled together."""
 
     data: np.ndarray
     source: str = ""
-    seeded: ClassVar[bool] = False
+    pairwise: bool = False
+    seeded: bool = False
 
     @property
     def n_units(self) -> int:
@@ -72,33 +79,31 @@ class _Array(Statistic):
     def n_seeds(self) -> int | None:
         return int(self.data.shape[0]) if self.seeded else None
 
-    def _seed_weights(self, b: int, v: np.ndarray | None) -> np.ndarray:
-        """v, or every seed weighed alike (the jackknife keeps every seed)."""
-        return np.full((b, self.n_seeds), 1.0 / self.n_seeds) if v is None else v
-
-
-class Mean(_Array):
-    """The mean over units of X [n, …]."""
-
     def values(self, w, v=None):
+        if self.seeded and v is None:  # the jackknife keeps every seed
+            v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds)
+        if self.pairwise and self.seeded:
+            return np.einsum("bs,sb...->b...", v, np.stack([pairwise_values(kernel, w) for kernel in self.data]))
+        if self.pairwise:
+            return pairwise_values(self.data, w)
+        if self.seeded:
+            flat = self.data.reshape(self.n_seeds, self.n_units, -1)
+            return np.einsum("bs,snk,bn->bk", v, flat, w, optimize=True).reshape((len(w), *self.data.shape[2:]))
         return (w @ self.data.reshape(self.n_units, -1)).reshape((len(w), *self.data.shape[1:]))
 
     def linear(self):
-        return self.data
+        return None if self.pairwise or self.seeded else self.data
 
-
-class Pairwise(_Array):
-    """The U-statistic of a kernel K [n, n, …]: the mean of K_ij over ordered pairs of distinct
-    units, recomputed among each resample's units (a unit drawn twice is not paired with itself)."""
-
-    def values(self, w, v=None):
-        return pairwise_values(self.data, w)
+    def unit_means(self) -> np.ndarray | None:
+        """Each unit's value averaged over seeds [n, …] (a seeded mean), else :meth:`linear`."""
+        return self.data.mean(axis=0) if self.seeded and not self.pairwise else self.linear()
 
 
 def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
     """[B, …]: Σ_{i≠j} w_i w_j K_ij / (1 − Σ_i w_i²) for each row of weights w [B, n] (rows sum
-    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out. One
-    matrix product per trailing entry of K (a BLAS product, far faster than one einsum)."""
+    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out (a unit
+    drawn twice is not paired with itself). One matrix product per trailing entry of K (a BLAS
+    product, far faster than one einsum)."""
     n = kernel.shape[0]
     flat = kernel.reshape(n, n, -1)
     diagonal = np.einsum("iik->ik", flat)
@@ -106,29 +111,6 @@ def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
     pairs -= (w ** 2) @ diagonal
     weight = 1.0 - np.sum(w ** 2, axis=1, keepdims=True)
     return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *kernel.shape[2:]))
-
-
-class Seeded(_Array):
-    """The mean over seeds and units of X [S, n, …], seeds and units resampled together."""
-
-    seeded = True
-
-    def values(self, w, v=None):
-        flat = self.data.reshape(self.n_seeds, self.n_units, -1)
-        return np.einsum("bs,snk,bn->bk", self._seed_weights(len(w), v), flat, w,
-                         optimize=True).reshape((len(w), *self.data.shape[2:]))
-
-
-class SeededPairwise(_Array):
-    """The mean over seeds of the U-statistics of kernels K [S, n, n, …] (one kernel per seed, on
-    the same units): a pairwise statistic of random-init controls, seeds and units resampled
-    together."""
-
-    seeded = True
-
-    def values(self, w, v=None):
-        each = np.stack([pairwise_values(kernel, w) for kernel in self.data])  # [S, B, …]
-        return np.einsum("bs,sb...->b...", self._seed_weights(len(w), v), each)
 
 
 @dataclass(frozen=True)
@@ -220,11 +202,11 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
         if "numerator" in spec:
             return _pair("÷", find(metrics, spec["numerator"]), find(metrics, spec["denominator"]))
         if "pairwise" in spec:
-            return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
+            return _leaf(metrics, spec["pairwise"], square=True)
         if "seeds" in spec:
             if isinstance(spec["seeds"], Mapping) and "pairwise" in spec["seeds"]:
-                return _leaf(metrics, spec["seeds"]["pairwise"], SeededPairwise, square=True, seeds=True)
-            return _leaf(metrics, spec["seeds"], Seeded, seeds=True)
+                return _leaf(metrics, spec["seeds"]["pairwise"], square=True, seeds=True)
+            return _leaf(metrics, spec["seeds"], seeds=True)
         if "correlation" in spec:
             found = {name: _array(metrics, key) for name, key in spec["correlation"].items()}
             missing = [where for array, where in found.values() if array is None]
@@ -237,10 +219,10 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
             return Correlation(moments, "correlation moments")
     if isinstance(spec, (list, tuple)):
         return _pair("÷", find(metrics, spec[0]), find(metrics, spec[1]))
-    return _leaf(metrics, spec, Mean)
+    return _leaf(metrics, spec)
 
 
-def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Statistic | Missing:
+def _leaf(metrics, spec, square: bool = False, seeds: bool = False) -> Statistic | Missing:
     array, where = _array(metrics, spec)
     if array is None:
         return Missing(f"no per-unit samples: {where}" if "has no" in where
@@ -251,7 +233,7 @@ def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Sta
     if square and (array.ndim < axis + 2 or array.shape[axis] != array.shape[axis + 1]):
         shape = "[S, n, n, …]" if seeds else "[n, n, …]"
         return Missing(f"a pairwise kernel at {where} must be {shape}; got shape {array.shape}")
-    return kind(array, where)
+    return Units(array, where, pairwise=square, seeded=seeds)
 
 
 def _pair(op: str, a: Statistic | Missing, b: Statistic | Missing) -> Statistic | Missing:
