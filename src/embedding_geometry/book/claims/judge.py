@@ -9,7 +9,7 @@ verdict (reproduced or not within ``tolerance``) is given only on the published 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -83,32 +83,27 @@ class Verdict:
         return self.tested and self.claim.in_family
 
     def record(self) -> dict[str, Any]:
-        """The verdict as a plain dict for the results JSON (what :mod:`.words` reads)."""
-        c = self.claim
-        stat = self.statistic or {}
+        """The verdict as a plain dict for the results JSON (what :mod:`.words` reads): the claim's
+        fields, the verdict's own (``numeric`` as ``numeric_verdict``; not ``se`` and ``floor``,
+        which only :func:`decide` reads) and what follows from them."""
+        c, stat = self.claim, self.statistic or {}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("claim", "numeric", "se", "floor")}
         record = {
-            "id": c.id, "kind": c.kind, "home": c.home, "statement": c.statement, "source": c.source,
-            "caveat": c.caveat, "says": dict(c.says) if c.says else None, "headline": c.headline,
-            "metric": c.metric, "reduce": c.reduce, "series": c.series,
-            "published": dict(c.published) if c.published else None, "tolerance": c.tolerance, "model": self.model,
-            "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
-            "shape": dict(c.shape) if c.shape else None,
+            **{name: getattr(c, name) for name in _CLAIM_FIELDS}, **own, "numeric_verdict": self.numeric,
             "test": reducers.threshold_text(*c.test) if c.test else None,
             "bound": {"source": c.bound_source, "fraction": c.fraction,
                       "reason": c.fraction_reason} if c.bound_source else None,
-            "unit": c.unit, "status": self.status, "reason": self.reason, "outcome": self.outcome,
-            "statistic": dict(self.statistic) if self.statistic else None,
-            "null": dict(self.null) if self.null else None, "no_null": c.no_null_reason,
-            "p": self.p, "p_holds": self.p_holds, "p_fails": self.p_fails, "p_adjusted": self.p_adjusted,
-            "mc_error": self.mc_error, "detectable": self.detectable, "family": self.family,
-            "fragile": self.fragile, "tested_at": self.tested_at, "counted": self.counted,
-            "reach": dict(self.reach) if self.reach else None,
-            "n_units": stat.get("n_units"),
+            "no_null": c.no_null_reason, "p": self.p, "counted": self.counted, "n_units": stat.get("n_units"),
             "interval": stat.get("interval"), "interval_method": stat.get("method"),
             "sensitivity": _sensitivity(c, stat.get("interval")),
         }
+        record = {key: dict(value) if isinstance(value, Mapping) else value for key, value in record.items()}
         record["verdict"] = verdict_word(record)
         return record
+
+
+_CLAIM_FIELDS = ("id", "kind", "home", "statement", "source", "caveat", "says", "headline", "metric", "reduce",
+                 "series", "published", "tolerance", "shape", "unit")
 
 
 def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
