@@ -713,7 +713,8 @@ def test_measure_all_gives_every_model_every_ledger_metric(tiny_bert):
     ledger = claims.load("03_inside_the_cone")
     for claim in ledger.claims:
         claims.lookup(metrics, claim.metric)  # every claim's metric exists (None allowed)
-    verdicts = {v.claim.id: v for v in claims.evaluate(ledger, metrics, tiny_bert.info.id, resamples=200)}
+    verdicts = {v.claim.id: v for v in claims.evaluate(ledger, metrics, tiny_bert.info.id, resamples=200,
+                                                          family=claims.family_size())}
     assert verdicts["anisotropy-peak"].null["distribution"] == "10 seeds, unit by unit"
     assert verdicts["cone-axis-content"].null["distribution"] == f"{an.PERMUTATIONS} draws"
     assert verdicts["centering-is-corpus-specific"].status == "not measured"  # 2 sentences per topic

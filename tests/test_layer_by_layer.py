@@ -498,7 +498,7 @@ def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
     random-init nulls are distributions over ten seeds, compared unit by unit."""
     metrics = synthetic_metrics()
     assert_intervals_and_nulls(SLUG, metrics)
-    verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200)
+    verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200, family=claims.family_size())
     found = {r["id"]: r for r in claims.records(verdicts)}
     for claim in claims.load(SLUG).claims:
         if claim.null and claim.null["kind"] == "control":
@@ -509,7 +509,7 @@ def assert_intervals_and_nulls(slug: str, metrics: dict) -> None:
     """Every judged claim of ``slug``'s ledger, evaluated on ``metrics``, has an interval, and every
     null the ledger declares has a value."""
     ledger = claims.load(slug)
-    found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200))
+    found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200, family=claims.family_size()))
     for claim, result in zip(ledger.claims, found):
         assert result["verdict"] in words.MEANINGS, claim.id
         if result["verdict"] in words.TESTED:

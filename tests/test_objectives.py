@@ -526,7 +526,8 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
     block = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
     tested = [c for c in claims.load(SLUG).claims if ".scratch.judged." in c.metric and not c.description]
     scratch = claims.Ledger(SLUG, tested)
-    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
+    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100,
+                               family=claims.family_size())
     for verdict in verdicts:
         draws = block["judged"][verdict.claim.metric.split(".")[3]]["draws"]
         stat = verdict.statistic
@@ -539,7 +540,8 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
             assert verdict.p_holds == pytest.approx((1 + len(draws) - beyond) / (len(draws) + 1))
         assert verdict.verdict in ("holds", "does not hold", "inconclusive")
     rising = next(c for c in claims.load(SLUG).claims if c.id == "gradient-strongest-at-output-scratch")
-    found, = claims.evaluate(claims.Ledger(SLUG, [rising]), {"objectives": {"scratch": block}}, "tiny")
+    found, = claims.evaluate(claims.Ledger(SLUG, [rising]), {"objectives": {"scratch": block}}, "tiny",
+                             family=claims.family_size())
     assert found.statistic["method"] == "sign-flip (exact)" and found.statistic["n_units"] == 5  # seeds 0–4
     assert found.statistic["value"] == pytest.approx(np.mean([0.4 + s - 0.1 * s for s in range(5)]))
 

@@ -62,7 +62,8 @@ def evaluate(ledger: claims.Ledger, by_model: Mapping[str, Mapping[str, Any]], s
     verdicts: :func:`records_by_model`) keeps its records and is not judged again."""
     judged = judged or {}
     return {model: list(judged[model]) if model in judged else
-            claims.records(claims.evaluate(ledger, metrics, model, seed=seed)) for model, metrics in by_model.items()}
+            claims.records(claims.evaluate(ledger, metrics, model, seed=seed, family=claims.family_size()))
+            for model, metrics in by_model.items()}
 
 
 def records_by_model(verdicts: Iterable[claims.Verdict]) -> dict[str, list[dict]]:
@@ -81,7 +82,8 @@ def without_controls(ledger: claims.Ledger, verdicts: Mapping[str, list[dict]],
     again = claims.Ledger(ledger.chapter, [c for c in ledger.claims if (c.null or {}).get("kind") == "control"])
     found = {}
     for model, metrics in trained.items():
-        redone = {r["id"]: r for r in claims.records(claims.evaluate(again, metrics, model, seed=seed))}
+        redone = claims.records(claims.evaluate(again, metrics, model, seed=seed, family=claims.family_size()))
+        redone = {r["id"]: r for r in redone}
         found[model] = [redone.get(r["id"], r) for r in verdicts[model]]
     return found
 

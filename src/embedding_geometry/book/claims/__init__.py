@@ -1,7 +1,7 @@
 """Published claims and their verdicts: one package, one front door.
 
     ledger = claims.load("01_layer_by_layer")            # the claims as data (claims.ledger)
-    verdicts = claims.evaluate(ledger, metrics, model)    # each claim once through its stages
+    verdicts = claims.evaluate(ledger, metrics, model, family=claims.family_size())  # each claim once
     claims.records(verdicts)                              # plain dicts for the results JSON
 
 A claim passes through its stages once — ledger → statistic → test → adjustment → words — in the

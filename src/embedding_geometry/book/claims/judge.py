@@ -16,7 +16,7 @@ import numpy as np
 
 from . import evidence, pvalues
 from . import reduce as reducers
-from .ledger import Claim, Ledger, family_size, lookup
+from .ledger import Claim, Ledger, lookup
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 DESCRIPTIVE, NOT_MEASURED, BY_CONSTRUCTION = "descriptive", "not measured", "by construction"
@@ -106,12 +106,11 @@ _CLAIM_FIELDS = ("id", "kind", "home", "statement", "source", "caveat", "says", 
                  "series", "published", "tolerance", "shape", "unit")
 
 
-def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-             resamples: int = pvalues.RESAMPLES, family: int | None = None,
-             flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
+def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, family: int, seed: int = 0,
+             resamples: int = pvalues.RESAMPLES, flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """Verdicts for every claim of ``ledger`` on ``metrics`` of ``model``, decided together
-    (:func:`decide`); ``family`` is m (default: :func:`.ledger.family_size`), ``flips`` the claims
-    whose verdict a perturbed float path changed ((id, model) → the paths)."""
+    (:func:`decide`; ``family`` is m, as :func:`.ledger.family_size` counts it for the book, ``flips``
+    the claims whose verdict a perturbed float path changed): a function of its arguments alone."""
     found = [judge_claim(claim, metrics, model, seed=seed, resamples=resamples) for claim in ledger.claims]
     return decide(found, family, flips)
 
@@ -170,15 +169,14 @@ def _numeric(claim: Claim, measured: float, model: str) -> str | None:
 
 # ------------------------------------------------------------ the adjustment: a chapter's claims together
 
-def decide(verdicts: list[Verdict], family: int | None = None,
-           flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
+def decide(verdicts: list[Verdict], family: int, flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """The outcome of every tested verdict of one chapter on one model. The counted ones are
     adjusted together (:func:`.pvalues.adjust`, m_k the ledger's counted claims); a hypothesis or a
     claim whose home is elsewhere is read at the level of the chapter's next discovery,
     q (R + 1) / m; a check of the pipeline, a test of the code rather than a finding, at q alone.
     A verdict is *fragile* when a perturbed float path changed it (``flips``), or when its p moved
     by twice its Monte Carlo error would cross q."""
-    m = family or family_size()
+    m = family
     by_model: dict[str, list[int]] = {}
     for i, v in enumerate(verdicts):
         by_model.setdefault(v.model, []).append(i)
