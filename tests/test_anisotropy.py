@@ -599,8 +599,8 @@ def test_pairwise_resampling_gives_twice_the_standard_error_of_row_means():
     kernel = an.cosine_kernel(x[None])
     rows = an.row_means_per_depth(x[None])
     from embedding_geometry.book.claims import pvalues
-    pairs = pvalues.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(1))
-    naive = pvalues.bootstrap(samples.Mean(rows), lambda x: x, 4000, np.random.default_rng(1))
+    pairs = pvalues.bootstrap(samples.Units(kernel, pairwise=True), lambda x: x, 4000, np.random.default_rng(1))
+    naive = pvalues.bootstrap(samples.Units(rows), lambda x: x, 4000, np.random.default_rng(1))
     assert np.std(pairs) / np.std(naive) == pytest.approx(2.0, rel=0.15)
 
 

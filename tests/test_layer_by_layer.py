@@ -65,7 +65,7 @@ def test_collapse_against_hand_values_and_its_pairwise_kernel():
     np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine"], [[0, 1], [1, 1], [1, 1]], atol=1e-12)
     kernel = m["per_unit"]["cross_sentence_baseline.pairs"]  # K_st: the mean cosine of a token of s and one of t
     np.testing.assert_allclose(kernel[..., 0], [[0, 0.5, 0.5], [0.5, 0, 0], [0.5, 0, 0]], atol=1e-12)
-    np.testing.assert_allclose(samples.Pairwise(kernel).point(), m["cross_sentence_baseline"])
+    np.testing.assert_allclose(samples.Units(kernel, pairwise=True).point(), m["cross_sentence_baseline"])
     np.testing.assert_allclose(m["cross_sentence_baseline"], geometry.cross_sentence_baseline(acts.word_states()))
     np.testing.assert_allclose(m["intra_sentence_cosine"], geometry.intra_sentence_cosine(acts.word_states()))
 
@@ -239,7 +239,7 @@ def test_separability_is_between_spread_over_within_scatter_with_b_as_a_pairwise
                                  "denominator": "separability_ratio.within"})
     np.testing.assert_allclose(statistic.point(), m["separability_ratio"])
     between, _ = study.separability_parts(record([[[0.0], [2.0]]], [[[4.0], [8.0]]], [[[1.0], [1.0]]]).word_states())
-    np.testing.assert_allclose(samples.Pairwise(m["per_unit"]["separability_ratio.between_pairs"]).point(),
+    np.testing.assert_allclose(samples.Units(m["per_unit"]["separability_ratio.between_pairs"], pairwise=True).point(),
                                between.mean(axis=0))
 
 

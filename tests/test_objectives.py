@@ -181,9 +181,9 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     def spread(statistic):
         return np.std(pvalues.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
 
-    exact = spread(samples.Pairwise(kernel))
-    assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)
-    assert spread(samples.Mean(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
+    exact = spread(samples.Units(kernel, pairwise=True))
+    assert spread(samples.Units(units)) == pytest.approx(exact, rel=0.15)
+    assert spread(samples.Units(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
     np.testing.assert_allclose(study.projection(kernel.sum(axis=1) / 59, rows=True), units)
 
 
