@@ -598,9 +598,8 @@ def test_pairwise_resampling_gives_twice_the_standard_error_of_row_means():
     x = rng.normal(size=(80, 5)) + [2.0, 0, 0, 0, 0]
     kernel = an.cosine_kernel(x[None])
     rows = an.row_means_per_depth(x[None])
-    from embedding_geometry.book.claims import pvalues
-    pairs = pvalues.bootstrap(samples.Units(kernel, pairwise=True), lambda x: x, 4000, np.random.default_rng(1))
-    naive = pvalues.bootstrap(samples.Units(rows), lambda x: x, 4000, np.random.default_rng(1))
+    pairs = samples.bootstrap(samples.Units(kernel, pairwise=True), lambda x: x, 4000, np.random.default_rng(1))
+    naive = samples.bootstrap(samples.Units(rows), lambda x: x, 4000, np.random.default_rng(1))
     assert np.std(pairs) / np.std(naive) == pytest.approx(2.0, rel=0.15)
 
 

@@ -168,8 +168,8 @@ def test_sentence_measures_average_their_units_to_the_curves():
 
 def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
     """2 r_s − θ averages to θ, and resampling it spreads as the U-statistic recomputed among the
-    resampled units does (the engine's Pairwise), where the row means alone spread half as much."""
-    from embedding_geometry.book.claims import pvalues, samples
+    resampled units does (the engine's pairwise samples.Units), where the row means alone spread half as much."""
+    from embedding_geometry.book.claims import samples
 
     x = np.random.default_rng(0).normal(size=(60, 3)) + np.array([1.0, 0.0, 0.0])
     kernel = x @ x.T
@@ -179,7 +179,7 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     assert units.mean() == pytest.approx(theta)
 
     def spread(statistic):
-        return np.std(pvalues.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
+        return np.std(samples.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
 
     exact = spread(samples.Units(kernel, pairwise=True))
     assert spread(samples.Units(units)) == pytest.approx(exact, rel=0.15)

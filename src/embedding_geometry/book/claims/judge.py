@@ -1,7 +1,7 @@
 """Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model) → verdicts``.
 
 Each claim passes once through ledger (:mod:`.ledger`) → statistic (:mod:`.reduce`,
-:mod:`.samples`) → test (:mod:`.evidence`, :mod:`.pvalues`) → adjustment (:func:`decide`) → words
+:mod:`.samples`) → test (:mod:`.pvalues`) → adjustment (:func:`decide`) → words
 (:mod:`.words`). A claim that cannot be tested is *not tested*, with the reason; a **numeric**
 verdict (reproduced or not within ``tolerance``) is given only on the published model.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import evidence, pvalues
+from . import pvalues
 from . import reduce as reducers
 from .ledger import Claim, Ledger, lookup
 
@@ -129,11 +129,11 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    if short := evidence.too_short(claim, raw):
+    if short := reducers.too_short(claim, raw):
         return Verdict(claim, model, status=DESCRIPTIVE, reason=short)
     series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
     if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
-        measured = evidence.point_of(claim, raw)
+        measured = reducers.point_of(claim, raw)
     else:
         measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
     found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
@@ -144,13 +144,13 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     if claim.unit is None:
         return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
     rng = pvalues.generator(seed, claim.id)
-    shape = evidence.shape(claim, metrics, raw, resamples, rng)
+    shape = pvalues.shape(claim, metrics, raw, resamples, rng)
     if isinstance(shape, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=shape)
-    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
+    statistic = {"name": reducers.statistic_name(claim), "value": shape.point, "n_units": shape.n,
                  "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
                  "p_fails": shape.p_fails}
-    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
+    null = pvalues.null(claim, metrics, raw, shape, resamples, rng)
     if isinstance(null, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
     parts = [shape] + ([null[1]] if null and null[1] else [])
