@@ -1,8 +1,9 @@
 """Published claims and their verdicts: one package, one front door.
 
-    ledger = claims.load("01_layer_by_layer")            # the claims as data (claims.ledger)
-    verdicts = claims.evaluate(ledger, metrics, model, family=claims.family_size())  # each claim once
-    claims.records(verdicts)                              # plain dicts for the results JSON
+    ledger = claims.load("01_layer_by_layer")      # the claims as data (claims.ledger)
+    m = claims.family_size()                       # the multiplicity family: every ledger's counted claims
+    verdicts = claims.evaluate(ledger, metrics, model, family=m)  # each claim once through its stages
+    claims.records(verdicts)                       # plain dicts for the results JSON
 
 A claim passes through its stages once — ledger → statistic → test → adjustment → words — in the
 modules named for them:

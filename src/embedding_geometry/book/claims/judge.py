@@ -1,4 +1,4 @@
-"""Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model) → verdicts``.
+"""Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model, family=m) → verdicts``.
 
 Each claim passes once through ledger (:mod:`.ledger`) → statistic (:mod:`.reduce`,
 :mod:`.samples`) → test (:mod:`.pvalues`) → adjustment (:func:`decide`) → words
