@@ -352,7 +352,7 @@ def test_a_control_without_the_head_pass_gets_not_measured_with_its_reason(tiny_
     by_model, infos = tiny_atlas
     control = next(name for name, info in infos.items() if info.source == "control")
     found = {r["id"]: r for r in claims.records(claims.evaluate(claims.load(SLUG), by_model[control], control,
-                                                                resamples=200))}
+                                                                resamples=200, family=claims.family_size()))}
     for claim in ("separators-in-final-layers", "long-to-short-range", "same-sentence-in-final-layers"):
         assert found[claim]["status"] == "not measured" and found[claim]["reason"] == across.NO_HEAD_PASS
 

@@ -598,9 +598,8 @@ def test_pairwise_resampling_gives_twice_the_standard_error_of_row_means():
     x = rng.normal(size=(80, 5)) + [2.0, 0, 0, 0, 0]
     kernel = an.cosine_kernel(x[None])
     rows = an.row_means_per_depth(x[None])
-    from embedding_geometry.book.claims import pvalues
-    pairs = pvalues.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(1))
-    naive = pvalues.bootstrap(samples.Mean(rows), lambda x: x, 4000, np.random.default_rng(1))
+    pairs = samples.bootstrap(samples.Units(kernel, pairwise=True), lambda x: x, 4000, np.random.default_rng(1))
+    naive = samples.bootstrap(samples.Units(rows), lambda x: x, 4000, np.random.default_rng(1))
     assert np.std(pairs) / np.std(naive) == pytest.approx(2.0, rel=0.15)
 
 
@@ -713,7 +712,8 @@ def test_measure_all_gives_every_model_every_ledger_metric(tiny_bert):
     ledger = claims.load("03_inside_the_cone")
     for claim in ledger.claims:
         claims.lookup(metrics, claim.metric)  # every claim's metric exists (None allowed)
-    verdicts = {v.claim.id: v for v in claims.evaluate(ledger, metrics, tiny_bert.info.id, resamples=200)}
+    verdicts = {v.claim.id: v for v in claims.evaluate(ledger, metrics, tiny_bert.info.id, resamples=200,
+                                                          family=claims.family_size())}
     assert verdicts["anisotropy-peak"].null["distribution"] == "10 seeds, unit by unit"
     assert verdicts["cone-axis-content"].null["distribution"] == f"{an.PERMUTATIONS} draws"
     assert verdicts["centering-is-corpus-specific"].status == "not measured"  # 2 sentences per topic

@@ -19,7 +19,8 @@ def ledger(tmp_path, text):
 
 
 def judged(tmp_path, text, metrics, model=MODEL, **options):
-    return {v.claim.id: v for v in claims.evaluate(ledger(tmp_path, text), metrics, model, **options)}
+    found = claims.evaluate(ledger(tmp_path, text), metrics, model, **{"family": claims.family_size(), **options})
+    return {v.claim.id: v for v in found}
 
 
 LEDGER = """
@@ -565,7 +566,7 @@ def _mixed(tmp_path):
 """
     metrics = {**scores(0.8), "weak": 0.5, "absent": None}
     metrics["per_unit"]["weak"] = np.linspace(0.1, 0.9, 21)
-    return claims.evaluate(ledger(tmp_path, text), metrics, "org/small")
+    return claims.evaluate(ledger(tmp_path, text), metrics, "org/small", family=claims.family_size())
 
 
 def test_four_verdict_words_whatever_the_kind(tmp_path):
@@ -616,7 +617,7 @@ def test_a_verdict_that_differs_between_the_models_is_said_so(tmp_path):
     for model, mean in (("org/all-mpnet-base-v2", 0.8), ("org/all-MiniLM-L6-v2", 0.2)):
         metrics, agreed = scores(mean), scores(0.8)
         metrics.update(both=agreed["score"], per_unit={**metrics["per_unit"], "both": agreed["per_unit"]["score"]})
-        found += claims.evaluate(ledger(tmp_path, text), metrics, model)
+        found += claims.evaluate(ledger(tmp_path, text), metrics, model, family=claims.family_size())
     expected = "`score`: holds on MPNet but does not hold on MiniLM."
     assert words.differences(found) == [expected]  # the claim both models agree on is not named
     shown = words.report(found)  # each claim once, one sentence per model where they differ
@@ -643,9 +644,9 @@ def test_maths_in_a_claim_is_set_as_maths_in_html(tmp_path):
 
 def test_numeric_verdicts_only_on_the_published_model(tmp_path):
     book = ledger(tmp_path, LEDGER)
-    same = {v.claim.id: v for v in claims.evaluate(book, METRICS, MODEL)}
+    same = {v.claim.id: v for v in claims.evaluate(book, METRICS, MODEL, family=claims.family_size())}
     assert same["peak"].numeric == "reproduced" and same["gap"].numeric == "not reproduced"
-    other = {v.claim.id: v for v in claims.evaluate(book, METRICS, "another/model")}
+    other = {v.claim.id: v for v in claims.evaluate(book, METRICS, "another/model", family=claims.family_size())}
     assert other["peak"].numeric is None and other["missing"].status == "not measured"
 
 
@@ -661,7 +662,7 @@ claims:
     tolerance: 0.01
     measured_on: org/other
 """)
-    (verdict,) = claims.evaluate(book, METRICS, MODEL)
+    (verdict,) = claims.evaluate(book, METRICS, MODEL, family=claims.family_size())
     assert verdict.model == "org/other" and verdict.numeric == "reproduced"
 
 
@@ -703,7 +704,7 @@ def test_a_plain_sentence_keeps_an_acronym_or_a_name_in_capitals_at_its_start():
 
 def test_a_claim_whose_home_is_another_chapter_shows_the_homes_verdict(tmp_path):
     text = per_unit_ledger() + "    home: 01_layer_by_layer\n"
-    (away,) = claims.evaluate(ledger(tmp_path, text), scores(0.51, n=12), "m")
+    (away,) = claims.evaluate(ledger(tmp_path, text), scores(0.51, n=12), "m", family=claims.family_size())
     home = judged(tmp_path, per_unit_ledger(), scores(0.8, n=96), model="m")["score"].record()
     shown = claims.judge.at_home(away, home)
     assert away.outcome == "inconclusive" and shown.outcome == home["outcome"] == "holds"

@@ -20,7 +20,7 @@ claims:
 """)
     values = mean + 0.01 * np.random.default_rng(0).standard_normal(n)
     metrics = {"share": float(values.mean()), "per_unit": {"share": values}, "uniform": 0.195}
-    return claims.evaluate(claims.load("ch", folder=tmp_path), metrics, "m")[0]
+    return claims.evaluate(claims.load("ch", folder=tmp_path), metrics, "m", family=claims.family_size())[0]
 
 
 def test_inside_the_band_but_on_the_wrong_side_of_the_null_does_not_hold(tmp_path):

@@ -47,8 +47,9 @@ def test_a_unit_drawn_twice_is_not_paired_with_itself():
 def test_seeded_pairwise_is_the_mean_over_seeds_of_each_seeds_u_statistic():
     kernels = np.stack([kernel(7, 2, seed) for seed in range(3)])
     found = samples.find({"per_unit": {"c": kernels}}, {"seeds": {"pairwise": "c"}})
-    assert isinstance(found, samples.SeededPairwise) and found.n_units == 7 and found.n_seeds == 3
-    each = np.stack([samples.Pairwise(k).point() for k in kernels])
+    assert isinstance(found, samples.Units) and found.pairwise and found.seeded
+    assert found.n_units == 7 and found.n_seeds == 3
+    each = np.stack([samples.Units(k, pairwise=True).point() for k in kernels])
     np.testing.assert_allclose(found.per_seed(), each)
     np.testing.assert_allclose(found.point(), each.mean(axis=0))
     w, v = weights(4, 7), weights(4, 3, seed=2)
@@ -62,9 +63,10 @@ def test_per_seed_of_a_difference_subtracts_the_trained_statistic_from_each_seed
     trained = kernel(5, 2, 9)
     spec = {"minuend": {"seeds": {"pairwise": "c"}}, "subtrahend": {"pairwise": "t"}}
     found = samples.find({"per_unit": {"c": kernels, "t": trained}}, spec)
-    expected = np.stack([samples.Pairwise(k).point() for k in kernels]) - samples.Pairwise(trained).point()
+    each = np.stack([samples.Units(k, pairwise=True).point() for k in kernels])
+    expected = each - samples.Units(trained, pairwise=True).point()
     np.testing.assert_allclose(found.per_seed(), expected)
-    means = samples.Seeded(np.random.default_rng(3).normal(size=(3, 5, 2)))
+    means = samples.Units(np.random.default_rng(3).normal(size=(3, 5, 2)), seeded=True)
     np.testing.assert_allclose(means.per_seed(), means.data.mean(axis=1))
 
 

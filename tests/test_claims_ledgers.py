@@ -58,7 +58,7 @@ def test_the_reason_for_no_null_reaches_the_record_and_is_shown_where_the_null_i
     claim = load(tmp_path, COUNTED + "    no_null: paired\n")
     values = 0.3 + 0.05 * np.random.default_rng(0).standard_normal(30)
     record = claims.records(claims.evaluate(claim, {"score": float(values.mean()), "per_unit": {"score": values}},
-                                            "m"))[0]
+                                            "m", family=claims.family_size()))[0]
     assert record["null"] is None and record["no_null"] == ledgers.NO_NULL["paired"]
     assert words.null_text(record) == f"none: {ledgers.NO_NULL['paired']}"
     assert words.row(record)["null"] == words.null_text(record)
@@ -133,8 +133,8 @@ def test_the_build_check_names_what_a_counted_verdict_lacks(tmp_path):
 
     text = COUNTED.replace("bound: 0}", "bound: 0.1}") + "    no_null: size\n"
     values = 0.3 + 0.05 * np.random.default_rng(0).standard_normal(30)
-    record = claims.records(claims.evaluate(load(tmp_path, text), {"score": float(values.mean()),
-                                                                   "per_unit": {"score": values}}, "m"))[0]
+    metrics = {"score": float(values.mean()), "per_unit": {"score": values}}
+    record = claims.records(claims.evaluate(load(tmp_path, text), metrics, "m", family=claims.family_size()))[0]
     assert record["counted"] and record["bound"]["source"] == "typed" and problems(record) == []
     for key, value, lacks in [("no_null", None, "neither a null"), ("interval_method", None, "no test"),
                               ("outcome", None, "outcome None"), ("p_adjusted", None, "adjusted None"),

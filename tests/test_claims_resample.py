@@ -4,7 +4,6 @@ resampling, the seeds, and BCa's interval and p-value."""
 import numpy as np
 import pytest
 
-from embedding_geometry.book.claims import pvalues as r
 from embedding_geometry.book.claims import samples as s
 
 
@@ -17,10 +16,10 @@ def identity(x):
 
 def test_a_resample_is_the_mean_of_the_rows_it_drew():
     x = np.random.default_rng(3).normal(size=(9, 4))
-    fast = r.bootstrap(s.Mean(x), identity, 50, np.random.default_rng(1))
+    fast = s.bootstrap(s.Units(x), identity, 50, np.random.default_rng(1))
     drawn = np.random.default_rng(1).integers(0, 9, size=(50, 9))
     assert fast == pytest.approx(np.stack([x[rows].mean(axis=0) for rows in drawn]))
-    assert s.Mean(x).point() == pytest.approx(x.mean(axis=0))
+    assert s.Units(x).point() == pytest.approx(x.mean(axis=0))
 
 
 def test_a_ratio_is_a_ratio_of_means_not_a_mean_of_ratios():
@@ -42,7 +41,7 @@ def test_a_difference_resamples_both_sides_with_the_same_units():
 
 def test_a_pairwise_statistic_leaves_out_self_pairs_and_the_pairs_of_a_unit_drawn_twice():
     kernel = np.array([[9.0, 1.0, 2.0], [1.0, 9.0, 3.0], [2.0, 3.0, 9.0]])  # the diagonal is never used
-    statistic = s.Pairwise(kernel)
+    statistic = s.Units(kernel, pairwise=True)
     assert statistic.point() == pytest.approx(2.0)  # (1 + 2 + 3) · 2 / 6 ordered pairs
     # units 0, 0, 1 drawn: pairs between distinct units are (0,1) twice each way → all 1.0
     assert statistic.values(np.array([[2 / 3, 1 / 3, 0.0]])) == pytest.approx([1.0])
@@ -61,11 +60,11 @@ def test_resampling_a_pairwise_mean_by_its_units_doubles_the_row_mean_standard_e
         u = z / np.linalg.norm(z, axis=1, keepdims=True)
         return u @ u.T
 
-    truth = np.std([s.Pairwise(sample()).point() for _ in range(400)])
+    truth = np.std([s.Units(sample(), pairwise=True).point() for _ in range(400)])
     kernel = sample()
-    by_units = np.std(r.bootstrap(s.Pairwise(kernel), identity, 4000, np.random.default_rng(1)))
+    by_units = np.std(s.bootstrap(s.Units(kernel, pairwise=True), identity, 4000, np.random.default_rng(1)))
     rows = (kernel.sum(axis=1) - np.diag(kernel)) / (n - 1)
-    by_rows = np.std(r.bootstrap(s.Mean(rows), identity, 4000, np.random.default_rng(1)))
+    by_rows = np.std(s.bootstrap(s.Units(rows), identity, 4000, np.random.default_rng(1)))
     assert by_units == pytest.approx(truth, rel=0.3)
     assert by_units / by_rows == pytest.approx(2.0, rel=0.2)
 
@@ -73,9 +72,9 @@ def test_resampling_a_pairwise_mean_by_its_units_doubles_the_row_mean_standard_e
 def test_seeds_and_units_are_resampled_together():
     data = np.zeros((3, 4))
     data[2] = 1.0  # one seed of three differs
-    statistic = s.Seeded(data)
+    statistic = s.Units(data, seeded=True)
     assert statistic.point() == pytest.approx(1 / 3) and statistic.n_seeds == 3 and statistic.n_units == 4
-    draws = r.bootstrap(statistic, identity, 2000, np.random.default_rng(0))
+    draws = s.bootstrap(statistic, identity, 2000, np.random.default_rng(0))
     assert draws.min() == 0.0 and draws.max() == 1.0  # all three seeds drawn as seed 0 or as seed 2
     assert np.std(draws) == pytest.approx(np.sqrt(2 / 9 / 3), rel=0.1)  # the seed mean's standard error
 
@@ -95,13 +94,13 @@ def test_a_seeded_kernel_averages_each_seeds_u_statistic_over_the_same_unit_draw
     rng = np.random.default_rng(3)
     kernels = rng.normal(size=(3, 6, 6, 2))
     kernels = (kernels + kernels.transpose(0, 2, 1, 3)) / 2  # symmetric, as a pairwise kernel is
-    statistic = s.SeededPairwise(kernels)
+    statistic = s.Units(kernels, pairwise=True, seeded=True)
     assert statistic.n_seeds == 3 and statistic.n_units == 6
-    np.testing.assert_allclose(statistic.point(), np.mean([s.Pairwise(k).point() for k in kernels], axis=0))
+    np.testing.assert_allclose(statistic.point(), np.mean([s.Units(k, pairwise=True).point() for k in kernels], axis=0))
     w, v = np.array([[0.5, 0.5, 0, 0, 0, 0]]), np.array([[0.0, 1.0, 0.0]])  # units 0 and 1 of seed 1 only
     np.testing.assert_allclose(statistic.values(w, v)[0], kernels[1, 0, 1])
     found = s.find({"per_unit": {"k": kernels}}, {"seeds": {"pairwise": "k"}})
-    assert isinstance(found, s.SeededPairwise)
+    assert isinstance(found, s.Units) and found.pairwise and found.seeded
     assert isinstance(s.find({"per_unit": {"k": kernels[:, :5]}}, {"seeds": {"pairwise": "k"}}), s.Missing)
 
 
@@ -110,14 +109,14 @@ def test_each_seed_alone_is_a_one_hot_seed_weight():
     seeded kernel, that seed's own U-statistic)."""
     rng = np.random.default_rng(6)
     kernels = rng.normal(size=(3, 5, 5))
-    statistic = s.SeededPairwise(kernels)
+    statistic = s.Units(kernels, pairwise=True, seeded=True)
     per_seed = statistic.values(np.full((3, 5), 0.2), np.eye(3))
-    np.testing.assert_allclose(per_seed, [s.Pairwise(k).point() for k in kernels])
+    np.testing.assert_allclose(per_seed, [s.Units(k, pairwise=True).point() for k in kernels])
 
 
 def test_a_unit_left_out_is_the_jackknife():
     x = np.arange(5.0)
-    assert r.jackknife(s.Mean(x), identity) == pytest.approx([(10 - i) / 4 for i in range(5)])
+    assert s.jackknife(s.Units(x), identity) == pytest.approx([(10 - i) / 4 for i in range(5)])
 
 
 # --------------------------------------------------------------------------- BCa
@@ -127,9 +126,9 @@ def _bca_coverage(n: int, draw, truth: float, reps: int = 1000, resamples: int =
     data, rng = np.random.default_rng(11), np.random.default_rng(12)
     hits = 0
     for _ in range(reps):
-        statistic = s.Mean(draw(data, n))
-        lo, hi = r.bca_interval(r.bootstrap(statistic, identity, resamples, rng), float(statistic.point()),
-                                r.jackknife(statistic, identity))
+        statistic = s.Units(draw(data, n))
+        lo, hi = s.bca_interval(s.bootstrap(statistic, identity, resamples, rng), float(statistic.point()),
+                                s.jackknife(statistic, identity))
         hits += lo <= truth <= hi
     return hits / reps
 
@@ -143,7 +142,7 @@ def test_the_bca_interval_covers_near_95_percent_at_the_n_it_is_used_for(n):
 
 def test_bca_corrects_a_biased_statistic_towards_its_truth():
     draws = np.random.default_rng(0).normal(1.0, 1.0, 20_000)  # resamples centred above the point 0
-    lo, hi = r.bca_interval(draws, 0.0, np.zeros(10))
+    lo, hi = s.bca_interval(draws, 0.0, np.zeros(10))
     plo, phi = np.quantile(draws, [0.025, 0.975])
     assert lo < plo and hi < phi  # z₀ > 0 shifts the interval down
 
@@ -151,13 +150,13 @@ def test_bca_corrects_a_biased_statistic_towards_its_truth():
 def test_the_bca_p_value_inverts_the_interval():
     rng = np.random.default_rng(3)
     draws, jack = rng.normal(0.3, 0.1, 20_000), rng.normal(0.3, 0.02, 30)
-    lo, _ = r.bca_interval(draws, 0.3, jack, level=0.90)  # one-sided 5 % below
-    p, error = r.bca_p(draws, 0.3, jack, threshold=lo)
+    lo, _ = s.bca_interval(draws, 0.3, jack, level=0.90)  # one-sided 5 % below
+    p, error = s.bca_p(draws, 0.3, jack, threshold=lo)
     assert p == pytest.approx(0.05, abs=0.003) and 0 < error < 0.003
     symmetric = rng.normal(0.0, 1.0, 20_000)  # no bias, no acceleration: p is the share below the threshold
-    assert r.bca_p(symmetric, float(np.median(symmetric)), np.zeros(5), 1.0)[0] == pytest.approx(
+    assert s.bca_p(symmetric, float(np.median(symmetric)), np.zeros(5), 1.0)[0] == pytest.approx(
         np.mean(symmetric <= 1.0), abs=0.01)
-    assert r.bca_p(symmetric + 10, 10.0, np.zeros(5), 0.0)[0] <= 1e-4  # far beyond: the resolution of B
+    assert s.bca_p(symmetric + 10, 10.0, np.zeros(5), 0.0)[0] <= 1e-4  # far beyond: the resolution of B
 
 
 def test_a_paired_difference_reduces_each_side_before_subtracting():
@@ -168,8 +167,8 @@ def test_a_paired_difference_reduces_each_side_before_subtracting():
     def peak(x):
         return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
 
-    draws = r.bootstrap(s.Mean(a), peak, 2000, rng, other=s.Mean(b))
-    jack = r.jackknife(s.Mean(a), peak, other=s.Mean(b))
+    draws = s.bootstrap(s.Units(a), peak, 2000, rng, other=s.Units(b))
+    jack = s.jackknife(s.Units(a), peak, other=s.Units(b))
     point = peak(a.mean(0)) - peak(b.mean(0))
     assert jack.mean() == pytest.approx(point, abs=0.2)
-    assert r.bca_interval(draws, point, jack)[0] > 1.5
+    assert s.bca_interval(draws, point, jack)[0] > 1.5

@@ -593,7 +593,8 @@ def _claim_verdict(claim_id: str, metrics: dict, family: int | None = None):
     from embedding_geometry.book import claims
 
     (claim,) = [c for c in claims.load(SLUG).claims if c.id == claim_id]
-    return claims.evaluate(claims.Ledger(chapter=SLUG, claims=[claim]), metrics, "m", family=family)[0]
+    ledger = claims.Ledger(chapter=SLUG, claims=[claim])
+    return claims.evaluate(ledger, metrics, "m", family=family or claims.family_size())[0]
 
 
 def _texts(first, last, n=40, spread=0.02, seed=0):
@@ -698,7 +699,7 @@ def test_heads_specialise_is_shown_not_tested_and_its_shape_reads_the_studys_res
     def judged(both, draws):
         ledger = claims.Ledger(chapter=SLUG, claims=[replace(claim, description=None, no_null="size")])
         return claims.evaluate(ledger, {**metrics, "layers_with_both_kinds": both,
-                                        "layers_with_both_kinds_draws": draws}, "m")[0]
+                                        "layers_with_both_kinds_draws": draws}, "m", family=claims.family_size())[0]
 
     rng = np.random.default_rng(3)
     found = judged(3, rng.choice([2, 3, 4], size=20_000))

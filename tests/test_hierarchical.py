@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embedding_geometry.book.claims import pvalues, samples
+from embedding_geometry.book.claims import samples
 from embedding_geometry.core import hierarchical
 
 UNITS = 24  # chapter 1's sentences, the fine-tuning arm's unit
@@ -67,7 +67,7 @@ def test_the_interval_is_wider_than_a_units_only_bootstrap_when_seeds_vary():
     rng = np.random.default_rng(3)
     values = simulated(rng, 8, seed_sd=1.0, unit_sd=0.3)
     both = hierarchical.hierarchical_interval(values, seed=1)
-    units_only = np.quantile(pvalues.bootstrap(samples.Mean(values.mean(axis=0)), lambda x: x, 2000, rng),
+    units_only = np.quantile(samples.bootstrap(samples.Units(values.mean(axis=0)), lambda x: x, 2000, rng),
                              [0.025, 0.975])
     assert both.band[1] - both.band[0] > 2 * (units_only[1] - units_only[0])
     assert both.band[0] < values.mean() < both.band[1] and both.value == pytest.approx(values.mean())

@@ -66,7 +66,7 @@ def test_collapse_against_hand_values_and_its_pairwise_kernel():
     np.testing.assert_allclose(m["per_unit"]["intra_sentence_cosine"], [[0, 1], [1, 1], [1, 1]], atol=1e-12)
     kernel = m["per_unit"]["cross_sentence_baseline.pairs"]  # K_st: the mean cosine of a token of s and one of t
     np.testing.assert_allclose(kernel[..., 0], [[0, 0.5, 0.5], [0.5, 0, 0], [0.5, 0, 0]], atol=1e-12)
-    np.testing.assert_allclose(samples.Pairwise(kernel).point(), m["cross_sentence_baseline"])
+    np.testing.assert_allclose(samples.Units(kernel, pairwise=True).point(), m["cross_sentence_baseline"])
     stacks = acts.word_states()  # the baseline by its definition: the mean over pairs of texts of all their cosines
     by_definition = [np.mean([geometry.cosine_matrix(stacks[s][l], stacks[t][l]).mean()
                               for s, t in itertools.combinations(range(len(stacks)), 2)]) for l in range(2)]
@@ -243,7 +243,7 @@ def test_separability_is_between_spread_over_within_scatter_with_b_as_a_pairwise
                                  "denominator": "separability_ratio.within"})
     np.testing.assert_allclose(statistic.point(), m["separability_ratio"])
     between, _ = study.separability_parts(record([[[0.0], [2.0]]], [[[4.0], [8.0]]], [[[1.0], [1.0]]]).word_states())
-    np.testing.assert_allclose(samples.Pairwise(m["per_unit"]["separability_ratio.between_pairs"]).point(),
+    np.testing.assert_allclose(samples.Units(m["per_unit"]["separability_ratio.between_pairs"], pairwise=True).point(),
                                between.mean(axis=0))
 
 
@@ -496,7 +496,7 @@ def test_every_judged_claim_of_the_ledger_gets_an_interval_and_its_null():
     random-init nulls are distributions over ten seeds, compared unit by unit."""
     metrics = synthetic_metrics()
     assert_intervals_and_nulls(SLUG, metrics)
-    verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200)
+    verdicts = claims.evaluate(claims.load(SLUG), metrics, "synthetic", resamples=200, family=claims.family_size())
     found = {r["id"]: r for r in claims.records(verdicts)}
     for claim in claims.load(SLUG).claims:
         if claim.null and claim.null["kind"] == "control":
@@ -507,7 +507,7 @@ def assert_intervals_and_nulls(slug: str, metrics: dict) -> None:
     """Every judged claim of ``slug``'s ledger, evaluated on ``metrics``, has an interval, and every
     null the ledger declares has a value."""
     ledger = claims.load(slug)
-    found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200))
+    found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=200, family=claims.family_size()))
     for claim, result in zip(ledger.claims, found):
         assert result["verdict"] in words.MEANINGS, claim.id
         if result["verdict"] in words.TESTED:

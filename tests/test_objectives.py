@@ -168,8 +168,8 @@ def test_sentence_measures_average_their_units_to_the_curves():
 
 def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
     """2 r_s − θ averages to θ, and resampling it spreads as the U-statistic recomputed among the
-    resampled units does (the engine's Pairwise), where the row means alone spread half as much."""
-    from embedding_geometry.book.claims import pvalues, samples
+    resampled units does (the engine's pairwise samples.Units), where the row means alone spread half as much."""
+    from embedding_geometry.book.claims import samples
 
     x = np.random.default_rng(0).normal(size=(60, 3)) + np.array([1.0, 0.0, 0.0])
     kernel = x @ x.T
@@ -179,11 +179,11 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     assert units.mean() == pytest.approx(theta)
 
     def spread(statistic):
-        return np.std(pvalues.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
+        return np.std(samples.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(1)))
 
-    exact = spread(samples.Pairwise(kernel))
-    assert spread(samples.Mean(units)) == pytest.approx(exact, rel=0.15)
-    assert spread(samples.Mean(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
+    exact = spread(samples.Units(kernel, pairwise=True))
+    assert spread(samples.Units(units)) == pytest.approx(exact, rel=0.15)
+    assert spread(samples.Units(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
     np.testing.assert_allclose(study.projection(kernel.sum(axis=1) / 59, rows=True), units)
 
 
@@ -526,7 +526,8 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
     block = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
     tested = [c for c in claims.load(SLUG).claims if ".scratch.judged." in c.metric and not c.description]
     scratch = claims.Ledger(SLUG, tested)
-    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100)
+    verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100,
+                               family=claims.family_size())
     for verdict in verdicts:
         draws = block["judged"][verdict.claim.metric.split(".")[3]]["draws"]
         stat = verdict.statistic
@@ -539,7 +540,8 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
             assert verdict.p_holds == pytest.approx((1 + len(draws) - beyond) / (len(draws) + 1))
         assert verdict.verdict in ("holds", "does not hold", "inconclusive")
     rising = next(c for c in claims.load(SLUG).claims if c.id == "gradient-strongest-at-output-scratch")
-    found, = claims.evaluate(claims.Ledger(SLUG, [rising]), {"objectives": {"scratch": block}}, "tiny")
+    found, = claims.evaluate(claims.Ledger(SLUG, [rising]), {"objectives": {"scratch": block}}, "tiny",
+                             family=claims.family_size())
     assert found.statistic["method"] == "sign-flip (exact)" and found.statistic["n_units"] == 5  # seeds 0–4
     assert found.statistic["value"] == pytest.approx(np.mean([0.4 + s - 0.1 * s for s in range(5)]))
 

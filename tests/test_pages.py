@@ -67,7 +67,7 @@ def test_chapter_claims_table_rows_carry_their_anchor():
     ledger = claims.Ledger(chapter="01_a",
                            claims=[claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap"),
                                    claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
-    found = claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
+    found = claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m", family=claims.family_size())
     html = pages.claims_table(found)._repr_html_()
     assert html.startswith('<details class="eg-fold"><summary>The 2 claims this chapter tests')  # folded
     assert '<table class="eg-table eg-cards">' in html  # one card per claim (_static/book.css)
@@ -80,12 +80,13 @@ def test_a_re_judged_claim_links_to_its_row_in_its_home_chapter():
     ledger = claims.Ledger(chapter="08_a", claims=[
         claims.Claim(id="gap-end", statement="a gap", source="s", metric="gap", home="01_layer_by_layer"),
         claims.Claim(id="peak", statement="a peak", source="s", metric="peak")])
-    one = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m"))
+    one = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m", family=claims.family_size()))
     html = one._repr_html_()
     assert '<a href="01_layer_by_layer.html#claim-gap-end">counted in 1 · layer by layer</a>' in html
     assert one.frame["home"].tolist() == ["counted in 1 · layer by layer", "—"]  # the plain-text output names it
-    two = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m")
-                             + claims.evaluate(ledger, {"gap": 0.3, "peak": 0.4}, "n"))._repr_html_()
+    two = pages.claims_cards(claims.evaluate(ledger, {"gap": 0.2, "peak": 0.5}, "m", family=claims.family_size())
+                             + claims.evaluate(ledger, {"gap": 0.3, "peak": 0.4}, "n",
+                                               family=claims.family_size()))._repr_html_()
     assert two.count('href="01_layer_by_layer.html#claim-gap-end"') == 1 and pages.claim_href("01_a", "x") == \
         "01_a.html#claim-x"
 

@@ -169,9 +169,10 @@ def test_a_claim_whose_verdict_changed_on_a_perturbed_path_is_marked_fragile(tmp
     path.write_text(json.dumps(figures))
     monkeypatch.setattr(reproducibility, "FIGURES", path)
     flips = {("c", "m"): reproducibility.flipped("t", "c", "m")}
-    verdict = claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m", flips=flips)[0]
+    m = claims.family_size()
+    verdict = claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m", flips=flips, family=m)[0]
     assert verdict.fragile == "its verdict changed on a perturbed float path (threads_1)"
-    assert claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m")[0].fragile is None
+    assert claims.evaluate(_ledger(0.0), _metrics(np.random.default_rng(1)), "m", family=m)[0].fragile is None
 
 
 # --------------------------------------------------------------------------- the tiny book on a perturbed path

@@ -372,7 +372,8 @@ def test_a_failing_headline_is_still_a_headline():
             units = metrics["per_unit"]["pair_sets.hard"]
             units[:] = np.linspace(0.0, 1.0, units.shape[1])  # a rising curve: peaks at the last depth
             metrics["pair_sets"]["hard"] = units.mean(axis=0)
-        found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=5000))
+        found = claims.records(claims.evaluate(ledger, metrics, "synthetic", resamples=5000,
+                                               family=claims.family_size()))
         heads.append(([r["id"] for r in words.headlines(found)],
                       {r["id"]: r["verdict"] for r in found}["hard-pairs-peak"]))
     assert heads[0][0] == heads[1][0] and heads[1][1] == "does not hold"

@@ -176,12 +176,13 @@ def test_pair_kernels_are_u_statistics_of_the_mean_cosine_avg_sim_and_score():
 def test_a_pairwise_kernel_resampled_has_the_standard_error_of_its_pairs_not_of_row_means():
     """The U-statistic's bootstrap spread is about twice that of row means treated as independent:
     each sentence enters n − 1 pairs (Hoeffding: Var U ≈ 4 σ₁² / n)."""
-    from embedding_geometry.book.claims import pvalues, samples
+    from embedding_geometry.book.claims import samples
 
     x = np.random.default_rng(2).standard_normal((60, 6)) + 0.3
     kernel = isotropy.pair_kernels(x)["mean_cos"]
     rows = (kernel.sum(axis=1) - 1) / (len(x) - 1)
-    pairwise = pvalues.bootstrap(samples.Pairwise(kernel), lambda x: x, 4000, np.random.default_rng(0)).std()
+    statistic = samples.Units(kernel, pairwise=True)
+    pairwise = samples.bootstrap(statistic, lambda x: x, 4000, np.random.default_rng(0)).std()
     as_rows = rows.std(ddof=1) / np.sqrt(len(rows))
     assert 1.6 < pairwise / as_rows < 2.4
 

@@ -80,11 +80,11 @@ a study never imports ``book``):
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
                         data), ``reduce`` (a metric to the number a claim is about, and the model-agnostic
-                        shape tests), ``samples`` (the statistic on weighted per-unit values),
-                        ``pvalues`` (the test each design calls for, exact or the bootstrap: BCa; the
-                        adjustment, power), ``evidence`` (a claim's
-                        shape test and null as p-values), ``judge`` (``evaluate``: each claim once
-                        through every stage; ``decide``), ``words`` (every verdict word)
+                        shape tests), ``samples`` (the statistic on weighted per-unit values, and its
+                        bootstrap: BCa), ``pvalues`` (the test each design calls for, exact or the
+                        bootstrap, as p-values for the shape test and the null; the adjustment, power),
+                        ``judge`` (``evaluate``: each claim once through every stage; ``decide``),
+                        ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
     ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts

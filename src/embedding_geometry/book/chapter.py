@@ -294,7 +294,7 @@ class Chapter:
         found = [self.verdict(*key) for key in keys]
         flips = {(v.claim.id, v.model): f for v in found
                  if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
-        decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, flips=flips)]
+        decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, claims.family_size(), flips)]
         self._decided = dict(zip(keys, decided))
         return decided
 

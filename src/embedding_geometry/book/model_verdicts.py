@@ -1,31 +1,12 @@
 """One claims ledger judged on several models: each claim's verdict per model, the claim × model
 table, and what the pattern across the models says about each finding.
 
-A chapter that compares models (:meth:`~embedding_geometry.book.chapter.Chapter.compared`)
-measures every model into a metrics dict of its own and judges each with the same ledger
-(:func:`evaluate`), so that every cell has its interval and null exactly as the main model's
-claims table does. The *roster* (:func:`roster`) gives each model its role: ``trained``, or
-``control``, a random-init control (``core.models.random_control``) of the trained model
-``control_of``. A trained model's claim is judged against its controls' seeds as the null (the
-difference trained − control, resampled unit by unit and seed by seed); a control's claim on its
-own bound.
-
-**Reading a row** (:func:`reading`): one truth table over the verdicts, the first row that applies:
-
-================  ===========================================================================
-``training``      every trained model's claim holds (beyond its controls, where it has a
-                  control null) and no random-init control's does: training makes it
-``architecture``  every trained model's claim holds and so does every control's: an untrained
-                  copy shows it too
-``model``         one trained model's claim holds and another's does not hold
-``undecided``     anything else (a claim that holds on no trained model is read here)
-================  ===========================================================================
-
-Each reading reports the difference trained − control with its 95 % interval where a trained
-model was tested against its controls.
-
-A ledger that re-judges other chapters' claims lists those it leaves out, with why
-(``left_out``); :func:`left_out_table` shows them on its page.
+The roster (:func:`roster`) gives each model its role: ``trained``, or ``control``, a random-init
+copy of the trained model ``control_of``. A trained model's claim is judged against its controls'
+seeds as its null; a control's claim on its own bound. A row's **reading** (:func:`truth`), the
+first that applies: *training* (every trained model's claim holds and no control's), *architecture*
+(every trained model's and every control's holds), *model* (one trained model's holds and another's
+does not hold), else *undecided*.
 """
 
 from __future__ import annotations
@@ -81,7 +62,8 @@ def evaluate(ledger: claims.Ledger, by_model: Mapping[str, Mapping[str, Any]], s
     verdicts: :func:`records_by_model`) keeps its records and is not judged again."""
     judged = judged or {}
     return {model: list(judged[model]) if model in judged else
-            claims.records(claims.evaluate(ledger, metrics, model, seed=seed)) for model, metrics in by_model.items()}
+            claims.records(claims.evaluate(ledger, metrics, model, seed=seed, family=claims.family_size()))
+            for model, metrics in by_model.items()}
 
 
 def records_by_model(verdicts: Iterable[claims.Verdict]) -> dict[str, list[dict]]:
@@ -100,7 +82,8 @@ def without_controls(ledger: claims.Ledger, verdicts: Mapping[str, list[dict]],
     again = claims.Ledger(ledger.chapter, [c for c in ledger.claims if (c.null or {}).get("kind") == "control"])
     found = {}
     for model, metrics in trained.items():
-        redone = {r["id"]: r for r in claims.records(claims.evaluate(again, metrics, model, seed=seed))}
+        redone = claims.records(claims.evaluate(again, metrics, model, seed=seed, family=claims.family_size()))
+        redone = {r["id"]: r for r in redone}
         found[model] = [redone.get(r["id"], r) for r in verdicts[model]]
     return found
 

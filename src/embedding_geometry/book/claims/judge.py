@@ -1,37 +1,22 @@
-"""Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model) → verdicts``.
+"""Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model, family=m) → verdicts``.
 
-Each claim passes through its stages once, in order:
-
-1. **ledger** — the claim as data (:mod:`.ledger`);
-2. **statistic** — its metric, a number or a per-depth series, becomes the number the claim is
-   about (:mod:`.reduce`), rebuilt from its per-unit samples (:mod:`.samples`);
-3. **test** — the test its design calls for gives p₊ and p₋ (:mod:`.pvalues`): exact sign-flip or
-   binomial tests at small n and for shares, the bootstrap (BCa) otherwise, the share of resamples
-   outside the window for a location; a null (chance, a permutation distribution, random-init
-   controls compared unit by unit) is a second test the claim must also pass;
-4. **adjustment** — :func:`decide` adjusts the chapter's p-values for the number of claims
-   (Benjamini–Hochberg, :func:`.pvalues.adjust`): a claim *holds* or *does not hold* when its
-   adjusted p is at most q = 0.05, on the side of its smaller one-sided p; it is *inconclusive*
-   otherwise, with the smallest effect its n detects;
-5. **words** — :mod:`.words`.
-
-A claim that cannot be tested — no model-agnostic form, true by construction, its metric not
-computed, fewer than 5 units, too few control seeds — is *not tested*, with the reason.
-Separately, a **numeric** verdict (reproduced / not reproduced within ``tolerance``) is given
-only when this run's model is the published model.
+Each claim passes once through ledger (:mod:`.ledger`) → statistic (:mod:`.reduce`,
+:mod:`.samples`) → test (:mod:`.pvalues`) → adjustment (:func:`decide`) → words
+(:mod:`.words`). A claim that cannot be tested is *not tested*, with the reason; a **numeric**
+verdict (reproduced or not within ``tolerance``) is given only on the published model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
-from . import evidence, pvalues
+from . import pvalues
 from . import reduce as reducers
-from .ledger import Claim, Ledger, family_size, lookup
+from .ledger import Claim, Ledger, lookup
 
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 DESCRIPTIVE, NOT_MEASURED, BY_CONSTRUCTION = "descriptive", "not measured", "by construction"
@@ -98,40 +83,34 @@ class Verdict:
         return self.tested and self.claim.in_family
 
     def record(self) -> dict[str, Any]:
-        """The verdict as a plain dict for the results JSON (what :mod:`.words` reads)."""
-        c = self.claim
-        stat = self.statistic or {}
+        """The verdict as a plain dict for the results JSON (what :mod:`.words` reads): the claim's
+        fields, the verdict's own (``numeric`` as ``numeric_verdict``; not ``se`` and ``floor``,
+        which only :func:`decide` reads) and what follows from them."""
+        c, stat = self.claim, self.statistic or {}
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("claim", "numeric", "se", "floor")}
         record = {
-            "id": c.id, "kind": c.kind, "home": c.home, "statement": c.statement, "source": c.source,
-            "caveat": c.caveat, "says": dict(c.says) if c.says else None, "headline": c.headline,
-            "metric": c.metric, "reduce": c.reduce, "series": c.series,
-            "published": dict(c.published) if c.published else None, "tolerance": c.tolerance, "model": self.model,
-            "measured": self.measured, "depth": self.depth, "numeric_verdict": self.numeric,
-            "shape": dict(c.shape) if c.shape else None,
+            **{name: getattr(c, name) for name in _CLAIM_FIELDS}, **own, "numeric_verdict": self.numeric,
             "test": reducers.threshold_text(*c.test) if c.test else None,
             "bound": {"source": c.bound_source, "fraction": c.fraction,
                       "reason": c.fraction_reason} if c.bound_source else None,
-            "unit": c.unit, "status": self.status, "reason": self.reason, "outcome": self.outcome,
-            "statistic": dict(self.statistic) if self.statistic else None,
-            "null": dict(self.null) if self.null else None, "no_null": c.no_null_reason,
-            "p": self.p, "p_holds": self.p_holds, "p_fails": self.p_fails, "p_adjusted": self.p_adjusted,
-            "mc_error": self.mc_error, "detectable": self.detectable, "family": self.family,
-            "fragile": self.fragile, "tested_at": self.tested_at, "counted": self.counted,
-            "reach": dict(self.reach) if self.reach else None,
-            "n_units": stat.get("n_units"),
+            "no_null": c.no_null_reason, "p": self.p, "counted": self.counted, "n_units": stat.get("n_units"),
             "interval": stat.get("interval"), "interval_method": stat.get("method"),
             "sensitivity": _sensitivity(c, stat.get("interval")),
         }
+        record = {key: dict(value) if isinstance(value, Mapping) else value for key, value in record.items()}
         record["verdict"] = verdict_word(record)
         return record
 
 
-def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-             resamples: int = pvalues.RESAMPLES, family: int | None = None,
-             flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
+_CLAIM_FIELDS = ("id", "kind", "home", "statement", "source", "caveat", "says", "headline", "metric", "reduce",
+                 "series", "published", "tolerance", "shape", "unit")
+
+
+def evaluate(ledger: Ledger, metrics: Mapping[str, Any], model: str, *, family: int, seed: int = 0,
+             resamples: int = pvalues.RESAMPLES, flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """Verdicts for every claim of ``ledger`` on ``metrics`` of ``model``, decided together
-    (:func:`decide`); ``family`` is m (default: :func:`.ledger.family_size`), ``flips`` the claims
-    whose verdict a perturbed float path changed ((id, model) → the paths)."""
+    (:func:`decide`; ``family`` is m, as :func:`.ledger.family_size` counts it for the book, ``flips``
+    the claims whose verdict a perturbed float path changed): a function of its arguments alone."""
     found = [judge_claim(claim, metrics, model, seed=seed, resamples=resamples) for claim in ledger.claims]
     return decide(found, family, flips)
 
@@ -150,11 +129,11 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    if short := evidence.too_short(claim, raw):
+    if short := reducers.too_short(claim, raw):
         return Verdict(claim, model, status=DESCRIPTIVE, reason=short)
     series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
     if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
-        measured = evidence.point_of(claim, raw)
+        measured = reducers.point_of(claim, raw)
     else:
         measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
     found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
@@ -165,13 +144,13 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     if claim.unit is None:
         return Verdict(**found, status=DESCRIPTIVE, reason="no sampling unit declared")
     rng = pvalues.generator(seed, claim.id)
-    shape = evidence.shape(claim, metrics, raw, resamples, rng)
+    shape = pvalues.shape(claim, metrics, raw, resamples, rng)
     if isinstance(shape, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=shape)
-    statistic = {"name": evidence.statistic_name(claim), "value": shape.point, "n_units": shape.n,
+    statistic = {"name": reducers.statistic_name(claim), "value": shape.point, "n_units": shape.n,
                  "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
                  "p_fails": shape.p_fails}
-    null = evidence.null(claim, metrics, raw, shape, resamples, rng)
+    null = pvalues.null(claim, metrics, raw, shape, resamples, rng)
     if isinstance(null, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=null, statistic=statistic)
     parts = [shape] + ([null[1]] if null and null[1] else [])
@@ -190,15 +169,14 @@ def _numeric(claim: Claim, measured: float, model: str) -> str | None:
 
 # ------------------------------------------------------------ the adjustment: a chapter's claims together
 
-def decide(verdicts: list[Verdict], family: int | None = None,
-           flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
+def decide(verdicts: list[Verdict], family: int, flips: Mapping[str, list[str]] | None = None) -> list[Verdict]:
     """The outcome of every tested verdict of one chapter on one model. The counted ones are
     adjusted together (:func:`.pvalues.adjust`, m_k the ledger's counted claims); a hypothesis or a
     claim whose home is elsewhere is read at the level of the chapter's next discovery,
     q (R + 1) / m; a check of the pipeline, a test of the code rather than a finding, at q alone.
     A verdict is *fragile* when a perturbed float path changed it (``flips``), or when its p moved
     by twice its Monte Carlo error would cross q."""
-    m = family or family_size()
+    m = family
     by_model: dict[str, list[int]] = {}
     for i, v in enumerate(verdicts):
         by_model.setdefault(v.model, []).append(i)

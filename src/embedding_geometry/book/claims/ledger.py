@@ -1,59 +1,36 @@
-"""The claims ledger: each chapter's claims as data, read and checked before anything is judged.
-
-Each chapter keeps its ledger in ``data/claims/<slug>.yaml``::
+"""The claims ledger: each chapter's claims as data (``data/claims/<slug>.yaml``), checked when read.
 
     claims:
       - id: short-kebab-id
-        kind: published           # published (default) | hypothesis (the book's own) | pipeline (a check)
-        statement: what the text says, in its words
-        source: seed file and section
-        headline: true            # the post makes it in its title, TL;DR or key takeaways (chosen
-                                  # here, before any run, never by outcome)
-        caveat: "…"               # what a reader must know to read the verdict (optional)
-        home: 01_layer_by_layer   # this entry re-judges a claim whose home is another chapter (same id):
-                                  # judged here, counted there
-        metric: key path into the chapter's metrics ("pair_cosine.hard")
-        reduce: how the metric becomes one number (claims.reduce; default "value")
-        series: depths            # or blocks: what the metric's last axis runs over
-        published: {value: 0.88, model: mixedbread-ai/mxbai-embed-large-v1}
-        tolerance: 0.01           # |this run − published| allowed for the numeric verdict
-        shape: {test: above, args: {bound: 0.5}, statement: the model-agnostic form of the claim}
-        says: {holds: "…", fails: "…"}   # the finding in plain words when the shape test holds and when its
-                                  # opposite is shown: a clause read after "On all-MiniLM-L6-v2, " (required
-                                  # of every packaged claim with a shape test, a test checks; an entry with
-                                  # `home:` takes its home's)
-                                  # tests: claims.reduce (above, below, between, the series
-                                  # tests, location {window: [a, b], at: max|min})
-        measured_on: org/model    # the metric is another model's run (a per-model key)
-        unit: sentences           # the sampling unit (:data:`UNITS`)
-        samples: <spec>           # how the statistic is built from per-unit values (claims.samples.find);
-                                  # default: the claim's metric key; {draws: <path>, n_units: <path>}
-                                  # for resamples a chapter drew itself (a hierarchical bootstrap)
-        null: {kind: control, samples: <spec>}   # a distribution, compared unit by unit: a statistic of
-                                  # (side: above | below, with a between test: the value must also lie
-                                  # on that side of the null, as the published value does)
-                                  # the same units, with seeds (≥ 10 random-init controls), or
-                                  # {kind: …, draws: <path>} (a permutation distribution), or
-                                  # {kind: chance, value: 0.25} (an exact expectation)
-        no_null: paired           # why a claim with a shape test has no null: a key of NO_NULL or a
-                                  # sentence; required for a counted claim (in_family) without one
-        fraction: 0.5             # the bound is this share of the published magnitude (above:
-        fraction_reason: "…"      # f · published; below: published / f)
-        by_construction: "<why it holds on every model>"   # shown, not counted
-        description: "<why there is no model-agnostic test>"   # shown, not counted; beside a shape test: why
-                                  # it is not tested (its statistic is a counted claim's, or it cannot fail)
-        not_measured: "<why, when the metric is None>"
-    errata:
-      - id, statement, prose_value, data_value, evidence
-    left_out:                     # a ledger that re-judges other chapters' claims (chapter 8): those
-      - {id, home, why}           # it leaves out, each with its home and why (shown on its page)
-    parameters:                   # a chapter without an entry in book/rules.py states its own rules here
-      n_texts: {integer: [3, 1000]}   # (book.parameters.declared): integer / number [low, high], boolean,
-      corpus: {one_of: [a, b]}        # text, texts (a list of at least n strings), one_of [choices]
+        kind: published          # | hypothesis (the book's own) | pipeline (a check)
+        statement, source        # the text's words, and where it says them
+        headline: true           # in the post's title, TL;DR or key takeaways (chosen before any run)
+        caveat: "…"              # what a reader must know to read the verdict
+        home: <slug>             # judged here, counted at its home chapter (same id; takes its home's says)
+        metric: a.b              # key path into the chapter's metrics
+        reduce: last             # how the metric becomes one number (claims.reduce)
+        series: depths           # or blocks: what the metric's last axis runs over
+        published: {value: 0.88, model: org/model}
+        tolerance: 0.01          # |this run − published| allowed for the numeric verdict
+        shape: {test: above, args: {bound: 0.5}, statement: the model-agnostic form}  # tests: claims.reduce
+        says: {holds: "…", fails: "…"}   # the finding for each outcome, read after "On MiniLM, "
+        measured_on: org/model   # the metric is another model's run
+        unit: sentences          # the sampling unit (UNITS)
+        samples: <spec>          # per-unit values that rebuild the statistic (claims.samples.find), or
+                                 # {draws: <path>, n_units: <path>}: resamples the chapter drew itself
+        null: {kind: control, samples: <spec>}  # random-init controls unit by unit (≥ 10 seeds), or
+                                 # {kind: …, draws: <path>} (permutation), or {kind: chance, value: 0.25};
+                                 # side: above | below, for a between test
+        no_null: paired          # why a counted claim has no null: a key of NO_NULL, or a sentence
+        fraction: 0.5            # the bound is f · published (above) or published / f (below) …
+        fraction_reason: "…"     # … and why
+        by_construction | description | not_measured: "<why>"   # shown, not counted
+    errata: [{id, statement, prose_value, data_value, evidence}]
+    left_out: [{id, home, why}]  # other chapters' claims a re-judging ledger leaves out
+    parameters: {name: {integer: [3, 1000]}}   # a chapter's own rules (book.parameters.declared)
 
-**Multiplicity.** The book's published claims with a shape test form one family per model: their
-number m (:func:`family_size`, counted over every ledger of the package, before any run) scales each
-chapter's Benjamini–Hochberg adjustment (claims.pvalues).
+The published claims with a shape test at their home form one family per model; its size m
+(:func:`family_size`) scales each chapter's Benjamini–Hochberg adjustment (claims.pvalues).
 """
 
 from __future__ import annotations
@@ -254,9 +231,18 @@ def _folder() -> Path:
     return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: ten times faster
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str) -> dict[str, Any]:
+    """A ledger's YAML, parsed once per process for each text (a chapter reads its ledgers many times)."""
+    return yaml.load(text, Loader=_LOADER) or {}
+
+
 def _read(slug: str, folder: str | Path | None, missing_ok: bool = False) -> dict[str, Any]:
     path = Path(folder or _folder()) / f"{slug}.yaml"
-    return {} if missing_ok and not path.exists() else yaml.safe_load(path.read_text())
+    return {} if missing_ok and not path.exists() else _parse(path.read_text())
 
 
 def load(slug: str, folder: str | Path | None = None) -> Ledger:

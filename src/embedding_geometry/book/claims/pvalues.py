@@ -1,62 +1,29 @@
-"""p-values: the test each design calls for, the bootstrap it may rest on, the adjustment for the
-number of claims, and power.
+"""p-values: the test each design calls for (:func:`shape`, and the claim's :func:`null`), the
+adjustment for the number of claims, and power (the maths in full: book/methods.md, "How a
+verdict is made"; the bootstrap and BCa: :mod:`.samples`).
 
-A claim is decided on a **directional difference** D, signed so that the claim holds when D > 0:
-the statistic minus its bound for ``above`` (the bound minus it for ``below``), a series test's
-statistic, the statistic minus its null. Each test gives two one-sided p-values, p₊ for
-H₀: D ≤ 0 (small when the claim holds) and p₋ for H₀: D ≥ 0 (small when it does not), and a 95 %
-interval inside the statistic's range. The tests, by design:
-
-* **sign-flip** (exact; a mean of per-unit values with n < 20 — sentences, pairs, seeds): under
-  H₀ each unit's d_i is symmetric about 0, so all 2ⁿ sign patterns are equally likely; p₊ is the
-  share of patterns whose mean is at least the observed one, and the 95 % interval inverts the
-  test (:func:`sign_flip_interval`);
-* **binomial** (exact; a share of units, each 0 or 1, against a bound π₀):
-  ``scipy.stats.binomtest``, with the Clopper–Pearson interval;
-* **bootstrap** (BCa; any other statistic, or n ≥ 20): p inverted from the BCa interval, with its
-  Monte Carlo error (:func:`bca_p`);
-* **location**: p₊ is the share of resamples whose re-found peak lies outside the window the
-  claim states, p₋ the share inside it (with the +1 of a resampling p-value);
-* **permutation null**: p₊ = (1 + #{null draws ≥ the statistic}) / (N + 1).
-
-A claim with a null must clear its bound *and* its null (an intersection–union test: p₊ is the
-larger of the two); it fails when either fails (p₋ is the smaller, doubled). The claim's p is
-p = min(1, 2 min(p₊, p₋)), and its direction is the side with the smaller one-sided p.
-
-**Multiplicity** (:func:`adjust`). Each model's counted published claims form one family of m.
-A chapter decides its own m_k claims by Benjamini–Hochberg at level q m_k / m: claim j of the
-chapter is a discovery when p_(j) ≤ q j / m. Each chapter's false discovery rate is then at most
-q m_k / m and, since V / R ≤ Σ_k V_k / R_k for the whole family, the family's is at most
-Σ_k q m_k / m = q. A chapter decides without waiting for the others, and a claim's verdict does
-not depend on another chapter's results.
-
-**The bootstrap.** B resamples draw each unit's weight as the counts of n draws with replacement over
-n (and each seed's, for a statistic with seeds: ``core.hierarchical.unit_weights``), and recompute
-the statistic (:mod:`.samples`) on each; the jackknife leaves each unit out in turn with the same
-code.
-
-**BCa** (Efron 1987) corrects the percentile interval for the bias z₀ = Φ⁻¹(G(θ̂)), G the share of
-resamples below the point (ties counted half), and the acceleration a = Σ d³ / (6 (Σ d²)^{3/2}),
-d the jackknife values' deviations from their mean. Its interval at level 1 − 2α takes the
-percentiles α₁, α₂ of the resamples, α_i = Φ(z₀ + (z₀ + z_i) / (1 − a (z₀ + z_i))), and so stays
-inside the range the statistic takes on resamples (never past 0 or 1 for a share).
-
-**A BCa p-value** inverts that interval: the one-sided p for H₀: θ ≤ t is the α at which the lower
-end reaches t. With g = G(t) and w = Φ⁻¹(g) − z₀, the equation above gives
-z_α = w / (1 + a w) − z₀ and p = Φ(z_α). Its Monte Carlo error comes from g's,
-√(g (1 − g) / B), carried through the same map (:func:`bca_p`).
+A claim is decided on a directional difference D, signed so that it holds when D > 0. Each test
+gives p₊ for H₀: D ≤ 0, p₋ for H₀: D ≥ 0 and a 95 % interval inside the statistic's range: the
+exact sign-flip test (a mean of per-unit values, n < 20), the exact binomial test (a share of 0/1
+units), the bootstrap (BCa; anything else), the share of resamples outside a location's window,
+the rank among a permutation null's draws. A claim with a null must clear its bound and its null
+(:func:`combine`). Each chapter decides its m_k counted claims by Benjamini–Hochberg at level
+q m_k / m (:func:`adjust`), so the family's false discovery rate over a model's m claims is at most q.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from ...core.hierarchical import unit_weights
-from .samples import Statistic
+from . import samples
+from . import reduce as reducers
+from .ledger import EXACT_NULLS, NULL_KINDS, Claim, LedgerError, lookup
 
 Q = 0.05
 """The false discovery rate the book controls over each model's counted claims."""
@@ -65,84 +32,16 @@ SMALL_N = 20
 POWER = 0.8
 RESAMPLES = 20_000
 """B: a one-sided p as small as 1 / B = 5 · 10⁻⁵ is resolved, below the smallest adjusted threshold q / m."""
-LEVEL = 0.95
 MIN_UNITS = 5
 """Below this many units there is no test: a claim is not tested."""
-_CHUNK_CELLS = 2 ** 22  # resamples × units per chunk of weights: 4 M weights, 32 MiB as float64
+MIN_SEEDS = 10
+"""The fewest random-init control seeds that make a null distribution (book/methods.md)."""
 
 
 def generator(seed: int, name: str) -> np.random.Generator:
     """A generator seeded by (``seed``, a hash of ``name``): each claim gets its own stream, and
     adding a claim to a ledger changes no other claim's resamples."""
     return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
-
-
-def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Generator,
-              other: Statistic | None = None) -> np.ndarray:
-    """reduce(statistic) on ``resamples`` resamples of its units (and seeds): [B, …]. With ``other``
-    (the same units), reduce(statistic) − reduce(other) on the same unit draws, each one's seeds
-    drawn on their own: a paired difference."""
-    n = statistic.n_units
-    chunk = max(1, min(resamples, _CHUNK_CELLS // n))
-    out = []
-    for start in range(0, resamples, chunk):
-        b = min(chunk, resamples - start)
-        w = unit_weights(rng, b, n)
-        found = reduce(statistic.values(w, _seed_weights(rng, b, statistic)))
-        if other is not None:
-            found = found - reduce(other.values(w, _seed_weights(rng, b, other)))
-        out.append(np.asarray(found, dtype=float))
-    return np.concatenate(out)
-
-
-def _seed_weights(rng: np.random.Generator, b: int, statistic: Statistic) -> np.ndarray | None:
-    return None if statistic.n_seeds is None else unit_weights(rng, b, statistic.n_seeds)
-
-
-def jackknife(statistic: Statistic, reduce, other: Statistic | None = None) -> np.ndarray:
-    """reduce(statistic) (− reduce(other)) with each unit left out in turn: [n, …] (seeds all kept)."""
-    n = statistic.n_units
-    w = (1.0 - np.eye(n)) / (n - 1)
-    found = np.asarray(reduce(statistic.values(w)), dtype=float)
-    return found if other is None else found - np.asarray(reduce(other.values(w)), dtype=float)
-
-
-def _bias_acceleration(draws: np.ndarray, point: float, jack: np.ndarray) -> tuple[float, float]:
-    """z₀ and a of BCa (module docstring)."""
-    below = (np.sum(draws < point) + 0.5 * np.sum(draws == point)) / len(draws)
-    z0 = float(stats.norm.ppf(np.clip(below, 1 / (len(draws) + 1), len(draws) / (len(draws) + 1))))
-    d = np.mean(jack) - jack  # the caller keeps the finite draws and jackknife values
-    spread = float(np.sum(d ** 2))
-    return z0, float(np.sum(d ** 3) / (6 * spread ** 1.5)) if spread > 0 else 0.0
-
-
-def bca_interval(draws: np.ndarray, point: float, jack: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    """The BCa interval at ``level`` (module docstring); the percentile interval where the
-    correction breaks down (1 − a (z₀ + z) ≤ 0)."""
-    z0, a = _bias_acceleration(draws, point, jack)
-    z = stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
-    denominator = 1 - a * (z0 + z)
-    shares = stats.norm.cdf(z0 + (z0 + z) / denominator) if np.all(denominator > 0) else [(1 - level) / 2,
-                                                                                          (1 + level) / 2]
-    lo, hi = np.quantile(draws, shares)
-    return float(lo), float(hi)
-
-
-def bca_p(draws: np.ndarray, point: float, jack: np.ndarray, threshold: float = 0.0) -> tuple[float, float]:
-    """The one-sided BCa p-value for H₀: θ ≤ ``threshold`` (evidence that θ > threshold), and its
-    Monte Carlo standard error (module docstring). g is floored at 1 / (2B): a p below the
-    resolution of B resamples reads as that resolution, not as 0."""
-    z0, a = _bias_acceleration(draws, point, jack)
-    b = len(draws)
-
-    def p_of(g: float) -> float:
-        w = stats.norm.ppf(np.clip(g, 0.5 / b, 1 - 0.5 / b)) - z0
-        denominator = 1 + a * w
-        return float(stats.norm.cdf(w / denominator - z0)) if denominator > 0 else float(g)
-
-    g = float(np.mean(draws <= threshold))
-    se = np.sqrt(max(g, 1 / b) * (1 - g) / b)
-    return p_of(g), abs(p_of(g + se) - p_of(max(g - se, 0.0))) / 2
 
 
 # --------------------------------------------------------------------------- exact tests, p-values, the adjustment
@@ -261,3 +160,221 @@ def threshold(decided: int, family_size: int) -> float:
 def detectable(se: float, level: float) -> float:
     """The smallest |D| this n detects with 80 % power at two-sided ``level``: (z_{1−level/2} + z_0.8) · se."""
     return float((stats.norm.ppf(1 - level / 2) + stats.norm.ppf(POWER)) * se)
+
+
+# --------------------------------------------------------------------------- the shape test
+
+def _sides(claim: Claim) -> list[tuple[float, float]]:
+    """The claim's test as directional parts (sign, threshold): it holds when every
+    sign · (θ − threshold) > 0 — one part for above, below and the series tests, two for between."""
+    test, args = claim.test
+    if test == "between":
+        return [(1.0, float(args["low"])), (-1.0, float(args["high"]))]
+    return [(-1.0 if test == "below" else 1.0, float(args.get("bound", 0.0)))]
+
+
+def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Evidence | str:
+    """The shape test's evidence, or why there is none; with ``sides``, the same test against
+    those thresholds instead of the claim's own (a null's value)."""
+    point, sides = reducers.point_of(claim, raw), sides or _sides(claim)
+    if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
+        return _drawn(claim, metrics, point, sides)
+    statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
+    if isinstance(statistic, samples.Missing):
+        return str(statistic)
+    reduce = reducers.reducer(claim)
+    full = float(reduce(statistic.point()[None])[0])
+    if not math.isclose(full, point, rel_tol=1e-4, abs_tol=1e-6):
+        raise LedgerError(f"claim '{claim.id}': {statistic.source} gives {full:.6g}, but the metric gives "
+                          f"{point:.6g}; the per-unit samples must rebuild the metric")
+    if statistic.n_units < MIN_UNITS:
+        return f"only {statistic.n_units} {claim.unit}: fewer than {MIN_UNITS}, too few for a test"
+    if claim.test[0] == reducers.LOCATION:
+        return _location(claim, statistic, raw, point, resamples, rng)
+    values = _unit_values(claim, statistic, reduce)
+    if values is not None:
+        return _exact(claim, values, point, sides, statistic, reduce, resamples, rng)
+    return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
+
+
+def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarray | None:
+    """Each unit's own value [n] when the statistic is their plain mean (a linear reduce of a mean,
+    or a mean over seeds of one); else None."""
+    linear_test = claim.test[0] in ("rises", "falls") or (
+        claim.test[0] in reducers.SCALAR_SHAPES and reducers.is_linear(claim.reduce))
+    if not linear_test:
+        return None
+    data = statistic.unit_means()
+    return None if data is None else np.asarray(reduce(np.asarray(data, dtype=float)), dtype=float)
+
+
+def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, reduce, resamples: int,
+           rng) -> Evidence | str:
+    """A mean of unit values: exact binomial for 0/1 units, exact sign-flip below n = 20, else the bootstrap."""
+    n = len(values)
+    if np.isin(values, (0.0, 1.0)).all() and all(0 < t < 1 for _, t in sides):
+        parts, interval = [], None
+        for sign, t in sides:
+            greater, less, interval = binomial(int(values.sum()), n, t)
+            parts.append((greater, less) if sign > 0 else (less, greater))
+        p_holds, p_fails = combine(parts)
+        least = combine([(t ** n, (1 - t) ** n) if sign > 0 else ((1 - t) ** n, t ** n) for sign, t in sides])
+        t = sides[0][1]  # the share's standard error at the bound: what its power rests on
+        return Evidence("binomial (exact)", point, interval, n, p_holds, p_fails, se=float(np.sqrt(t * (1 - t) / n)),
+                        floor=least)
+    if n >= SMALL_N:
+        return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
+    p_holds, p_fails = combine([sign_flip(sign * (values - t)) for sign, t in sides])
+    se = float(np.std(values, ddof=1) / np.sqrt(n))
+    return Evidence("sign-flip (exact)", point, sign_flip_interval(values), n, p_holds, p_fails, se=se,
+                    floor=floors(0.5 ** n, sides, se))
+
+
+def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, other=None,
+                  method: str = "bootstrap (BCa)") -> Evidence | str:
+    """BCa p-values on each side of each part, and the BCa interval (:func:`.bootstrap`)."""
+    draws = samples.bootstrap(statistic, reduce, resamples, rng, other)
+    jack = samples.jackknife(statistic, reduce, other)
+    draws, jack = draws[np.isfinite(draws)], jack[np.isfinite(jack)]
+    if len(draws) < resamples / 2 or len(jack) < 2:
+        return "the statistic is undefined on most resamples"
+    parts, errors = [], []
+    for sign, t in sides:
+        above, e1 = samples.bca_p(sign * draws, sign * point, sign * jack, sign * t)
+        below, e2 = samples.bca_p(-sign * draws, -sign * point, -sign * jack, -sign * t)
+        parts.append((above, below))
+        errors += [e1, e2]
+    p_holds, p_fails = combine(parts)
+    se, least = float(np.std(draws, ddof=1)), 1 / len(draws)
+    return Evidence(method, point, samples.bca_interval(draws, point, jack), statistic.n_units, p_holds, p_fails,
+                    mc_error=max(errors), se=se, floor=floors(least, sides, se))
+
+
+def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
+    """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
+    a, b = claim.test[1]["window"]
+    draws = samples.bootstrap(statistic, reducers.reducer(claim), resamples, rng)
+    inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
+    p_holds, p_fails = share_p(~inside, inside)
+    lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
+    least = 1 / (len(draws) + 1)
+    return Evidence("location (resamples)", point, (float(lo), float(hi)), statistic.n_units, p_holds, p_fails,
+                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(draws))), se=float(np.std(draws)),
+                    floor=(least, least))
+
+
+def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
+    """``samples: {draws, n_units}``: resamples a chapter drew itself (e.g. over seeds, then
+    sentences): p from the share of draws on each side, and their percentile interval."""
+    try:
+        draws = np.asarray(lookup(metrics, claim.samples["draws"]), dtype=float)
+        n_units = int(lookup(metrics, claim.samples["n_units"])) if "n_units" in claim.samples else len(draws)
+    except (KeyError, TypeError, ValueError):
+        return f"no resamples at '{claim.samples['draws']}'"
+    if n_units < MIN_UNITS:
+        return f"only {n_units} {claim.unit}: fewer than {MIN_UNITS}, too few for a test"
+    reduced = draws if draws.ndim == 1 else reducers.reducer(claim)(draws)
+    reduced = reduced[np.isfinite(reduced)]
+    parts = [share_p(sign * (reduced - t) <= 0, sign * (reduced - t) > 0) for sign, t in sides]
+    p_holds, p_fails = combine(parts)
+    lo, hi = np.quantile(reduced, [0.025, 0.975])
+    se, least = float(np.std(reduced, ddof=1)), 1 / (len(reduced) + 1)
+    return Evidence("resamples (the chapter's own)", point, (float(lo), float(hi)), n_units, p_holds, p_fails,
+                    mc_error=float(np.sqrt(p_holds * (1 - p_holds) / len(reduced))), se=se,
+                    floor=floors(least, sides, se))
+
+
+# --------------------------------------------------------------------------- the null
+
+def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
+    """(record, evidence) of the claim's null, None without one, or why the claim cannot be tested."""
+    if not claim.null:
+        return None
+    spec, kind = claim.null, claim.null["kind"]
+    record = {"kind": kind, "label": NULL_KINDS[kind], "value": None, "distribution": None, "note": None,
+              "side": spec.get("side")}
+    sign = _null_sign(claim)
+    if sign is None:
+        return None
+    if "draws" in spec:
+        try:
+            draws = lookup(metrics, spec["draws"])
+        except KeyError:
+            draws = None
+        if draws is None:
+            return f"its null was not measured on this run ('{spec['draws']}')"
+        null = np.asarray(draws, dtype=float).ravel()
+        p_holds, p_fails = share_p(sign * null >= sign * own.point, sign * null <= sign * own.point)
+        record.update(value=float(np.mean(null)), distribution=f"{len(null)} draws")
+        least = 1 / (len(null) + 1)
+        return record, Evidence("permutation", own.point, own.interval, len(null), p_holds, p_fails,
+                                floor=(least, least))
+    if "samples" in spec:
+        return _paired(claim, metrics, record, sign, resamples, rng)
+    if "value" in spec:
+        value = float(spec["value"])
+    else:
+        try:
+            found = lookup(metrics, spec["metric"])
+        except KeyError:
+            found = None
+        if found is None:
+            return f"its null was not measured on this run ('{spec['metric']}')"
+        if kind == "control":
+            return f"a single random-init control value: fewer than {MIN_SEEDS} seeds, too few for a null distribution"
+        value = float(found) if np.ndim(found) == 0 else reducers.point_of(claim, found)
+    record.update(value=value, distribution="exact" if kind in EXACT_NULLS else "a single value (no distribution)")
+    found = shape(claim, metrics, raw, resamples, rng, sides=[(sign, value)])
+    if isinstance(found, str):
+        return found
+    record.update(difference_value=own.point - value, difference=[x - value for x in found.interval])
+    return record, found
+
+
+def _null_sign(claim: Claim) -> float | None:
+    """The side of its null a claim's statistic must lie on: the side of an above/below test,
+    the null's ``side`` for a between test, above for a series test, none for a location."""
+    test = claim.test[0]
+    if test == reducers.LOCATION:
+        return None
+    if test == "between":
+        side = claim.null.get("side")
+        return None if side is None else (1.0 if side == "above" else -1.0)
+    return -1.0 if test == "below" else 1.0
+
+
+def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
+    """A null measured on the same units (random-init controls with their seeds): the claim's
+    statistic minus the null's, unit by unit — exact sign-flip on the units' differences below
+    n = 20 when both are means, else the bootstrap of the difference on the same unit draws."""
+    own = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
+    other = samples.find(metrics, claim.null["samples"])
+    for found in (own, other):
+        if isinstance(found, samples.Missing):
+            return str(found)
+    if own.n_units != other.n_units:
+        return f"the null has {other.n_units} units, the claim {own.n_units}: not the same units"
+    seeds = other.n_seeds or 1
+    if claim.null["kind"] == "control" and seeds < MIN_SEEDS:
+        return (f"only {seeds} random-init control seed{'s' if seeds > 1 else ''}: fewer than {MIN_SEEDS}, "
+                f"too few for a null distribution")
+    reduce = reducers.reducer(claim)
+    record.update(value=float(reduce(other.point()[None])[0]),
+                  distribution=f"{other.n_seeds} seeds, unit by unit" if other.n_seeds else "one run, unit by unit")
+    if other.n_seeds:
+        record["seed_values"] = [float(x) for x in reduce(other.per_seed())]
+    point = float(reduce(own.point()[None])[0] - reduce(other.point()[None])[0])
+    record["difference_value"] = point
+    a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)
+    if a is not None and b is not None and len(a) < SMALL_N:
+        d = sign * (a - b)
+        record["difference"] = list(sign_flip_interval(a - b))
+        return record, Evidence("sign-flip (exact), unit by unit", point, tuple(record["difference"]), len(d),
+                                *sign_flip(d), se=float(np.std(d, ddof=1) / np.sqrt(len(d))),
+                                floor=(0.5 ** len(d), 0.5 ** len(d)))
+    found = _bootstrapped(own, reduce, point, [(sign, 0.0)], resamples, rng, other=other,
+                          method="bootstrap (BCa), unit by unit")
+    if isinstance(found, str):
+        return f"the difference from the controls: {found}"
+    record["difference"] = list(found.interval)
+    return record, found

@@ -1,74 +1,38 @@
-"""How a metric becomes the one number a claim is about, with positions on relative depth, and
-the shape tests: the model-agnostic form of a claim and the statistic each one tests.
+"""How a metric becomes the one number a claim is about, on relative depth, and the shape tests.
 
-A per-depth series has one entry per depth l = 0, …, L (``series: depths``, length L + 1) or one
-per block l = 1, …, L, the transition from depth l − 1 to depth l (``series: blocks``, length L).
-Entry i sits at relative depth r_i = i / L (depths) or (i + 1) / L (blocks), so a claim about
-"the last tenth of the network" means the same thing on a 6-block and on a 24-block model.
+A series has one entry per depth l = 0 … L (``series: depths``) or per block l = 1 … L
+(``blocks``); entry i sits at relative depth r_i = i / L (or (i + 1) / L), so "the last tenth of
+the network" means the same on 6 and on 24 blocks. Every reducer works on the **last axis**, so
+the same code reduces the run's series and B resampled rows of it.
 
-Every reducer works on the **last axis** of an array: the same code reduces the run's series
-(one row) and B bootstrap resamples of it (B rows) at once.
+Reducers: ``value``; ``first``, ``last``, ``penultimate``; ``max``, ``min``, ``mean``; ``argmax``
+(``argmin``), the depth l of the largest (smallest) entry, and ``argmax_relative`` l / L;
+``at_relative:r``, x at the depth nearest r · L (ties deeper); ``last_over:r``, x_L ÷ x at r;
+``last_fraction:f``, Σ_{r_i > 1 − f} x_i ÷ Σ x_i; ``final_step_share``, (x_{L−1} − x_L) ÷
+(max x − x_L), 0 when the last entry is the peak; ``second_rise``, the series statistic below;
+``plateau:a-b``, (max − min of x for r in [a, b]) ÷ ((r_last − r_first)(max − min of x)), below 1
+when the stretch is flatter than the curve's average slope.
 
-=================  ==========================================================================
-``value``          the metric itself (a number)
-``first``          x at the first entry; ``last`` at the last; ``penultimate`` one before
-``max`` ``min``    over the entries; ``mean`` their average
-``argmax``         the depth l of the largest entry (the first on ties); ``argmin`` smallest
-``argmax_relative``  that depth as l / L; ``argmin_relative`` likewise
-``at_relative:r``  x at the depth nearest r · L (ties go deeper); :func:`where` names it
-``last_over:r``    x_last ÷ x at relative depth r: how many times the series grows after r
-``last_fraction:f``  the share of the total in the last f of relative depth:
-                   Σ_{r_i > 1 − f} x_i ÷ Σ_i x_i (a histogram over blocks: on L = 24 and
-                   f = 0.1 the last 3 blocks; on L = 6 the last one)
-``final_step_share``  (x_{L−1} − x_L) ÷ (max_l x_l − x_L): the share of the fall from the peak
-                   made by the last step; 0 when the last entry is the peak (nothing falls). On
-                   bootstrap resamples the peak is found again in each resample.
-``second_rise``    the series test's statistic (below) as a number, so that an ``above`` test
-                   can take its bound as a ``fraction`` of a published dip
-``plateau:a-b``    how far x moves inside the window a ≤ r ≤ b, against a steady climb over its
-                   whole range: (max − min of x inside) ÷ ((r_last − r_first) · (max − min of x)),
-                   r_first and r_last the window's first and last entries; below 1 the stretch is
-                   flatter than the curve's average slope. A window with fewer than two entries
-                   has nothing to be flat (:func:`too_narrow`)
-=================  ==========================================================================
-
-**Scalar shape tests** see the claim's reduced value v:
-
-* ``above {bound}``: v > bound;  ``below {bound}``: v < bound;
-* ``between {low, high}``: low ≤ v ≤ high (an equivalence claim: "about zero").
-
-**Series tests** see the whole per-depth series x = (x_0, …, x_L) through a statistic s(x),
-larger when the shape is stronger, and hold when s(x) > bound (``args: {bound: b}``, default 0).
-Where the statistic picks entries (the peak, the trough), it picks them again on every
-bootstrap resample: the selection is part of the statistic, so its interval carries the
-uncertainty of *where* as well as of *how much*:
-
-* ``peaks_inside``: s = max_{0<l<L} x_l − max(x_0, x_L), the margin of the inside peak;
-* ``dips_inside``: s = max_{0<l<L} (x_{l−1} − x_l), the largest fall at a step inside the network;
-* ``second_rise``: s = max_{0<t<L} min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t): a trough with a
-  higher point before it *and* after it, scored by the smaller of the fall into it and the rise
-  out of it;
-* ``two_dips``: s = max_{2≤p≤L−2} min(second_rise(x_0 … x_p), second_rise(x_p … x_L)): two
-  troughs, one on each side of an entry p (the high point between them, shared by both halves),
-  each with a higher point before and after it; scored by the weaker of the two;
-* ``rises``: s = x_L − x_0;  ``falls``: s = x_0 − x_L.
-
-**The location test** (``location {window: [a, b], at: max | min}``) sees where the series peaks
-(or bottoms out), on relative depth r = l / L, found again in each resample. It holds when the
-re-found peak lies inside the window the claim states — exactly that window, no padding — on
-all but a share of the resamples small enough to decide (:mod:`.pvalues`). Its statistic is
-``argmax_relative`` (``argmin_relative``) on each resample.
+Shape tests: ``above`` / ``below`` a bound, ``between`` low and high; the series tests hold when
+their statistic s(x) > bound (default 0), the entries it picks picked again on every resample:
+``peaks_inside`` max_{0<l<L} x_l − max(x_0, x_L); ``dips_inside`` the largest inside fall;
+``second_rise`` max_t min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t), a trough with a higher point
+on each side; ``two_dips`` the weaker of two such troughs either side of a shared split p;
+``rises`` x_L − x_0; ``falls`` x_0 − x_L. ``location {window: [a, b], at: max | min}``: the
+re-found peak's relative depth lies inside exactly that window (:mod:`.pvalues`).
 """
-
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections.abc import Callable, Mapping
-from typing import Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .ledger import Claim
 
 SERIES_KINDS = ("depths", "blocks")
 
@@ -330,3 +294,42 @@ def threshold_text(test: str, args: Mapping[str, Any]) -> str:
 
 def _num(x: Any) -> str:
     return f"{float(x):.6g}"
+
+
+# --------------------------------------------------------------------------- a claim's statistic
+
+def reducer(claim: Claim):
+    """[B, …] → [B]: the claim's reduce, its series test's statistic, or its location."""
+    test = claim.test[0]
+    if test in SERIES_SHAPES:
+        return lambda x: statistic(test, x)
+    if test == LOCATION:
+        at = claim.shape["args"].get("at", "max")
+        return lambda x: reduce_array(x, f"arg{at}_relative", claim.series)
+    return lambda x: np.asarray(reduce_array(x, claim.reduce, claim.series), dtype=float).reshape(len(x))
+
+
+def too_short(claim: Claim, raw: Any) -> str | None:
+    """Why the claim's series test, or its window, cannot run on a series this short (a shallow
+    model), or None."""
+    test = claim.test[0] if claim.test else None
+    if np.ndim(raw) == 1 and (narrow := too_narrow(claim.reduce, np.shape(raw)[-1], claim.series)):
+        return narrow
+    fewest = MIN_ENTRIES.get(test, 3)
+    if test in SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
+        return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"
+    return None
+
+
+def point_of(claim: Claim, raw: Any) -> float:
+    """The tested statistic on the run's own metric."""
+    return float(reducer(claim)(np.asarray(raw, dtype=float)[None])[0])
+
+
+def statistic_name(claim: Claim) -> str:
+    test = claim.test[0]
+    if test in STATISTICS:
+        return STATISTICS[test][0]
+    if test == LOCATION:
+        return "relative depth of the " + ("peak" if claim.shape["args"].get("at", "max") == "max" else "trough")
+    return "value"

@@ -1,47 +1,36 @@
 """A claim's statistic as a function of weighted per-unit values: what a resample recomputes.
 
-**The per-unit contract.** A chapter that wants an interval on a metric stores, next to it, what
-each sampling unit (sentence, pair, query, text, document, token, dimension, topic, key,
-compound or training seed) contributes::
+A chapter stores what each sampling unit contributes beside its metric, in
+``metrics["per_unit"][key]``: [n, …] (a mean over axis 0 is the metric), [n, n, …] (a pairwise
+kernel), [S, n, …] or [S, n, n, …] (one per seed). The ledger's ``samples`` says how the statistic
+is built from them (:func:`find`): ``key`` or ``{path: a.b}`` a mean; ``[num, den]`` or
+``{numerator, denominator}`` a ratio of means; ``{minuend, subtrahend}`` a difference on the same
+units; ``{pairwise: key}`` the U-statistic Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j; ``{seeds: key}``
+and ``{seeds: {pairwise: key}}`` the same over seeds, seeds and units resampled together;
+``{correlation: {x, y, xx, yy, xy}}`` the mean over dimensions of Pearson's r from per-unit moments.
 
-    metrics["per_unit"]["<key>"] = array [n_units, …]          # a mean: its mean over axis 0 is the metric
-    metrics["per_unit"]["<key>"] = array [n_units, n_units, …] # a pairwise kernel K_ij (i ≠ j)
-    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, …] # one row of units per seed
-    metrics["per_unit"]["<key>"] = array [n_seeds, n_units, n_units, …] # one kernel per seed
+A resample is a weight per unit (and per seed), w = c / n with c multinomial counts
+(``core.hierarchical.unit_weights``); every statistic is a function of weighted means, so B
+resamples are a few matrix products. The jackknife uses weights (1 − e_i) / (n − 1).
 
-The ledger's ``samples`` names how the statistic is built from them (:func:`find`):
-
-=============================================  ====================================================
-``<key>`` or ``{path: a.b}``                    the mean over units of ``[n, …]`` (a key of
-                                                ``per_unit``, or a key path from the top of metrics)
-``[num, den]`` or ``{numerator, denominator}``  a ratio of two means (``B / W``; never a mean of ratios)
-``{minuend: …, subtrahend: …}``                 a difference of two statistics on the same units
-``{pairwise: <key>}``                           a U-statistic: the mean of K_ij over pairs of distinct
-                                                units, Σ_{i≠j} c_i c_j K_ij / Σ_{i≠j} c_i c_j
-``{seeds: <key>}``                              the mean over seeds and units of ``[S, n, …]``: seeds
-                                                and units are resampled together (crossed)
-``{seeds: {pairwise: <key>}}``                  the mean over seeds of the U-statistics of kernels
-                                                ``[S, n, n, …]`` (random-init controls of a pairwise
-                                                statistic), seeds and units resampled together
-``{correlation: {x, y, xx, yy, xy}}``           mean over the last axis (dimensions) of Pearson's r
-                                                from per-unit moments x, y, x², y², xy [n, D]
-                                                (given only x and y, the products are taken from them)
-=============================================  ====================================================
-
-**One resample** is a weight per unit, w_b = c_b / n with c_b the multinomial counts of n draws
-with replacement (and a weight per seed, when a statistic has seeds); every statistic here is a
-function of weighted means — w_b · X, or w_bᵀ K⁰ w_b / (1 − Σ w_bi²) for a kernel with its
-diagonal zeroed — so B resamples are a few matrix products (:func:`.pvalues.bootstrap` draws them). The
-jackknife (leave-one-unit-out) uses the same code with weights (1 − e_i) / (n − 1).
+**BCa** (Efron 1987): z₀ = Φ⁻¹(G(θ̂)), G the share of resamples below the point (ties half), and
+a = Σ d³ / (6 (Σ d²)^{3/2}), d the jackknife values' deviations from their mean; the interval takes
+the percentiles α_i = Φ(z₀ + (z₀ + z_i) / (1 − a (z₀ + z_i))). Its p inverts it: with g = G(t) and
+w = Φ⁻¹(g) − z₀, p = Φ(w / (1 + a w) − z₀), with g's Monte Carlo error √(g (1 − g) / B) carried
+through the same map.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
+
+from scipy import stats
+
+from ...core.hierarchical import unit_weights
 
 # --------------------------------------------------------------------------- statistics of weighted means
 
@@ -67,6 +56,10 @@ class Statistic:
         difference of means on the same units); else None."""
         return None
 
+    def unit_means(self) -> np.ndarray | None:
+        """Per-unit values [n, …] whose mean is the statistic (a seeded mean: over seeds), else None."""
+        return self.linear()
+
     def per_seed(self) -> np.ndarray:
         """[S, …]: the statistic of each seed alone, on every unit (a statistic with seeds)."""
         return self.values(np.full((self.n_seeds, self.n_units), 1.0 / self.n_units), np.eye(self.n_seeds))
@@ -78,12 +71,15 @@ class Statistic:
 
 
 @dataclass(frozen=True)
-class _Array(Statistic):
-    """A statistic of one array of per-unit values: [n, …], or [S, n, …] with seeds (``seeded``)."""
+class Units(Statistic):
+    """Per-unit values X [n, …] (the statistic is their mean) or, ``pairwise``, a kernel K [n, n, …]
+    (its U-statistic, :func:`pairwise_values`); ``seeded``, one of them per seed, [S, …]: the mean
+    over seeds, seeds and units resampled together."""
 
     data: np.ndarray
     source: str = ""
-    seeded: ClassVar[bool] = False
+    pairwise: bool = False
+    seeded: bool = False
 
     @property
     def n_units(self) -> int:
@@ -93,33 +89,31 @@ class _Array(Statistic):
     def n_seeds(self) -> int | None:
         return int(self.data.shape[0]) if self.seeded else None
 
-    def _seed_weights(self, b: int, v: np.ndarray | None) -> np.ndarray:
-        """v, or every seed weighed alike (the jackknife keeps every seed)."""
-        return np.full((b, self.n_seeds), 1.0 / self.n_seeds) if v is None else v
-
-
-class Mean(_Array):
-    """The mean over units of X [n, …]."""
-
     def values(self, w, v=None):
+        if self.seeded and v is None:  # the jackknife keeps every seed
+            v = np.full((len(w), self.n_seeds), 1.0 / self.n_seeds)
+        if self.pairwise and self.seeded:
+            return np.einsum("bs,sb...->b...", v, np.stack([pairwise_values(kernel, w) for kernel in self.data]))
+        if self.pairwise:
+            return pairwise_values(self.data, w)
+        if self.seeded:
+            flat = self.data.reshape(self.n_seeds, self.n_units, -1)
+            return np.einsum("bs,snk,bn->bk", v, flat, w, optimize=True).reshape((len(w), *self.data.shape[2:]))
         return (w @ self.data.reshape(self.n_units, -1)).reshape((len(w), *self.data.shape[1:]))
 
     def linear(self):
-        return self.data
+        return None if self.pairwise or self.seeded else self.data
 
-
-class Pairwise(_Array):
-    """The U-statistic of a kernel K [n, n, …]: the mean of K_ij over ordered pairs of distinct
-    units, recomputed among each resample's units (a unit drawn twice is not paired with itself)."""
-
-    def values(self, w, v=None):
-        return pairwise_values(self.data, w)
+    def unit_means(self) -> np.ndarray | None:
+        """Each unit's value averaged over seeds [n, …] (a seeded mean), else :meth:`linear`."""
+        return self.data.mean(axis=0) if self.seeded and not self.pairwise else self.linear()
 
 
 def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
     """[B, …]: Σ_{i≠j} w_i w_j K_ij / (1 − Σ_i w_i²) for each row of weights w [B, n] (rows sum
-    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out. One
-    matrix product per trailing entry of K (a BLAS product, far faster than one einsum)."""
+    to 1) and a kernel K [n, n, …]: the U-statistic of the resample, its diagonal left out (a unit
+    drawn twice is not paired with itself). One matrix product per trailing entry of K (a BLAS
+    product, far faster than one einsum)."""
     n = kernel.shape[0]
     flat = kernel.reshape(n, n, -1)
     diagonal = np.einsum("iik->ik", flat)
@@ -127,29 +121,6 @@ def pairwise_values(kernel: np.ndarray, w: np.ndarray) -> np.ndarray:
     pairs -= (w ** 2) @ diagonal
     weight = 1.0 - np.sum(w ** 2, axis=1, keepdims=True)
     return (pairs / np.where(weight > 0, weight, np.nan)).reshape((len(w), *kernel.shape[2:]))
-
-
-class Seeded(_Array):
-    """The mean over seeds and units of X [S, n, …], seeds and units resampled together."""
-
-    seeded = True
-
-    def values(self, w, v=None):
-        flat = self.data.reshape(self.n_seeds, self.n_units, -1)
-        return np.einsum("bs,snk,bn->bk", self._seed_weights(len(w), v), flat, w,
-                         optimize=True).reshape((len(w), *self.data.shape[2:]))
-
-
-class SeededPairwise(_Array):
-    """The mean over seeds of the U-statistics of kernels K [S, n, n, …] (one kernel per seed, on
-    the same units): a pairwise statistic of random-init controls, seeds and units resampled
-    together."""
-
-    seeded = True
-
-    def values(self, w, v=None):
-        each = np.stack([pairwise_values(kernel, w) for kernel in self.data])  # [S, B, …]
-        return np.einsum("bs,sb...->b...", self._seed_weights(len(w), v), each)
 
 
 @dataclass(frozen=True)
@@ -241,11 +212,11 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
         if "numerator" in spec:
             return _pair("÷", find(metrics, spec["numerator"]), find(metrics, spec["denominator"]))
         if "pairwise" in spec:
-            return _leaf(metrics, spec["pairwise"], Pairwise, square=True)
+            return _leaf(metrics, spec["pairwise"], square=True)
         if "seeds" in spec:
             if isinstance(spec["seeds"], Mapping) and "pairwise" in spec["seeds"]:
-                return _leaf(metrics, spec["seeds"]["pairwise"], SeededPairwise, square=True, seeds=True)
-            return _leaf(metrics, spec["seeds"], Seeded, seeds=True)
+                return _leaf(metrics, spec["seeds"]["pairwise"], square=True, seeds=True)
+            return _leaf(metrics, spec["seeds"], seeds=True)
         if "correlation" in spec:
             found = {name: _array(metrics, key) for name, key in spec["correlation"].items()}
             missing = [where for array, where in found.values() if array is None]
@@ -258,10 +229,10 @@ def find(metrics: Mapping[str, Any], spec: Any) -> Statistic | Missing:
             return Correlation(moments, "correlation moments")
     if isinstance(spec, (list, tuple)):
         return _pair("÷", find(metrics, spec[0]), find(metrics, spec[1]))
-    return _leaf(metrics, spec, Mean)
+    return _leaf(metrics, spec)
 
 
-def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Statistic | Missing:
+def _leaf(metrics, spec, square: bool = False, seeds: bool = False) -> Statistic | Missing:
     array, where = _array(metrics, spec)
     if array is None:
         return Missing(f"no per-unit samples: {where}" if "has no" in where
@@ -272,7 +243,7 @@ def _leaf(metrics, spec, kind, square: bool = False, seeds: bool = False) -> Sta
     if square and (array.ndim < axis + 2 or array.shape[axis] != array.shape[axis + 1]):
         shape = "[S, n, n, …]" if seeds else "[n, n, …]"
         return Missing(f"a pairwise kernel at {where} must be {shape}; got shape {array.shape}")
-    return kind(array, where)
+    return Units(array, where, pairwise=square, seeded=seeds)
 
 
 def _pair(op: str, a: Statistic | Missing, b: Statistic | Missing) -> Statistic | Missing:
@@ -283,3 +254,77 @@ def _pair(op: str, a: Statistic | Missing, b: Statistic | Missing) -> Statistic 
     if a.n_seeds and b.n_seeds and a.n_seeds != b.n_seeds:
         return Missing(f"{a.source} has {a.n_seeds} seeds, {b.source} {b.n_seeds}")
     return Paired(a, b, op)
+
+
+# --------------------------------------------------------------------------- resampling: the bootstrap and BCa
+
+LEVEL = 0.95
+_CHUNK_CELLS = 2 ** 22  # resamples × units per chunk of weights: 4 M weights, 32 MiB as float64
+
+
+def bootstrap(statistic: Statistic, reduce, resamples: int, rng: np.random.Generator,
+              other: Statistic | None = None) -> np.ndarray:
+    """reduce(statistic) on ``resamples`` resamples of its units (and seeds): [B, …]. With ``other``
+    (the same units), reduce(statistic) − reduce(other) on the same unit draws, each one's seeds
+    drawn on their own: a paired difference."""
+    n = statistic.n_units
+    chunk = max(1, min(resamples, _CHUNK_CELLS // n))
+    out = []
+    for start in range(0, resamples, chunk):
+        b = min(chunk, resamples - start)
+        w = unit_weights(rng, b, n)
+        found = reduce(statistic.values(w, _seed_weights(rng, b, statistic)))
+        if other is not None:
+            found = found - reduce(other.values(w, _seed_weights(rng, b, other)))
+        out.append(np.asarray(found, dtype=float))
+    return np.concatenate(out)
+
+
+def _seed_weights(rng: np.random.Generator, b: int, statistic: Statistic) -> np.ndarray | None:
+    return None if statistic.n_seeds is None else unit_weights(rng, b, statistic.n_seeds)
+
+
+def jackknife(statistic: Statistic, reduce, other: Statistic | None = None) -> np.ndarray:
+    """reduce(statistic) (− reduce(other)) with each unit left out in turn: [n, …] (seeds all kept)."""
+    n = statistic.n_units
+    w = (1.0 - np.eye(n)) / (n - 1)
+    found = np.asarray(reduce(statistic.values(w)), dtype=float)
+    return found if other is None else found - np.asarray(reduce(other.values(w)), dtype=float)
+
+
+def _bias_acceleration(draws: np.ndarray, point: float, jack: np.ndarray) -> tuple[float, float]:
+    """z₀ and a of BCa (module docstring)."""
+    below = (np.sum(draws < point) + 0.5 * np.sum(draws == point)) / len(draws)
+    z0 = float(stats.norm.ppf(np.clip(below, 1 / (len(draws) + 1), len(draws) / (len(draws) + 1))))
+    d = np.mean(jack) - jack  # the caller keeps the finite draws and jackknife values
+    spread = float(np.sum(d ** 2))
+    return z0, float(np.sum(d ** 3) / (6 * spread ** 1.5)) if spread > 0 else 0.0
+
+
+def bca_interval(draws: np.ndarray, point: float, jack: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The BCa interval at ``level`` (module docstring); the percentile interval where the
+    correction breaks down (1 − a (z₀ + z) ≤ 0)."""
+    z0, a = _bias_acceleration(draws, point, jack)
+    z = stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
+    denominator = 1 - a * (z0 + z)
+    shares = stats.norm.cdf(z0 + (z0 + z) / denominator) if np.all(denominator > 0) else [(1 - level) / 2,
+                                                                                          (1 + level) / 2]
+    lo, hi = np.quantile(draws, shares)
+    return float(lo), float(hi)
+
+
+def bca_p(draws: np.ndarray, point: float, jack: np.ndarray, threshold: float = 0.0) -> tuple[float, float]:
+    """The one-sided BCa p-value for H₀: θ ≤ ``threshold`` (evidence that θ > threshold), and its
+    Monte Carlo standard error (module docstring). g is floored at 1 / (2B): a p below the
+    resolution of B resamples reads as that resolution, not as 0."""
+    z0, a = _bias_acceleration(draws, point, jack)
+    b = len(draws)
+
+    def p_of(g: float) -> float:
+        w = stats.norm.ppf(np.clip(g, 0.5 / b, 1 - 0.5 / b)) - z0
+        denominator = 1 + a * w
+        return float(stats.norm.cdf(w / denominator - z0)) if denominator > 0 else float(g)
+
+    g = float(np.mean(draws <= threshold))
+    se = np.sqrt(max(g, 1 / b) * (1 - g) / b)
+    return p_of(g), abs(p_of(g + se) - p_of(max(g - se, 0.0))) / 2

@@ -1,14 +1,9 @@
-"""The words a verdict is shown with, each defined once: the verdict words, table cells, one
-sentence per claim, the "What we found" box, the summary and the legend.
-
-Two questions, two sets of words. A claim's **verdict** — *holds*, *does not hold*, *inconclusive*
-or *not tested* — asks whether this run's model shows what the claim states (any model); the
-**numeric** verdict — *reproduced* or *not reproduced* — whether it gives the published number, on
-the published model (:data:`NUMERIC`). Six words in all.
-
-Everything here reads claim **records** — the dicts of ``claims.records`` that the results JSON
-stores — so a chapter page, the dashboard and a test of an executed chapter all write the same
-words. Functions that take ``items`` accept records or ``claims.Verdict`` objects.
+"""The words a verdict is shown with, each defined once: verdict words, table cells, sentences,
+the "What we found" box, the summary and the legend. Two questions: the **verdict** (*holds*,
+*does not hold*, *inconclusive*, *not tested*: does this run's model show what the claim states?)
+and the **numeric** verdict (*reproduced* or not: the published number, on the published model).
+Everything reads claim records (``claims.records``; a Verdict is accepted too), so a chapter page,
+the dashboard and a test of an executed chapter write the same words.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_TESTED, PENDING
 TESTED = (HOLDS, FAILS, INCONCLUSIVE)
 """The words of a tested claim."""
 VERDICTS = (*TESTED, NOT_TESTED)
-"""The four verdict words, in the order tallies list them (:func:`.judge.verdict_word` gives a
-record's; :data:`.judge.PENDING` is shown before its chapter decides)."""
+"""The four verdict words, in the order tallies list them."""
 
 NUMERIC = {"reproduced": "this run's value is within the ledger's tolerance of the published one, on the "
                          "published model",
@@ -50,8 +44,7 @@ BADGES = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_TEST
 
 
 def number(x: Any) -> str:
-    """A number as the book writes it: four significant digits, a whole number below 10⁷ whole
-    (10000, not 1e+04); text as it is."""
+    """Four significant digits; a whole number below 10⁷ whole (10000, not 1e+04); text as it is."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return str(x)
     if float(x).is_integer() and abs(x) < 1e7:
@@ -82,8 +75,7 @@ def p_text(record: Mapping[str, Any]) -> str:
 
 
 def null_text(record: Mapping[str, Any]) -> str:
-    """"0.12 (random-init control, 3 seeds, unit by unit); difference [0.2, 0.3]"; for a claim the
-    ledger says has none, "none: <why>"; else "—"."""
+    """"0.12 (random-init control, 3 seeds, unit by unit); difference [0.2, 0.3]", "none: <why>" or "—"."""
     null = record.get("null")
     if not null:
         return f"none: {record['no_null']}" if record.get("no_null") else "—"
@@ -120,8 +112,7 @@ def run_text(record: Mapping[str, Any]) -> str:
 
 
 def result_text(record: Mapping[str, Any]) -> str:
-    """The test and its result inline: "last − first > 0: 0.34 [0.32, 0.36]"; for a value test
-    the value and its 95 % interval ("> 0.45: 0.39 [0.37, 0.41]")."""
+    """The test and its result inline: "last − first > 0: 0.34 [0.32, 0.36]"."""
     stat = record.get("statistic")
     if not stat or not record.get("test"):
         return run_text(record)
@@ -130,8 +121,7 @@ def result_text(record: Mapping[str, Any]) -> str:
 
 
 def sensitivity_text(record: Mapping[str, Any]) -> str:
-    """For a bound the ledger derived from the published value, the fractions f whose bound the
-    95 % interval clears or lies past; "—"."""
+    """For a bound derived from the published value, the fractions f the 95 % interval clears or lies past."""
     found = record.get("sensitivity")
     if not found:
         return "—"
@@ -189,28 +179,24 @@ def _subject(record: Mapping[str, Any]) -> str:
 
 
 def _lowered(text: str) -> str:
-    """``text`` with its first letter in lower case, unless its first word is an acronym or a
-    name in capitals ("CLS alignment", "MaxSim", "L6")."""
+    """``text`` with its first letter in lower case, unless its first word is an acronym ("CLS", "MaxSim", "L6")."""
     first = text.split(" ", 1)[0]
     return text if sum(c.isupper() for c in first) > 1 or any(c.isdigit() for c in first) \
         else text[:1].lower() + text[1:]
 
 
 MODEL_NAMES = {"all-MiniLM-L6-v2": "MiniLM", "all-mpnet-base-v2": "MPNet"}
-"""Short names of the book's two encoders in tables and sentences (the full ids are in each
-chapter's table of models)."""
+"""Short names of the book's two encoders in tables and sentences."""
 
 
 def model_name(model: str) -> str:
-    """A model's short name: "MiniLM" for sentence-transformers/all-MiniLM-L6-v2, else its last
-    path component."""
+    """"MiniLM" for sentence-transformers/all-MiniLM-L6-v2, else the id's last path component."""
     name = model.rsplit("/", 1)[-1]
     return MODEL_NAMES.get(name, name)
 
 
 def _finding(record: Mapping[str, Any]) -> str:
-    """The clause a tested claim's verdict says, without its model: the ledger's own words for a
-    claim that holds or does not hold (``says``), the question left open when inconclusive."""
+    """The clause a tested claim's verdict says: the ledger's ``says``, or the question left open."""
     word, says = verdict_of(record), record.get("says") or {}
     if word == HOLDS and says:
         return says["holds"]
@@ -227,10 +213,8 @@ def _finding(record: Mapping[str, Any]) -> str:
 
 
 def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = None, subject: bool = True) -> str:
-    """The claim's finding in plain words, no numbers, on ``models`` (default: the record's own):
-    "On MiniLM, within-sentence similarity is higher at the final depth than at depth 0.". A claim
-    not tested names its subject, unless ``subject`` is False (another model's sentence beside it
-    already says it): "Not measured on MPNet: why."."""
+    """The finding in plain words on ``models`` (default: the record's own): "On MiniLM, …". A claim
+    not tested names its subject unless ``subject`` is False: "Not measured on MPNet: why."."""
     record = _records([record])[0]
     names = [model_name(m) for m in (models or [record["model"]])]
     where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) \
@@ -247,8 +231,7 @@ def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = Non
 # --------------------------------------------------------------------------- box, summary, legend
 
 def badge(record: Mapping[str, Any], root: str = "../") -> str:
-    """The verdict word as a coloured badge (HTML), with its meaning as a tooltip and a link to
-    the glossary (``root``: the way from the page to the book's top folder)."""
+    """The verdict word as a coloured badge (HTML), its meaning as tooltip, linked to the glossary under ``root``."""
     word = verdict_of(record)
     kind = BADGES.get(word, "other")
     title = html.escape(MEANINGS.get(word, word), quote=True)
@@ -259,9 +242,7 @@ def badge(record: Mapping[str, Any], root: str = "../") -> str:
 
 
 def differences(items: Iterable[Any]) -> list[str]:
-    """For every claim whose verdict differs between the models it was judged on, one sentence
-    (Markdown) that says so: "`within-dip`: holds on MPNet but does not hold on
-    MiniLM."."""
+    """One sentence per claim whose verdict differs between models: "`within-dip`: holds on MPNet but …"."""
     grouped: dict[str, dict[str, list[str]]] = {}
     for r in _records(items):
         grouped.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(model_name(r["model"]))
@@ -278,9 +259,7 @@ def _badges(records: list[Mapping[str, Any]], root: str = "../") -> str:
 
 
 def said(records: list[Mapping[str, Any]]) -> str:
-    """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model
-    (a model the claim was not tested on, beside one it was, in a short sentence: "Not measured on
-    MPNet: why.")."""
+    """One sentence when the models' verdicts agree ("On both encoders, …"), else one per model."""
     if len({verdict_of(r) for r in records}) == 1:
         return plain_sentence(records[0], [r["model"] for r in records])
     tested = any(verdict_of(r) in (*TESTED, PENDING) for r in records)
@@ -288,9 +267,7 @@ def said(records: list[Mapping[str, Any]]) -> str:
 
 
 def report(items: Iterable[Any]) -> str:
-    """Claims in words for a chapter's text, as in its findings box (:func:`finding`, one HTML
-    block per claim): a badge per model and the finding in plain words (one sentence when the
-    models agree), each model's test result, p, null and published value folded under it."""
+    """Claims in words for a chapter's text: one :func:`finding` per claim."""
     return "\n\n".join(finding(records) for records in by_claim(items).values()) + "\n"
 
 
@@ -300,7 +277,7 @@ def headlines(items: Iterable[Any]) -> list[Mapping[str, Any]]:
 
 
 def _numbers(r: Mapping[str, Any]) -> str:
-    """A record's claims-table row (:func:`row`) as a small HTML table: the "numbers" fold of a finding."""
+    """A record's :func:`row` as a small HTML table: the "numbers" fold of a finding."""
     cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{maths.html(v)}</td></tr>" for k, v in row(r).items()
                     if v and v != "—")
     return f'<table class="eg-finding-table">{cells}</table>'
@@ -315,18 +292,14 @@ def by_claim(items: Iterable[Any]) -> dict[str, list[Mapping[str, Any]]]:
 
 
 def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool = True) -> str:
-    """One claim on every model it was judged on (HTML): a badge per model, then one sentence when
-    the models agree ("On both encoders, …") or one per model when they differ; with ``numbers``,
-    each model's test, numbers and p folded under it."""
+    """One claim on every model (HTML): a badge per model, :func:`said`, and each model's numbers folded."""
     folds = "".join(f"<details><summary>numbers · {model_name(r['model'])}</summary>{_numbers(r)}</details>"
                     for r in records) if numbers else ""
     return f'<div class="eg-finding">{_badges(records, root)}<br>{maths.html(said(records))}{folds}</div>'
 
 
 def findings(items: Iterable[Any]) -> str:
-    """The box under a chapter's "What we found" heading (HTML): each headline claim once, with its
-    verdict on every model and one plain sentence (:func:`finding`); its test, numbers and p fold
-    under it. Failing headlines are shown as the others are."""
+    """The "What we found" box (HTML): each headline claim once (:func:`finding`), failing or not."""
     chosen = by_claim(headlines(items))
     if not chosen:
         return "*This chapter's ledger marks no headline claim.*\n"
@@ -341,8 +314,7 @@ def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
 
 
 def chapter_summary(items: Iterable[Any]) -> str:
-    """The chapter summary (Markdown): the tally, the claims on which the models differ, and the
-    fragile ones (each claim's sentence is in its section, and in the claims table)."""
+    """The chapter summary (Markdown): the tally, the claims on which the models differ, the fragile ones."""
     found = _records(items)
     counts = ", ".join(f"{w} {n}" for w, n in tally(found).items())
     models = len({r["model"] for r in found})
