@@ -129,11 +129,11 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     raw = lookup(metrics, claim.metric)
     if raw is None:
         return Verdict(claim, model, status=NOT_MEASURED, reason=_absence(claim, metrics))
-    if short := reducers.too_short(claim, raw):
+    if short := claim.too_short(raw):
         return Verdict(claim, model, status=DESCRIPTIVE, reason=short)
     series_test = claim.test is not None and claim.test[0] not in reducers.SCALAR_SHAPES
     if claim.reduce == "value" and np.ndim(raw) > 0 and series_test:
-        measured = reducers.point_of(claim, raw)
+        measured = claim.point_of(raw)
     else:
         measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
     found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
@@ -147,7 +147,7 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
     shape = pvalues.shape(claim, metrics, raw, resamples, rng)
     if isinstance(shape, str):
         return Verdict(**found, status=DESCRIPTIVE, reason=shape)
-    statistic = {"name": reducers.statistic_name(claim), "value": shape.point, "n_units": shape.n,
+    statistic = {"name": claim.statistic_name, "value": shape.point, "n_units": shape.n,
                  "method": shape.method, "interval": list(shape.interval), "p_holds": shape.p_holds,
                  "p_fails": shape.p_fails}
     null = pvalues.null(claim, metrics, raw, shape, resamples, rng)

@@ -42,6 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ...core.errors import BookError
@@ -216,6 +217,41 @@ class Claim:
         with a shape test, not true by construction, not described instead (``description``)."""
         return (self.kind == "published" and self.home is None and self.test is not None and not self.by_construction
                 and not self.description)
+
+
+    def reducer(self):
+        """[B, …] → [B]: the claim's reduce, its series test's statistic, or its location."""
+        test = self.test[0]
+        if test in reducers.SERIES_SHAPES:
+            return lambda x: reducers.statistic(test, x)
+        if test == reducers.LOCATION:
+            at = self.shape["args"].get("at", "max")
+            return lambda x: reducers.reduce_array(x, f"arg{at}_relative", self.series)
+        return lambda x: np.asarray(reducers.reduce_array(x, self.reduce, self.series), dtype=float).reshape(len(x))
+
+    def too_short(self, raw: Any) -> str | None:
+        """Why the claim's series test, or its window, cannot run on a series this short (a shallow
+        model), or None."""
+        test = self.test[0] if self.test else None
+        if np.ndim(raw) == 1 and (narrow := reducers.too_narrow(self.reduce, np.shape(raw)[-1], self.series)):
+            return narrow
+        fewest = reducers.MIN_ENTRIES.get(test, 3)
+        if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
+            return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"
+        return None
+
+    def point_of(self, raw: Any) -> float:
+        """The tested statistic on the run's own metric."""
+        return float(self.reducer()(np.asarray(raw, dtype=float)[None])[0])
+
+    @property
+    def statistic_name(self) -> str:
+        test = self.test[0]
+        if test in reducers.STATISTICS:
+            return reducers.STATISTICS[test][0]
+        if test == reducers.LOCATION:
+            return "relative depth of the " + ("peak" if self.shape["args"].get("at", "max") == "max" else "trough")
+        return "value"
 
 
 @dataclass(frozen=True)

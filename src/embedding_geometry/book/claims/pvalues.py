@@ -176,13 +176,13 @@ def _sides(claim: Claim) -> list[tuple[float, float]]:
 def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Evidence | str:
     """The shape test's evidence, or why there is none; with ``sides``, the same test against
     those thresholds instead of the claim's own (a null's value)."""
-    point, sides = reducers.point_of(claim, raw), sides or _sides(claim)
+    point, sides = claim.point_of(raw), sides or _sides(claim)
     if isinstance(claim.samples, Mapping) and "draws" in claim.samples:
         return _drawn(claim, metrics, point, sides)
     statistic = samples.find(metrics, claim.samples if claim.samples is not None else claim.metric)
     if isinstance(statistic, samples.Missing):
         return str(statistic)
-    reduce = reducers.reducer(claim)
+    reduce = claim.reducer()
     full = float(reduce(statistic.point()[None])[0])
     if not math.isclose(full, point, rel_tol=1e-4, abs_tol=1e-6):
         raise LedgerError(f"claim '{claim.id}': {statistic.source} gives {full:.6g}, but the metric gives "
@@ -253,7 +253,7 @@ def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, o
 def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
     """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
     a, b = claim.test[1]["window"]
-    draws = samples.bootstrap(statistic, reducers.reducer(claim), resamples, rng)
+    draws = samples.bootstrap(statistic, claim.reducer(), resamples, rng)
     inside = (draws >= a - 1e-9) & (draws <= b + 1e-9)
     p_holds, p_fails = share_p(~inside, inside)
     lo, hi = np.quantile(draws, [0.025, 0.975], method="inverted_cdf")
@@ -273,7 +273,7 @@ def _drawn(claim: Claim, metrics, point: float, sides) -> Evidence | str:
         return f"no resamples at '{claim.samples['draws']}'"
     if n_units < MIN_UNITS:
         return f"only {n_units} {claim.unit}: fewer than {MIN_UNITS}, too few for a test"
-    reduced = draws if draws.ndim == 1 else reducers.reducer(claim)(draws)
+    reduced = draws if draws.ndim == 1 else claim.reducer()(draws)
     reduced = reduced[np.isfinite(reduced)]
     parts = [share_p(sign * (reduced - t) <= 0, sign * (reduced - t) > 0) for sign, t in sides]
     p_holds, p_fails = combine(parts)
@@ -322,7 +322,7 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
             return f"its null was not measured on this run ('{spec['metric']}')"
         if kind == "control":
             return f"a single random-init control value: fewer than {MIN_SEEDS} seeds, too few for a null distribution"
-        value = float(found) if np.ndim(found) == 0 else reducers.point_of(claim, found)
+        value = float(found) if np.ndim(found) == 0 else claim.point_of(found)
     record.update(value=value, distribution="exact" if kind in EXACT_NULLS else "a single value (no distribution)")
     found = shape(claim, metrics, raw, resamples, rng, sides=[(sign, value)])
     if isinstance(found, str):
@@ -358,7 +358,7 @@ def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
     if claim.null["kind"] == "control" and seeds < MIN_SEEDS:
         return (f"only {seeds} random-init control seed{'s' if seeds > 1 else ''}: fewer than {MIN_SEEDS}, "
                 f"too few for a null distribution")
-    reduce = reducers.reducer(claim)
+    reduce = claim.reducer()
     record.update(value=float(reduce(other.point()[None])[0]),
                   distribution=f"{other.n_seeds} seeds, unit by unit" if other.n_seeds else "one run, unit by unit")
     if other.n_seeds:

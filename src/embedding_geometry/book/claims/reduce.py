@@ -27,12 +27,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .ledger import Claim
 
 SERIES_KINDS = ("depths", "blocks")
 
@@ -294,42 +292,3 @@ def threshold_text(test: str, args: Mapping[str, Any]) -> str:
 
 def _num(x: Any) -> str:
     return f"{float(x):.6g}"
-
-
-# --------------------------------------------------------------------------- a claim's statistic
-
-def reducer(claim: Claim):
-    """[B, …] → [B]: the claim's reduce, its series test's statistic, or its location."""
-    test = claim.test[0]
-    if test in SERIES_SHAPES:
-        return lambda x: statistic(test, x)
-    if test == LOCATION:
-        at = claim.shape["args"].get("at", "max")
-        return lambda x: reduce_array(x, f"arg{at}_relative", claim.series)
-    return lambda x: np.asarray(reduce_array(x, claim.reduce, claim.series), dtype=float).reshape(len(x))
-
-
-def too_short(claim: Claim, raw: Any) -> str | None:
-    """Why the claim's series test, or its window, cannot run on a series this short (a shallow
-    model), or None."""
-    test = claim.test[0] if claim.test else None
-    if np.ndim(raw) == 1 and (narrow := too_narrow(claim.reduce, np.shape(raw)[-1], claim.series)):
-        return narrow
-    fewest = MIN_ENTRIES.get(test, 3)
-    if test in SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
-        return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"
-    return None
-
-
-def point_of(claim: Claim, raw: Any) -> float:
-    """The tested statistic on the run's own metric."""
-    return float(reducer(claim)(np.asarray(raw, dtype=float)[None])[0])
-
-
-def statistic_name(claim: Claim) -> str:
-    test = claim.test[0]
-    if test in STATISTICS:
-        return STATISTICS[test][0]
-    if test == LOCATION:
-        return "relative depth of the " + ("peak" if claim.shape["args"].get("at", "max") == "max" else "trough")
-    return "value"
