@@ -297,10 +297,7 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
     if sign is None:
         return None
     if "draws" in spec:
-        try:
-            draws = lookup(metrics, spec["draws"])
-        except KeyError:
-            draws = None
+        draws = _measured(metrics, spec["draws"])
         if draws is None:
             return f"its null was not measured on this run ('{spec['draws']}')"
         null = np.asarray(draws, dtype=float).ravel()
@@ -314,10 +311,7 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
     if "value" in spec:
         value = float(spec["value"])
     else:
-        try:
-            found = lookup(metrics, spec["metric"])
-        except KeyError:
-            found = None
+        found = _measured(metrics, spec["metric"])
         if found is None:
             return f"its null was not measured on this run ('{spec['metric']}')"
         if kind == "control":
@@ -329,6 +323,14 @@ def null(claim: Claim, metrics, raw, own: Evidence, resamples: int, rng):
         return found
     record.update(difference_value=own.point - value, difference=[x - value for x in found.interval])
     return record, found
+
+
+def _measured(metrics, path: str):
+    """The metric at ``path`` (a dotted key path), or None when the run did not record it."""
+    try:
+        return lookup(metrics, path)
+    except KeyError:
+        return None
 
 
 def _null_sign(claim: Claim) -> float | None:
