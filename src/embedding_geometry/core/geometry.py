@@ -9,8 +9,8 @@
                          formula behind every mean pairwise cosine, in memory or accumulated
     pair_mean(K)       = (Σ_{s,t} K_st − Σ_s K_ss) / (n(n−1))      a kernel [n, n, …] over ordered pairs s ≠ t
     row_mean_cosine(X) = a_i = (1 / (n−1)) Σ_{j≠i} cos(x_i, x_j)  [n]; mean_i a_i = mean_pairwise(X)
-    principal_axis(X)  = PC1 of the centred rows of X (scikit-learn's full SVD and sign
-                         convention: the largest |coefficient| is positive)  → [D], ‖·‖ = 1
+    principal_axis(X)  = PC1 of the centred rows of X (first_axes: the top eigenvector of the smaller
+                         Gram matrix; scikit-learn's sign: the largest |coefficient| is positive) → [D]
     r(l)               = l / L                                   relative depth of depth l of L
     ‖h‖₂ per token     = sqrt(Σ_d h_d²)                          H: [..., D] → [...]
     group_mean(V, g)   = for each label k: mean over columns j with g_j = k of V[:, j]
