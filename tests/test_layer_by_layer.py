@@ -242,7 +242,7 @@ def test_separability_is_between_spread_over_within_scatter_with_b_as_a_pairwise
     statistic = samples.find(m, {"numerator": {"pairwise": "separability_ratio.between_pairs"},
                                  "denominator": "separability_ratio.within"})
     np.testing.assert_allclose(statistic.point(), m["separability_ratio"])
-    between, _ = study.separability_parts(record([[[0.0], [2.0]]], [[[4.0], [8.0]]], [[[1.0], [1.0]]]).word_states())
+    between, _ = geometry.separability_parts(record([[[0.0], [2.0]]], [[[4.0], [8.0]]], [[[1.0], [1.0]]]).word_states())
     np.testing.assert_allclose(samples.Units(m["per_unit"]["separability_ratio.between_pairs"], pairwise=True).point(),
                                between.mean(axis=0))
 

@@ -32,6 +32,7 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     top_discriminative_dims(a,b) = the k dims d with largest |a_L[d] − b_L[d]|; |a_l[d] − b_l[d]| per depth
     half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
+    separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖²
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
     pc1_alignment(S)[l]          = |cos(PC1 of the text's centred tokens, mean of its tokens)|
@@ -307,14 +308,21 @@ def slice_cosine(a: np.ndarray, b: np.ndarray, bounds: tuple[int, int]) -> np.nd
 
 # --------------------------------------------------------------------------- sentences as token clouds
 
-def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
-    """Between-text spread over within-text scatter, per depth (Euclidean, raw states):
-    c_s = mean of text s's tokens, C = mean_s c_s, B = mean_s ‖c_s − C‖²,
-    W = mean_s mean_{i∈s} ‖h_i − c_s‖², ratio = B / W. → [L + 1]"""
+def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per text s, B_s = ‖c_s − C‖² and W_s = mean_{i∈s} ‖h_i − c_s‖² → two [N, L + 1] (Euclidean,
+    raw states): c_s the mean of text s's tokens, C = mean_s c_s. Their means over texts are the B
+    and W of :func:`separability_ratio`; chapter 1 resamples them per text."""
     _check_stacks(stacks, min_texts=2, min_tokens=1)
-    centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks], axis=1)  # [L + 1, N, D]
-    between = ((centroids - centroids.mean(axis=1, keepdims=True)) ** 2).sum(-1).mean(axis=1)
-    within = np.mean([((s - centroids[:, [i]]) ** 2).sum(-1).mean(axis=1) for i, s in enumerate(stacks)], axis=0)
+    centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
+    between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
+    within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
+    return between, within
+
+
+def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
+    """Between-text spread over within-text scatter, per depth: B / W with B = mean_s B_s and
+    W = mean_s W_s (:func:`separability_parts`). → [L + 1]"""
+    between, within = (part.mean(axis=0) for part in separability_parts(stacks))
     if np.any(within == 0):
         raise ValueError("within-text scatter is zero at some depth (every text's tokens identical); "
                          "the ratio is undefined")

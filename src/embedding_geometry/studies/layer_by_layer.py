@@ -203,19 +203,10 @@ def coherence(acts: Activations) -> Metrics:
 
 # --------------------------------------------------------------------------- sentences and pairs
 
-def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per text s, B_s = ‖c_s − C‖² and W_s = mean_{i∈s} ‖h_i − c_s‖² → two [N, L + 1], whose
-    means over texts are the B and W of ``geometry.separability_ratio`` (C the set's mean)."""
-    centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
-    between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
-    within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
-    return between, within
-
-
 def separability_units(acts: Activations) -> dict[str, np.ndarray]:
     """Per sentence s, ``between`` ‖c_s − C‖² and ``within`` W_s, each [N, L + 1]: the plug-in
-    terms of B / W with C held at the set's mean (:func:`separability_parts`)."""
-    between, within = separability_parts([s.astype(np.float64) for s in acts.word_states()])
+    terms of B / W with C held at the set's mean (``geometry.separability_parts``)."""
+    between, within = geometry.separability_parts([s.astype(np.float64) for s in acts.word_states()])
     return {"between": between, "within": within}
 
 
@@ -225,7 +216,7 @@ def separability(acts: Activations) -> Metrics:
     kernel [N, N, L + 1] (resampled as a U-statistic) next to W_s [N, L + 1]."""
     stacks = acts.word_states()
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
-    _, within = separability_parts(stacks)
+    _, within = geometry.separability_parts(stacks)
     squared = (centroids ** 2).sum(-1)
     distances = squared[:, None] + squared[None, :] - 2 * np.einsum("sld,tld->stl", centroids, centroids)
     n = len(stacks)
