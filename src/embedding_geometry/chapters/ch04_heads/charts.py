@@ -1,88 +1,19 @@
-"""Charts of matrices and heads: model × model heatmaps, per-head grids and block lines, the
-context-similarity matrix explorer, and chapter 4's charts of several models side by side
-(per-block series on relative depth, summed matrices, per-head distance histograms, head classes,
-a null's draws)."""
+"""Chapter 4's charts: per-head grids and block lines, the context-similarity matrix explorer,
+and the charts of several models side by side (per-block series on relative depth, summed
+matrices, per-head distance histograms, head classes, a null's draws). Each takes a frame of
+:mod:`.frames`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from .heads import sensitivity_frame, unique_focus_frame
-from .theme import PUBLISHED_COLOR
-
-
-def matrix_frame(matrix: Mapping[str, Mapping[str, float | None]], missing: str = "not comparable",
-                 digits: int = 3, short_names: bool = False) -> pd.DataFrame:
-    """A nested mapping ``matrix[row][column]`` as a long frame (row, column, value, label) in
-    the mapping's order; a None cell has no value and the label ``missing``. With
-    ``short_names``, model ids are shortened to their last path component."""
-    def name(key: str) -> str:
-        return str(key).rsplit("/", 1)[-1] if short_names else str(key)
-
-    rows = [{"row": name(r), "column": name(c), "value": None if v is None else round(float(v), 4),
-             "label": missing if v is None else f"{v:.{digits}f}"}
-            for r, cells in matrix.items() for c, v in cells.items()]
-    return pd.DataFrame(rows, columns=["row", "column", "value", "label"])
-
-
-def covering(domain: tuple[float, float], values: pd.Series, diverging: bool = False) -> tuple[float, float]:
-    """``domain`` widened to cover every value (symmetric about 0 when ``diverging``), so that a
-    colour scale never clips what it shows."""
-    finite = pd.to_numeric(values, errors="coerce").dropna()
-    low, high = float(domain[0]), float(domain[1])
-    if len(finite):
-        low, high = min(low, float(finite.min())), max(high, float(finite.max()))
-    if diverging:
-        reach = max(abs(low), abs(high))
-        low, high = -reach, reach
-    return low, high
-
-
-def matrix_heatmap(frame: pd.DataFrame, title: str = "", value_title: str = "value",
-                   domain: tuple[float, float] = (0.0, 1.0), diverging: bool = False) -> alt.LayerChart:
-    """A square heatmap of ``matrix_frame`` rows, each cell labelled (rows and columns in the
-    frame's order). Colours span ``domain``, widened to cover every value (:func:`covering`), so
-    the scale never clips; ``diverging`` uses a blue–white–red scale centred on 0 for signed
-    values. Cells without a value are grey."""
-    domain = covering(domain, frame["value"], diverging)
-    order = list(dict.fromkeys(frame["row"]))
-    big = len(order) > 6
-    axis = alt.Axis(labelLimit=360)
-    base = alt.Chart(frame).encode(x=alt.X("column:N", title=None, sort=order,
-                                           axis=alt.Axis(labelLimit=360, labelAngle=-40)),
-                                   y=alt.Y("row:N", title=None, sort=order, axis=axis))
-    scale = alt.Scale(scheme="redblue", reverse=True, domain=list(domain), domainMid=0) if diverging \
-        else alt.Scale(scheme="viridis", domain=list(domain))
-    cells = base.mark_rect().encode(
-        color=alt.condition("isValid(datum.value)", alt.Color("value:Q", title=value_title, scale=scale),
-                            alt.value("#dddddd")),
-        tooltip=[alt.Tooltip("row:N", title="row"), alt.Tooltip("column:N", title="column"),
-                 alt.Tooltip("label:N", title=value_title)])
-    span = max(abs(domain[0]), abs(domain[1]))
-    dark = (f"isValid(datum.value) && abs(datum.value) > {0.6 * span}" if diverging
-            else f"isValid(datum.value) && datum.value < {domain[0] + 0.5 * (domain[1] - domain[0])}")
-    text = base.mark_text(fontSize=9 if big else 12).encode(
-        text="label:N", color=alt.condition(dark, alt.value("white"), alt.value("black")))
-    return alt.layer(cells, text).properties(
-        title=title, width=alt.Step(38 if big else 120), height=alt.Step(24 if big else 40))
-
-
-def category_strip(frame: pd.DataFrame, value: str, category: str, x_title: str, title: str = "",
-                   tooltip: Sequence[str] = ()) -> alt.Chart:
-    """One tick per row: ``value`` on x, one line per ``category`` (ordered by median value), to
-    show whether a direction separates the categories."""
-    return alt.Chart(frame).mark_tick(thickness=2, opacity=0.6).encode(
-        x=alt.X(f"{value}:Q", title=x_title),
-        y=alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField(field=value, op="median", order="descending")),
-        color=alt.Color(f"{category}:N", legend=None),
-        tooltip=[alt.Tooltip(f"{category}:N", title=category.replace("_", " ")), *tooltip,
-                 alt.Tooltip(f"{value}:Q", title=x_title, format=".3f")],
-    ).properties(title=title, width=520)
+from ...book.charts.theme import PUBLISHED_COLOR
+from .frames import sensitivity_frame, unique_focus_frame
 
 
 def block_lines(frame: pd.DataFrame, y_title: str, title: str = "", chance: float | None = None,
@@ -163,7 +94,7 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
     """One text's context similarity matrix S for the (layer, head) two sliders pick, sentence
     starts as grey rules, above the attention a_j each token receives from that head.
 
-    ``frames`` is ``heads.example_frames``: each matrix travels as a string of one
+    ``frames`` is ``frames.example_frames``: each matrix travels as a string of one
     ``levels`` character per block of b × b tokens, decoded in the browser (level k ↦
     2k / (len(levels) − 1) − 1), so that every head fits on the page."""
     layer = alt.param(name="layer", value=n_layers, bind=alt.binding_range(min=1, max=n_layers, step=1, name="layer "))
@@ -212,7 +143,7 @@ PANEL = 150
 
 
 def depth_lines(frame: pd.DataFrame, y_title: str, title: str = "") -> alt.LayerChart | alt.Chart:
-    """Per-block series of several models (``heads.depth_frame``) on relative depth l / L, one
+    """Per-block series of several models (``frames.depth_frame``) on relative depth l / L, one
     colour per model; a ``chance`` column is drawn as a dashed line in the model's colour."""
     x = alt.X("relative_depth:Q", title="relative depth l / L", scale=alt.Scale(domain=[0, 1]))
     colour = alt.Color("model:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=200))
@@ -228,7 +159,7 @@ def depth_lines(frame: pd.DataFrame, y_title: str, title: str = "") -> alt.Layer
 
 
 def kinds_by_model_chart(frame: pd.DataFrame, title: str = "", y_title: str = "share") -> alt.FacetChart:
-    """Stacked bars of ``share`` per block, one segment per kind (``heads.kinds_by_model``), one
+    """Stacked bars of ``share`` per block, one segment per kind (``frames.kinds_by_model``), one
     row per model, each with its own blocks."""
     order = list(dict.fromkeys(frame["kind"]))
     return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum.kind)").mark_bar().encode(
@@ -242,7 +173,7 @@ def kinds_by_model_chart(frame: pd.DataFrame, title: str = "", y_title: str = "s
 
 
 def summed_matrices(frame: pd.DataFrame, levels: str, title: str = "") -> alt.FacetChart:
-    """The summed context similarity matrices of ``heads.summed_frame``, one small panel per model
+    """The summed context similarity matrices of ``frames.summed_frame``, one small panel per model
     and block (three to a row), each scaled to its largest |value| and decoded in the browser as in
     :func:`context_matrix_explorer`."""
     side = int(frame["side"].iloc[0])
@@ -263,7 +194,7 @@ def summed_matrices(frame: pd.DataFrame, levels: str, title: str = "") -> alt.Fa
 
 
 def head_distance_chart(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
-    """Each head's high pairs by distance bin (``heads.head_distance_frame``), coloured by their
+    """Each head's high pairs by distance bin (``frames.head_distance_frame``), coloured by their
     lift over a random pair on a log scale (red: more often than chance, blue: less; the scale
     clips at 1/16 and 16): one row per head, one small panel per model and block (three to a row)."""
     order = list(dict.fromkeys(frame.sort_values("order")["distance"]))
@@ -291,7 +222,7 @@ def head_class_grids(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
 
 def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, title: str = "",
                    bins: int = 60) -> alt.VConcatChart:
-    """The draws of a null per model (``heads.null_draws_frame``) as a histogram of ``bins`` bins
+    """The draws of a null per model (``frames.null_draws_frame``) as a histogram of ``bins`` bins
     (counted here, so that the page carries the counts, not the draws), with the model's own value
     as a rule (orange): how far the run is from what the null gives. One panel per model."""
     panels = []
@@ -315,7 +246,7 @@ def null_histogram(draws: pd.DataFrame, observed: pd.DataFrame, x_title: str, ti
 
 
 def distance_lines_by_model(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
-    """:func:`distance_lines` of several models (``heads.distances_by_model``), one row per model."""
+    """:func:`distance_lines` of several models (``frames.distances_by_model``), one row per model."""
     return distance_lines(frame).properties(title="", width=520, height=130).facet(
         row=alt.Row("model:N", title=None)).properties(title=title)
 
@@ -328,7 +259,7 @@ def sensitivity_by_model(by_model: Mapping[str, Mapping], titles: Mapping[str, s
 
 
 def unique_focus_heatmaps(by_model: Mapping[str, Mapping], title: str = "") -> alt.VConcatChart:
-    """:func:`layer_heatmap` of the distinct-focus histogram (``heads.unique_focus_frame``) of every
+    """:func:`layer_heatmap` of the distinct-focus histogram (``frames.unique_focus_frame``) of every
     model, one panel per model: the share of texts with k distinct focus positions in each block
     (the paper's Fig. 11)."""
     return alt.vconcat(*[layer_heatmap(unique_focus_frame(m), "distinct", "share",
