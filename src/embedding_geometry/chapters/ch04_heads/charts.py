@@ -1,7 +1,7 @@
 """Chapter 4's charts: per-head grids and block lines, the context-similarity matrix explorer,
 and the charts of several models side by side (per-block series on relative depth, summed
 matrices, per-head distance histograms, head classes, a null's draws). Each takes a frame of
-:mod:`.frames`."""
+:mod:`.frames`, or the models' metrics (model id → metrics) and makes the frames itself."""
 
 from __future__ import annotations
 
