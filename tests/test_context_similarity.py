@@ -1,6 +1,7 @@
-"""Chapter 4's study (studies.context_matrices, context_stats, context_similarity): matrices and
-pair statistics on hand-made head outputs, streaming against all-at-once, the metrics dict and
-its schema, head classes, and the chapter end to end on the tiny model."""
+"""Chapter 4's study (studies.context_matrices, context_stats, context_similarity) and its own
+package's exercises and budget (chapters.ch04_heads): matrices and pair statistics on hand-made
+head outputs, streaming against all-at-once, the metrics dict and its schema, head classes, and
+the chapter end to end on the tiny model."""
 
 import ast
 import json
@@ -13,12 +14,12 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import rules
+from embedding_geometry.chapters.ch04_heads import exercises as cx
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.core.streaming import Captured
 from embedding_geometry.core.windows import Window
 from embedding_geometry.studies import context_matrices as cm
-from embedding_geometry.studies import context_exercises as cx
 from embedding_geometry.studies import context_heads
 from embedding_geometry.studies import context_similarity as cs
 
@@ -767,7 +768,7 @@ def test_the_rule_table_checks_every_setting_and_names_the_parameter():
 def test_the_study_and_its_core_modules_import_no_book_module():
     package = Path(cm.__file__).parents[1]
     for path in [package / "studies" / f"context_{n}.py"
-                 for n in ("matrices", "stats", "batch", "heads", "exercises", "similarity", "attention")] + [
+                 for n in ("matrices", "stats", "batch", "heads", "similarity", "attention")] + [
             package / "core" / "windows.py", package / "core" / "streaming.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
@@ -905,22 +906,22 @@ def test_chapter_exercise_answers_on_the_tiny_model(built_book):
 def test_the_text_budget_is_the_measured_cost_per_text_against_the_chapters_share():
     from types import SimpleNamespace
 
-    from embedding_geometry.studies import context_budget
+    from embedding_geometry.chapters.ch04_heads import budget
 
     def timed(seconds, count):
         return SimpleNamespace(seconds=seconds, texts=SimpleNamespace(count=count))
 
     # 96 texts in 24 s and 96 s: 0.25 + 1.0 = 1.25 s a text; 10 % of 600 s = 60 s affords ⌊60 / 1.25⌋ = 48
-    found = context_budget.text_budget({"a": timed(24.0, 96), "b": timed(96.0, 96)}, budget_s=600)
+    found = budget.text_budget({"a": timed(24.0, 96), "b": timed(96.0, 96)}, budget_s=600)
     assert found["seconds_per_text"] == 1.25 and found["projected_seconds"] == 1250.0
     assert (found["share_seconds"], found["affordable_texts"], found["within"]) == (60.0, 48, False)
-    words = context_budget.sentence(found)
+    words = budget.sentence(found)
     assert "1.25 s a text for every model together" in words and "1,000 texts would take 1250 s" in words
     assert "affords about 48 texts" in words and "runs over its share" in words
-    cheap = context_budget.text_budget({"a": timed(3.0, 96)}, budget_s=600)  # 1/32 s a text: 1,920 texts
+    cheap = budget.text_budget({"a": timed(3.0, 96)}, budget_s=600)  # 1/32 s a text: 1,920 texts
     assert cheap["affordable_texts"] == 1920 and cheap["within"]
-    assert "the book's 1,000 fit" in context_budget.sentence(cheap) and "one model" in context_budget.sentence(cheap)
-    assert context_budget.text_budget({"a": timed(0.0, 4)})["affordable_texts"] is None
+    assert "the book's 1,000 fit" in budget.sentence(cheap) and "one model" in budget.sentence(cheap)
+    assert budget.text_budget({"a": timed(0.0, 4)})["affordable_texts"] is None
 
 
 def test_focus_agreement_is_one_for_the_same_focus_tokens_zero_for_disjoint_ones_against_the_hypergeometric_chance():

@@ -1,9 +1,11 @@
 """The package's shape: three layers whose imports only run downward, modules small enough to
 read, one forward path, and a package docstring that names every module.
 
-    core/     measures           imports nothing of the package above it
-    studies/  chapter topics     imports core (and other studies), never book
-    book/     presents           imports anything
+    core/      measures            imports nothing of the package above it
+    studies/   chapter topics      imports core (and other studies), never book or chapters
+    book/      presents            imports core, studies and book
+    chapters/  one chapter's code  imports core, studies, book and its own chapter; its modules are
+                                   named in its own package docstring
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import pytest
 import embedding_geometry
 
 PACKAGE = Path(embedding_geometry.__file__).parent
-LAYERS = {"core": {"core"}, "studies": {"core", "studies"}, "book": {"core", "studies", "book"}}
+LAYERS = {"core": {"core"}, "studies": {"core", "studies"}, "book": {"core", "studies", "book"},
+          "chapters": {"core", "studies", "book", "chapters"}}
 MAX_LINES = 400
 FORWARD_HOMES = {"core/capture.py", "core/activations.py", "core/models.py"}
 """Where a model's forward pass may be called: the hooked pass, its batching, and the
@@ -74,7 +77,13 @@ def test_the_package_docstring_names_every_module():
     doc = embedding_geometry.__doc__
     named = set(re.findall(r"``(\w+)``", doc))
     missing = [p.relative_to(PACKAGE).as_posix() for p in modules()
-               if p.stem not in named and p.parent.name != "charts" and p.stem != "__main__"]
+               if p.stem not in named and p.parent.name != "charts" and p.stem != "__main__"
+               and p.relative_to(PACKAGE).parts[0] != "chapters"]
+    for chapter in sorted((PACKAGE / "chapters").glob("*/__init__.py")):  # a chapter's modules: its own docstring
+        own = set(re.findall(r"``(\w+)``", ast.get_docstring(ast.parse(chapter.read_text())) or ""))
+        missing += [f"chapters/{chapter.parent.name}"] * (chapter.parent.name not in named)
+        missing += [p.relative_to(PACKAGE).as_posix() for p in chapter.parent.glob("*.py")
+                    if p.stem != "__init__" and p.stem not in own]
     charts = [p.stem for p in (PACKAGE / "book" / "charts").glob("*.py")
               if p.stem != "__init__" and f"``{p.stem}``" not in doc]
     assert not missing and not charts, f"not in the package docstring: {missing + charts}"

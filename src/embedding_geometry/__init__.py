@@ -1,11 +1,13 @@
 """Embedding Geometry, Reproduced: the helper package behind the book.
 
 The package has three layers, and imports only run downward (``book`` → ``studies`` → ``core``;
-a study never imports ``book``):
+a study never imports ``book``); beside them, one package per chapter holds the code only that
+chapter uses (it may import the three layers; nothing in ``core`` or ``studies`` imports it):
 
-    core/     it measures: load a model, run it, capture its states, the geometry on arrays
-    studies/  one module per chapter topic: activations in, that chapter's metrics dict out
-    book/     it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
+    core/      it measures: load a model, run it, capture its states, the geometry on arrays
+    studies/   one module per chapter topic: activations in, that chapter's metrics dict out
+    book/      it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
+    chapters/  one package per chapter, its modules in the order the notebook presents them
 
 ``core``
     ``models``          loading an encoder and its tokenizer, and describing it
@@ -49,8 +51,6 @@ a study never imports ``book``):
     ``context_stats``       chapter 4: the running totals, their settings and per-text rows, resamples of texts
     ``context_batch``       chapter 4: one captured batch reduced to statistics (matrix products)
     ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
-    ``context_exercises``   chapter 4: the exercises' answers, each for its changed parameter value
-    ``context_budget``      chapter 4: its pass timed, projected to 1,000 texts, against its share of the budget
     ``context_attention``   chapter 4: a head's top context-similarity pairs against its top attention pairs
     ``head_cache``          chapter 4's head statistics per batch, cached by content (chapter 8 reads them)
     ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
@@ -71,6 +71,10 @@ a study never imports ``book``):
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
     ``accumulators``        mergeable building blocks: rows per unit, sums, co-moments, a bottom-K sample
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
+
+``chapters``
+    ``ch04_heads``      chapter 4's own code: ``budget``, ``frames``, ``charts``, ``exercises`` (its
+                        docstring maps them in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -96,7 +100,7 @@ a study never imports ``book``):
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``heads`` (chapter 4), ``practice`` and ``practice_search`` (chapters 5 and 6),
+                        ``practice`` and ``practice_search`` (chapters 5 and 6),
                         ``objectives`` (chapter 7), ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site

@@ -4,11 +4,9 @@
 - ``theme``: the book's theme and the offline ``book`` renderer (``use_theme``, ``write_bundle``);
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
-- ``matrices``: model × model and head × block charts, and the context-matrix explorer;
+- ``matrices``: model × model heatmaps, each cell labelled, and a strip of ticks per category;
 - ``objectives``: chapter 7's charts, both arms' copies of the two-loss experiment on relative depth
   with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
-- ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
-  the first text's matrices encoded for the explorer);
 - ``practice``, ``practice_search``: the tables and charts of chapters 5 and 6 (isotropy,
   whitening, dilution, [CLS] by position; compounds, long texts, quantization, hybrid retrieval);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA

@@ -1,6 +1,6 @@
 """Tidy frames for chapter 4's charts of attention heads: per-block series, the distance
 histogram, distinct focus tokens, the sensitivity check, and the first text's matrices encoded
-small enough to ship every head inline (read by ``matrices.context_matrix_explorer``); and, for
+small enough to ship every head inline (read by ``charts.context_matrix_explorer``); and, for
 the models side by side (``by_model``: model id → its metrics), per-block series on relative
 depth, the summed matrices of three blocks, per-head distance histograms, the random-positions
 null's draws, and the tables of head classes, their stability and the sensitivity ratios.
@@ -181,7 +181,7 @@ def kinds_by_model(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
 def summed_frame(by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per model and recorded block of ``summed_similarity``: its panel label ("MiniLM ·
     block 1 of 6"), side s, and ``cells``, the [s, s] mean matrix divided by its largest |value|
-    and encoded with :func:`encode_levels` (read by ``matrices.summed_matrices``)."""
+    and encoded with :func:`encode_levels` (read by ``charts.summed_matrices``)."""
     rows = []
     for model, m in by_model.items():
         summed, n_layers = m["summed_similarity"], len(m["layers"])

@@ -8,17 +8,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from ..core import streaming
-from ..core.models import LoadedModel
-from ..core.streaming import Captured
-from .context_heads import class_counts
-from .context_similarity import Measurement, measure, pair_metrics, texts_of
-from .context_stats import ContextStats, Settings
+from ...core import streaming
+from ...core.models import LoadedModel
+from ...core.streaming import Captured
+from ...studies.context_heads import class_counts
+from ...studies.context_similarity import Measurement, measure, pair_metrics, texts_of
+from ...studies.context_stats import ContextStats, Settings
 
 
 def at_quantiles(batches: Sequence[Captured], settings: Settings, qs: Iterable[float]) -> dict[float, dict]:
-    """The high pairs' metrics (:func:`~.context_similarity.pair_metrics`) of the same batches with
-    each q of ``qs`` as the high-pair quantile."""
+    """The high pairs' metrics (:func:`~embedding_geometry.studies.context_similarity.pair_metrics`)
+    of the same batches with each q of ``qs`` as the high-pair quantile."""
     chosen = {q: replace(settings, q=q, sensitivity_thresholds=(settings.attention_threshold,)) for q in qs}
     return {q: pair_metrics(measure(batches, s).stats) for q, s in chosen.items()}
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core import clock
+from ...core import clock
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .context_similarity import Measurement
+    from ...studies.context_similarity import Measurement
 
 PROJECTED_TEXTS = 1_000
 """The number of texts each model's pass is projected to (issue 30's target)."""
