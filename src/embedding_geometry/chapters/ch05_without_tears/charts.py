@@ -1,7 +1,10 @@
-"""Tables and charts of the practice chapters (5 and 6): each reads one part of the chapter's
-metrics dict (its schema is in the study module that computes it) and returns a table as the
-book shows one (:func:`shown`: human column names, four significant digits, "—" for a missing
-value, yes / no for a truth value) or an ``alt.Chart``."""
+"""Chapter 5's tables and charts, in the order the notebook shows them: the query set, what the
+library does, the isotropy score and the cone, whitening and centering, length bias and dilution,
+where [CLS] looks, compounds, and [CLS] at every depth. Each reads one part of the chapter's metrics
+dict (its schema is in the module that computes it) and returns a table as the book shows one
+(``book.charts.practice.shown``) or an ``alt.Chart``. The tables chapter 6 shows too
+(the query set's summary, what no measurement decides, the errata) are ``book.charts.practice``'s,
+named here for the notebook."""
 
 from __future__ import annotations
 
@@ -12,50 +15,26 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...book.charts.depth import grouped_bars, line_chart, scatter_chart
+from ...book.charts.frames import per_layer_frame
+from ...book.charts.practice import METRIC_NAMES, errata_shown, query_summary, shown, untested_table
+from ...book.claims.words import number
+from ...book.pages import HtmlTable
 from ...core import models
-from ..claims.words import number
-from ..pages import HtmlTable
-from .depth import grouped_bars, line_chart, scatter_chart
-from .frames import per_layer_frame
-from ...studies.cls_attention import power_law
+from .cls_attention import power_law
 
-
-def cell(value: object) -> str:
-    """One table cell as the book writes it: a number to four significant digits (never "-0"),
-    a missing value (None, NaN) as "—", a truth value as yes / no, text as it is."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return number(float(value)) if isinstance(value, (float, np.floating)) else str(int(value))
-    return str(value)
-
-
-def shown(frame: pd.DataFrame, index: str | None = None) -> HtmlTable:
-    """``frame`` as a table on the page, every cell through :func:`cell`; with ``index`` (its
-    column title), the index becomes the first column."""
-    if index is not None:
-        frame = frame.rename_axis(index).reset_index()
-    return HtmlTable(frame.astype(object).map(cell))
-
-
-def _short(model: str) -> str:
-    return model.rsplit("/", 1)[-1]
-
-
-METHOD_NAMES = {"none": "raw", "center": "centred", "whiten": "whitened"}
-"""How the whitening study's methods read in a table."""
+__all__ = [
+    "query_summary", "query_examples", "library_table", "ISOTROPY_COLUMNS", "with_controls_averaged",
+    "isotropy_table", "isotropy_bars", "cone_table", "METHOD_NAMES", "method_table", "VARIANT_NAMES",
+    "sensitivity_table", "transfer_table", "length_scatter", "dilution_lines", "cls_bucket_table", "cls_bucket_bars",
+    "cls_profile_lines", "COMPOUND_COLUMNS", "compound_table", "SUBWORD_ROWS", "subword_summary", "cls_depth_lines",
+    "untested_table", "errata_shown", "shown"
+]
+"""The notebook's tables and charts, the shared ones it shows from here too (``query_summary``,
+``untested_table``, ``errata_shown``, ``shown``)."""
 
 
 # --------------------------------------------------------------------------- the query set
-
-
-def query_summary(queries: Mapping[str, list]) -> HtmlTable:
-    """Per kind of query (keyword, paraphrase): how many, and relevant sentences per query."""
-    frame = pd.DataFrame({"kind": queries["kinds"], "relevant": [len(r) for r in queries["relevant"]]})
-    table = frame.groupby("kind").agg(queries=("relevant", "size"), relevant=("relevant", "mean"))
-    return shown(table.rename(columns={"relevant": "relevant sentences per query"}), "kind of query")
 
 
 def query_examples(queries: Mapping[str, list], sentences: Sequence[str], per_kind: int = 3) -> HtmlTable:
@@ -131,6 +110,10 @@ def _over_seeds(values: list) -> object:
     return float(np.mean(numbers)) if numbers else None
 
 
+def _short(model: str) -> str:
+    return model.rsplit("/", 1)[-1]
+
+
 def isotropy_table(by_model: Mapping[str, Mapping], article_rows: Sequence[Mapping]) -> HtmlTable:
     """One row per model of the run (``isotropy.model_row``) beside the article's score, and one
     per model's random-init controls (their mean, :func:`with_controls_averaged`): the article's
@@ -175,14 +158,11 @@ def cone_table(cone: Mapping[str, object]) -> HtmlTable:
     )
 
 
-METRIC_NAMES = {
-    "anisotropy": "anisotropy (mean cos)",
-    "isotropy_score": "the article's score",
-    "recall_at_1": "recall@1",
-    "recall_at_5": "recall@5",
-    "recall_at_10": "recall@10",
-    "ndcg_at_10": "nDCG@10",
-}
+# --------------------------------------------------------------------------- whitening and centering
+
+
+METHOD_NAMES = {"none": "raw", "center": "centred", "whiten": "whitened"}
+"""How the whitening study's methods read in a table."""
 
 
 def method_table(by_method: Mapping[str, Mapping]) -> HtmlTable:
@@ -266,15 +246,6 @@ def dilution_lines(dilution: Mapping[str, object]) -> alt.Chart:
     )
 
 
-def cls_depth_lines(by_depth: Mapping[str, Sequence[float]]) -> alt.Chart:
-    """``pooling.cls_by_depth``'s curves on relative depth: nDCG@10 of the [CLS] states and of the
-    mean pools, and the mean cos([CLS], mean pool) of the documents."""
-    names = {"cls": "nDCG@10, [CLS]", "mean": "nDCG@10, mean pool", "alignment": "cos([CLS], mean pool)"}
-    frame = per_layer_frame({name: by_depth[key] for key, name in names.items()}, model="")
-    return line_chart(frame, "relative_depth", "value", "series", "relative depth l / L", "nDCG@10 or cosine",
-                      title="[CLS] against the mean pool at every depth")
-
-
 def cls_bucket_table(cls: Mapping[str, object]) -> pd.DataFrame:
     """[CLS]'s share of attention per position bucket: measured, uniform, the article's table and
     its code at 512 and at T positions (``cls_attention.position_study``); shown with
@@ -326,3 +297,47 @@ def cls_profile_lines(cls: Mapping[str, object]) -> alt.Chart:
         title="[CLS] attention at each position",
         greyed=[article],
     )
+
+
+# --------------------------------------------------------------------------- compounds, and [CLS] at every depth
+
+
+COMPOUND_COLUMNS = {
+    "pieces": "WordPiece pieces",
+    "composition_cosine": "cos(compound, mean of parts)",
+    "stability": "stability across its sentences",
+    "margin_mean_pool": "margin, mean pooling",
+    "margin_subword_pool": "margin, subword-aware pooling",
+}
+
+
+def compound_table(subword: Mapping[str, object]) -> HtmlTable:
+    """One row per compound of the compound study (``compounds.subword_study``)."""
+    frame = pd.DataFrame(subword["compounds"]).set_index("compound")[list(COMPOUND_COLUMNS)]
+    return shown(frame.rename(columns=COMPOUND_COLUMNS), "compound")
+
+
+SUBWORD_ROWS = {
+    "split compounds (share)": "split_fraction",
+    "composition: mean cosine": "composition_mean_cosine",
+    "composition: top-1": "composition_top1",
+    "composition: top-1 by chance": "composition_chance",
+    "stability, compounds": "stability_compound",
+    "stability, single-token controls": "stability_control",
+    "margin, mean pooling": "margin_mean_pool",
+    "margin, subword-aware pooling": "margin_subword_pool",
+}
+
+
+def subword_summary(subword: Mapping[str, object]) -> HtmlTable:
+    """The compound study's averages (``compounds.subword_study``)."""
+    return shown(pd.Series({label: subword[key] for label, key in SUBWORD_ROWS.items()}, name="value").to_frame(), "")
+
+
+def cls_depth_lines(by_depth: Mapping[str, Sequence[float]]) -> alt.Chart:
+    """``pooling.cls_by_depth``'s curves on relative depth: nDCG@10 of the [CLS] states and of the
+    mean pools, and the mean cos([CLS], mean pool) of the documents."""
+    names = {"cls": "nDCG@10, [CLS]", "mean": "nDCG@10, mean pool", "alignment": "cos([CLS], mean pool)"}
+    frame = per_layer_frame({name: by_depth[key] for key, name in names.items()}, model="")
+    return line_chart(frame, "relative_depth", "value", "series", "relative depth l / L", "nDCG@10 or cosine",
+                      title="[CLS] against the mean pool at every depth")
