@@ -193,12 +193,12 @@ def test_published_curves_under_models_each_get_their_own_grey_and_dash(draw):
 
 
 def test_a_models_random_init_controls_show_as_one_row_their_mean_over_seeds():
-    from embedding_geometry.book.charts import practice
+    from embedding_geometry.chapters.ch05_without_tears.charts import with_controls_averaged
 
     rows = {"org/m": {"score": 0.5, "warns": True, "recall_at_10": 0.9},
             "org/m [random-init control, seed 0]": {"score": 0.2, "warns": False, "recall_at_10": None},
             "org/m [random-init control, seed 1]": {"score": 0.4, "warns": True, "recall_at_10": None}}
-    found = practice.with_controls_averaged(rows)
+    found = with_controls_averaged(rows)
     assert list(found) == ["org/m", "org/m · controls (mean of 2 seeds)"] and found["org/m"] == rows["org/m"]
     assert found["org/m · controls (mean of 2 seeds)"] == {"score": pytest.approx(0.3), "warns": "1 of 2",
                                                             "recall_at_10": None}

@@ -6,7 +6,7 @@ import yaml
 
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import cls_attention
+from embedding_geometry.chapters.ch05_without_tears import cls_attention
 
 from synthetic_records import cls_maps, record
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.core import activations
-from embedding_geometry.studies import compounds
+from embedding_geometry.chapters.ch05_without_tears import compounds
 
 from synthetic_records import record
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from embedding_geometry.studies import finetuning
+from embedding_geometry.chapters.ch06_search import finetuning
 
 
 def test_mnrl_ignores_the_labels(tiny_bert_dir):

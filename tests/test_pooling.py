@@ -167,7 +167,7 @@ def test_cls_against_the_mean_pool_at_every_depth_by_hand():
     assert by_depth["cls_minus_mean"] == pytest.approx(np.subtract(by_depth["cls"], by_depth["mean"]))
     final = pooling.pooling_retrieval(docs, queries, [0, 1])["pooling_retrieval"]  # the final depth, as ranked there
     assert by_depth["cls"][-1] == pytest.approx(final["cls"]["ndcg_at_10"])
-    from embedding_geometry.book import charts
+    from embedding_geometry.chapters.ch05_without_tears import charts
 
     drawn = charts.cls_depth_lines(by_depth).to_dict()["datasets"]
     rows = next(iter(drawn.values()))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.core import geometry
-from embedding_geometry.studies import quantization
+from embedding_geometry.chapters.ch06_search import quantization
 
 
 def test_int8_by_hand():

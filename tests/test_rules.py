@@ -12,8 +12,8 @@ import pytest
 
 from conftest import ROOT
 from embedding_geometry.book import parameters, profiles, rules
+from embedding_geometry.chapters.ch05_without_tears import cls_attention
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import cls_attention
 
 TINY = {"device": "cpu", "batch_size": 8, "seed": 0, "trust_remote_code": False}
 

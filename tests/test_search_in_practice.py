@@ -7,7 +7,7 @@ import pytest
 
 from embedding_geometry.book import claims
 from embedding_geometry.core import corpora
-from embedding_geometry.studies import quantization
+from embedding_geometry.chapters.ch06_search import quantization
 from test_embeddings_without_tears import (
     assert_chapter_reads_as_outputs,
     assert_coverage_lists_the_seed,

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from embedding_geometry.studies import isotropy, whitening
+from embedding_geometry.chapters.ch05_without_tears import whitening
+from embedding_geometry.studies import isotropy
 
 
 def test_identical_vectors_score_zero_and_warn():
@@ -327,7 +328,7 @@ def test_held_out_study_judges_only_held_out_documents():
 
 
 def test_sensitivity_table_shows_each_variant_and_its_change_from_raw():
-    from embedding_geometry.book import charts
+    from embedding_geometry.chapters.ch05_without_tears import charts
 
     held_out = {"sensitivity": {"raw": 0.9, "whitened": 0.6}, "sensitivity_minus_raw": {"raw": 0.0, "whitened": -0.3}}
     table = charts.sensitivity_table(held_out).frame

@@ -1,13 +1,14 @@
 """Embedding Geometry, Reproduced: the helper package behind the book.
 
-The package has three layers, and imports only run downward (``book`` → ``studies`` → ``core``;
-a study never imports ``book``); beside them, one package per chapter holds the code only that
-chapter uses (it may import the three layers; nothing in ``core`` or ``studies`` imports it):
+The package has four layers, and imports only run downward (``book`` → ``studies`` → ``core``;
+a study never imports ``book``). A chapter package imports what the chapters share (``core``,
+``studies``, ``book``'s shared parts) and nothing in ``core`` or ``studies`` imports it; in ``book``,
+only the registry of the chapters' parameters (``rules``) does:
 
     core/      it measures: load a model, run it, capture its states, the geometry on arrays
     studies/   one module per chapter topic: activations in, that chapter's metrics dict out
+    chapters/  one package per chapter for the code only it uses, its modules in the notebook's order
     book/      it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
-    chapters/  one package per chapter, its modules in the order the notebook presents them
 
 ``core``
     ``models``          loading an encoder and its tokenizer, and describing it
@@ -53,14 +54,10 @@ chapter uses (it may import the three layers; nothing in ``core`` or ``studies``
     ``context_heads``       chapter 4: the book's rule for kinds of head, its stability and resampled counts
     ``context_attention``   chapter 4: a head's top context-similarity pairs against its top attention pairs
     ``head_cache``          chapter 4's head statistics per batch, cached by content (chapter 8 reads them)
-    ``isotropy``            chapter 5: the article's isotropy score, its anisotropy warning and cone arithmetic
-    ``whitening``           chapter 5: centering and whitening, fitted on one split, judged on another
-    ``pooling``             pooling token states into one vector, length bias and dilution (chapter 5)
-    ``cls_attention``       where [CLS] looks: its last-layer attention by position (chapter 5)
-    ``compounds``           compounds that WordPiece splits, and the subword-aware fix
-    ``long_texts``          texts longer than one sentence, and sliding windows
-    ``quantization``        int8, binary codes and product quantization of embeddings
-    ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
+    ``isotropy``            chapters 5 and 6: the article's isotropy score, its anisotropy warning and cone
+                            arithmetic, the pair sample
+    ``pooling``             pooling token states into one vector, length bias and dilution (chapters 5 and 6)
+    ``long_texts``          texts longer than one sentence, and sliding windows (chapters 5 and 6)
     ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
     ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from
                             scratch
@@ -73,8 +70,12 @@ chapter uses (it may import the three layers; nothing in ``core`` or ``studies``
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``chapters``
-    ``ch04_heads``      chapter 4's own code: ``budget``, ``frames``, ``charts``, ``exercises`` (its
-                        docstring maps them in the notebook's order)
+    ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``budget``, ``frames``,
+                            ``charts``, ``exercises`` (its own docstring maps them, in the notebook's order)
+    ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``whitening``, ``cls_attention``,
+                            ``compounds``, ``charts`` (its own docstring maps them, in the notebook's order)
+    ``ch06_search``         chapter 6, *Search in practice, measured*: ``quantization``, ``finetuning``,
+                            ``charts`` (its own docstring maps them, in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -100,7 +101,7 @@ chapter uses (it may import the three layers; nothing in ``core`` or ``studies``
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``practice`` and ``practice_search`` (chapters 5 and 6),
+                        ``practice`` (the tables chapters 5 and 6 both show),
                         ``objectives`` (chapter 7), ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site

@@ -53,7 +53,7 @@ COMPARED = {
 unit = p.number(0.0, 1.0)
 CLS_POSITIONS = 102
 """The shortest text whose [CLS] attention reaches every position bucket of chapter 5
-(``studies.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
+(``chapters.ch05_without_tears.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
 STEPS_AT_LEAST = 6
 """Chapter 7's fewest steps: a copy's levelling compares tenths of 2 steps or more (objectives.levelled)."""
@@ -229,7 +229,7 @@ leaves every part large enough for any seed)."""
 
 def _split_shortfall(fraction: float, seed: int) -> str | None:
     """What chapter 5's split of its judged corpus by ``fraction`` and ``seed`` leaves too small, or None."""
-    from ..studies import whitening  # loads torch: the site build and the CLI read these rules without a model
+    from ..chapters.ch05_without_tears import whitening  # loads torch: the site build and CLI read rules with no model
 
     _, topics, queries = retrieval.judged_corpus()
     return whitening.split_shortfall(queries["relevant"], topics, fraction, seed)

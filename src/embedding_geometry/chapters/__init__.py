@@ -1,9 +1,23 @@
 """Chapter packages: one small package per chapter that holds the code only that chapter uses, named
-for the chapter, its modules read top to bottom in the order the notebook presents them (its
-``__init__`` docstring maps them in that order). A chapter package may import ``core``, ``studies``
-and ``book``; nothing in ``core`` or ``studies`` imports it. What two or more chapters use stays
-shared: in ``core``, in ``studies``, and chart kinds in ``book.charts``. Importing this package, or
-a chapter package, imports none of their modules (no torch on ``import embedding_geometry.chapters``).
+for the chapter (``ch05_without_tears`` for ``notebooks/05_embeddings_without_tears.ipynb``). Its modules read
+top to bottom in the order the notebook presents them, and its ``__init__`` docstring maps them in
+that order; importing a chapter package imports none of its modules (no torch on
+``import embedding_geometry.chapters``).
 
-``ch04_heads``  chapter 4, *What attention heads write* (``notebooks/04_attention_context_similarity.ipynb``)
+What two or more chapters use stays shared: measurements in ``core``, chapter topics in ``studies``,
+chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.tables``,
+``book.claims``, ``book.parameters``). The layering (``tests/test_layers.py``):
+
+    core/      imports nothing above it
+    studies/   imports core (and other studies)
+    chapters/  imports core, studies and book's shared parts (and its own chapter's modules)
+    book/      imports core and studies; of the chapters, only its registry (``book.rules``)
+               imports a chapter package (the chapter's parameter rules and needs)
+
+Nothing in ``core`` or ``studies`` imports a chapter package. The notebook imports its chapter's
+modules directly: ``from embedding_geometry.chapters.ch05_without_tears import whitening``.
+
+    ch04_heads          chapter 4, What attention heads write
+    ch05_without_tears  chapter 5, Embeddings without tears, measured
+    ch06_search         chapter 6, Search in practice, measured
 """

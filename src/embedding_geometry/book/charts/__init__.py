@@ -7,8 +7,8 @@
 - ``matrices``: model × model heatmaps, each cell labelled, and a strip of ticks per category;
 - ``objectives``: chapter 7's charts, both arms' copies of the two-loss experiment on relative depth
   with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
-- ``practice``, ``practice_search``: the tables and charts of chapters 5 and 6 (isotropy,
-  whitening, dilution, [CLS] by position; compounds, long texts, quantization, hybrid retrieval);
+- ``practice``: the tables chapters 5 and 6 both show (how a table reads there, the judged query
+  set, what no measurement decides, the errata);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth);
 - ``layers``: chapter 1's charts, one measurement of every model run side by side on relative
@@ -16,6 +16,9 @@
 - ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
 - ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
 - ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
+
+A chapter package keeps the charts only its chapter draws (``chapters/ch05_without_tears/charts.py``,
+``chapters/ch06_search/charts.py``, on the kinds here); they are not re-exported here.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.

@@ -1,5 +1,5 @@
 """Centering and whitening, fitted on one split and judged on another (book/methods.md,
-"methods-practice"); the article's score and cone arithmetic are :mod:`.isotropy`.
+"methods-practice"); the article's score and cone arithmetic are in ``studies.isotropy``.
 
 Centering and whitening are fitted on one split F ([n_F, d]) and applied to any Y ([m, d]):
 
@@ -50,9 +50,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
-from . import retrieval
-from .isotropy import isotropy_score, stored, vector_set
+from ...core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
+from ...studies import retrieval
+from ...studies.isotropy import isotropy_score, stored, vector_set
 
 EPS = 1e-6
 """The article's ε in ``whiten_embeddings``."""

@@ -1,6 +1,7 @@
-"""Tables and charts of the practice chapters (5 and 6), second part: compounds and long texts,
-quantization, hybrid retrieval, and what no measurement decides. Tables read as
-:func:`.practice.shown` writes them."""
+"""Chapter 6's tables and charts, in the order the notebook shows them: long texts (windows or
+truncation), quantization, hybrid retrieval. Tables read as ``book.charts.practice.shown`` writes
+them. The tables chapter 5 shows too (the query set's summary, what no measurement decides, the
+errata) are ``book.charts.practice``'s, named here for the notebook."""
 
 from __future__ import annotations
 
@@ -9,45 +10,19 @@ from collections.abc import Mapping
 import altair as alt
 import pandas as pd
 
-from ..pages import HtmlTable
-from .depth import grouped_bars
-from .practice import METRIC_NAMES, shown
-from ..pages import errata_table
-from ...core.corpora import load_yaml
+from ...book.charts.depth import grouped_bars
+from ...book.charts.practice import METRIC_NAMES, errata_shown, query_summary, shown, untested_table
+from ...book.pages import HtmlTable
+
+__all__ = [
+    "query_summary", "recall_table", "WINDOW_NAMES", "long_text_facts", "QUANTIZER_NAMES", "QUANTIZATION_COLUMNS",
+    "quantization_table", "hybrid_table", "hybrid_bars", "untested_table", "errata_shown", "shown"
+]
+"""The notebook's tables and charts, the shared ones it shows from here too (``query_summary``,
+``untested_table``, ``errata_shown``, ``shown``)."""
 
 
-# --------------------------------------------------------------------------- compounds and long texts
-
-SUBWORD_ROWS = {
-    "split compounds (share)": "split_fraction",
-    "composition: mean cosine": "composition_mean_cosine",
-    "composition: top-1": "composition_top1",
-    "composition: top-1 by chance": "composition_chance",
-    "stability, compounds": "stability_compound",
-    "stability, single-token controls": "stability_control",
-    "margin, mean pooling": "margin_mean_pool",
-    "margin, subword-aware pooling": "margin_subword_pool",
-}
-
-
-def subword_summary(subword: Mapping[str, object]) -> HtmlTable:
-    """The compound study's averages (``compounds.subword_study``)."""
-    return shown(pd.Series({label: subword[key] for label, key in SUBWORD_ROWS.items()}, name="value").to_frame(), "")
-
-
-COMPOUND_COLUMNS = {
-    "pieces": "WordPiece pieces",
-    "composition_cosine": "cos(compound, mean of parts)",
-    "stability": "stability across its sentences",
-    "margin_mean_pool": "margin, mean pooling",
-    "margin_subword_pool": "margin, subword-aware pooling",
-}
-
-
-def compound_table(subword: Mapping[str, object]) -> HtmlTable:
-    """One row per compound of the compound study (``compounds.subword_study``)."""
-    frame = pd.DataFrame(subword["compounds"]).set_index("compound")[list(COMPOUND_COLUMNS)]
-    return shown(frame.rename(columns=COMPOUND_COLUMNS), "compound")
+# --------------------------------------------------------------------------- long texts
 
 
 def recall_table(long_text: Mapping[str, object]) -> HtmlTable:
@@ -87,6 +62,9 @@ def long_text_facts(long_text: Mapping[str, object]) -> HtmlTable:
     )
 
 
+# --------------------------------------------------------------------------- quantization
+
+
 QUANTIZER_NAMES = {
     "int8": "int8 (the article's)",
     "binary": "binary (sign bits)",
@@ -94,6 +72,8 @@ QUANTIZER_NAMES = {
     "pq_8x": "PQ at 8×",
     "pq_16x": "PQ at 16×",
 }
+
+
 QUANTIZATION_COLUMNS = {
     "bits_per_vector": "bits a vector",
     "compression_ratio": "compression ×",
@@ -152,29 +132,3 @@ def hybrid_bars(hybrid: Mapping[str, object]) -> alt.Chart:
         "nDCG@10",
         title="Dense, BM25 and fused retrieval on the judged query set",
     )
-
-
-# --------------------------------------------------------------------------- what no measurement decides
-
-
-def untested_table(slug: str) -> HtmlTable:
-    """The statements of a chapter's ledger (``untested``) that no measurement of the chapter can
-    decide: statement, source and why."""
-    items = load_yaml(f"claims/{slug}.yaml").get("untested", [])
-    return HtmlTable(
-        pd.DataFrame(items, columns=["statement", "source", "reason"]).rename(columns={"reason": "why not"})
-    )
-
-
-ERRATA_COLUMNS = {
-    "statement": "the article says",
-    "prose_value": "its value",
-    "data_value": "its own code or tables give",
-    "evidence": "evidence",
-}
-
-
-def errata_shown(ledger) -> HtmlTable:
-    """The ledger's errata (``pages.errata_table``) as a table on the page: every cell whole (a
-    DataFrame's own display cuts long text), human column titles, no row numbers."""
-    return shown(errata_table(ledger).rename(columns=ERRATA_COLUMNS))

@@ -32,10 +32,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.activations import Activations
-from ..core.corpora import load_yaml
-from ..core.geometry import cosine_matrix, mean_pairwise_cosine, pair_cosine
-from .pooling import model_pooling, pool
+from ...core.activations import Activations
+from ...core.corpora import load_yaml
+from ...core.geometry import cosine_matrix, mean_pairwise_cosine, pair_cosine
+from ...studies.pooling import model_pooling, pool
 
 COMPOUND_FILE = "subword_compounds.yaml"
 POSITIVES, NEGATIVES = [(0, 1), (0, 2), (1, 2)], [(0, 3), (1, 3), (2, 3)]

@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import clock
-from ..core.geometry import cosine_matrix
-from ..core.models import locate
+from ...core import clock
+from ...core.geometry import cosine_matrix
+from ...core.models import locate
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -36,9 +36,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import optimize, stats
 
-from ..core.activations import Activations
-from ..core.errors import ParameterError
-from .pooling import attention_entropy, cls_attention
+from ...core.activations import Activations
+from ...core.errors import ParameterError
+from ...studies.pooling import attention_entropy, cls_attention
 
 BUCKETS = ((0, 10), (11, 50), (51, 100), (101, None))
 """The article's position ranges 0–10, 11–50, 51–100 and 100+ (inclusive; 100 goes to 51–100)."""

@@ -45,9 +45,9 @@ from typing import Literal
 
 import numpy as np
 
-from ..core.geometry import cosine_matrix, pair_cosine
-from .anisotropy import correlation_ratio_parts, permuted_eta2_draws
-from .isotropy import stored
+from ...core.geometry import cosine_matrix, pair_cosine
+from ...studies.anisotropy import correlation_ratio_parts, permuted_eta2_draws
+from ...studies.isotropy import stored
 
 Method = Literal["int8", "binary", "pq"]
 CLAIMED = ("int8", "pq_8x", "pq_16x")
