@@ -1,9 +1,11 @@
-"""The package's shape: three layers whose imports only run downward, modules small enough to
-read, one forward path, and a package docstring that names every module.
+"""The package's shape: layers whose imports only run downward, modules small enough to read, one
+forward path, and a package docstring that names every module (a chapter package's modules: its own).
 
-    core/     measures           imports nothing of the package above it
-    studies/  chapter topics     imports core (and other studies), never book
-    book/     presents           imports anything
+    core/      measures             imports nothing of the package above it
+    studies/   chapter topics       imports core (and other studies), never book or chapters
+    chapters/  one chapter's code   imports core, studies, book's shared parts and its own chapter
+    book/      presents             imports core, studies and book; only its registry (book/rules.py)
+                                    imports a chapter package
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ import pytest
 import embedding_geometry
 
 PACKAGE = Path(embedding_geometry.__file__).parent
-LAYERS = {"core": {"core"}, "studies": {"core", "studies"}, "book": {"core", "studies", "book"}}
+LAYERS = {"core": {"core"}, "studies": {"core", "studies"}, "book": {"core", "studies", "book"},
+          "chapters": {"core", "studies", "book", "chapters"}}
+REGISTRY = "book/rules.py"
+"""The one module of ``book`` that imports a chapter package: the chapters' parameter rules and needs."""
 MAX_LINES = 400
 FORWARD_HOMES = {"core/capture.py", "core/activations.py", "core/models.py"}
 """Where a model's forward pass may be called: the hooked pass, its batching, and the
-sentence-transformers cross-check. Training (studies/objectives.py) calls it with gradients on,
-which extraction never does."""
-TRAINING = {"studies/objectives.py"}
+sentence-transformers cross-check. Training (chapters/ch07_objective/training.py) calls it with
+gradients on, which extraction never does."""
+TRAINING = {"chapters/ch07_objective/training.py"}
 
 
 def modules() -> list[Path]:
@@ -32,7 +37,7 @@ def modules() -> list[Path]:
 
 
 def imported_layers(path: Path) -> set[str]:
-    """The package layers (core, studies, book) that ``path`` imports, relative or absolute."""
+    """The package layers (core, studies, chapters, book) that ``path`` imports, relative or absolute."""
     layer = path.relative_to(PACKAGE).parts[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -57,7 +62,8 @@ def test_imports_run_downward(path):
     layer = path.relative_to(PACKAGE).parts[0]
     if layer not in LAYERS:
         return  # __main__
-    assert imported_layers(path) <= LAYERS[layer], f"{layer} module imports {imported_layers(path) - LAYERS[layer]}"
+    allowed = LAYERS[layer] | ({"chapters"} if path.relative_to(PACKAGE).as_posix() == REGISTRY else set())
+    assert imported_layers(path) <= allowed, f"{layer} module imports {imported_layers(path) - allowed}"
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
@@ -70,20 +76,65 @@ def test_a_forward_call_lives_only_in_core():
     assert calls <= FORWARD_HOMES | TRAINING, calls - FORWARD_HOMES - TRAINING
 
 
+def docstring_names(doc: str | None) -> set[str]:
+    return set(re.findall(r"``(\w+)``", doc or ""))
+
+
+def chapter_packages() -> list[Path]:
+    return sorted(p for p in (PACKAGE / "chapters").iterdir() if (p / "__init__.py").is_file())
+
+
 def test_the_package_docstring_names_every_module():
     doc = embedding_geometry.__doc__
-    named = set(re.findall(r"``(\w+)``", doc))
+    named = docstring_names(doc)
     missing = [p.relative_to(PACKAGE).as_posix() for p in modules()
-               if p.stem not in named and p.parent.name != "charts" and p.stem != "__main__"]
+               if p.stem not in named and p.parent.name != "charts" and p.stem != "__main__"
+               and p.relative_to(PACKAGE).parts[0] != "chapters"]
+    missing += [f"chapters/{p.name}" for p in chapter_packages() if p.name not in named]
     charts = [p.stem for p in (PACKAGE / "book" / "charts").glob("*.py")
               if p.stem != "__init__" and f"``{p.stem}``" not in doc]
     assert not missing and not charts, f"not in the package docstring: {missing + charts}"
+
+
+def test_a_chapter_package_names_its_modules_in_its_docstring():
+    """Each chapter package's docstring maps its modules (in the notebook's order: that is read, not tested)."""
+    missing = [p.relative_to(PACKAGE).as_posix() for package in chapter_packages() for p in package.glob("*.py")
+               if p.name != "__init__.py" and p.stem not in docstring_names(
+                   ast.get_docstring(ast.parse((package / "__init__.py").read_text())))]
+    assert not missing, f"not in their chapter package's docstring: {missing}"
+
+
+def chapter_imports() -> list[str]:
+    """Each import of a chapter package that the layering forbids: from outside the book's registry,
+    or from another chapter's package."""
+    chapters, registry = f"{PACKAGE.name}.chapters", module_name(PACKAGE / REGISTRY)
+    found = []
+    for name, imported in import_graph().items():
+        own = ".".join(name.split(".")[:3]) if name.startswith(chapters + ".") else None
+        for target in sorted(m for m in imported if m.startswith(chapters + ".")):
+            if name != registry and not (own and (target == own or target.startswith(own + "."))):
+                found.append(f"{name} imports {target}")
+    return found
+
+
+def test_only_the_registry_and_the_chapter_itself_import_a_chapter_package():
+    assert not chapter_imports(), chapter_imports()
+
+
+def test_a_chapter_package_imports_no_module_at_import_time():
+    """``import embedding_geometry.chapters`` (and a chapter package) loads none of its modules, so no torch."""
+    for path in [PACKAGE / "chapters" / "__init__.py", *(p / "__init__.py" for p in chapter_packages())]:
+        tree = ast.parse(path.read_text())
+        assert not [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], path
 
 
 def test_the_layer_check_sees_each_import_form(tmp_path):
     study = PACKAGE / "studies" / "layer_by_layer.py"
     assert imported_layers(study) <= {"core", "studies"} and "core" in imported_layers(study)
     assert "book" in imported_layers(PACKAGE / "book" / "chapter.py")
+    chapter = PACKAGE / "chapters" / "ch07_objective"
+    assert {"core", "studies", "chapters"} <= imported_layers(chapter / "runs.py")
+    assert "book" in imported_layers(chapter / "charts.py") and "chapters" in imported_layers(PACKAGE / REGISTRY)
 
 
 def private(name: str) -> bool:

@@ -1,11 +1,14 @@
 """Embedding Geometry, Reproduced: the helper package behind the book.
 
-The package has three layers, and imports only run downward (``book`` → ``studies`` → ``core``;
-a study never imports ``book``):
+The package has four layers, and imports only run downward (``book`` → ``studies`` → ``core``;
+a study never imports ``book``). A chapter package imports what the chapters share (``core``,
+``studies``, ``book``'s shared parts) and nothing in ``core`` or ``studies`` imports it; in ``book``,
+only the registry of the chapters' parameters (``rules``) does:
 
-    core/     it measures: load a model, run it, capture its states, the geometry on arrays
-    studies/  one module per chapter topic: activations in, that chapter's metrics dict out
-    book/     it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
+    core/      it measures: load a model, run it, capture its states, the geometry on arrays
+    studies/   one module per chapter topic: activations in, that chapter's metrics dict out
+    chapters/  one package per chapter for the code only it uses, its modules in the notebook's order
+    book/      it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
 
 ``core``
     ``models``          loading an encoder and its tokenizer, and describing it
@@ -61,16 +64,14 @@ a study never imports ``book``):
     ``long_texts``          texts longer than one sentence, and sliding windows
     ``quantization``        int8, binary codes and product quantization of embeddings
     ``finetuning``          contrastive fine-tuning as the article writes it, and what its loss sees
-    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
-    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from
-                            scratch
-    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel
-    ``objective_results``   chapter 7: each arm's results: the copies kept, whether they settled, what the claims judge
-    ``hard_negatives``      chapter 7: hard negatives built in code (twins of the positives) and the hard set measured
-    ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
     ``accumulators``        mergeable building blocks: rows per unit, sums, co-moments, a bottom-K sample
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
+
+``chapters``
+    ``ch07_objective``  chapter 7, *One backbone, two losses*: ``rules``, ``training``, ``synthetic_task``,
+                        ``measures``, ``hard_negatives``, ``runs``, ``results``, ``charts``, ``prose`` (its
+                        own docstring maps them, in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -87,7 +88,6 @@ a study never imports ``book``):
                         ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
-    ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
@@ -97,7 +97,7 @@ a study never imports ``book``):
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
                         ``heads`` (chapter 4), ``practice`` and ``practice_search`` (chapters 5 and 6),
-                        ``objectives`` (chapter 7), ``across`` (chapter 8), ``primer``
+                        ``across`` (chapter 8), ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -5,8 +5,6 @@
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
 - ``matrices``: model × model and head × block charts, and the context-matrix explorer;
-- ``objectives``: chapter 7's charts, both arms' copies of the two-loss experiment on relative depth
-  with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
 - ``heads``: chapter 4's tidy frames (per-block series, distances, focus tokens, sensitivity,
   the first text's matrices encoded for the explorer);
 - ``practice``, ``practice_search``: the tables and charts of chapters 5 and 6 (isotropy,
@@ -18,6 +16,9 @@
 - ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
 - ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
 - ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
+
+A chapter package keeps the charts only its chapter draws (``chapters/ch07_objective/charts.py``,
+on the kinds here); they are not re-exported here.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.
