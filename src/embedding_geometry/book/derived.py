@@ -19,13 +19,13 @@ import copy
 import importlib
 import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from . import profiles
+from .claims import ledger
 
 EXECUTED = "book/chapters/"
 NEW_PART = "More chapters"
@@ -114,9 +114,8 @@ def methods_stub(root: Path, slug: str) -> str:
 def write_methods_stubs(root: Path) -> Path:
     """Write the stubs of every measuring chapter (one with a ledger) without a Methods section to
     ``root/build/methods_stubs.md`` (empty when every chapter has one) and return its path."""
-    ledgers = Path(str(resources.files("embedding_geometry") / "data" / "claims"))
     stubs = [methods_stub(root, slug) for slug in profiles.chapters(root)
-             if (ledgers / f"{slug}.yaml").is_file() and not cited_sections(root, slug)]
+             if slug in ledger.ledgers() and not cited_sections(root, slug)]
     path = root / STUBS
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(stubs) + "\n", encoding="utf-8")

@@ -8,12 +8,13 @@ from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
+import yaml
 
+from ..claims import ledger
 from ..pages import HtmlTable
 from .depth import grouped_bars
 from .practice import METRIC_NAMES, shown
 from ..pages import errata_table
-from ...core.corpora import load_yaml
 
 
 # --------------------------------------------------------------------------- compounds and long texts
@@ -160,7 +161,7 @@ def hybrid_bars(hybrid: Mapping[str, object]) -> alt.Chart:
 def untested_table(slug: str) -> HtmlTable:
     """The statements of a chapter's ledger (``untested``) that no measurement of the chapter can
     decide: statement, source and why."""
-    items = load_yaml(f"claims/{slug}.yaml").get("untested", [])
+    items = yaml.safe_load(ledger.path(slug).read_text(encoding="utf-8")).get("untested", [])
     return HtmlTable(
         pd.DataFrame(items, columns=["statement", "source", "reason"]).rename(columns={"reason": "why not"})
     )

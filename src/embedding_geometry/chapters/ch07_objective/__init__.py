@@ -16,6 +16,9 @@ objective shape the geometry? Its modules, in the order the notebook presents th
     ``prose``           the chapter's run-dependent sentences, written from its metrics and verdicts,
                         and the tables of its exercises' answers
 
+Beside them, ``ledger.yaml``: the chapter's claims ledger (``claims.ledger.path("07_training_objective")``
+finds it by the slug its ``chapter:`` names).
+
 Nothing is imported here: the notebook imports the modules it uses (``training``, ``runs`` and
 ``synthetic_task`` load torch).
 """
