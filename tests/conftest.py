@@ -48,16 +48,16 @@ def embedded():
 
 @pytest.fixture
 def encoded_batches(monkeypatch) -> list[tuple[str, ...]]:
-    """Every batch of texts ``objectives.train`` encodes, in order (a list the test may clear)."""
-    from embedding_geometry.studies import objectives
+    """Every batch of texts ``training.train`` encodes, in order (a list the test may clear)."""
+    from embedding_geometry.chapters.ch07_objective import training
 
-    seen, original = [], objectives._encode
+    seen, original = [], training._encode
 
     def encode(base, model, texts, n):
         seen.append(tuple(texts))
         return original(base, model, texts, n)
 
-    monkeypatch.setattr(objectives, "_encode", encode)
+    monkeypatch.setattr(training, "_encode", encode)
     return seen
 
 

@@ -14,10 +14,7 @@ ACROSS = "08_across_models"
 
 
 def packaged() -> dict[str, claims.Ledger]:
-    from importlib import resources
-
-    folder = resources.files("embedding_geometry") / "data" / "claims"
-    return {name: claims.load(name) for name in sorted(i.name.removesuffix(".yaml") for i in folder.iterdir())}
+    return {name: claims.load(name) for name in ledgers.ledgers()}
 
 
 def load(tmp_path, text):

@@ -1,12 +1,12 @@
 """The coverage of the five texts: every item has a known grade, a shortfall has its reason, the
 counts add up per text, and the rows agree with the claims ledgers."""
 
-from importlib import resources
 
 import pytest
 import yaml
 
 from embedding_geometry.book import coverage
+from embedding_geometry.book.claims import ledger
 
 
 def write(folder, items, seed="001 Layer by Layer", chapter="01_layer_by_layer"):
@@ -14,9 +14,7 @@ def write(folder, items, seed="001 Layer by Layer", chapter="01_layer_by_layer")
 
 
 def ledgers():
-    folder = resources.files("embedding_geometry") / "data" / "claims"
-    return {path.name.removesuffix(".yaml"): yaml.safe_load(path.read_text(encoding="utf-8"))
-            for path in folder.iterdir() if path.name.endswith(".yaml")}
+    return {slug: yaml.safe_load(path.read_text(encoding="utf-8")) for slug, path in ledger.ledgers().items()}
 
 
 def test_the_package_coverage_files_load_and_name_all_five_texts_in_the_chapters_order():

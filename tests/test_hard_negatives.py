@@ -12,8 +12,7 @@ from test_layer_by_layer import E1, E2, record
 from test_objectives import SETTINGS, TINY_PAIRS
 
 from embedding_geometry.core import corpora
-from embedding_geometry.studies import hard_negatives, objectives
-from embedding_geometry.studies import objective_geometry as study
+from embedding_geometry.chapters.ch07_objective import hard_negatives, measures, training
 
 # --------------------------------------------------------------------------- the twins
 
@@ -36,16 +35,16 @@ def test_a_twin_keeps_the_words_and_changes_the_meaning(text, expected):
 
 
 def test_every_training_positive_gets_a_twin_that_is_no_text_the_chapter_uses():
-    train, held = objectives.split_pairs(objectives.training_pairs(), 64)
+    train, held = training.split_pairs(training.training_pairs(), 64)
     twins = hard_negatives.negatives(train)
     assert twins == hard_negatives.negatives(train) and len(twins) == len(train)
     kinds = hard_negatives.kinds(train)
     assert sum(kinds.values()) == len(train) and kinds["none"] == twins.count(None) == 0
     assert kinds["negation"] > 0 and kinds["role swap"] > 0
-    used = {t for pair in objectives.training_pairs() for t in pair} | {t for pair in held for t in pair}
-    measured = study.texts()
+    used = {t for pair in training.training_pairs() for t in pair} | {t for pair in held for t in pair}
+    measured = measures.texts()
     used |= set(measured["sentences"]) | set(measured["hard_queries"]) | set(measured["hard_pool"])
-    used |= {t for name in study.PAIR_SETS for pair in measured[name] for t in pair}
+    used |= {t for name in measures.PAIR_SETS for pair in measured[name] for t in pair}
     assert not set(twins) & used and all(t != d for t, (_, d) in zip(twins, train))
 
 
@@ -55,7 +54,7 @@ def test_the_hard_set_lays_out_each_document_with_its_two_twins():
     assert negation["hard_queries"] == reversal["hard_queries"] == [item["query"] for item in items]
     assert negation["hard_pool"][:3] == [items[0]["relevant"], items[0]["negation"], items[0]["role_reversal"]]
     assert reversal["hard_pool"][:3] == [items[0]["relevant"], items[0]["role_reversal"], items[0]["negation"]]
-    assert study.texts(hard_twin="role_reversal")["hard_pool"] == reversal["hard_pool"]
+    assert measures.texts(hard_twin="role_reversal")["hard_pool"] == reversal["hard_pool"]
 
 
 # --------------------------------------------------------------------------- the loss with hard negatives
@@ -64,27 +63,27 @@ def test_info_nce_with_a_negative_beside_each_pair_in_closed_form():
     # B = 2: positives score 1, other documents 0, each query's own twin 0.5 and the other twin 0:
     # each row's loss is −log(e^{1/τ} / (e^{1/τ} + e^0 + e^{0.5/τ} + e^0))
     tau = 0.5
-    scores = objectives.hard_negative_scores(torch.eye(2, dtype=torch.float64),
+    scores = training.hard_negative_scores(torch.eye(2, dtype=torch.float64),
                                              0.5 * torch.eye(2, dtype=torch.float64), [True, True])
     assert scores.shape == (2, 4)
     expected = -math.log(math.exp(2) / (math.exp(2) + 2 + math.exp(1)))
-    assert objectives.info_nce(scores, tau).item() == pytest.approx(expected)
+    assert training.info_nce(scores, tau).item() == pytest.approx(expected)
     # a pair without a twin: its column is −∞ and drops out of every row's softmax
-    masked = objectives.hard_negative_scores(torch.eye(2, dtype=torch.float64),
+    masked = training.hard_negative_scores(torch.eye(2, dtype=torch.float64),
                                              0.5 * torch.ones(2, 1, dtype=torch.float64), [False, True])
     assert torch.isinf(masked[:, 2]).all()
     by_hand = -math.log(math.exp(2) / (math.exp(2) + 1 + math.exp(1)))
-    assert objectives.info_nce(masked, tau).item() == pytest.approx(by_hand)
+    assert training.info_nce(masked, tau).item() == pytest.approx(by_hand)
 
 
 def test_the_hard_negative_copy_sees_its_in_batch_twins_batches_and_their_negatives(tiny_bert, encoded_batches):
     seen = encoded_batches
     twins = hard_negatives.negatives(TINY_PAIRS)
-    plain, _ = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
+    plain, _ = training.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
     in_batch, seen[:] = list(seen), []
-    hard, losses = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2, negatives=twins)
+    hard, losses = training.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2, negatives=twins)
     assert seen[0::3] == in_batch[0::2] and seen[1::3] == in_batch[1::2]  # the same queries and positives
-    batches = objectives.batches(TINY_PAIRS, SETTINGS.pairs_per_batch, SETTINGS.steps, 2)
+    batches = training.batches(TINY_PAIRS, SETTINGS.pairs_per_batch, SETTINGS.steps, 2)
     assert seen[2::3] == [tuple(twins[i] for i in batch if twins[i] is not None) for batch in batches]
     assert hard.info.sha256 != plain.info.sha256 and "mean_pool loss with hard negatives, seed 2" in hard.info.id
     assert len(losses) == SETTINGS.steps
@@ -92,14 +91,14 @@ def test_the_hard_negative_copy_sees_its_in_batch_twins_batches_and_their_negati
 
 def test_a_snapshot_sees_the_copy_mid_training_and_changes_nothing(tiny_bert):
     taken = []
-    settings = objectives.Settings(steps=4, pairs_per_batch=4, learning_rate=1e-3, max_length=12)
-    plain, losses = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", settings, seed=1)
-    watched, watched_losses = objectives.train(
+    settings = training.Settings(steps=4, pairs_per_batch=4, learning_rate=1e-3, max_length=12)
+    plain, losses = training.train(tiny_bert, TINY_PAIRS, "maxsim", settings, seed=1)
+    watched, watched_losses = training.train(
         tiny_bert, TINY_PAIRS, "maxsim", settings, seed=1,
         snapshots={3: lambda copy: taken.append((copy.model.training, copy.info.id, copy.info.sha256))})
     assert watched_losses == losses and watched.info.sha256 == plain.info.sha256
-    ((training, name, digest),) = taken
-    assert not training and "3 steps" in name and digest != plain.info.sha256
+    ((in_training, name, digest),) = taken
+    assert not in_training and "3 steps" in name and digest != plain.info.sha256
 
 
 # --------------------------------------------------------------------------- the hard set, measured

@@ -12,12 +12,11 @@ import torch
 from conftest import ROOT
 from test_layer_by_layer import E1, E2, record
 
-from embedding_geometry.book import charts, claims, objective_text
+from embedding_geometry.book import claims
+from embedding_geometry.chapters.ch07_objective import charts, measures, prose, results, runs, synthetic_task, training
 from embedding_geometry.core import corpora, geometry, hierarchical
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import layer_by_layer, objective_results, objective_runs, objectives
-from embedding_geometry.studies import objective_geometry as study
-from embedding_geometry.studies import synthetic_retrieval as sr
+from embedding_geometry.studies import layer_by_layer
 
 SLUG = "07_training_objective"
 
@@ -28,9 +27,9 @@ def test_info_nce_of_identical_orthonormal_pairs_and_of_uniform_scores():
     # s_ii = 1, s_ij = 0: each row's loss is −log(e^{1/τ} / (e^{1/τ} + B − 1)) = log(1 + (B − 1) e^{−1/τ})
     tau, b = 0.5, 8
     expected = math.log1p((b - 1) * math.exp(-1 / tau))
-    assert objectives.info_nce(torch.eye(b, dtype=torch.float64), tau).item() == pytest.approx(expected)
-    assert objectives.info_nce(torch.full((b, b), 0.3), tau).item() == pytest.approx(math.log(b))
-    assert objectives.info_nce(1 - torch.eye(b), tau).item() > math.log(b)
+    assert training.info_nce(torch.eye(b, dtype=torch.float64), tau).item() == pytest.approx(expected)
+    assert training.info_nce(torch.full((b, b), 0.3), tau).item() == pytest.approx(math.log(b))
+    assert training.info_nce(1 - torch.eye(b), tau).item() > math.log(b)
 
 
 def _batch(*texts, width=2):
@@ -49,72 +48,72 @@ def test_maxsim_score_on_hand_computed_tokens_ignores_padding():
     q, q_mask = _batch([E1, E2])
     d, d_mask = _batch([E1, [1.0, 1.0]])
     expected = (1 + 1 / math.sqrt(2)) / 2
-    assert objectives.maxsim_scores(q, q_mask, d, d_mask).item() == pytest.approx(expected)
+    assert training.maxsim_scores(q, q_mask, d, d_mask).item() == pytest.approx(expected)
     d_pad, d_pad_mask = _batch([E1, [1.0, 1.0], E2])
     d_pad_mask[0, 2] = 0
     q_pad, q_pad_mask = _batch([E1, E2, [-1.0, 0.0]])
     q_pad_mask[0, 2] = 0
-    assert objectives.maxsim_scores(q_pad, q_pad_mask, d_pad, d_pad_mask).item() == pytest.approx(expected)
+    assert training.maxsim_scores(q_pad, q_pad_mask, d_pad, d_pad_mask).item() == pytest.approx(expected)
 
 
 def test_mean_pool_score_is_the_cosine_of_the_masked_means():
     q, q_mask = _batch([E1, E2], [E1])
     d, d_mask = _batch([E1], [[0.0, -1.0], [1.0, 0.0]])
     expected = [[1 / math.sqrt(2), 0.0], [1.0, 1 / math.sqrt(2)]]
-    np.testing.assert_allclose(objectives.mean_pool_scores(q, q_mask, d, d_mask).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(training.mean_pool_scores(q, q_mask, d, d_mask).numpy(), expected, atol=1e-6)
 
 
 def test_schedule_warms_up_linearly_then_decays_to_zero():
     # 10 steps, warm-up 0.2: W = 2 steps at 1/2, 2/2, then (10 − k) / 8 for k = 2 … 9
-    factors = [objectives.schedule(k, 10, 0.2) for k in range(10)]
+    factors = [training.schedule(k, 10, 0.2) for k in range(10)]
     assert factors == pytest.approx([0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8])
-    assert objectives.schedule(0, 5, 0.0) == 1.0  # no warm-up: one step at the peak
+    assert training.schedule(0, 5, 0.0) == 1.0  # no warm-up: one step at the peak
 
 
 PAIRS = [("a", "b"), ("b", "c"), ("c", "d"), ("e", "f"), ("g", "h"), ("i", "j")]
 
 
 def test_batches_are_seeded_full_and_never_repeat_a_text():
-    first = objectives.batches(PAIRS, 3, 10, seed=4)
-    assert first == objectives.batches(PAIRS, 3, 10, seed=4) != objectives.batches(PAIRS, 3, 10, seed=5)
+    first = training.batches(PAIRS, 3, 10, seed=4)
+    assert first == training.batches(PAIRS, 3, 10, seed=4) != training.batches(PAIRS, 3, 10, seed=5)
     assert len(first) == 10 and all(len(batch) == 3 for batch in first)
     for batch in first:
         texts = [t for i in batch for t in PAIRS[i]]
         assert len(texts) == len(set(texts))
     with pytest.raises(ParameterError, match="pairs_per_batch"):
-        objectives.batches(PAIRS, 7, 1, seed=0)
+        training.batches(PAIRS, 7, 1, seed=0)
 
 
-SETTINGS = objectives.Settings(steps=4, pairs_per_batch=4, learning_rate=1e-3, max_length=12)
+SETTINGS = training.Settings(steps=4, pairs_per_batch=4, learning_rate=1e-3, max_length=12)
 TINY_PAIRS = [("The cat sat on the mat", "A cat is sitting on a mat"), ("Dogs bark at night", "A dog barks"),
               ("Rain fell all day", "It rained for hours"), ("The bank cut rates", "Interest rates were lowered"),
               ("She won the race", "The runner came first"), ("The soup is cold", "The soup has cooled")]
 
 
 def test_training_is_deterministic_for_a_seed_and_leaves_its_start_alone(tiny_bert):
-    before = objectives.weights_digest(tiny_bert.model)
-    one, losses_one = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
-    two, losses_two = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
+    before = training.weights_digest(tiny_bert.model)
+    one, losses_one = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
+    two, losses_two = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
     assert losses_one == losses_two and len(losses_one) == SETTINGS.steps
     for (name, a), (_, b) in zip(one.model.state_dict().items(), two.model.state_dict().items()):
         assert torch.equal(a, b), name
-    assert one.info.sha256 == two.info.sha256 == objectives.weights_digest(one.model) != before
-    assert objectives.weights_digest(tiny_bert.model) == before
+    assert one.info.sha256 == two.info.sha256 == training.weights_digest(one.model) != before
+    assert training.weights_digest(tiny_bert.model) == before
     assert not one.model.training and "maxsim loss, seed 3" in one.info.id
-    assert objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)[0].info.sha256 != one.info.sha256
+    assert training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)[0].info.sha256 != one.info.sha256
     norms = []
-    watched, _ = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3, gradient_norms=norms)
+    watched, _ = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3, gradient_norms=norms)
     assert watched.info.sha256 == one.info.sha256  # recording the gradients changes nothing
     assert np.shape(norms) == (SETTINGS.steps, tiny_bert.info.layers) and np.all(np.asarray(norms) > 0)
     with pytest.raises(ParameterError, match="objective"):
-        objectives.train(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
+        training.train(tiny_bert, TINY_PAIRS, "cls", SETTINGS, seed=0)
 
 
 def test_the_two_losses_of_a_seed_are_paired_and_differ_only_in_the_score(tiny_bert, encoded_batches):
     seen = encoded_batches
-    mean_pool, losses_mean = objectives.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
+    mean_pool, losses_mean = training.train(tiny_bert, TINY_PAIRS, "mean_pool", SETTINGS, seed=2)
     batches_mean, seen[:] = list(seen), []
-    maxsim, losses_max = objectives.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=2)
+    maxsim, losses_max = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=2)
     assert seen == batches_mean  # the same texts, batch by batch
     assert mean_pool.info.sha256 != maxsim.info.sha256 and losses_mean != losses_max
 
@@ -122,36 +121,36 @@ def test_the_two_losses_of_a_seed_are_paired_and_differ_only_in_the_score(tiny_b
 # --------------------------------------------------------------------------- the pairs
 
 def test_training_pairs_follow_the_two_rules_of_the_file_and_hold_out_every_measured_text():
-    data = corpora.load_yaml(objectives.PAIRS_FILE)
+    data = corpora.load_yaml(training.PAIRS_FILE)
     judged = [(q["query"], r) for q in corpora.load_yaml("corpus_queries.yaml")["queries"] for r in q["relevant"]]
     assert [tuple(p) for p in data["queries"]] == judged
     rows = list(corpora.corpus().itertuples(index=False))
     neighbours = [(a.sentence, b.sentence) for a, b in pairwise(rows) if a.topic == b.topic]
     assert [tuple(p) for p in data["neighbours"]] == neighbours
-    pairs = objectives.training_pairs()
+    pairs = training.training_pairs()
     assert len(pairs) == 783 and all(a != b for a, b in pairs) and len(set(pairs)) == len(pairs)
-    measured = study.texts()
+    measured = measures.texts()
     held_out = set(measured["sentences"]) | set(measured["one_topic"]) | set(corpora.REFERENCE_SENTENCES.values())
-    held_out |= {t for name in study.PAIR_SETS for pair in measured[name] for t in pair}
+    held_out |= {t for name in measures.PAIR_SETS for pair in measured[name] for t in pair}
     assert not held_out & {t for pair in pairs for t in pair}
 
 
 def test_the_held_out_split_shares_no_text_with_training_or_within_itself():
-    pairs = objectives.training_pairs()
-    train, held = objectives.split_pairs(pairs, 64)
-    assert len(held) == 64 and (train, held) == objectives.split_pairs(pairs, 64)
+    pairs = training.training_pairs()
+    train, held = training.split_pairs(pairs, 64)
+    assert len(held) == 64 and (train, held) == training.split_pairs(pairs, 64)
     texts = [t for pair in held for t in pair]
     assert len(set(texts)) == len(texts) and not set(texts) & {t for pair in train for t in pair}
     assert set(train) | set(held) <= set(pairs)
     with pytest.raises(ParameterError, match="held_out_pairs"):
-        objectives.split_pairs(pairs, 1)
+        training.split_pairs(pairs, 1)
 
 
 # --------------------------------------------------------------------------- measuring one model
 
 def test_pair_scores_on_hand_made_pairs():
     acts = record([[E1, E2]], [[E1]], [[E2]], [[E2, E1]])
-    mean_pool, maxsim = study.pair_scores(acts)
+    mean_pool, maxsim = measures.pair_scores(acts)
     np.testing.assert_allclose(mean_pool, [[1 / math.sqrt(2)], [1 / math.sqrt(2)]])
     np.testing.assert_allclose(maxsim, [[0.5], [1.0]])
 
@@ -159,11 +158,11 @@ def test_pair_scores_on_hand_made_pairs():
 def test_sentence_measures_average_their_units_to_the_curves():
     acts = record([[E1, E2], [E1, [1.0, 0.5]]], [[E1, [2.0, 0.5]], [E2, [0.5, 1.0]]],
                   [[E2, [0.5, 3.0]], [E1, [1.0, 1.0]]], cls=[[E1, E2, E1], [E1, E1, E2]])
-    curves, units = study.sentence_measures(acts)
+    curves, units = measures.sentence_measures(acts)
     for key in ("intra_sentence_cosine", "cross_sentence_baseline", "cls_mean_alignment", "anisotropy"):
         np.testing.assert_allclose(units[key].mean(axis=0), curves[key])
-    np.testing.assert_allclose(curves[study.RATIO], geometry.separability_ratio(acts.word_states()))
-    np.testing.assert_allclose(curves[study.RATIO], layer_by_layer.separability(acts)["separability_ratio"])
+    np.testing.assert_allclose(curves[measures.RATIO], geometry.separability_ratio(acts.word_states()))
+    np.testing.assert_allclose(curves[measures.RATIO], layer_by_layer.separability(acts)["separability_ratio"])
 
 
 def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_spread():
@@ -175,7 +174,7 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     kernel = x @ x.T
     kernel[np.arange(60), np.arange(60)] = 0.0
     theta = kernel.sum() / (60 * 59)
-    units = study.projection(kernel)
+    units = measures.projection(kernel)
     assert units.mean() == pytest.approx(theta)
 
     def spread(statistic):
@@ -184,7 +183,7 @@ def test_the_projection_of_a_pairwise_statistic_has_its_mean_and_its_resampled_s
     exact = spread(samples.Units(kernel, pairwise=True))
     assert spread(samples.Units(units)) == pytest.approx(exact, rel=0.15)
     assert spread(samples.Units(kernel.sum(axis=1) / 59)) == pytest.approx(exact / 2, rel=0.15)
-    np.testing.assert_allclose(study.projection(kernel.sum(axis=1) / 59, rows=True), units)
+    np.testing.assert_allclose(measures.projection(kernel.sum(axis=1) / 59, rows=True), units)
 
 
 # --------------------------------------------------------------------------- comparing over paired seeds
@@ -193,12 +192,12 @@ def fake_measured(rng, seeds, n_units=6, depths=4, shift=0.0):
     """(curves, units) per seed with every sentence measure, units [n_units, depths]."""
     out = {}
     for s in seeds:
-        units = {key: rng.normal(0.3 + shift, 0.05, size=(n_units, depths)) for key in study.SENTENCE_MEASURES
-                 if key != study.RATIO}
-        units[f"{study.RATIO}.between"] = rng.uniform(1, 2, size=(n_units, depths)) + shift
-        units[f"{study.RATIO}.within"] = rng.uniform(1, 2, size=(n_units, depths))
+        units = {key: rng.normal(0.3 + shift, 0.05, size=(n_units, depths)) for key in measures.SENTENCE_MEASURES
+                 if key != measures.RATIO}
+        units[f"{measures.RATIO}.between"] = rng.uniform(1, 2, size=(n_units, depths)) + shift
+        units[f"{measures.RATIO}.within"] = rng.uniform(1, 2, size=(n_units, depths))
         curves = {key: value.mean(axis=0) for key, value in units.items() if "." not in key}
-        curves[study.RATIO] = units[f"{study.RATIO}.between"].mean(0) / units[f"{study.RATIO}.within"].mean(0)
+        curves[measures.RATIO] = units[f"{measures.RATIO}.between"].mean(0) / units[f"{measures.RATIO}.within"].mean(0)
         out[s] = (curves, units)
     return out
 
@@ -207,7 +206,7 @@ def comparison(seeds=(0, 1, 2, 3), shift=0.2):
     rng = np.random.default_rng(0)
     measured = {"before": fake_measured(rng, seeds), "mean_pool": fake_measured(rng, seeds, shift=shift),
                 "maxsim": fake_measured(rng, seeds)}
-    return measured, study.compare(measured, list(seeds), study.SENTENCE_MEASURES, seed=0, resamples=300)
+    return measured, measures.compare(measured, list(seeds), measures.SENTENCE_MEASURES, seed=0, resamples=300)
 
 
 def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences():
@@ -228,10 +227,10 @@ def test_differences_are_taken_seed_by_seed_and_judged_over_seeds_and_sentences(
 
     def ratio(v, s):
         terms = measured[v][s][1]
-        return terms[f"{study.RATIO}.between"].mean(0) / terms[f"{study.RATIO}.within"].mean(0)
+        return terms[f"{measures.RATIO}.between"].mean(0) / terms[f"{measures.RATIO}.within"].mean(0)
 
     expected = [ratio("mean_pool", s) - ratio("maxsim", s) for s in seeds]
-    np.testing.assert_allclose(block["per_seed_difference"][study.RATIO], expected)
+    np.testing.assert_allclose(block["per_seed_difference"][measures.RATIO], expected)
     change = block["change"]["maxsim"]["anisotropy"]
     np.testing.assert_allclose(change, block["mean"]["maxsim"]["anisotropy"] - block["mean"]["before"]["anisotropy"])
     assert np.asarray(block["band"]["before"]["anisotropy"]).shape == (2, 4)
@@ -241,19 +240,19 @@ def test_reach_counts_back_the_depths_where_the_difference_leaves_its_noise():
     value = np.array([0.2, 0.05, 0.2, -0.3, 0.4])  # |d| > 0.1 at depths 0, 2, 3, 4: back to depth 2
     band = np.stack([value - 0.1, value + 0.1])
     draws = np.stack([value] * 40 + [value * np.array([1, 1, 1, 1, 0])] * 10)  # 10 draws absent at the last depth
-    found = study.reach(hierarchical.Hierarchical(value, band, draws, n_seeds=5, n_units=7))
+    found = measures.reach(hierarchical.Hierarchical(value, band, draws, n_seeds=5, n_units=7))
     assert found["depth"] == 2 and found["relative_depth"] == 0.5 and found["share"] == pytest.approx(3 / 5)
     np.testing.assert_allclose(found["noise"], 0.1)
     assert found["share_interval"] == [0.0, 0.6] and found["depth_interval"] == [2, None]
     assert (found["n_seeds"], found["n_units"]) == (5, 7)
     nothing = hierarchical.Hierarchical(np.zeros(3), np.stack([-np.ones(3), np.ones(3)]), np.zeros((5, 3)), 2, 2)
-    absent = study.reach(nothing)
+    absent = measures.reach(nothing)
     assert absent["depth"] is None and absent["share"] == 0.0 and absent["depth_interval"] == [None, None]
 
 
 def test_the_peak_margin_holds_its_peak_depth_in_every_draw():
     values = np.tile(np.array([0.1, 0.5, 0.3]), (3, 4, 1)) + np.random.default_rng(0).normal(0, 0.01, (3, 4, 3))
-    found = study.peak_margin(values, seed=0, name="x", resamples=100)
+    found = measures.peak_margin(values, seed=0, name="x", resamples=100)
     assert found["peak_depth"] == 1 and found["value"] == pytest.approx(0.2, abs=0.02) and found["interval"][0] > 0.1
 
 
@@ -264,18 +263,18 @@ def test_levelled_compares_the_last_two_tenths_by_hand():
     # share 0.3 / (4 − 0.9). The last half (1.2 × 8, then 1.0, 0.8) changes by 0 seven times, then
     # −0.2 twice: the changes' sd is 0.2 √(2/9 · 7/8) = 0.2 √(7/36), s = that / √2, n = 2 s √(2 / 2) = 2 s
     losses = [4.0, 4.0] + [2.0] * 8 + [1.2] * 8 + [1.0, 0.8]
-    found = objectives.levelled(losses)
+    found = training.levelled(losses)
     s = 0.2 * math.sqrt(7 / 36) / math.sqrt(2)
     assert found["steps_per_tenth"] == 2 and found["fall"] == pytest.approx(0.3)
     assert found["step_noise"] == pytest.approx(s) and found["noise"] == pytest.approx(2 * s)
     assert found["share"] == pytest.approx(0.3 / 3.1) and not found["levelled"]  # 0.3 > 0.12, and 9.7 % > 5 %
-    noisy = objectives.levelled([4.0, 4.0] + [2.0] * 8 + [1.2, 1.6] * 4 + [1.0, 0.8])  # the same fall, in noise
+    noisy = training.levelled([4.0, 4.0] + [2.0] * 8 + [1.2, 1.6] * 4 + [1.0, 0.8])  # the same fall, in noise
     assert noisy["fall"] == pytest.approx(0.5) and noisy["noise"] > noisy["fall"] and noisy["levelled"]
     with pytest.raises(ValueError, match="at least 6 steps"):
-        objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2])
-    from embedding_geometry.book import rules
+        training.levelled([3.0, 2.0, 1.0, 0.5, 0.2])
+    from embedding_geometry.chapters.ch07_objective.rules import STEPS_AT_LEAST
 
-    assert objectives.levelled([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])["steps_per_tenth"] == 2 == rules.STEPS_AT_LEAST // 3
+    assert training.levelled([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])["steps_per_tenth"] == 2 == STEPS_AT_LEAST // 3
 
 
 def test_levelled_on_synthetic_loss_curves():
@@ -285,16 +284,16 @@ def test_levelled_on_synthetic_loss_curves():
     still_falling = np.linspace(3.0, 0.5, 200) + rng.normal(0, 0.02, 200)  # falls as fast at the end
     noisy_flat = 1.0 + rng.normal(0, 0.3, 30)  # a fine-tuning curve: no trend, batch noise
     rose_then_fell = np.r_[np.full(20, 1.0), np.full(160, 2.0), np.full(20, 1.5)] + rng.normal(0, 0.01, 200)
-    assert objectives.levelled(flattened)["levelled"]
-    falling = objectives.levelled(still_falling)
+    assert training.levelled(flattened)["levelled"]
+    falling = training.levelled(still_falling)
     assert not falling["levelled"] and falling["fall"] > falling["noise"]
     assert falling["share"] == pytest.approx(1 / 9, rel=0.1)  # one tenth of a linear fall, over nine tenths of it
-    assert objectives.levelled(noisy_flat)["levelled"]
-    rose = objectives.levelled(rose_then_fell)
+    assert training.levelled(noisy_flat)["levelled"]
+    rose = training.levelled(rose_then_fell)
     assert rose["share"] is None and not rose["levelled"]  # it fell at the end, but never overall: no share
     slow_end = np.r_[np.linspace(3.0, 0.2, 160), np.linspace(0.2, 0.19, 40)] + rng.normal(0, 0.001, 200)
-    slow = objectives.levelled(slow_end)
-    assert slow["fall"] > slow["noise"] and slow["share"] < objectives.LEVEL_TOLERANCE and slow["levelled"]
+    slow = training.levelled(slow_end)
+    assert slow["fall"] > slow["noise"] and slow["share"] < training.LEVEL_TOLERANCE and slow["levelled"]
 
 
 # --------------------------------------------------------------------------- copies, exclusion, an arm's results
@@ -306,7 +305,7 @@ def curve(last=0.5, steps=20):
 
 def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, levelled=lambda variant, seed: True,
                  drift=0.0, before_hits=lambda n: (np.arange(n) % 2 == 0).astype(float)):
-    """Records as :func:`objective_runs.run_copy` returns them, with made-up measurements: a copy
+    """Records as :func:`runs.run_copy` returns them, with made-up measurements: a copy
     that ``learned`` finds every held-out document, else none, and the start finds ``before_hits``
     (every other one); one that ``levelled`` has a flat
     end to its loss, else one that still falls; its snapshot is its geometry with the mean-pool
@@ -319,8 +318,8 @@ def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, level
         if arm.pair_sets:
             for s in seeds:
                 geometry_of[s][1].update({key: rng.normal(0.1 if variant == "mean_pool_hard" else 0.0, 0.01, (5, 4))
-                                          for key in objective_results.HARD_KEYS if key != "anisotropy"}, **{
-                    key: rng.normal(0.3, 0.05, (6, 4)) for key in study.PAIR_MEASURES})
+                                          for key in results.HARD_KEYS if key != "anisotropy"}, **{
+                    key: rng.normal(0.3, 0.05, (6, 4)) for key in measures.PAIR_MEASURES})
         out[variant] = {}
         for s in seeds:
             curves, units = geometry_of[s]
@@ -331,15 +330,15 @@ def fake_records(arm, seeds=(0, 1, 2), learned=lambda variant, seed: True, level
                                "gradient_norms": None if variant == "before" else [0.1 * s, 0.2, 0.3, 0.4 + s],
                                "snapshot": None if variant == "before" else (curves, early),
                                "retrieval": {o: np.full(n, float(learned(variant, s))) if variant != "before" else
-                                             before_hits(n) for o in objectives.OBJECTIVES},
+                                             before_hits(n) for o in training.OBJECTIVES},
                                "pools": rng.normal(size=(8, 5)), "cpu_seconds": 1.5}
     return out
 
 
-SCRATCH = objective_runs.Arm("scratch", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
-                             task=sr.Task(concepts=16), shape=sr.Shape(layers=2, width=16))
-FINETUNE = objective_runs.Arm("finetune", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
-                              model="m", pair_sets=study.PAIR_SETS, hard_negatives=True)
+SCRATCH = runs.Arm("scratch", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
+                             task=synthetic_task.Task(concepts=16), shape=synthetic_task.Shape(layers=2, width=16))
+FINETUNE = runs.Arm("finetune", SETTINGS, tuple(TINY_PAIRS), tuple(TINY_PAIRS * 4), {"sentences": []}, k=1,
+                              model="m", pair_sets=measures.PAIR_SETS, hard_negatives=True)
 
 
 def test_a_seed_is_kept_only_when_every_copy_beats_chance_and_levels_off():
@@ -347,15 +346,15 @@ def test_a_seed_is_kept_only_when_every_copy_beats_chance_and_levels_off():
              "maxsim": {0: {"beats_chance": True}, 1: {"beats_chance": True}, 2: {"beats_chance": True}}}
     loss = {v: {f"seed_{s}": {"levelled": {"levelled": not (v == "maxsim" and s == 1)}} for s in range(3)}
             for v in found}
-    dropped = objective_results.excluded(found, loss)
+    dropped = results.excluded(found, loss)
     assert [(e["variant"], e["seed"], e["reasons"]) for e in dropped] == [
         ("mean_pool", 2, ["does not beat chance"]), ("maxsim", 1, ["its loss had not levelled off"])]
-    assert objective_results.kept_seeds([0, 1, 2], dropped) == [0]
+    assert results.kept_seeds([0, 1, 2], dropped) == [0]
 
 
 def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_with_its_seed():
     records = fake_records(SCRATCH, learned=lambda variant, seed: not (variant == "maxsim" and seed == 1))
-    block = objective_results.block(records, SCRATCH, resamples=200)
+    block = results.block(records, SCRATCH, resamples=200)
     assert block["kept"] == [0, 2] and block["comparison"]["seeds"] == [0, 2]
     assert [(e["variant"], e["seed"]) for e in block["excluded"]] == [("maxsim", 1)]
     assert block["judged"]["collapse_difference"]["n_seeds"] == 2
@@ -366,105 +365,106 @@ def test_an_arm_leaves_out_every_copy_that_does_not_beat_chance_or_level_off_wit
     assert gradients["per_seed"]["maxsim"] == [[0.0, 0.2, 0.3, 0.4], [0.2, 0.2, 0.3, 2.4]]
     assert gradients["mean"]["maxsim"] == pytest.approx([0.1, 0.2, 0.3, 1.4])
     assert gradients["per_seed"]["mean_pool_hard"] is None and gradients["mean"]["mean_pool_hard"] is None  # not run
-    ran = objective_runs.models_run({"scratch": records})
-    assert set(ran) == {f"{v} {s}" for v in study.VARIANTS for s in (0, 1, 2)}
-    unlevelled = objective_results.block(fake_records(SCRATCH, levelled=lambda v, s: s != 2), SCRATCH, resamples=50)
+    ran = runs.models_run({"scratch": records})
+    assert set(ran) == {f"{v} {s}" for v in measures.VARIANTS for s in (0, 1, 2)}
+    unlevelled = results.block(fake_records(SCRATCH, levelled=lambda v, s: s != 2), SCRATCH, resamples=50)
     assert unlevelled["kept"] == [0, 1] and {e["seed"] for e in unlevelled["excluded"]} == {2}
     assert unlevelled["excluded"][0]["reasons"] == ["its loss had not levelled off"]
-    nobody = objective_results.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
+    nobody = results.block(fake_records(SCRATCH, learned=lambda v, s: s == 0), SCRATCH, resamples=50)
     assert nobody["comparison"] is None and nobody["judged"]["collapse_difference"] == {
         "value": None, "interval": None, "draws": None, "n_seeds": None}
-    reasons = objective_results.not_measured({"scratch": nobody})
+    reasons = results.not_measured({"scratch": nobody})
     assert reasons["objectives.scratch.judged.collapse_difference.value"].startswith("1 of 3 seeds kept")
 
 
 def test_a_comparison_that_had_not_settled_judges_nothing_but_its_checks():
-    settled = objective_results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
+    settled = results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
     assert settled["comparison"]["settled"]["settled"] and settled["hard_negatives"]["settled"]["settled"]
     assert settled["not_judged"] == {} and settled["judged"]["hard_negative_margin"]["value"] > 0
-    moving = objective_results.block(fake_records(FINETUNE, drift=0.5), FINETUNE, resamples=300)
+    moving = results.block(fake_records(FINETUNE, drift=0.5), FINETUNE, resamples=300)
     check = moving["comparison"]["settled"]
     assert not check["settled"] and check["three_quarters"] == pytest.approx(check["end"] - 0.5)
     assert check["per_seed_three_quarters"] == pytest.approx(
-        np.asarray(moving["comparison"]["final"]["difference"][study.FINGERPRINT]["per_seed"]) - 0.5)
+        np.asarray(moving["comparison"]["final"]["difference"][measures.FINGERPRINT]["per_seed"]) - 0.5)
     assert not moving["hard_negatives"]["settled"]["settled"]  # the in-batch copy moved: the margin too
-    for name in objective_results.RESTS_ON["comparison"] + objective_results.RESTS_ON["hard_negatives"]:
+    for name in results.RESTS_ON["comparison"] + results.RESTS_ON["hard_negatives"]:
         assert moving["judged"][name]["value"] is None and "had not settled" in moving["not_judged"][name]
     for name in ("retrieval_match", "anisotropy_change_maxsim", "easy_change_mean_pool", "hard_negative_retrieval"):
         assert moving["judged"][name]["value"] is not None  # the checks are judged either way
-    reasons = objective_results.not_measured({"finetune": moving})
+    reasons = results.not_measured({"finetune": moving})
     assert "outside the 95 % interval" in reasons["objectives.finetune.judged.collapse_difference.value"]
 
 
 def test_fine_tuned_copies_that_do_not_improve_their_backbone_judge_no_difference_between_the_losses():
     n = len(FINETUNE.held_out)
-    taught = objective_results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
+    taught = results.block(fake_records(FINETUNE), FINETUNE, resamples=300)
     gain = taught["improvement"]["maxsim"]
     assert (gain["before"], gain["after"], gain["gained"], gain["lost"]) == (0.5, 1.0, n // 2, 0)
     assert gain["p_value"] == pytest.approx(0.5 ** (n // 2)) and gain["improves"]  # exact: all gains of n/2
-    same = objective_results.block(fake_records(FINETUNE, before_hits=np.ones), FINETUNE, resamples=300)
+    same = results.block(fake_records(FINETUNE, before_hits=np.ones), FINETUNE, resamples=300)
     assert same["improvement"]["mean_pool"] == {"before": 1.0, "after": 1.0, "gained": 0, "lost": 0,
                                                 "p_value": 1.0, "improves": False}
-    for name in objective_results.RESTS_ON["comparison"]:
+    for name in results.RESTS_ON["comparison"]:
         assert same["judged"][name]["value"] is None
         copies = "MaxSim" if name in ("maxsim_change", "peak_margin") else "mean-pool"  # what each needs trained
         assert same["not_judged"][name].startswith("fine-tuning did not improve the backbone's held-out recall@1: "
                                                    f"{copies} copies 1.000 → 1.000 (0 queries gained, 0 lost")
     maxsim_only = fake_records(FINETUNE, before_hits=np.ones)
     maxsim_only["before"][0]["retrieval"]["maxsim"] = np.zeros(n)  # its own score's start finds nothing
-    partly = objective_results.block(maxsim_only, FINETUNE, resamples=300)
+    partly = results.block(maxsim_only, FINETUNE, resamples=300)
     assert partly["judged"]["maxsim_change"]["value"] is not None and "maxsim_change" not in partly["not_judged"]
     assert partly["judged"]["collapse_difference"]["value"] is None
     for name in ("retrieval_match", "anisotropy_change_maxsim", "hard_negative_margin", "hard_negative_retrieval"):
         assert same["judged"][name]["value"] is not None  # the checks and the hard negatives need no gain
-    reasons = objective_results.not_measured({"finetune": same})
+    reasons = results.not_measured({"finetune": same})
     assert "did not improve" in reasons["objectives.finetune.judged.maxsim_change.value"]
-    text = objective_text.convergence({"finetune": same})
+    text = prose.convergence({"finetune": same})
     assert ("- **Fine-tuned from the backbone, against the backbone** (held-out recall@1, each query's hit averaged "
             "over the kept copies): the mean-pool loss 1.000 → 1.000 (0 queries gained, 0 lost; one-sided exact "
             "sign test p = 1)") in text
     assert ("the copies of the mean-pool loss and the MaxSim loss do not improve on it: that training taught nothing "
             "this test detects, so the two losses' geometry is not compared (its claims are not tested); the checks "
             "of the experiment and the hard-negative comparison are judged.") in text
-    assert "both losses' copies improve on it, so the losses' geometry is compared" in objective_text.convergence(
+    assert "both losses' copies improve on it, so the losses' geometry is compared" in prose.convergence(
         {"finetune": taught})
-    assert "it had settled, but fine-tuning did not improve the backbone" in objective_text.settling({"finetune": same})
-    one = objective_results.block(fake_records(FINETUNE, before_hits=lambda n: np.r_[0.0, np.ones(n - 1)]), FINETUNE,
+    assert "it had settled, but fine-tuning did not improve the backbone" in prose.settling({"finetune": same})
+    one = results.block(fake_records(FINETUNE, before_hits=lambda n: np.r_[0.0, np.ones(n - 1)]), FINETUNE,
                                   resamples=300)
-    assert "(1 query gained, 0 lost;" in objective_text.convergence({"finetune": one})
+    assert "(1 query gained, 0 lost;" in prose.convergence({"finetune": one})
     assert "(1 query gained, 0 lost;" in one["not_judged"]["collapse_difference"]  # one gain of 1: p = 1/2
-    scratch = objective_results.block(fake_records(SCRATCH, before_hits=np.ones), SCRATCH, resamples=50)
+    scratch = results.block(fake_records(SCRATCH, before_hits=np.ones), SCRATCH, resamples=50)
     assert "improvement" not in scratch and scratch["not_judged"] == {}  # from scratch, the start knows nothing
 
 
 def test_copies_are_deterministic_and_paired_on_the_small_encoder():
-    task = sr.Task(concepts=16, train_pairs=64, held_out=12)
-    arm = objective_runs.scratch_arm(task, sr.Shape(layers=1, width=16),
-                                     objectives.Settings(steps=4, pairs_per_batch=8, learning_rate=1e-3, max_length=16))
-    one, again = objective_runs.run_copy(arm, "maxsim", 5), objective_runs.run_copy(arm, "maxsim", 5)
+    task = synthetic_task.Task(concepts=16, train_pairs=64, held_out=12)
+    arm = runs.scratch_arm(task, synthetic_task.Shape(layers=1, width=16),
+                                     training.Settings(steps=4, pairs_per_batch=8, learning_rate=1e-3, max_length=16))
+    one, again = runs.run_copy(arm, "maxsim", 5), runs.run_copy(arm, "maxsim", 5)
     assert one["info"]["sha256"] == again["info"]["sha256"] and one["losses"] == again["losses"]
     for key, curve_ in one["geometry"][0].items():
         np.testing.assert_array_equal(curve_, again["geometry"][0][key])
-    assert objective_runs.snapshot_step(4) == 3 and objective_runs.snapshot_step(30) == 23
+    assert runs.snapshot_step(4) == 3 and runs.snapshot_step(30) == 23
     assert set(one["snapshot"][1]) == set(one["geometry"][1])  # measured after 3 of the 4 steps
     assert not np.array_equal(one["snapshot"][1]["intra_sentence_cosine"], one["geometry"][1]["intra_sentence_cosine"])
-    start = objective_runs.run_copy(arm, None, 5)
+    start = runs.run_copy(arm, None, 5)
     assert start["variant"] == "before" and start["losses"] is None and start["snapshot"] is None
     assert start["gradient_norms"] is None and len(one["gradient_norms"]) == 1  # one block, averaged over the steps
-    assert start["info"]["sha256"] == sr.encoder(sr.vocabulary(task), arm.shape, 5).info.sha256  # both copies' start
-    assert objective_runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
+    start_weights = synthetic_task.encoder(synthetic_task.vocabulary(task), arm.shape, 5).info.sha256
+    assert start["info"]["sha256"] == start_weights  # both copies' start
+    assert runs.run_copy(arm, "mean_pool", 5)["info"]["sha256"] != one["info"]["sha256"]
     assert len(one["retrieval"]["maxsim"]) == 12 and torch.get_num_threads() >= 1 and one["cpu_seconds"] > 0
 
 
 def test_a_pool_of_workers_gives_its_model_calls_to_the_chapters_clock(monkeypatch):
     from embedding_geometry.core import clock
 
-    task = sr.Task(concepts=8, train_pairs=16, held_out=6)
-    arm = objective_runs.scratch_arm(task, sr.Shape(layers=1, width=8),
-                                     objectives.Settings(steps=2, pairs_per_batch=8, learning_rate=1e-3, max_length=8,
+    task = synthetic_task.Task(concepts=8, train_pairs=16, held_out=6)
+    arm = runs.scratch_arm(task, synthetic_task.Shape(layers=1, width=8),
+                                     training.Settings(steps=2, pairs_per_batch=8, learning_rate=1e-3, max_length=8,
                                                          warmup=0))
     monkeypatch.setattr(clock, "_totals", {"seconds": 0.0, "calls": 0})
-    records = objective_runs.run([arm], {arm.name: [0, 1]}, workers=2)
+    records = runs.run([arm], {arm.name: [0, 1]}, workers=2)
     copies = [r for by_seed in records[arm.name].values() for r in by_seed.values()]
     assert all(r["model_calls"][1] >= 2 for r in copies if r["variant"] != "before")  # its 2 training steps at least
     done = {id(r): r for r in copies}.values()  # a start stands under every seed it serves
@@ -474,13 +474,13 @@ def test_a_pool_of_workers_gives_its_model_calls_to_the_chapters_clock(monkeypat
 
 
 def test_jobs_run_the_long_copies_first_and_one_start_per_fine_tuning_arm():
-    fine = objective_runs.Arm("finetune", SETTINGS, (), tuple(TINY_PAIRS), {}, model="m")
-    todo = objective_runs.jobs([SCRATCH, fine], {"scratch": [0, 1], "finetune": [0, 1, 2]})
-    expected = [("finetune", o, s) for s in (0, 1, 2) for o in objectives.OBJECTIVES] + [("finetune", None, 0)]
+    fine = runs.Arm("finetune", SETTINGS, (), tuple(TINY_PAIRS), {}, model="m")
+    todo = runs.jobs([SCRATCH, fine], {"scratch": [0, 1], "finetune": [0, 1, 2]})
+    expected = [("finetune", o, s) for s in (0, 1, 2) for o in training.OBJECTIVES] + [("finetune", None, 0)]
     assert [(a.name, o, s) for a, o, s in todo][:7] == expected
     assert len(todo) == 7 + 6
-    assert FINETUNE.trained == ("mean_pool", "maxsim", "mean_pool_hard") and SCRATCH.trained == objectives.OBJECTIVES
-    with_hard = objective_runs.jobs([FINETUNE], {"finetune": [0, 1]})
+    assert FINETUNE.trained == ("mean_pool", "maxsim", "mean_pool_hard") and SCRATCH.trained == training.OBJECTIVES
+    with_hard = runs.jobs([FINETUNE], {"finetune": [0, 1]})
     assert [(o, s) for _, o, s in with_hard] == [(v, s) for s in (0, 1) for v in FINETUNE.trained] + [(None, 0)]
 
 
@@ -499,7 +499,7 @@ def test_ledger_judges_every_claim_on_draws_over_seeds():
         assert claim.metric.startswith(f"objectives.{arm}.judged.")
     assert len(drawn) == len(ledger.claims) - 2
     names = {c.metric.split(".")[3] for c in drawn}
-    assert names <= set(objective_results.judged(None, FINETUNE))
+    assert names <= set(results.judged(None, FINETUNE))
     headlines = {"loss-decides-collapse-scratch", "fingerprint-every-depth-scratch", "maxsim-keeps-spread",
                  "hard-negatives-necessary"}  # the posts' own emphasis (the ledger's header)
     assert {c.id for c in ledger.claims if c.headline} == headlines
@@ -523,7 +523,7 @@ def test_the_hard_negative_claim_lives_here_and_chapter_2_links_to_it():
 def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
     """Each scratch claim judged on a fake arm: its 95 % interval is the percentiles of the draws
     the arm stored, and its one-sided p the share of draws on the other side of the bound."""
-    block = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
+    block = results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=4000)
     tested = [c for c in claims.load(SLUG).claims if ".scratch.judged." in c.metric and not c.description]
     scratch = claims.Ledger(SLUG, tested)
     verdicts = claims.evaluate(scratch, {"objectives": {"scratch": block}}, "tiny", resamples=100,
@@ -549,18 +549,18 @@ def test_the_engine_reads_its_interval_and_p_from_the_arms_draws():
 def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
     # row 0 peaks at depth 1 (margin min(0.5, 0.4) = 0.4), row 1 at depth 2 (min(0.3, 0.6) = 0.3)
     means = np.array([[0.0, 0.5, 0.2, 0.1], [0.0, 0.1, 0.3, -0.3]])
-    np.testing.assert_allclose(study.peak_statistic(means), [0.4, 0.3])
+    np.testing.assert_allclose(measures.peak_statistic(means), [0.4, 0.3])
     band = np.array([[0.0, 0.2, 0.6], [0.2, 0.6, 1.0]])
     found = hierarchical.Hierarchical(value=np.array([0.1, 0.4, 0.8]), band=band,
                                       draws=np.array([[0.3, 0.1, 0.8], [0.0, 0.5, 0.9]]), n_seeds=5, n_units=7)
     # noise n = 0.1, 0.2, 0.2: the estimate's |d| / n = 1, 2, 4; draw 0: 3, 0.5, 4; draw 1: 0, 2.5, 4.5
-    every = study.visibility(found, 0.0)
+    every = measures.visibility(found, 0.0)
     assert every["value"] == pytest.approx(1.0)
     np.testing.assert_allclose(every["draws"], [0.5, 0.0])
-    back = study.visibility(found, 0.5)  # depths 1 and 2 of L = 2
+    back = measures.visibility(found, 0.5)  # depths 1 and 2 of L = 2
     assert back["value"] == pytest.approx(2.0)
     np.testing.assert_allclose(back["draws"], [0.5, 2.5])
-    np.testing.assert_allclose(study.visibility(found, 1.0)["draws"], [4.0, 4.5])
+    np.testing.assert_allclose(measures.visibility(found, 1.0)["draws"], [4.0, 4.5])
 
 
 def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
@@ -580,7 +580,7 @@ def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
 
 
 def test_charts_and_sentences_of_an_arm():
-    block = objective_results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
+    block = results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
     blocks = {"scratch": block}
     assert charts.objective_loss_chart(blocks).to_dict()["hconcat"]
     gradients = charts.objective_gradient_chart(blocks).to_dict()
@@ -596,28 +596,28 @@ def test_charts_and_sentences_of_an_arm():
     for chart in (charts.objective_chart(blocks, "anisotropy", "a"), charts.objective_answers_chart(blocks),
                   charts.objective_difference_chart(blocks, "anisotropy", "d")):
         assert chart.to_dict()
-    text = objective_text.convergence(blocks)
+    text = prose.convergence(blocks)
     assert "all 6 copies beat chance (one-sided exact binomial test at 0.05) and levelled off" in text
     assert "from 2.00 to 0.50 and levels off on 3 of 3 copies" in text
-    assert objective_text.starts(blocks).startswith("- **Trained from scratch**, before training: held-out recall@1")
-    assert "had settled, so its claims are judged" in objective_text.settling(blocks)
-    assert objective_text.reaches(blocks).startswith("- Trained from scratch: visible from relative depth")
+    assert prose.starts(blocks).startswith("- **Trained from scratch**, before training: held-out recall@1")
+    assert "had settled, so its claims are judged" in prose.settling(blocks)
+    assert prose.reaches(blocks).startswith("- Trained from scratch: visible from relative depth")
     assert charts.reach_text({"depth": 2, "present": [0] * 5, "depth_interval": [1, None]}) == "0.50 [0.25, none]"
     assert set(charts.dense_colbert_endpoints()) == {"mxbai_end", "jina_end", "jina_peak", "jina_peak_layer"}
-    few = objective_text.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
+    few = prose.fewer_seeds(fake_records(SCRATCH), [0, 1, 2], 2, seed=0)
     assert list(few["seeds kept"].values()) == [2, 3] and all(w > 0 for w in few["width"].values())
-    assert list(objective_text.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
+    assert list(prose.fewer_seeds(fake_records(SCRATCH), [1, 2], 2, seed=0)["difference"].values())[0] == "—"
 
 
 def test_each_table_of_the_chapter_reads_in_one_format():
     """Four decimals throughout: a tiny value reads 0.0000 beside its interval, never 1.64e-06 beside
     0.0004; a p-value that would round to zero reads "< 0.0001"."""
-    from embedding_geometry.book.charts.objectives import _interval, _p_text
+    from embedding_geometry.chapters.ch07_objective.charts import _interval, _p_text
 
     assert _interval(-1.639e-06, [-0.0004072, 0.0004493]) == "0.0000 [-0.0004, 0.0004]"
     assert _interval(0.007, [0.00024, 0.013]) == "0.0070 [0.0002, 0.0130]"
     assert [_p_text(p) for p in (2.75e-42, 0.0, 0.0078125, 0.0625)] == ["< 0.0001", "< 0.0001", "0.0078", "0.0625"]
-    block = objective_results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
+    block = results.block(fake_records(SCRATCH), SCRATCH, resamples=100)
     table = charts.objective_convergence_table({"scratch": block})
     assert not table.astype(str).apply(lambda column: column.str.contains(r"\de-\d")).any().any()
 
@@ -648,14 +648,14 @@ def test_the_posts_curve_gets_its_own_scale_only_where_it_would_flatten_this_run
 
 
 def test_the_hard_negative_comparison_is_charted_and_a_text_excluded_copy_says_why():
-    block = objective_results.block(fake_records(FINETUNE, levelled=lambda v, s: (v, s) != ("mean_pool_hard", 1)),
+    block = results.block(fake_records(FINETUNE, levelled=lambda v, s: (v, s) != ("mean_pool_hard", 1)),
                                     FINETUNE, resamples=100)
     blocks = {"finetune": block}
     assert block["hard_negatives"]["pair"] == ["mean_pool_hard", "mean_pool"] and block["kept"] == [0, 2]
     assert charts.objective_chart(blocks, "hard_margin", "m", comparison="hard_negatives").to_dict()
     final = charts.objective_final_table(blocks, {"hard_margin": "hard margin"}, comparison="hard_negatives")
     assert [c[1] for c in final.columns] == ["before training", "mean-pool loss + hard negatives", "mean-pool loss"]
-    text = objective_text.convergence(blocks)
+    text = prose.convergence(blocks)
     assert "mean-pool loss + hard negatives, seed 1: its loss had not levelled off" in text
     assert len(charts.objective_settled_table(blocks)) == 2
     assert any("hard negatives" in name for name in charts.objective_cone_table(block).index)
@@ -666,12 +666,12 @@ def test_the_budget_sentence_reads_the_recorded_seconds():
               "finetune": {"cpu_seconds": {"mean_pool": {"seed_0": 30.0, "seed_1": 31.0}}}}
     document = {"environment": {"seconds": 241.6, "device": "cpu"}, "params": {"workers": 2},
                 "metrics": {"objectives": blocks}}
-    assert objective_text.budget(document) == (
+    assert prose.budget(document) == (
         "This build ran the chapter in 242 s on cpu (from opening the chapter to writing its results): 81 % of the "
         "300 s budget of the default build's chapter, within it. Training and measuring its 4 copies and starts "
         "took 72 CPU-seconds in all, in 2 worker processes of one thread each.\n")
     document["environment"]["seconds"] = 301
-    assert "100 % of the 300 s budget of the default build's chapter, over it" in objective_text.budget(document)
+    assert "100 % of the 300 s budget of the default build's chapter, over it" in prose.budget(document)
 
 
 def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
@@ -682,26 +682,26 @@ def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
     chosen = claims.Ledger(SLUG, [c for c in ledger.claims if c.id in ids])
 
     def verdicts(recall_gap, **fake):
-        block = objective_results.block(fake_records(FINETUNE, seeds=(0, 1, 2, 3, 4), **fake), FINETUNE,
+        block = results.block(fake_records(FINETUNE, seeds=(0, 1, 2, 3, 4), **fake), FINETUNE,
                                         resamples=500)
         match = block["judged"]["retrieval_match"]
         match.update(value=recall_gap, draws=match["draws"] * 0 + recall_gap
                      + np.random.default_rng(0).normal(0, 0.01, len(match["draws"])))
-        scratch = objective_results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=500)
+        scratch = results.block(fake_records(SCRATCH, seeds=(0, 1, 2, 3, 4)), SCRATCH, resamples=500)
         return claims.evaluate(chosen, {"objectives": {"finetune": block, "scratch": scratch}}, "tiny", resamples=100,
                                family=1)  # 500 draws cannot resolve the book's q / m
 
     matched, unmatched = verdicts(0.0), verdicts(0.4)
-    assert objective_text.flag(matched) == "" and objective_text.report(matched, ["loss-decides-collapse"]).count(
+    assert prose.flag(matched) == "" and prose.report(matched, ["loss-decides-collapse"]).count(
         "Flagged") == 0
-    flag = objective_text.flag(unmatched)
+    flag = prose.flag(unmatched)
     assert flag.startswith("**Flagged:** the check that the two fine-tuned copies retrieve equally well did not "
                            "pass (its verdict: does not hold; in [-0.1, 0.1]: 0.4")
-    assert "Flagged" in objective_text.report(unmatched, ["loss-decides-collapse"])
-    assert "Flagged" not in objective_text.report(unmatched, ["loss-decides-collapse-scratch"])
-    assert "Flagged" in objective_text.answers(unmatched, {"finetune": {"not_measured": None}})
+    assert "Flagged" in prose.report(unmatched, ["loss-decides-collapse"])
+    assert "Flagged" not in prose.report(unmatched, ["loss-decides-collapse-scratch"])
+    assert "Flagged" in prose.answers(unmatched, {"finetune": {"not_measured": None}})
     untaught = verdicts(0.4, before_hits=np.ones)  # the geometry claim is not tested: nothing to flag
-    assert objective_text.flag(untaught) and "Flagged" not in objective_text.report(untaught, ["loss-decides-collapse"])
+    assert prose.flag(untaught) and "Flagged" not in prose.report(untaught, ["loss-decides-collapse"])
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
@@ -710,17 +710,17 @@ def test_the_fine_tuning_geometry_is_flagged_when_retrieval_is_not_matched():
 def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(built_book):
     from test_layer_by_layer import chapter_results
 
-    results = chapter_results(built_book, SLUG)
-    params, m = results["params"], results["metrics"]["objectives"]
+    built = chapter_results(built_book, SLUG)
+    params, m = built["params"], built["metrics"]["objectives"]
     for arm, n_seeds, steps in (("scratch", params["scratch_seeds"], params["scratch_steps"]),
                                 ("finetune", params["finetune_seeds"], params["finetune_steps"])):
         block = m[arm]
         assert len(block["seeds"]) == n_seeds and set(block["kept"]) <= set(block["seeds"])
-        assert block["variants"] == list(objectives.OBJECTIVES) + (["mean_pool_hard"] if arm == "finetune" else [])
+        assert block["variants"] == list(training.OBJECTIVES) + (["mean_pool_hard"] if arm == "finetune" else [])
         for variant in block["variants"]:
             for seed in block["seeds"]:
                 loss = block["loss"][variant][f"seed_{seed}"]
-                assert len(loss["losses"]) == steps and loss["levelled"] == objectives.levelled(loss["losses"])
+                assert len(loss["losses"]) == steps and loss["levelled"] == training.levelled(loss["losses"])
                 found = block["retrieval"][variant][str(seed)]
                 assert found["beats_chance"] == (found["p_value"] < 0.05) and found["chance"] == block["chance"]
                 usable = found["beats_chance"] and loss["levelled"]["levelled"]
@@ -729,18 +729,18 @@ def test_results_record_every_copy_its_loss_retrieval_and_the_seed_intervals(bui
             if block.get(name):
                 seeds = block[name]["seeds"]
                 assert seeds == block["kept"]
-                depths = len(block[name]["difference"][objective_results.MAIN[name]])
-                band = np.asarray(block[name]["band"][block[name]["pair"][0]][objective_results.MAIN[name]])
+                depths = len(block[name]["difference"][results.MAIN[name]])
+                band = np.asarray(block[name]["band"][block[name]["pair"][0]][results.MAIN[name]])
                 assert band.shape == (2, depths) and np.all(band[0] <= band[1])
                 settled = block[name]["settled"]
                 assert settled["settled"] == (settled["interval"][0] <= settled["three_quarters"]
                                               <= settled["interval"][1])
                 assert len(settled["per_seed_three_quarters"]) == len(seeds)
-    verdicts = {c["id"]: c for c in results["claims"]}
+    verdicts = {c["id"]: c for c in built["claims"]}
     assert verdicts["loss-decides-collapse-scratch"]["unit"] == "seeds"
     # the tiny run keeps 2 seeds: fewer than 5 units is no test (the default build trains 8)
     assert all(c["interval"] is not None or c["status"] in ("not measured", "descriptive") and c["reason"]
                for c in verdicts.values())
-    assert verdicts["hard-negatives-necessary"]["home"] is None and len(results["inputs"]["finetune_hard_negatives"]) \
+    assert verdicts["hard-negatives-necessary"]["home"] is None and len(built["inputs"]["finetune_hard_negatives"]) \
         == m["finetune"]["n_train"]
-    assert results["environment"]["seconds"] > 0
+    assert built["environment"]["seconds"] > 0

@@ -58,13 +58,6 @@ only the registry of the chapters' parameters (``rules``) does:
                             arithmetic, the pair sample
     ``pooling``             pooling token states into one vector, length bias and dilution (chapters 5 and 6)
     ``long_texts``          texts longer than one sentence, and sliding windows (chapters 5 and 6)
-    ``objectives``          chapter 7: two training objectives (mean-pool vs MaxSim contrastive), and the training loop
-    ``synthetic_retrieval`` chapter 7: a retrieval task built from the corpus, and a small encoder to learn it from
-                            scratch
-    ``objective_runs``      chapter 7: every copy of both arms trained and measured in parallel
-    ``objective_results``   chapter 7: each arm's results: the copies kept, whether they settled, what the claims judge
-    ``hard_negatives``      chapter 7: hard negatives built in code (twins of the positives) and the hard set measured
-    ``objective_geometry``  chapter 7: the geometry each training objective leaves, compared over paired seeds
     ``across_models``       chapter 8: chapters 1–4's per-depth measurements on several models
     ``accumulators``        mergeable building blocks: rows per unit, sums, co-moments, a bottom-K sample
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
@@ -76,6 +69,9 @@ only the registry of the chapters' parameters (``rules``) does:
                             ``compounds``, ``charts`` (its own docstring maps them, in the notebook's order)
     ``ch06_search``         chapter 6, *Search in practice, measured*: ``quantization``, ``finetuning``,
                             ``charts`` (its own docstring maps them, in the notebook's order)
+    ``ch07_objective``      chapter 7, *One backbone, two losses*: ``rules``, ``training``, ``synthetic_task``,
+                            ``measures``, ``hard_negatives``, ``runs``, ``results``, ``charts``, ``prose`` (its
+                            own docstring maps them, in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -92,7 +88,6 @@ only the registry of the chapters' parameters (``rules``) does:
                         ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
-    ``objective_text``  chapter 7's run-dependent sentences, written from its metrics and verdicts
     ``results``         the results JSON of a chapter run, written atomically
     ``readback``        reading build products back, checked (results JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
@@ -101,8 +96,8 @@ only the registry of the chapters' parameters (``rules``) does:
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
                         ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``practice`` (the tables chapters 5 and 6 both show),
-                        ``objectives`` (chapter 7), ``across`` (chapter 8), ``primer``
+                        ``practice`` (the tables chapters 5 and 6 both show), ``across`` (chapter 8),
+                        ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -19,13 +19,13 @@ import copy
 import importlib
 import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from . import profiles
+from .claims import ledger
 
 EXECUTED = "book/chapters/"
 NEW_PART = "More chapters"
@@ -82,11 +82,15 @@ def cited_sections(root: Path, slug: str) -> set[str]:
 
 
 def study_modules(notebook: dict[str, Any]) -> list[str]:
-    """The study modules a notebook imports (``from embedding_geometry.studies import a as b, c``)."""
+    """The study modules a notebook imports, from ``studies`` or from its chapter package, by their
+    path in the package: ``from embedding_geometry.studies import a as b, c`` → ``studies.a``,
+    ``studies.c``; ``from embedding_geometry.chapters.ch07_objective import runs`` →
+    ``chapters.ch07_objective.runs``."""
     names = []
-    for line in re.findall(r"from embedding_geometry\.studies import ([^\n]+)", _source(notebook)):
-        names += [part.split(" as ")[0].strip(" ()") for part in line.split(",")]
-    return [name for name in dict.fromkeys(names) if name]
+    pattern = r"from embedding_geometry\.(studies|chapters\.\w+) import ([^\n]+)"
+    for where, line in re.findall(pattern, _source(notebook)):
+        names += [f"{where}.{part.split(' as ')[0].strip(' ()')}" for part in line.split(",") if part.strip(" ()")]
+    return list(dict.fromkeys(names))
 
 
 def title(notebook: dict[str, Any], slug: str) -> str:
@@ -102,17 +106,16 @@ def methods_stub(root: Path, slug: str) -> str:
     parts = [f"(methods-{slug.replace('_', '-')})=", f"## {title(notebook, slug)}", "",
              "*Written from the chapter's study modules; a hand-written section replaces it.*", ""]
     for name in study_modules(notebook):
-        doc = importlib.import_module(f"embedding_geometry.studies.{name}").__doc__ or ""
-        parts += [f"**`embedding_geometry.studies.{name}`**", "", "```{eval-rst}", doc.strip(), "```", ""]
+        doc = importlib.import_module(f"embedding_geometry.{name}").__doc__ or ""
+        parts += [f"**`embedding_geometry.{name}`**", "", "```{eval-rst}", doc.strip(), "```", ""]
     return "\n".join(parts)
 
 
 def write_methods_stubs(root: Path) -> Path:
     """Write the stubs of every measuring chapter (one with a ledger) without a Methods section to
     ``root/build/methods_stubs.md`` (empty when every chapter has one) and return its path."""
-    ledgers = Path(str(resources.files("embedding_geometry") / "data" / "claims"))
     stubs = [methods_stub(root, slug) for slug in profiles.chapters(root)
-             if (ledgers / f"{slug}.yaml").is_file() and not cited_sections(root, slug)]
+             if slug in ledger.ledgers() and not cited_sections(root, slug)]
     path = root / STUBS
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(stubs) + "\n", encoding="utf-8")

@@ -1,5 +1,7 @@
 """Every chapter's parameters, the rule each must satisfy, and what each chapter's computations
-need of them: the one home of these rules.
+need of them: the book's registry of these rules. A chapter package keeps its own rules and needs
+(``chapters/ch07_objective/rules.py``: ``RULES``, ``NEEDS``) and this registry takes them; it is the
+one module of ``book`` that imports a chapter package.
 
 A chapter notebook's ``parameters`` cell declares the names and defaults (what papermill
 overrides); ``CHAPTERS`` says what each value must be alone, and ``NEEDS`` what the chapter's
@@ -22,8 +24,8 @@ from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
+from ..chapters.ch07_objective import rules as objective_rules
 from ..core import corpora, windows
-from ..core.errors import ParameterError
 from ..studies import retrieval
 from ..studies.cone import chapter_corpus
 from ..studies.long_texts import document_count
@@ -54,9 +56,6 @@ unit = p.number(0.0, 1.0)
 CLS_POSITIONS = 102
 """The shortest text whose [CLS] attention reaches every position bucket of chapter 5
 (``chapters.ch05_without_tears.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
-
-STEPS_AT_LEAST = 6
-"""Chapter 7's fewest steps: a copy's levelling compares tenths of 2 steps or more (objectives.levelled)."""
 
 CHAPTERS: dict[str, dict[str, p.Rule]] = {
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
@@ -98,19 +97,7 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "finetune": p.boolean, "finetune_model": p.optional(p.text), "finetune_seeds": p.integer(1, 64),
         "finetune_epochs": p.integer(1, 10_000),
     },
-    "07_training_objective": {
-        **MODEL, "workers": p.integer(1, 64),
-        "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),
-        "scratch_seeds": p.integer(2, 20), "scratch_steps": p.integer(STEPS_AT_LEAST, 1_000_000),
-        "scratch_pairs_per_batch": p.integer(2, 512), "finetune_pairs_per_batch": p.integer(2, 512),
-        "scratch_learning_rate": p.number(1e-8, 1.0), "scratch_layers": p.integer(2, 24),
-        "scratch_width": p.integer(8, 1024), "concepts": p.integer(8, 256), "task_pairs": p.integer(16, 1_000_000),
-        "task_held_out": p.integer(4, 10_000),
-        "finetune_seeds": p.integer(2, 20), "finetune_steps": p.integer(STEPS_AT_LEAST, 1_000_000),
-        "finetune_learning_rate": p.number(1e-8, 1.0), "held_out_pairs": p.integer(4, 300),
-        "recall_k": p.integer(1, 100), "sentences": p.optional(p.text_list(3)),
-        "hard_twin": p.one_of("negation", "role_reversal"), "hard_negatives": p.boolean,
-    },
+    "07_training_objective": {**MODEL, **objective_rules.RULES},
     "08_across_models": {
         **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
         "corpus_texts": p.optional(p.integer(2)),
@@ -262,84 +249,6 @@ def _documents_within_corpus(values):
     return None
 
 
-def _refusal(call) -> tuple[Any, str] | None:
-    """The value and message of the ParameterError that ``call()`` raises, or None."""
-    try:
-        call()
-    except ParameterError as error:
-        return error.got, error.expected
-    return None
-
-
-def _scratch_task(values: Mapping[str, Any]):
-    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
-
-    return synthetic_retrieval.Task(concepts=values["concepts"], train_pairs=values["task_pairs"],
-                                    held_out=values["task_held_out"], seed=values["seed"])
-
-
-@p.need("concepts", "a synthetic task the corpus can make: at most half its content words as concepts, and "
-        "task_pairs plus task_held_out distinct documents of them")
-def _task_within_corpus(values):
-    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
-
-    return _refusal(lambda: synthetic_retrieval.texts(_scratch_task(values)))
-
-
-@p.need("scratch_width", "a width the small encoder's attention heads divide")
-def _width_fits_heads(values):
-    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
-
-    return _refusal(lambda: synthetic_retrieval.Shape(layers=values["scratch_layers"], width=values["scratch_width"]))
-
-
-@p.need("held_out_pairs", "a split of the book's training pairs that holds out that many pairs sharing no text")
-def _split_holds_out(values):
-    from ..studies import objectives  # loads torch (as whitening above)
-
-    return _refusal(lambda: objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"]))
-
-
-EPOCHS_CHECKED = 3
-"""Batches are checked over the first epochs of every seed (a batch that cannot be filled shows there)."""
-
-
-def _fills_batches(pairs, size: int, steps: int, seeds: range) -> tuple[Any, str] | None:
-    """Whether every seed's first :data:`EPOCHS_CHECKED` epochs of ``size``-pair batches fill."""
-    from ..studies import objectives  # loads torch (as whitening above)
-
-    checked = min(steps, EPOCHS_CHECKED * max(1, len(pairs) // max(size, 1)))
-    for s in seeds:
-        if found := _refusal(lambda s=s: objectives.batches(pairs, size, checked, s)):
-            return found
-    return None
-
-
-@p.need("scratch_pairs_per_batch", "batches the synthetic task's training pairs fill without a text twice")
-def _scratch_batches_fill(values):
-    from ..studies import synthetic_retrieval  # loads torch (as whitening above)
-
-    try:
-        train = synthetic_retrieval.texts(_scratch_task(values))["train"]
-    except ValueError:
-        return None  # the task's own need says why
-    seeds = range(values["seed"], values["seed"] + values["scratch_seeds"])
-    return _fills_batches(train, values["scratch_pairs_per_batch"], values["scratch_steps"], seeds)
-
-
-@p.need("finetune_pairs_per_batch", "batches the book's training pairs (less those held out) fill without a "
-        "text twice")
-def _finetune_batches_fill(values):
-    from ..studies import objectives  # loads torch (as whitening above)
-
-    try:
-        train, _ = objectives.split_pairs(objectives.training_pairs(), values["held_out_pairs"])
-    except ValueError:
-        return None  # held_out_pairs's own need says why
-    seeds = range(values["seed"], values["seed"] + values["finetune_seeds"])
-    return _fills_batches(train, values["finetune_pairs_per_batch"], values["finetune_steps"], seeds)
-
-
 NEEDS: dict[str, tuple[p.Need, ...]] = {
     "00_the_model": (_words("extra_sentences", 1, "a word token to measure"),),
     "00b_primer": (_words("pair", 1, "MaxSim matches word tokens"),),
@@ -355,8 +264,7 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
                                     _positions_within_model),
     "06_search_in_practice": (_documents_within_corpus,),
     "07_training_objective": (
-        _task_within_corpus, _width_fits_heads, _split_holds_out, _scratch_batches_fill, _finetune_batches_fill,
-        _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
+        *objective_rules.NEEDS, _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
     ),
     "08_across_models": (_positions("head_length"), *atlas_needs.NEEDS),
 }

@@ -1,8 +1,9 @@
 """Chapter packages: one small package per chapter that holds the code only that chapter uses, named
-for the chapter (``ch05_without_tears`` for ``notebooks/05_embeddings_without_tears.ipynb``). Its modules read
+for the chapter (``ch07_objective`` for ``notebooks/07_training_objective.ipynb``). Its modules read
 top to bottom in the order the notebook presents them, and its ``__init__`` docstring maps them in
-that order; importing a chapter package imports none of its modules (no torch on
-``import embedding_geometry.chapters``).
+that order. Its claims ledger can live beside them as ``ledger.yaml`` (its ``chapter:`` names the
+slug; ``book.claims.ledger.path`` finds a chapter's ledger there or in ``data/claims``).
+Importing a chapter package imports none of its modules (no torch on ``import embedding_geometry.chapters``).
 
 What two or more chapters use stays shared: measurements in ``core``, chapter topics in ``studies``,
 chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.tables``,
@@ -20,4 +21,5 @@ modules directly: ``from embedding_geometry.chapters.ch05_without_tears import w
     ch04_heads          chapter 4, What attention heads write
     ch05_without_tears  chapter 5, Embeddings without tears, measured
     ch06_search         chapter 6, Search in practice, measured
+    ch07_objective      chapter 7, One backbone, two losses
 """

@@ -5,8 +5,6 @@
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
 - ``matrices``: model × model heatmaps, each cell labelled, and a strip of ticks per category;
-- ``objectives``: chapter 7's charts, both arms' copies of the two-loss experiment on relative depth
-  with 95 % bands over seeds and sentences, the losses' per-seed differences, and its tables;
 - ``practice``: the tables chapters 5 and 6 both show (how a table reads there, the judged query
   set, what no measurement decides, the errata);
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
@@ -17,8 +15,8 @@
 - ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
 - ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
 
-A chapter package keeps the charts only its chapter draws (``chapters/ch05_without_tears/charts.py``,
-``chapters/ch06_search/charts.py``, on the kinds here); they are not re-exported here.
+A chapter package keeps the charts only its chapter draws (for example
+``chapters/ch07_objective/charts.py``, on the kinds here); they are not re-exported here.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from ..claims import ledger
 from ..claims.words import number
 from ..pages import HtmlTable, errata_table
-from ...core.corpora import load_yaml
 
 
 def cell(value: object) -> str:
@@ -64,7 +65,7 @@ def query_summary(queries: Mapping[str, list]) -> HtmlTable:
 def untested_table(slug: str) -> HtmlTable:
     """The statements of a chapter's ledger (``untested``) that no measurement of the chapter can
     decide: statement, source and why."""
-    items = load_yaml(f"claims/{slug}.yaml").get("untested", [])
+    items = yaml.safe_load(ledger.path(slug).read_text(encoding="utf-8")).get("untested", [])
     return HtmlTable(
         pd.DataFrame(items, columns=["statement", "source", "reason"]).rename(columns={"reason": "why not"})
     )

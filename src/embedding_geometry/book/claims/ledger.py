@@ -1,4 +1,6 @@
-"""The claims ledger: each chapter's claims as data (``data/claims/<slug>.yaml``), checked when read.
+"""The claims ledger: each chapter's claims as data (``data/claims/<slug>.yaml``, or a chapter
+package's ``chapters/<package>/ledger.yaml`` whose ``chapter:`` names its slug; :func:`path` finds
+either), checked when read.
 
     claims:
       - id: short-kebab-id
@@ -267,6 +269,34 @@ def _folder() -> Path:
     return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
 
 
+CHAPTER_LEDGER = "ledger.yaml"
+"""A chapter package's ledger: ``chapters/<package>/ledger.yaml``, its ``chapter:`` the slug."""
+
+
+@functools.cache
+def ledgers() -> dict[str, Path]:
+    """Every packaged ledger by its chapter's slug, in slug order: ``data/claims/<slug>.yaml``, and
+    each chapter package's ``ledger.yaml`` (by its ``chapter:`` field). A slug with two ledgers is
+    an error."""
+    found = {p.stem: p for p in _folder().glob("*.yaml")}
+    packages = Path(str(resources.files("embedding_geometry") / "chapters"))
+    for ledger_path in sorted(packages.glob(f"*/{CHAPTER_LEDGER}")):
+        slug = _parse(ledger_path.read_text()).get("chapter")
+        if not slug or slug in found:
+            where = f"{slug!r} already has {found[slug]}" if slug else "it names no chapter: (its slug)"
+            raise LedgerError(f"{ledger_path}: {where}")
+        found[slug] = ledger_path
+    return dict(sorted(found.items()))
+
+
+def path(slug: str, folder: str | Path | None = None) -> Path:
+    """Where chapter ``slug``'s ledger is: ``folder/<slug>.yaml`` with a ``folder``; else the packaged
+    one (:func:`ledgers`), or ``data/claims/<slug>.yaml`` where a new chapter's would go."""
+    if folder is not None:
+        return Path(folder) / f"{slug}.yaml"
+    return ledgers().get(slug, _folder() / f"{slug}.yaml")
+
+
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: ten times faster
 
 
@@ -277,12 +307,12 @@ def _parse(text: str) -> dict[str, Any]:
 
 
 def _read(slug: str, folder: str | Path | None, missing_ok: bool = False) -> dict[str, Any]:
-    path = Path(folder or _folder()) / f"{slug}.yaml"
-    return {} if missing_ok and not path.exists() else _parse(path.read_text())
+    found = path(slug, folder or None)
+    return {} if missing_ok and not found.exists() else _parse(found.read_text())
 
 
 def load(slug: str, folder: str | Path | None = None) -> Ledger:
-    """Read ``data/claims/<slug>.yaml`` (from the package, or from ``folder``). An entry that
+    """Read chapter ``slug``'s ledger (:func:`path`: from the package, or from ``folder``). An entry that
     re-judges another chapter's claim (``home``) says what the claim says at its home."""
     data = _read(slug, folder)
     items = [{"null" if key is None else key: value for key, value in item.items()}  # YAML reads `null:` as None
@@ -309,7 +339,7 @@ def load(slug: str, folder: str | Path | None = None) -> Ledger:
 def family_size() -> int:
     """m: the published claims with a shape test across every ledger of the package, each at its
     home (:attr:`Claim.in_family`) — one family per model."""
-    return sum(claim.in_family for path in sorted(_folder().glob("*.yaml")) for claim in load(path.stem).claims)
+    return sum(claim.in_family for slug in ledgers() for claim in load(slug).claims)
 
 
 def lookup(metrics: Mapping[str, Any], path: str) -> Any:

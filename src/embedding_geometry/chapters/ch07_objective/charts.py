@@ -13,12 +13,12 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...book.charts.depth import layer_chart
+from ...book.charts.frames import per_layer_frame, published_frame
+from ...book.charts.theme import published_encoding, published_label
+from ...book.tables import number_text
 from ...core import corpora
-from ...studies import objective_results
-from ..tables import number_text
-from .depth import layer_chart
-from .frames import per_layer_frame, published_frame
-from .theme import published_encoding, published_label
+from . import results
 
 __all__ = [
     "ARM_LABELS", "OBJECTIVE_LABELS", "dense_colbert_endpoints", "objective_answers_chart", "objective_chart",
@@ -304,7 +304,7 @@ def objective_settled_table(blocks: Mapping[str, Mapping]) -> pd.DataFrame:
                 continue
             s = found["settled"]
             rows.append({"arm": ARM_LABELS[arm], "copies compared": " − ".join(OBJECTIVE_LABELS[v] for v in s["pair"]),
-                         "measure (final depth)": objective_results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
+                         "measure (final depth)": results.MAIN_NAMES[s["measure"]], "at 3/4 of the steps":
                          _rounded(s["three_quarters"]), "at the end [95 %]": _interval(s["end"], s["interval"]),
                          "settled": s["settled"]})
     return pd.DataFrame(rows)

@@ -4,7 +4,7 @@ comparison of the copy trained with those twins against the copy trained without
 The similarity-attractor post (seed 000, "What This Means for Training") says that hard negatives
 are necessary: a model trained with random negatives only never learns to push apart sentences
 that share domain and vocabulary but differ in meaning. The fine-tuning arm asks it of its
-backbone with paired seeds: for every seed, the mean-pool copy of :mod:`.objectives` (in-batch
+backbone with paired seeds: for every seed, the mean-pool copy of :mod:`.training` (in-batch
 negatives only) and a third copy trained the same way — same start, same batches, same steps and
 schedule — whose batches also hold one **hard negative** per pair, the twin of its positive.
 
@@ -34,7 +34,7 @@ negatives only (:func:`negatives` gives None, and the loss masks that column out
 
 and hard recall@1, whether d ranks first among every document and every ``hard_twin`` twin of the
 hard set (ties counted against it). The
-comparison (:func:`.objective_geometry.compare` with the pair (hard-negative copy, in-batch copy))
+comparison (:func:`.measures.compare` with the pair (hard-negative copy, in-batch copy))
 takes each difference seed by seed and query by query, with intervals over seeds and queries.
 """
 
@@ -46,8 +46,8 @@ from functools import cache
 
 import numpy as np
 
-from ..core import corpora, geometry
-from ..core.activations import Activations
+from ...core import corpora, geometry
+from ...core.activations import Activations
 
 AUXILIARIES = ("is", "are", "was", "were", "has", "have", "had", "will", "can", "could", "would", "should", "must",
                "may", "might", "does", "do", "did")

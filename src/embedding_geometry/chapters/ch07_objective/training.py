@@ -50,9 +50,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import architectures, clock, corpora
-from ..core.errors import ParameterError
-from ..core.models import LoadedModel
+from ...core import architectures, clock, corpora
+from ...core.errors import ParameterError
+from ...core.models import LoadedModel
 
 PAIRS_FILE = "objective_pairs.yaml"
 OBJECTIVES = ("mean_pool", "maxsim")

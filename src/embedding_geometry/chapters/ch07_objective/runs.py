@@ -2,21 +2,21 @@
 
 An **arm** (:class:`Arm`) is one question asked with paired seeds:
 
-* ``scratch``: a small encoder (:func:`.synthetic_retrieval.encoder`, its initial weights drawn
+* ``scratch``: a small encoder (:func:`.synthetic_task.encoder`, its initial weights drawn
   from the seed) trained on the synthetic retrieval task; its ``before`` is its own random start;
 * ``finetune``: a pre-trained encoder fine-tuned on the book's pairs; its ``before`` is the
   backbone itself, the same for every seed. With ``hard_negatives``, each seed also trains the
   copy of :mod:`.hard_negatives` (the mean-pool loss with a twin of every positive in its batch).
 
 For every seed of an arm, one **copy** per trained variant (:func:`run_copy`) starts from the
-seed's start, trains with :func:`.objectives.train`, and is measured on held-out texts: the
-geometry (:func:`.objective_geometry.sentence_measures`; on the fine-tuning arm the pair sets and
+seed's start, trains with :func:`.training.train`, and is measured on held-out texts: the
+geometry (:func:`.measures.sentence_measures`; on the fine-tuning arm the pair sets and
 the hard set's queries, :func:`.hard_negatives.hard_set_measures`), held-out retrieval with both
 scores (each held-out query against the pool of held-out documents), the one-topic sentences of
 the exercise, and the final mean pools of the held-out texts (for the cone axis). Three quarters
 of the way through its steps (:func:`snapshot_step`) the copy is measured once more, on the
 sentences and the hard set only: the ``snapshot`` that tells whether its geometry had settled
-(:mod:`.objective_results`). A copy's record holds numbers only, so that it can come back from a
+(:mod:`.results`). A copy's record holds numbers only, so that it can come back from a
 worker process; the trained weights are dropped once measured.
 
 **One thread per copy.** Every copy trains and is measured on one CPU thread, so that its numbers
@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import activations, clock, models, ranking
-from ..core.models import LoadedModel
-from . import hard_negatives, layer_by_layer, objective_geometry, objectives, synthetic_retrieval
+from ...core import activations, clock, models, ranking
+from ...core.models import LoadedModel
+from ...studies import layer_by_layer
+from . import hard_negatives, measures, synthetic_task, training
 
 
 @dataclass(frozen=True)
@@ -51,15 +52,15 @@ class Arm:
     trains the ``hard_negatives`` copy, and the extraction's ``batch_size`` and ``device``."""
 
     name: str
-    settings: objectives.Settings
+    settings: training.Settings
     train: tuple[tuple[str, str], ...]
     held_out: tuple[tuple[str, str], ...]
     texts: Mapping[str, Any]
     k: int = 1
     model: str | None = None
     trust_remote_code: bool = False
-    task: synthetic_retrieval.Task | None = None
-    shape: synthetic_retrieval.Shape | None = None
+    task: synthetic_task.Task | None = None
+    shape: synthetic_task.Shape | None = None
     batch_size: int = 32
     device: str = "cpu"
     pair_sets: tuple[str, ...] = field(default=())
@@ -68,7 +69,7 @@ class Arm:
     @property
     def trained(self) -> tuple[str, ...]:
         """The variants each seed trains: one copy per objective, and the hard-negative copy."""
-        return objectives.OBJECTIVES + ((hard_negatives.VARIANT,) if self.hard_negatives else ())
+        return training.OBJECTIVES + ((hard_negatives.VARIANT,) if self.hard_negatives else ())
 
     @property
     def chance(self) -> float:
@@ -80,26 +81,26 @@ GEOMETRY_TEXTS = 48
 """Held-out documents of the synthetic task on which the small encoder's geometry is measured."""
 
 
-def scratch_arm(task: synthetic_retrieval.Task, shape: synthetic_retrieval.Shape, settings: objectives.Settings,
+def scratch_arm(task: synthetic_task.Task, shape: synthetic_task.Shape, settings: training.Settings,
                 k: int = 1) -> Arm:
     """The controlled arm: the task's training and held-out pairs, its first
     :data:`GEOMETRY_TEXTS` held-out documents as the sentences measured."""
-    made = synthetic_retrieval.texts(task)
+    made = synthetic_task.texts(task)
     documents = [d for _, d in made["held_out"][:GEOMETRY_TEXTS]]
     return Arm("scratch", settings, tuple(made["train"]), tuple(made["held_out"]), {"sentences": documents}, k=k,
                task=task, shape=shape)
 
 
-def finetune_arm(model: str, settings: objectives.Settings, texts: Mapping[str, Any], held_out_pairs: int, k: int = 1,
+def finetune_arm(model: str, settings: training.Settings, texts: Mapping[str, Any], held_out_pairs: int, k: int = 1,
                  device: str = "auto", batch_size: int = 32, trust_remote_code: bool = False,
                  with_hard_negatives: bool = True) -> Arm:
     """The fine-tuning arm: the book's pairs less ``held_out_pairs`` held out
-    (:func:`.objectives.split_pairs`), measured on ``texts`` (:func:`.objective_geometry.texts`),
+    (:func:`.training.split_pairs`), measured on ``texts`` (:func:`.measures.texts`),
     with the hard-negative copy unless ``with_hard_negatives`` is False."""
-    train, held_out = objectives.split_pairs(objectives.training_pairs(), held_out_pairs)
+    train, held_out = training.split_pairs(training.training_pairs(), held_out_pairs)
     return Arm("finetune", settings, tuple(train), tuple(held_out), dict(texts), k=k, model=model,
                trust_remote_code=trust_remote_code, device=device, batch_size=batch_size,
-               pair_sets=objective_geometry.PAIR_SETS, hard_negatives=with_hard_negatives)
+               pair_sets=measures.PAIR_SETS, hard_negatives=with_hard_negatives)
 
 
 @contextlib.contextmanager
@@ -122,16 +123,16 @@ def start(arm: Arm, seed: int) -> LoadedModel:
     """The start of ``arm``'s copies of ``seed``: the backbone, or a small encoder drawn from the seed."""
     if arm.model is not None:
         return _pretrained(arm.model, arm.device, arm.trust_remote_code)
-    words = synthetic_retrieval.vocabulary(arm.task)
-    return synthetic_retrieval.encoder(words, arm.shape, seed)
+    words = synthetic_task.vocabulary(arm.task)
+    return synthetic_task.encoder(words, arm.shape, seed)
 
 
-def geometry_of(model: LoadedModel, arm: Arm) -> objective_geometry.Measured:
+def geometry_of(model: LoadedModel, arm: Arm) -> measures.Measured:
     """The geometry of one model: the sentence measures and, where the arm has them, the pair sets'
     and the hard set's (curves, per-unit values)."""
     extract = functools.partial(activations.extract, model, batch_size=arm.batch_size, cache=False, progress=False)
-    curves, units = objective_geometry.sentence_measures(extract(list(arm.texts["sentences"])))
-    parts = [objective_geometry.pair_measures(extract([t for pair in arm.texts[name] for t in pair]), name)
+    curves, units = measures.sentence_measures(extract(list(arm.texts["sentences"])))
+    parts = [measures.pair_measures(extract([t for pair in arm.texts[name] for t in pair]), name)
              for name in arm.pair_sets]
     if "hard_queries" in arm.texts:
         parts.append(hard_negatives.hard_set_measures(extract(list(arm.texts["hard_queries"])),
@@ -149,8 +150,8 @@ def measure(model: LoadedModel, arm: Arm) -> dict[str, Any]:
     extract = functools.partial(activations.extract, model, batch_size=arm.batch_size, cache=False, progress=False)
     queries, documents = (extract([pair[i] for pair in arm.held_out]) for i in (0, 1))
     own = list(range(queries.n_texts))  # query i's document is document i
-    hits = {score: ranking.recall_per_query(synthetic_retrieval.scores(queries, documents, score), own, arm.k)
-            for score in objectives.OBJECTIVES}
+    hits = {score: ranking.recall_per_query(synthetic_task.scores(queries, documents, score), own, arm.k)
+            for score in training.OBJECTIVES}
     found = {"geometry": geometry_of(model, arm), "retrieval": hits,
              "pools": np.concatenate([queries.mean_pool("all")[-1], documents.mean_pool("all")[-1]])}
     if arm.texts.get("one_topic"):
@@ -178,7 +179,7 @@ def run_copy(arm: Arm, variant: str | None, seed: int) -> dict[str, Any]:
         if variant is not None:
             hard = variant == hard_negatives.VARIANT
             at = {snapshot_step(arm.settings.steps): lambda copy: snapshot.update(geometry=geometry_of(copy, arm))}
-            model, losses = objectives.train(model, list(arm.train), hard_negatives.BASELINE if hard else variant,
+            model, losses = training.train(model, list(arm.train), hard_negatives.BASELINE if hard else variant,
                                              arm.settings, seed, hard_negatives.negatives(arm.train) if hard else None,
                                              snapshots=at, gradient_norms=gradients)
         found = measure(model, arm)

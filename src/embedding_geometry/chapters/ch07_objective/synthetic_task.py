@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core import corpora, geometry
-from ..core.activations import Activations
-from ..core.errors import ParameterError
-from ..core.models import LoadedModel, ModelInfo
+from ...core import corpora, geometry
+from ...core.activations import Activations
+from ...core.errors import ParameterError
+from ...core.models import LoadedModel, ModelInfo
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -185,7 +185,7 @@ def encoder(words: Words, shape: Shape, seed: int) -> LoadedModel:
     ``seed``), on the CPU, in eval mode, its ``sha256`` the digest of its initial weights."""
     from transformers import BertConfig, BertModel
 
-    from ..core.fused_qkv import fuse_qkv  # loads transformers, as the line above
+    from ...core.fused_qkv import fuse_qkv  # loads transformers, as the line above
 
     made = tokenizer(words)
     config = BertConfig(vocab_size=len(made), hidden_size=shape.width, num_hidden_layers=shape.layers,

@@ -1,7 +1,7 @@
 """Chapter 7, *One backbone, two losses*: the geometry each training objective leaves, per depth,
 compared over paired seeds.
 
-:mod:`.objective_runs` trains and measures every copy, :mod:`.objective_results` keeps the copies
+:mod:`.runs` trains and measures every copy, :mod:`.results` keeps the copies
 that learned and settled; this module holds the measures of one model and the comparison of the
 copies. Every measure is one chapters 1–3 define, computed by
 their study functions (defined on the Methods page), on texts held out from training:
@@ -27,7 +27,7 @@ the hard set's query measures (:func:`.hard_negatives.hard_set_measures`).
 
 **The comparison** (:func:`compare`) of a pair of copies (a, b) — the mean-pool copy and the MaxSim
 copy; the hard-negative copy and the in-batch one — over the S seeds kept
-(:mod:`.objective_results`: no statistic uses a copy that did not learn) and the U units. Every
+(:mod:`.results`: no statistic uses a copy that did not learn) and the U units. Every
 measure is an array values[variant][s, u, l]; the copies of one seed share their start and
 batches, so differences are taken seed by seed and unit by unit:
 
@@ -57,20 +57,21 @@ from typing import Any
 
 import numpy as np
 
-from ..core import corpora, geometry, hierarchical
-from ..core.activations import Activations
-from . import hard_negatives, layer_by_layer, objectives
-from .anisotropy import cone_formation
+from ...core import corpora, geometry, hierarchical
+from ...core.activations import Activations
+from ...studies import layer_by_layer
+from ...studies.anisotropy import cone_formation
+from . import hard_negatives, training
 
 Curves = dict[str, np.ndarray]
 Measured = tuple[Curves, Curves]  # (curves, per-unit values)
 PAIR_SETS = ("hard", "easy", "other_twin")
 TWINS = ("negation", "role_reversal")
-VARIANTS = ("before", *objectives.OBJECTIVES)
+VARIANTS = ("before", *training.OBJECTIVES)
 RATIO = "separability_ratio"
 SENTENCE_MEASURES = ("intra_sentence_cosine", "cross_sentence_baseline", "collapse_gap", RATIO, "cls_mean_alignment",
                      "anisotropy")
-PAIR_MEASURES = tuple(f"{p}_{s}" for p in PAIR_SETS for s in objectives.OBJECTIVES)
+PAIR_MEASURES = tuple(f"{p}_{s}" for p in PAIR_SETS for s in training.OBJECTIVES)
 
 
 def texts(sentences: Sequence[str] | None = None, hard_twin: str = "negation") -> dict[str, Any]:
@@ -179,7 +180,7 @@ def judged(found: hierarchical.Hierarchical, per_seed: np.ndarray | None = None)
 
 def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int], keys: Sequence[str],
             seed: int = 0, resamples: int = hierarchical.RESAMPLES,
-            pair: tuple[str, str] = objectives.OBJECTIVES) -> dict[str, Any]:
+            pair: tuple[str, str] = training.OBJECTIVES) -> dict[str, Any]:
     """The comparison block of the module docstring for ``measured`` ({variant: {seed: (curves,
     units)}}) over the kept ``seeds``, for the measures ``keys`` and the ``pair`` of copies (a, b)
     whose difference a − b it takes (the two objectives; the hard-negative copy and the in-batch
@@ -189,7 +190,7 @@ def compare(measured: Mapping[str, Mapping[int, Measured]], seeds: Sequence[int]
     {key: …}, "change": {o: {key: …}}}) and the :func:`visibility` of the :data:`FINGERPRINT`
     difference, for the claims (popped by the caller, which keeps the judged ones: every draw of
     every measure would be too many to record)."""
-    stream = "" if tuple(pair) == objectives.OBJECTIVES else f"{pair[0]}-{pair[1]}."
+    stream = "" if tuple(pair) == training.OBJECTIVES else f"{pair[0]}-{pair[1]}."
     block: dict[str, Any] = {"seeds": list(seeds), "pair": list(pair), "mean": {}, "band": {}, "difference": {},
                              "difference_band": {}, "per_seed_difference": {}, "change": {o: {} for o in pair},
                              "change_band": {o: {} for o in pair}, "reach": {},

@@ -1,16 +1,16 @@
 """Chapter 7's results, arm by arm: which copies learned and settled, the comparisons over the kept
 seeds, and the statistics its claims judge.
 
-From the records of :func:`.objective_runs.run` (every copy of an arm, by variant and seed),
+From the records of :func:`.runs.run` (every copy of an arm, by variant and seed),
 :func:`block` makes one arm's results:
 
 * **every copy's training**: its loss curve and whether it levelled off
-  (:func:`.objectives.levelled`), and its held-out recall@k with the score it was trained with,
-  against chance (:func:`.synthetic_retrieval.beats_chance`);
+  (:func:`.training.levelled`), and its held-out recall@k with the score it was trained with,
+  against chance (:func:`.synthetic_task.beats_chance`);
 * **the kept seeds**: a copy is *usable* when it beats chance and its loss levelled off; a seed is
   kept when every copy it trained is usable, so that the copies compared stay paired. A copy
   that is not usable is listed in ``excluded`` with its reason, and no statistic uses its seed;
-* **the comparisons** over the kept seeds (:func:`.objective_geometry.compare`): the mean-pool copy
+* **the comparisons** over the kept seeds (:func:`.measures.compare`): the mean-pool copy
   against the MaxSim copy (``comparison``) and, on a fine-tuning arm that trains it, the
   hard-negative copy against the in-batch one (``hard_negatives``, :mod:`.hard_negatives`);
 * **whether each comparison settled** (:func:`settled`): its main difference — the final-depth
@@ -36,18 +36,18 @@ from typing import Any
 
 import numpy as np
 
-from ..core import geometry, hierarchical
-from . import hard_negatives, objective_geometry, objectives, synthetic_retrieval
-from .objective_runs import Arm
+from ...core import geometry, hierarchical
+from . import hard_negatives, measures, synthetic_task, training
+from .runs import Arm
 
 Records = Mapping[str, Mapping[int, Any]]
 SCORE_OF = {"mean_pool": "mean_pool", "maxsim": "maxsim", hard_negatives.VARIANT: "mean_pool"}
 """The score each trained variant was trained with (and its retrieval is read with)."""
 HARD_KEYS = (*hard_negatives.QUERY_MEASURES, "hard_mean_pool", "other_twin_mean_pool", "easy_mean_pool", "anisotropy")
 """The measures the hard-negative comparison takes."""
-MAIN = {"comparison": objective_geometry.FINGERPRINT, "hard_negatives": "hard_margin"}
+MAIN = {"comparison": measures.FINGERPRINT, "hard_negatives": "hard_margin"}
 """Each comparison's main difference, the one whose settling :func:`settled` checks."""
-MAIN_NAMES = {objective_geometry.FINGERPRINT: "within-sentence cosine", "hard_margin": "hard margin"}
+MAIN_NAMES = {measures.FINGERPRINT: "within-sentence cosine", "hard_margin": "hard margin"}
 """The main differences' measures in words."""
 
 
@@ -60,33 +60,33 @@ def retrieval(records: Records, arm: Arm) -> dict[str, dict[str, Any]]:
     """Each copy's held-out recall@k with the score it was trained with, its exact interval and
     whether it beats chance ({variant: {seed: …}}); each start's with both scores ({before:
     {score: {seed: …}}}, one entry for a fine-tuning arm, whose start is the same for every seed)."""
-    own = {v: {s: synthetic_retrieval.beats_chance(r["retrieval"][SCORE_OF[v]], arm.chance)
+    own = {v: {s: synthetic_task.beats_chance(r["retrieval"][SCORE_OF[v]], arm.chance)
                for s, r in records[v].items()} for v in trained(records)}
     starts = dict(list(records["before"].items())[:1]) if arm.model is not None else records["before"]
-    own["before"] = {score: {s: synthetic_retrieval.beats_chance(r["retrieval"][score], arm.chance)
-                             for s, r in starts.items()} for score in objectives.OBJECTIVES}
+    own["before"] = {score: {s: synthetic_task.beats_chance(r["retrieval"][score], arm.chance)
+                             for s, r in starts.items()} for score in training.OBJECTIVES}
     return own
 
 
 def losses(records: Records) -> dict[str, dict[str, dict[str, Any]]]:
     """{variant: {seed_<k>: {losses, first, last, levelled}}}: every step's loss, the means over
-    the first and the last tenth of the steps, and :func:`.objectives.levelled`."""
+    the first and the last tenth of the steps, and :func:`.training.levelled`."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for variant in trained(records):
         for seed, record in records[variant].items():
             values, k = record["losses"], max(1, len(record["losses"]) // 10)
             out.setdefault(variant, {})[f"seed_{seed}"] = {
                 "losses": values, "first": float(np.mean(values[:k])), "last": float(np.mean(values[-k:])),
-                "levelled": objectives.levelled(values)}
+                "levelled": training.levelled(values)}
     return out
 
 
 def gradient_norms(records: Records, kept: Sequence[int]) -> dict[str, Any]:
     """Each trained variant's gradient norm per block, averaged over the training steps
-    (:func:`.objectives.block_gradient_norms`): per kept seed (``per_seed`` {variant: [seeds,
+    (:func:`.training.block_gradient_norms`): per kept seed (``per_seed`` {variant: [seeds,
     blocks]}, the claims' units) and their ``mean`` over the kept seeds ({variant: [blocks]}); a
     variant the arm did not train (the hard-negative copy when it is switched off) is None in both."""
-    variants = (*objectives.OBJECTIVES, hard_negatives.VARIANT)
+    variants = (*training.OBJECTIVES, hard_negatives.VARIANT)
     per_seed = {v: [records[v][s]["gradient_norms"] for s in kept] if v in records else None for v in variants}
     return {"seeds": list(kept), "per_seed": per_seed,
             "mean": {v: np.mean(rows, axis=0).tolist() if rows else None for v, rows in per_seed.items()}}
@@ -126,7 +126,7 @@ def untrained(out: Mapping[str, Any]) -> dict[str, str]:
     difference between them is not the loss's doing."""
     found, reasons = out.get("improvement") or {}, {}
     for name in RESTS_ON["comparison"]:
-        failing = [v for v in NEEDS.get(name, objectives.OBJECTIVES) if v in found and not found[v]["improves"]]
+        failing = [v for v in NEEDS.get(name, training.OBJECTIVES) if v in found and not found[v]["improves"]]
         if failing:
             reasons[name] = f"fine-tuning did not improve the backbone's held-out recall@{out['k']}: " + "; ".join(
                 f"{NAMES[v]} copies {change_text(found[v])}" for v in failing)
@@ -168,10 +168,10 @@ def retrieval_difference(records: Records, seeds: Sequence[int], pair: Sequence[
     a, b = pair
     values = np.stack([records[a][s]["retrieval"][SCORE_OF[a]] - records[b][s]["retrieval"][SCORE_OF[b]]
                        for s in seeds])[..., None]
-    name = "retrieval_match" if tuple(pair) == objectives.OBJECTIVES else f"retrieval.{a}-{b}"
-    found = hierarchical.hierarchical_interval(values, seed=objective_geometry.generator(seed, name),
+    name = "retrieval_match" if tuple(pair) == training.OBJECTIVES else f"retrieval.{a}-{b}"
+    found = hierarchical.hierarchical_interval(values, seed=measures.generator(seed, name),
                                                resamples=resamples)
-    return objective_geometry.judged(found, values.mean(axis=1)[:, 0])
+    return measures.judged(found, values.mean(axis=1)[:, 0])
 
 
 def cone(records: Records, seeds: Sequence[int]) -> dict[str, Any]:
@@ -254,18 +254,18 @@ def _comparisons(out: dict[str, Any], records: Records, measured: Mapping, arm: 
     """Fill ``out`` with the arm's comparisons and their ``settled`` checks; returns what
     :func:`judged` picks from (the popped ``judged_final`` of each, with the retrieval
     differences and the peak margin)."""
-    keys = objective_geometry.SENTENCE_MEASURES + (objective_geometry.PAIR_MEASURES if arm.pair_sets else ())
-    out["comparison"] = objective_geometry.compare(measured, kept, keys, seed, resamples)
+    keys = measures.SENTENCE_MEASURES + (measures.PAIR_MEASURES if arm.pair_sets else ())
+    out["comparison"] = measures.compare(measured, kept, keys, seed, resamples)
     final = out["comparison"].pop("judged_final")
-    final["retrieval_match"] = retrieval_difference(records, kept, objectives.OBJECTIVES, seed, resamples)
-    within = np.stack([measured["maxsim"][s][1][objective_geometry.FINGERPRINT] for s in kept])
-    final["peak_margin"] = objective_geometry.peak_margin(within, seed, f"{arm.name}.peak", resamples)
+    final["retrieval_match"] = retrieval_difference(records, kept, training.OBJECTIVES, seed, resamples)
+    within = np.stack([measured["maxsim"][s][1][measures.FINGERPRINT] for s in kept])
+    final["peak_margin"] = measures.peak_margin(within, seed, f"{arm.name}.peak", resamples)
     out["comparison"]["peak_margin"] = {k: v for k, v in final["peak_margin"].items() if k != "draws"}
     out["comparison"]["settled"] = settled(records, out["comparison"], MAIN["comparison"])
     out["hard_negatives"] = None
     if arm.hard_negatives:
         pair = (hard_negatives.VARIANT, hard_negatives.BASELINE)
-        out["hard_negatives"] = objective_geometry.compare(measured, kept, HARD_KEYS, seed, resamples, pair=pair)
+        out["hard_negatives"] = measures.compare(measured, kept, HARD_KEYS, seed, resamples, pair=pair)
         final["hard_negatives"] = out["hard_negatives"].pop("judged_final")
         final["hard_negatives"]["retrieval"] = retrieval_difference(records, kept, pair, seed, resamples)
         out["hard_negatives"]["settled"] = settled(records, out["hard_negatives"], MAIN["hard_negatives"])
@@ -274,19 +274,19 @@ def _comparisons(out: dict[str, Any], records: Records, measured: Mapping, arm: 
 
 # --------------------------------------------------------------------------- what the claims judge
 
-JUDGED = {"collapse_difference": ("difference", objective_geometry.FINGERPRINT),
-          "separability_difference": ("difference", objective_geometry.RATIO),
-          **{f"visibility_{name}": ("visibility", name) for name in objective_geometry.VISIBILITY},
+JUDGED = {"collapse_difference": ("difference", measures.FINGERPRINT),
+          "separability_difference": ("difference", measures.RATIO),
+          **{f"visibility_{name}": ("visibility", name) for name in measures.VISIBILITY},
           "peak_margin": ("peak_margin",), "retrieval_match": ("retrieval_match",)}
-FINETUNE_JUDGED = {"maxsim_change": ("change", "maxsim", objective_geometry.FINGERPRINT),
-                   **{f"{m}_change_{o}": ("change", o, key) for o in objectives.OBJECTIVES
+FINETUNE_JUDGED = {"maxsim_change": ("change", "maxsim", measures.FINGERPRINT),
+                   **{f"{m}_change_{o}": ("change", o, key) for o in training.OBJECTIVES
                       for m, key in (("anisotropy", "anisotropy"), ("easy", "easy_mean_pool"))}}
 HARD_JUDGED = {"hard_negative_margin": ("hard_negatives", "difference", "hard_margin"),
                "hard_negative_other_twin": ("hard_negatives", "difference", "other_twin_margin"),
                "hard_negative_recall": ("hard_negatives", "difference", "hard_recall"),
                "hard_negative_retrieval": ("hard_negatives", "retrieval")}
 RESTS_ON = {"comparison": ["collapse_difference", "separability_difference", "peak_margin", "maxsim_change",
-                           *(f"visibility_{name}" for name in objective_geometry.VISIBILITY)],
+                           *(f"visibility_{name}" for name in measures.VISIBILITY)],
             "hard_negatives": ["hard_negative_margin", "hard_negative_other_twin", "hard_negative_recall"]}
 """The statistics that rest on each comparison's geometry: not judged when it has not settled (the
 checks of the experiment — matched retrieval, anisotropy and easy pairs, the hard-negative copy's

@@ -1,9 +1,9 @@
 """Chapter 7's run-dependent sentences, written from its metrics and verdicts (Markdown), and the
 tables its exercises' answers show.
 
-Nothing here judges: the verdicts come from the claims engine (:mod:`.claims`) and are put in
-words by :mod:`.claims.words`, the numbers come from the chapter's metrics
-(``metrics["objectives"]``, see :mod:`..studies.objective_results`). A page shows each text or table
+Nothing here judges: the verdicts come from the claims engine (:mod:`embedding_geometry.book.claims`) and are put in
+words by :mod:`embedding_geometry.book.claims.words`, the numbers come from the chapter's metrics
+(``metrics["objectives"]``, see :mod:`.results`). A page shows each text or table
 as a cell output, so that it reads the same in plain Jupyter.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from . import claims
-from .claims import words
-from .charts.objectives import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
-from ..studies import objective_geometry, objective_results, objectives
+from ...book import claims
+from ...book.claims import words
+from . import measures, results, training
+from .charts import ARM_LABELS, OBJECTIVE_LABELS, dense_colbert_endpoints, reach_text
 
 ANSWER_CLAIMS = {
     "scratch": ["loss-decides-collapse-scratch", "loss-leaves-fingerprint-scratch", "fingerprint-every-depth-scratch",
@@ -80,10 +80,10 @@ def convergence(blocks: Mapping[str, Mapping[str, Any]]) -> str:
 
 def _improvement(block: Mapping[str, Any]) -> str:
     """Whether each fine-tuned loss's kept copies retrieve better than their backbone
-    (:func:`.objective_results.improvement`), and what follows for the comparison of the losses."""
+    (:func:`.results.improvement`), and what follows for the comparison of the losses."""
     found = block["improvement"]
-    parts = [f"the {OBJECTIVE_LABELS[v]} {objective_results.change_text(r)}" for v, r in found.items()]
-    failing = [OBJECTIVE_LABELS[v] for v in objectives.OBJECTIVES if not found[v]["improves"]]
+    parts = [f"the {OBJECTIVE_LABELS[v]} {results.change_text(r)}" for v, r in found.items()]
+    failing = [OBJECTIVE_LABELS[v] for v in training.OBJECTIVES if not found[v]["improves"]]
     outcome = ("both losses' copies improve on it, so the losses' geometry is compared" if not failing else
                f"the copies of the {' and the '.join(failing)} do not improve on it: that training taught nothing "
                "this test detects, so the two losses' geometry is not compared (its claims are not tested); the "
@@ -121,7 +121,7 @@ def settling(blocks: Mapping[str, Mapping[str, Any]]) -> str:
                        if not s["settled"] else "it had settled, but fine-tuning did not improve the backbone "
                        "(above), so its claims are not judged" if untaught else "it had settled, so its claims are "
                        "judged")
-            measure = objective_results.MAIN_NAMES[s["measure"]]
+            measure = results.MAIN_NAMES[s["measure"]]
             lines.append(f"- {ARM_LABELS[arm].capitalize()}, {pair}: the final-depth difference in {measure} was "
                          f"{s['three_quarters']:.4f} at three quarters of the steps and {s['end']:.4f} at the end "
                          f"(95 % interval [{s['interval'][0]:.4f}, {s['interval'][1]:.4f}]): {verdict}.")
@@ -224,7 +224,7 @@ def exercises(records: Mapping[str, Mapping[str, Mapping[int, Any]]], blocks: Ma
     values "—"): ``fewer_seeds`` (half the from-scratch seeds), ``twin`` (the other hard twin) and
     ``one_topic`` (the one-topic sentences), each computed from this build's copies."""
     half = max(2, scratch_seeds // 2)
-    other = objective_geometry.TWINS[1 - objective_geometry.TWINS.index(hard_twin)]
+    other = measures.TWINS[1 - measures.TWINS.index(hard_twin)]
     return {"half": half, "other_twin": other,
             "fewer_seeds": fewer_seeds(records["scratch"], blocks["scratch"]["kept"], half, seed),
             "twin": twin_answer(blocks["finetune"], other), "one_topic": one_topic_answer(blocks["finetune"])}
@@ -246,8 +246,8 @@ def fewer_seeds(records: Mapping[str, Mapping[int, Any]], kept: Sequence[int], n
     for name, seeds in ((f"the first {n} seeds", first), ("every seed of this build", list(kept))):
         rows[name] = {"seeds kept": len(seeds)}
         if len(seeds) >= 2:
-            final = objective_geometry.compare(measured, seeds, [objective_geometry.FINGERPRINT], seed)
-            found = final["final"]["difference"][objective_geometry.FINGERPRINT]
+            final = measures.compare(measured, seeds, [measures.FINGERPRINT], seed)
+            found = final["final"]["difference"][measures.FINGERPRINT]
             low, high = found["interval"]
             rows[name].update({"difference": found["value"], "95 % low": low, "95 % high": high, "width": high - low})
     return _table(rows)
@@ -261,7 +261,7 @@ def twin_answer(block: Mapping[str, Any], other: str) -> dict:
     mean = block["comparison"]["mean"]
     return {OBJECTIVE_LABELS[v]: {f"{other.replace('_', ' ')} pairs, {name}": _at_end(mean[v], f"other_twin_{s}")
                                   for s, name in (("mean_pool", "mean-pool cosine"), ("maxsim", "MaxSim"))}
-            for v in objective_geometry.VARIANTS}
+            for v in measures.VARIANTS}
 
 
 def one_topic_answer(block: Mapping[str, Any]) -> dict:
@@ -272,7 +272,7 @@ def one_topic_answer(block: Mapping[str, Any]) -> dict:
         return {"not measured": {"why": block["not_measured"]}}
     kept, topic, mean = block["kept"], block["one_topic"], block["comparison"]["mean"]
     columns = {}
-    for variant in objective_geometry.VARIANTS:
+    for variant in measures.VARIANTS:
         runs = ([topic[variant][f"seed_{s}"] for s in kept if f"seed_{s}" in topic[variant]]
                 or list(topic[variant].values()))
         columns[OBJECTIVE_LABELS[variant]] = {
