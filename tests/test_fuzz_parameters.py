@@ -17,16 +17,16 @@ from embedding_geometry.book import parameters, rules
 from embedding_geometry.core.errors import ParameterError
 from fuzz_values import FUZZ, budget, of_expected_kind, one_line, values
 
-RULES = [(slug, name) for slug, table in rules.CHAPTERS.items() for name in table]
+RULES = [(slug, name) for slug, table in rules.chapters().items() for name in table]
 EXAMPLES_PER_RULE = budget(25)
 
 
 def check(slug: str, name: str, value) -> None:
-    rule = rules.CHAPTERS[slug][name]
+    rule = rules.chapters()[slug][name]
     expects = getattr(rule, "expects", "")
     before = pickle.dumps(value)
     try:
-        accepted = parameters.validate(rules.CHAPTERS[slug], **{name: value})[name]
+        accepted = parameters.validate(rules.chapters()[slug], **{name: value})[name]
     except ParameterError as error:
         message = str(error)
         assert one_line(message), message

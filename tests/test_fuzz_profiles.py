@@ -29,7 +29,7 @@ from embedding_geometry.book import build, profiles, rules, schedule
 from fuzz_values import FUZZ, budget, one_line, snapshot, texts, yaml_values
 
 SLUGS = profiles.chapters(ROOT)
-NAMES = sorted(set().union(*rules.CHAPTERS.values()))
+NAMES = sorted(set().union(*rules.chapters().values()))
 PREVIOUS = {  # earlier outputs of a build: none of them may change
     "build/results/02_similarity_attractor.json": b'{"chapter": "02_similarity_attractor", "metrics": {"x": 1}}',
     "book/chapters/02_similarity_attractor.ipynb": b'{"cells": [], "nbformat": 4, "nbformat_minor": 5, "metadata": {}}',
@@ -83,7 +83,7 @@ def dump(document) -> str:
 
 def expected_parameters(document: dict, slug: str) -> dict:
     """What the profile sets for chapter ``slug``, computed independently of the build."""
-    table = rules.CHAPTERS[slug]
+    table = rules.chapters()[slug]
     common = {k: v for k, v in (document.get("common") or {}).items() if k in table}
     return {**common, **((document.get("chapters") or {}).get(slug) or {})}
 

@@ -54,7 +54,7 @@ def test_every_parameter_of_a_notebook_has_a_rule_and_every_rule_a_parameter(not
 
 
 def test_every_rule_table_belongs_to_a_notebook():
-    assert set(rules.CHAPTERS) == {path.stem for path in NOTEBOOKS}
+    assert set(rules.chapters()) == {path.stem for path in NOTEBOOKS}
 
 
 def result(chapter, claims):

@@ -5,8 +5,8 @@ import pytest
 from embedding_geometry.book import parameters, rules
 from embedding_geometry.core.errors import ParameterError
 
-TABLE = {**rules.CHAPTERS["00_the_model"], **rules.CHAPTERS["04_attention_context_similarity"],
-         **rules.CHAPTERS["01_layer_by_layer"], "threshold": parameters.number(0.0, 1.0)}
+TABLE = {**rules.chapters()["00_the_model"], **rules.chapters()["04_attention_context_similarity"],
+         **rules.chapters()["01_layer_by_layer"], "threshold": parameters.number(0.0, 1.0)}
 
 
 @pytest.mark.parametrize("name, value, expected", [
@@ -54,8 +54,8 @@ def test_the_rules_of_every_chapter_live_in_one_table():
     """issue 26: parameters.py kept a second RULES table that contradicted rules.py (max_length
     ≥ 2 there, ≥ 4 here; sentences ≥ 1 there, ≥ 3 here)."""
     assert not hasattr(parameters, "RULES")
-    assert rules.CHAPTERS["07_training_objective"]["max_length"].expects == "an integer in [4, 8192]"
-    assert rules.CHAPTERS["01_layer_by_layer"]["sentences"].expects.endswith("at least 3 non-empty, distinct strings")
+    assert rules.chapters()["07_training_objective"]["max_length"].expects == "an integer in [4, 8192]"
+    assert rules.chapters()["01_layer_by_layer"]["sentences"].expects.endswith("at least 3 non-empty, distinct strings")
 
 
 def test_retrieval_sets_and_sentence_pairs():

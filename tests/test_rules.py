@@ -155,14 +155,14 @@ def test_needs_that_do_not_read_the_model_are_checked_without_one():
 
 
 def test_the_defaults_of_every_chapter_meet_every_need(view):
-    for slug in rules.CHAPTERS:
+    for slug in rules.chapters():
         defaults = values(slug)
         checked = rules.check(slug, defaults, view if "model" in defaults else None)
         assert checked.keys() == defaults.keys()
 
 
 def test_every_need_names_a_parameter_of_its_chapter_and_says_what_it_needs():
-    for slug, needs in rules.NEEDS.items():
+    for slug, needs in ((slug, rules.needs_for(slug)) for slug in rules.chapters()):
         for need in needs:
             assert need.name in rules.rules_for(slug), (slug, need.name)
             assert need.expects and need.expects in rules.expects(slug, need.name)

@@ -1,5 +1,6 @@
 """What the book covers of its five source texts: every figure, table and quantitative or causal
-claim of each text, with its grade, read from ``data/coverage/<chapter>.yaml``.
+claim of each text, with its grade, read from each chapter's coverage file (:func:`files`: a chapter
+package's ``coverage.yaml``, or ``data/coverage/<chapter>.yaml``).
 
 A grade is one of :data:`STATUSES`: *reproduced* (the text's procedure runs here and gives a
 result or a verdict), *partly* (something of it runs; ``why`` says what is missing), *missing*
@@ -39,8 +40,27 @@ class CoverageError(BookError, ValueError):
     """A coverage file names an unknown status, or leaves a shortfall without its reason."""
 
 
-def _folder() -> Path:
-    return Path(str(resources.files("embedding_geometry") / "data" / "coverage"))
+COVERAGE = "coverage.yaml"
+"""A chapter package's coverage file: ``chapters/<package>/coverage.yaml``."""
+
+
+def files(folder: str | Path | None = None) -> list[Path]:
+    """Every coverage file, in its chapter's order (its ``chapter:``, the slug): those in ``folder``,
+    or the packaged ones, ``data/coverage/*.yaml`` and each chapter package's ``coverage.yaml``."""
+    if folder is not None:
+        found = sorted(Path(folder).glob("*.yaml"))
+    else:
+        package = Path(str(resources.files("embedding_geometry")))
+        found = sorted((package / "data" / "coverage").glob("*.yaml")) + sorted(package.glob(f"chapters/*/{COVERAGE}"))
+    return sorted(found, key=lambda path: (yaml.safe_load(path.read_text(encoding="utf-8"))["chapter"], path.name))
+
+
+def path(slug: str) -> Path:
+    """Chapter ``slug``'s packaged coverage file (:func:`files`); FileNotFoundError when it has none."""
+    for found in files():
+        if yaml.safe_load(found.read_text(encoding="utf-8"))["chapter"] == slug:
+            return found
+    raise FileNotFoundError(f"chapter {slug} has no coverage file")
 
 
 def _checked(item: Mapping[str, Any], name: str) -> None:
@@ -56,7 +76,7 @@ def load(folder: str | Path | None = None) -> list[dict[str, Any]]:
     """Every coverage item of every file, each with its chapter and text, checked; items in the
     texts' order, each text's in its files' order."""
     items = []
-    for path in sorted(Path(folder or _folder()).glob("*.yaml")):
+    for path in files(folder):
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         number = str(data["seed"])[:3]
         if number not in TEXTS:

@@ -66,7 +66,7 @@ def load(profile: str, root: Path, chapters: list[str]) -> Profile:
         if key not in SECTIONS:
             raise ProfileError(
                 f"{where} has the top-level key {short_repr(key)}; expected only 'common' and 'chapters'")
-    known = set().union(*rules.CHAPTERS.values())
+    known = set().union(*rules.chapters().values())
     common = _section(data.get("common"), f"{where}: common", known, "no chapter has such a parameter")
     sections = _section(data.get("chapters"), f"{where}: chapters", set(chapters),
                         f"the book has no such chapter (it has: {', '.join(chapters)})")

@@ -109,7 +109,7 @@ def schema_problem(document: Any, slug: str) -> str | None:
 
 def rebuild_hint(slug: str) -> str:
     """The command that rewrites ``build/results/<slug>.json``."""
-    if slug not in rules.CHAPTERS:
+    if slug not in rules.chapters():
         return "it is no chapter's results file: remove it"
     return "rebuild it: " + REBUILD.format(slug=slug)
 

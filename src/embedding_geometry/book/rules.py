@@ -1,7 +1,11 @@
 """Every chapter's parameters, the rule each must satisfy, and what each chapter's computations
-need of them: the book's registry of these rules. A chapter package keeps its own rules and needs
-(``chapters/ch07_objective/rules.py``: ``RULES``, ``NEEDS``) and this registry takes them; it is the
-one module of ``book`` that imports a chapter package.
+need of them: the book's registry of these rules, derived. A chapter package keeps its own rules
+and needs in its ``rules`` module (``RULES``: its parameters' rules; ``NEEDS``), found by its
+ledger's ``chapter:`` (:func:`chapters`; imported when first asked for, so that a chapter's rules
+can use the rule sets shared here: :data:`MODEL`, :data:`CONTROLS`, :data:`COMPARED`,
+:func:`words`, :func:`distinct`, :func:`positions`). A chapter with no package declares its
+parameters in its ledger (``parameters:``); the book's own pages, which are no chapters, are in
+:data:`PAGES`.
 
 A chapter notebook's ``parameters`` cell declares the names and defaults (what papermill
 overrides); ``CHAPTERS`` says what each value must be alone, and ``NEEDS`` what the chapter's
@@ -17,14 +21,16 @@ tests catch.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
-from ..chapters.ch07_objective import rules as objective_rules
 from ..core import corpora, windows
 from ..studies import retrieval
 from ..studies.cone import chapter_corpus
@@ -57,7 +63,7 @@ CLS_POSITIONS = 102
 """The shortest text whose [CLS] attention reaches every position bucket of chapter 5
 (``chapters.ch05_without_tears.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
-CHAPTERS: dict[str, dict[str, p.Rule]] = {
+CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not yet in their package
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
     "00b_primer": {
         **MODEL, "pair": p.sentence_pair, "n_texts": p.integer(2, corpora.CORPUS_SIZE),
@@ -97,7 +103,6 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "finetune": p.boolean, "finetune_model": p.optional(p.text), "finetune_seeds": p.integer(1, 64),
         "finetune_epochs": p.integer(1, 10_000),
     },
-    "07_training_objective": {**MODEL, **objective_rules.RULES},
     "08_across_models": {
         **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
         "corpus_texts": p.optional(p.integer(2)),
@@ -105,9 +110,13 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {
         "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
         "atlas_results": p.optional(p.text),
     },
+}
+
+PAGES: dict[str, dict[str, p.Rule]] = {
     "98_performance": {"bench_file": p.text},
     "99_claims_dashboard": {"chapters": p.text_list(0)},
 }
+"""The book's own pages that are no chapters, and their parameters."""
 
 
 # --------------------------------------------------------------------------- needs
@@ -126,36 +135,36 @@ def _texts(value: Any) -> dict[str, str]:
     return {f"text {i + 1} of {len(value)}": t for i, t in enumerate(value or [])}
 
 
-def _words(name: str, at_least: int, why: str) -> p.Need:
+def words(name: str, at_least: int, why: str) -> p.Need:
     """Each text of parameter ``name`` has at least ``at_least`` word tokens once tokenized."""
     plural = "" if at_least == 1 else "s"
 
     @p.need(name, f"texts of at least {at_least} word token{plural} each once tokenized ({why})", model=True)
-    def words(values, view):
+    def enough_words(values, view):
         return p.fewer_words(_texts(values[name]), view, at_least)
 
-    return words
+    return enough_words
 
 
-def _distinct(name: str, why: str) -> p.Need:
+def distinct(name: str, why: str) -> p.Need:
     """No two texts of parameter ``name`` read alike once tokenized."""
 
     @p.need(name, f"texts that differ once tokenized ({why})", model=True)
-    def distinct(values, view):
+    def differ(values, view):
         return p.read_alike(_texts(values[name]), view)
 
-    return distinct
+    return differ
 
 
-def _positions(name: str) -> p.Need:
+def positions(name: str) -> p.Need:
     """Parameter ``name`` (a length in tokens) within the model's positions."""
 
     @p.need(name, "at most as many tokens as the model has positions", model=True)
-    def positions(values, view):
+    def within_positions(values, view):
         limit = view.positions
         return None if values[name] <= limit else (values[name], f"this model has {limit} positions")
 
-    return positions
+    return within_positions
 
 
 def _corpus_size(values: Mapping[str, Any]) -> int | None:
@@ -250,37 +259,53 @@ def _documents_within_corpus(values):
 
 
 NEEDS: dict[str, tuple[p.Need, ...]] = {
-    "00_the_model": (_words("extra_sentences", 1, "a word token to measure"),),
-    "00b_primer": (_words("pair", 1, "MaxSim matches word tokens"),),
+    "00_the_model": (words("extra_sentences", 1, "a word token to measure"),),
+    "00b_primer": (words("pair", 1, "MaxSim matches word tokens"),),
     "01_layer_by_layer": (
-        _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
-        _distinct("sentences", "a correlation over texts needs texts that differ"),
-        _words("easy_set", 1, "a word token to measure"), _words("hard_set", 1, "a word token to measure"),
+        words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
+        distinct("sentences", "a correlation over texts needs texts that differ"),
+        words("easy_set", 1, "a word token to measure"), words("hard_set", 1, "a word token to measure"),
     ),
-    "02_similarity_attractor": (_words("pairs", 1, "MaxSim matches word tokens"),),
+    "02_similarity_attractor": (words("pairs", 1, "MaxSim matches word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
-    "04_attention_context_similarity": (_positions("text_length"),),
+    "04_attention_context_similarity": (positions("text_length"),),
     "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
                                     _positions_within_model),
     "06_search_in_practice": (_documents_within_corpus,),
-    "07_training_objective": (
-        *objective_rules.NEEDS, _words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
-    ),
-    "08_across_models": (_positions("head_length"), *atlas_needs.NEEDS),
+    "08_across_models": (positions("head_length"), *atlas_needs.NEEDS),
 }
 
 
+@functools.cache
+def _packages() -> dict[str, ModuleType]:
+    """Each chapter package's ``rules`` module, by its chapter's slug (the ``chapter:`` of the
+    package's ``ledger.yaml``), imported on first use."""
+    found = {}
+    for slug, where in ledger.ledgers().items():
+        if where.name == ledger.CHAPTER_LEDGER and (where.parent / "rules.py").is_file():
+            found[slug] = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.chapters.{where.parent.name}.rules")
+    return found
+
+
+def chapters() -> dict[str, dict[str, p.Rule]]:
+    """Every rule table of the book, by slug: each chapter package's ``RULES`` on top of
+    :data:`MODEL`, each table still written in :data:`CHAPTERS`, and the pages' (:data:`PAGES`)."""
+    packaged = {slug: {**MODEL, **module.RULES} for slug, module in _packages().items()}
+    return dict(sorted({**CHAPTERS, **packaged, **PAGES}.items()))
+
+
 def rules_for(slug: str) -> dict[str, p.Rule]:
-    """The rule table of chapter ``slug``: its entry in :data:`CHAPTERS`, or the rules its ledger
-    declares (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the
+    """The rule table of chapter ``slug`` (:func:`chapters`), or the rules its ledger declares
+    (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the
     known chapters when there are neither."""
-    if slug in CHAPTERS:
-        return CHAPTERS[slug]
+    known = chapters()
+    if slug in known:
+        return known[slug]
     try:
         found = ledger.load(slug)
     except FileNotFoundError:
         raise KeyError(f"no parameter rules for chapter {slug!r}: write its ledger, data/claims/{slug}.yaml "
-                       f"(CONTRIBUTING.md); chapters with rules here: {sorted(CHAPTERS)}") from None
+                       f"(CONTRIBUTING.md); chapters with rules: {sorted(known)}") from None
     try:
         return {**MODEL, **p.declared(found.parameters)}
     except ValueError as error:
@@ -288,9 +313,11 @@ def rules_for(slug: str) -> dict[str, p.Rule]:
 
 
 def needs_for(slug: str) -> tuple[p.Need, ...]:
-    """The needs of chapter ``slug`` (none for a chapter that computes nothing on its values)."""
+    """The needs of chapter ``slug``: its package's ``NEEDS``, or those written in :data:`NEEDS` (none
+    for a chapter that computes nothing on its values)."""
     rules_for(slug)
-    return NEEDS.get(slug, ())
+    module = _packages().get(slug)
+    return tuple(module.NEEDS) if module is not None else NEEDS.get(slug, ())
 
 
 def check(slug: str, values: Mapping[str, Any], view: p.ModelView | None = None) -> dict[str, Any]:

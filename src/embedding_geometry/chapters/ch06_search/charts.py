@@ -9,7 +9,6 @@ from collections.abc import Mapping
 
 import altair as alt
 import pandas as pd
-import yaml
 
 from ...book.charts.depth import grouped_bars
 from ...book.charts.practice import METRIC_NAMES, errata_shown, query_summary, shown, untested_table

@@ -1,6 +1,6 @@
-"""Chapter 7's parameters: the rule each must satisfy alone (:data:`RULES`, on top of the rules every
-measuring chapter shares, ``book.rules.MODEL``) and what the chapter's computations need of them
-together (:data:`NEEDS`). The book's registry, :mod:`embedding_geometry.book.rules`, takes both; a need
+"""Chapter 7's parameters: the rule each must satisfy alone (:data:`RULES`; the registry adds the rules
+every measuring chapter shares, ``book.rules.MODEL``) and what the chapter's computations need of
+them together (:data:`NEEDS`). The book's registry, :mod:`embedding_geometry.book.rules`, takes both; a need
 imports the chapter's torch modules only when it is checked (the site build and the CLI read the rules
 without a model).
 """
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...book import parameters as p
+from ...book.rules import words
 from ...core.errors import ParameterError
 
 STEPS_AT_LEAST = 6
@@ -111,6 +112,6 @@ def _finetune_batches_fill(values):
 
 
 NEEDS: tuple[p.Need, ...] = (_task_within_corpus, _width_fits_heads, _split_holds_out, _scratch_batches_fill,
-                             _finetune_batches_fill)
-"""What the chapter's computations need of its values together (the book's registry adds the need of
-``sentences`` it shares with chapter 1: two word tokens per text)."""
+                             _finetune_batches_fill,
+                             words("sentences", 2, "within-sentence cosines pair two tokens of a text"))
+"""What the chapter's computations need of its values together."""
