@@ -98,31 +98,6 @@ def build_here(root: Path, *args: str, cache: Path | None = None):
     return subprocess.CompletedProcess(["build", "--root", str(root), *args], code, out.getvalue(), err.getvalue())
 
 
-TINY_CHAPTER_PARAMS: dict[str, dict] = {
-    # per chapter of the book: the small sizes that keep its end-to-end run on the tiny model quick
-    # (a new chapter declares its own in its notebook's metadata: see tiny_parameters)
-    "00_the_model": {},
-    "00b_primer": {"n_texts": 40},
-    "01_layer_by_layer": {"models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
-    "02_similarity_attractor": {"pairs": {"mine": ["The cat sat on the mat", "The mat sat on the cat"]},
-                                "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second model of other depth
-    # the embedded MiniLM as the second trained model (MPNet, the default, would be slow); 5 sentences a topic
-    "03_inside_the_cone": {"n_texts": 80, "models": ["sentence-transformers/all-MiniLM-L6-v2"]},
-    "04_attention_context_similarity": {"n_texts": 6, "batch_size": 4, "matrix_size": 32,
-                                        "models": ["sentence-transformers/all-MiniLM-L6-v2"]},  # a second depth
-    # a pair sample of 40: its kernels (and the ten controls' [10, 40, 40]) stay inline in the results file
-    "05_embeddings_without_tears": {"n_keys": 2, "k_max": 3, "pair_sample": 40},
-    "06_search_in_practice": {"n_long_docs": 5, "long_words": 150, "window_words": 64, "stride_words": 32,
-                              "pair_sample": 60},
-    "07_training_objective": {"scratch_seeds": 2, "scratch_steps": 100, "scratch_pairs_per_batch": 16,
-                              "scratch_learning_rate": 3e-3, "scratch_layers": 2, "scratch_width": 32, "concepts": 16,
-                              "task_pairs": 256, "task_held_out": 32, "finetune_seeds": 2, "finetune_steps": 200,
-                              "finetune_learning_rate": 2e-3, "finetune_pairs_per_batch": 8, "held_out_pairs": 40,
-                              "recall_k": 5, "max_length": 16, "workers": 1},
-    "08_across_models": {"models": [], "corpus_texts": 240, "head_texts": 4, "head_length": 32},
-}
-
-
 def declared_tiny(notebook: Path) -> dict | None:
     """The tiny-model parameters a chapter notebook declares in its metadata
     (``embedding_geometry.tiny``, which the scaffold writes), or None."""
@@ -132,13 +107,12 @@ def declared_tiny(notebook: Path) -> dict | None:
 
 
 def tiny_parameters(root: Path = ROOT) -> dict[str, dict]:
-    """Per chapter of the book at ``root``: its small sizes for a run on the tiny model, from
-    :data:`TINY_CHAPTER_PARAMS` or, for a chapter it does not list, its notebook's metadata
-    (:func:`declared_tiny`); a chapter with neither is left out (test_contributing checks that
-    every chapter that runs a model has them)."""
+    """Per chapter of the book at ``root``: its small sizes for a run on the tiny model, from its
+    notebook's metadata (:func:`declared_tiny`); a chapter with none is left out (test_contributing
+    checks that every chapter that runs a model has them)."""
     found = {}
     for notebook in sorted((root / "notebooks").glob("[0-9]*.ipynb")):
-        declared = TINY_CHAPTER_PARAMS.get(notebook.stem, declared_tiny(notebook))
+        declared = declared_tiny(notebook)
         if declared is not None:
             found[notebook.stem] = declared
     return found

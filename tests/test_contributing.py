@@ -18,7 +18,7 @@ import pytest
 import test_notebook_conventions
 import test_plain_jupyter
 import test_teaching
-from conftest import ROOT, TINY_CHAPTER_PARAMS, copy_book, declared_tiny, tiny_parameters, tiny_profile
+from conftest import ROOT, copy_book, declared_tiny, tiny_parameters, tiny_profile
 from embedding_geometry.book import derived, profiles, rules, scaffold
 from embedding_geometry.core.errors import BookError
 
@@ -142,21 +142,16 @@ def test_the_scaffold_notebook_teaches_and_keeps_the_conventions_of_every_chapte
     assert all(len(source.splitlines()) <= 12 for source in code)
 
 
-def test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_one_place():
-    """A chapter's tiny-model parameters are in TINY_CHAPTER_PARAMS (the book's chapters) or its
-    notebook's metadata (a new chapter, from the scaffold), never in both and never missing: a
-    chapter left out would run its full defaults in every test build. Each names parameters the
-    chapter declares."""
+def test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_its_notebook():
+    """A chapter's tiny-model parameters are in its notebook's metadata (``embedding_geometry.tiny``,
+    which the scaffold writes), never missing: a chapter left out would run its full defaults in
+    every test build. Each names parameters the chapter declares."""
     problems = []
     for slug in profiles.chapters(ROOT):
-        listed, declared = slug in TINY_CHAPTER_PARAMS, declared_tiny(ROOT / "notebooks" / f"{slug}.ipynb")
-        if "model" in rules.rules_for(slug) and listed == (declared is not None):
-            problems.append(f"{slug}: tiny sizes {'in both places' if listed else 'declared nowhere'}")
-        sizes = tiny_parameters().get(slug, {})
-        if unknown := set(sizes) - set(rules.rules_for(slug)):
+        if "model" in rules.rules_for(slug) and declared_tiny(ROOT / "notebooks" / f"{slug}.ipynb") is None:
+            problems.append(f"{slug}: tiny sizes declared nowhere")
+        if unknown := set(tiny_parameters().get(slug, {})) - set(rules.rules_for(slug)):
             problems.append(f"{slug}: tiny sizes for parameters it does not declare: {sorted(unknown)}")
-    problems += [f"{slug}: in TINY_CHAPTER_PARAMS but no chapter" for slug in
-                 set(TINY_CHAPTER_PARAMS) - set(profiles.chapters(ROOT))]
     assert not problems, "\n".join(problems)
 
 

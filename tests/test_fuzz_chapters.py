@@ -3,7 +3,7 @@ tiny local BERT, as a user runs them (``python -m embedding_geometry build --onl
 called in-process so that the imports are paid once).
 
 For each chapter, hypothesis draws values of the parameters the chapter computes with, around
-the tiny profile's sizes (``conftest.TINY_CHAPTER_PARAMS``), keeping only the sets that the
+the tiny profile's sizes (each notebook's ``embedding_geometry.tiny`` metadata), keeping only the sets that the
 chapter's rules, and its needs that do not read the model, accept (what the build checks before
 any chapter runs). Texts are drawn to be awkward: one token, nothing but special tokens, emoji,
 other scripts, zero-width characters, very long, duplicates up to case, surrounding white space,
@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, TINY_CHAPTER_PARAMS, build_here, copy_book, tiny_profile
+from conftest import ROOT, build_here, copy_book, tiny_parameters, tiny_profile
 from embedding_geometry.book import build, parameters, profiles, rules
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
@@ -146,7 +146,7 @@ def values(slug: str, params: dict) -> dict:
     tiny profile's common and chapter values, then ``params``."""
     defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
     common = {name: value for name, value in TINY_COMMON.items() if name in defaults}
-    return {**defaults, **common, **TINY_CHAPTER_PARAMS.get(slug, {}), **params}
+    return {**defaults, **common, **tiny_parameters().get(slug, {}), **params}
 
 
 def refusal(slug: str, params: dict, view=None) -> str | None:
@@ -195,7 +195,7 @@ def run_chapter(book, tiny_bert_dir):
     """``run_chapter(slug, params)`` → (outcome, message): one build of one chapter, in-process."""
 
     def call(slug: str, params: dict) -> tuple[str, str]:
-        profile = tiny_profile(book, tiny_bert_dir, **{slug: {**TINY_CHAPTER_PARAMS.get(slug, {}), **params}})
+        profile = tiny_profile(book, tiny_bert_dir, **{slug: {**tiny_parameters().get(slug, {}), **params}})
         start = time.time()  # the cache is the book's: the book's own texts hit
         done = build_here(book, "--profile", str(profile), "--only", slug, "--force", "--no-site")
         line = next((l for l in done.stdout.splitlines() if re.match(rf"\s*(ran|failed)\s+{slug}\s", l)), "")

@@ -13,7 +13,7 @@ import json
 import nbformat
 import numpy as np
 import pytest
-from conftest import TINY_CHAPTER_PARAMS
+from conftest import tiny_parameters
 
 from embedding_geometry.book import claims, results
 from embedding_geometry.core import activations, geometry
@@ -62,7 +62,7 @@ def test_per_depth_series_have_one_entry_per_depth_on_both_models(document):
 
 
 def test_inputs_are_the_balanced_sample_and_every_model_is_recorded(document):
-    inputs, n = document["inputs"], TINY_CHAPTER_PARAMS[SLUG]["n_texts"]
+    inputs, n = document["inputs"], tiny_parameters()[SLUG]["n_texts"]
     sample = cone.chapter_corpus("project", n, seed=0)
     assert inputs["sentences"] == sample["sentence"].tolist() and inputs["topics"] == sample["topic"].tolist()
     ids = [m["id"] for m in document["models"]]

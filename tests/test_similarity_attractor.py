@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import ROOT, TINY_CHAPTER_PARAMS
+from conftest import ROOT, tiny_parameters
 from embedding_geometry.book import claims
 from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.core import activations, corpora, models
@@ -20,7 +20,7 @@ from embedding_geometry.studies import surface_form
 from test_layer_by_layer import assert_intervals_and_nulls, assert_verdicts_explained, chapter_results, record
 
 SLUG = "02_similarity_attractor"
-MINE = TINY_CHAPTER_PARAMS[SLUG]["pairs"]
+MINE = tiny_parameters()[SLUG]["pairs"]
 slow = pytest.mark.slow
 E1, E2, DIAGONAL = [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]
 
