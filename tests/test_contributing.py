@@ -1,6 +1,7 @@
 """CONTRIBUTING.md's add-a-chapter walkthrough, run as written: a throwaway chapter from its
 command, its notebook edits and its two files, built on the tiny model in a copy of the book and
-of the package; the table of contents, the Methods stub and the rules follow without another edit."""
+of the package; the table of contents, the Methods stub and the rules follow without another edit,
+and the suite's structural tests pass on the copy with the new chapter in it."""
 
 from __future__ import annotations
 
@@ -92,6 +93,28 @@ def test_the_new_chapter_is_in_the_table_of_contents_and_has_a_methods_stub(walk
     assert "(methods-layer-by-layer)=" not in stubs  # the book's chapters cite their own sections
 
 
+STRUCTURAL = ("tests/test_layers.py", "tests/test_notebook_conventions.py", "tests/test_pages.py",
+              "tests/test_rules.py", "tests/test_claims_ledgers.py", "tests/test_coverage.py",
+              "tests/test_contributing.py::test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_its_notebook")
+"""The tests that check every chapter's shape: the package's layering and maps, the notebook's
+conventions, rules for every parameter, the ledgers and coverage, the tiny sizes."""
+
+
+@pytest.mark.slow
+def test_the_structural_tests_pass_with_the_new_chapter_in_the_tree(walked):
+    """The suite's structural tests, run on the copy (its notebooks, its package, these tests), see
+    the new chapter and pass: adding it took the three files and no registry."""
+    book, env, _ = walked
+    shutil.copytree(ROOT / "tests", book / "tests", ignore=shutil.ignore_patterns("__pycache__", "reference"))
+    for name in ("pyproject.toml", "CONTRIBUTING.md", "README.md"):
+        shutil.copy2(ROOT / name, book / name)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-m", "not slow",
+                           "--basetemp", str(book / "pytest"), *STRUCTURAL], cwd=book, capture_output=True,
+                          text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "chapters/ch09_pool_norm/pool_norm.py" in done.stdout  # test_layers checked the new module
+
+
 @pytest.mark.slow
 def test_a_value_the_ledgers_rules_refuse_stops_the_chapter_in_one_line(walked, tiny_bert_dir):
     book, env, _ = walked
@@ -105,17 +128,22 @@ def test_a_value_the_ledgers_rules_refuse_stops_the_chapter_in_one_line(walked, 
 
 def test_the_scaffold_refuses_a_bad_slug_an_existing_chapter_and_a_folder_that_is_no_book(tmp_path):
     with pytest.raises(BookError, match="slug 'Pool': expected two digits"):
-        scaffold.new_chapter(ROOT, "Pool", "T", "pool")
+        scaffold.new_chapter(ROOT, "Pool", "T", "pool", package=tmp_path)
     with pytest.raises(BookError, match="exists already"):
-        scaffold.new_chapter(ROOT, "01_layer_by_layer", "T", "layer_by_layer")
+        scaffold.new_chapter(ROOT, "01_layer_by_layer", "T", "layer_by_layer", package=tmp_path)
     with pytest.raises(BookError, match="is not a book"):
-        scaffold.new_chapter(tmp_path, "09_x", "T", "x")
+        scaffold.new_chapter(tmp_path, "09_x", "T", "x", package=tmp_path)
 
 
 def test_the_scaffold_writes_the_skeleton_of_the_convention(tmp_path):
     (tmp_path / "notebooks").mkdir()
-    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x", part="Anisotropy")
+    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x", part="Anisotropy", package=tmp_path / "pkg")
     notebook = json.loads(path.read_text())
+    assert '``x``' in (tmp_path / "pkg" / "chapters" / "ch09_x" / "__init__.py").read_text()
+    (tmp_path / "pkg" / "chapters" / "ch09_y").mkdir()
+    with pytest.raises(BookError, match="its package .* exists already"):
+        scaffold.new_chapter(tmp_path, "09_y", "A title", "x", package=tmp_path / "pkg")
+    assert not (tmp_path / "notebooks" / "09_y.ipynb").exists()
     sources = [cell["source"] for cell in notebook["cells"]]
     assert sources[0].startswith("# A title")
     assert notebook["metadata"]["embedding_geometry"] == {"part": "Anisotropy", "tiny": {}}
@@ -133,7 +161,7 @@ def test_the_scaffold_notebook_teaches_and_keeps_the_conventions_of_every_chapte
     prerequisites and three exercises (test_teaching), parameters and metrics one way and no
     lambda (test_notebook_conventions)."""
     (tmp_path / "notebooks").mkdir()
-    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x")
+    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x", package=tmp_path / "pkg")
     shutil.copy(ROOT / "notebooks" / f"{test_teaching.PRIMER}.ipynb", tmp_path / "notebooks")
     monkeypatch.setattr(test_teaching, "NOTEBOOKS", tmp_path / "notebooks")
     assert test_teaching.teaching_problems("09_x") == []
@@ -157,7 +185,7 @@ def test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_its_notebook
 
 def test_a_new_chapters_tiny_sizes_are_read_from_its_notebook(tmp_path):
     (tmp_path / "notebooks").mkdir()
-    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x")
+    path = scaffold.new_chapter(tmp_path, "09_x", "A title", "x", package=tmp_path / "pkg")
     assert tiny_parameters(tmp_path) == {"09_x": {}}
     notebook = json.loads(path.read_text())
     notebook["metadata"]["embedding_geometry"]["tiny"] = {"n_texts": 8}

@@ -68,11 +68,16 @@ def test_a_shortfall_without_its_reason_or_an_unknown_status_is_refused(tmp_path
 
 
 def test_every_claim_and_erratum_of_a_ledger_has_a_coverage_row_and_every_row_names_existing_ones():
-    """A ledger's published claims and hypotheses judged in their own chapter (no ``home:``
-    elsewhere) and its errata are each named by a coverage row of that chapter; a row names only
-    claims and errata of its chapter's ledger. Checks of the pipeline are not items of the texts."""
-    books, named = ledgers(), set()
-    for item in coverage.load():
+    """In every chapter that reproduces one of the five texts (one the coverage rows name), a
+    ledger's published claims and hypotheses judged in their own chapter (no ``home:`` elsewhere)
+    and its errata are each named by a coverage row of that chapter; a row names only claims and
+    errata of its chapter's ledger. Checks of the pipeline are not items of the texts, and a chapter
+    no row names (CONTRIBUTING.md's example) reproduces no text."""
+    books, named, items = ledgers(), set(), coverage.load()
+    covered = {item["chapter"] for item in items}
+    books = {slug: book for slug, book in books.items() if slug in covered}
+    assert {"01_layer_by_layer", "07_training_objective"} <= covered
+    for item in items:
         ledger = books.get(item["chapter"], {})
         claims = {c["id"] for c in ledger.get("claims", [])}
         errata = {e["id"] for e in ledger.get("errata") or []}

@@ -41,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     atlas.add_argument("--workers", type=int, default=None, help="CPUs of a local Ray instance (default: all)")
     atlas.add_argument("--out", type=Path, default=None, help="results folder (default: build/atlas/<profile>)")
     atlas.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
-    new = commands.add_parser("new-chapter", help="write a new chapter's notebook (CONTRIBUTING.md)")
+    new = commands.add_parser("new-chapter", help="write a new chapter's notebook and package (CONTRIBUTING.md)")
     new.add_argument("slug", help="NN_name, e.g. 09_pool_norm: the notebook's name and the chapter's order")
     new.add_argument("--title", required=True, help="the chapter's title")
-    new.add_argument("--study", required=True, help="its study module in embedding_geometry/studies (to write)")
+    new.add_argument("--study", required=True, help="its study module, in the chapter's package (to write)")
     new.add_argument("--part", help="the table of contents' part it is listed in (default: 'More chapters')")
     new.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root folder (default: here)")
     args = parser.parse_args(argv)
@@ -115,11 +115,13 @@ def _atlas(args, root: Path, start: float) -> int:
 def _new_chapter(root: Path, args: argparse.Namespace) -> int:
     from .book import scaffold  # each subcommand loads only its own modules (build and atlas: torch)
 
-    path = _reported(lambda: scaffold.new_chapter(root, args.slug, args.title, args.study, args.part))
+    package = Path(__file__).parent  # the package imported: the repository's src/ in an editable install
+    path = _reported(lambda: scaffold.new_chapter(root, args.slug, args.title, args.study, args.part, package=package))
     if path is None:
         return 1
-    print(f"wrote {path.relative_to(root)}; now write src/embedding_geometry/studies/{args.study}.py "
-          f"and src/embedding_geometry/data/claims/{args.slug}.yaml (CONTRIBUTING.md)")
+    folder = package / "chapters" / scaffold.package_name(args.slug)
+    print(f"wrote {path.relative_to(root)} and {folder}/__init__.py; now write {folder}/{args.study}.py "
+          f"and {folder}/ledger.yaml (CONTRIBUTING.md)")
     return 0
 
 

@@ -288,28 +288,36 @@ def _packages() -> dict[str, ModuleType]:
 
 
 def chapters() -> dict[str, dict[str, p.Rule]]:
-    """Every rule table of the book, by slug: each chapter package's ``RULES`` on top of
-    :data:`MODEL`, each table still written in :data:`CHAPTERS`, and the pages' (:data:`PAGES`)."""
-    packaged = {slug: {**MODEL, **module.RULES} for slug, module in _packages().items()}
-    return dict(sorted({**CHAPTERS, **packaged, **PAGES}.items()))
+    """Every rule table of the book, by slug: each chapter package's ``RULES``, or the rules its
+    ledger declares (``parameters:``, read by :func:`parameters.declared`), on top of :data:`MODEL`;
+    the tables still written in :data:`CHAPTERS`; and the pages' (:data:`PAGES`)."""
+    tables = dict(CHAPTERS)
+    for slug in ledger.ledgers():
+        module = _packages().get(slug)
+        if module is not None:
+            tables[slug] = {**MODEL, **module.RULES}
+        elif slug not in tables:
+            tables[slug] = _declared(slug)
+    return dict(sorted({**tables, **PAGES}.items()))
+
+
+def _declared(slug: str) -> dict[str, p.Rule]:
+    """The rules chapter ``slug``'s ledger declares (``parameters:``) on top of :data:`MODEL`."""
+    declared = ledger.load(slug).parameters
+    try:
+        return {**MODEL, **p.declared(declared)}
+    except ValueError as error:
+        raise LedgerError(f"{slug}.yaml: {error}") from None
 
 
 def rules_for(slug: str) -> dict[str, p.Rule]:
-    """The rule table of chapter ``slug`` (:func:`chapters`), or the rules its ledger declares
-    (``parameters:``, read by :func:`parameters.declared`) on top of :data:`MODEL`; KeyError names the
-    known chapters when there are neither."""
+    """The rule table of chapter ``slug`` (:func:`chapters`); KeyError names the known chapters when
+    it has none (no ledger, no rules)."""
     known = chapters()
-    if slug in known:
-        return known[slug]
-    try:
-        found = ledger.load(slug)
-    except FileNotFoundError:
-        raise KeyError(f"no parameter rules for chapter {slug!r}: write its ledger, data/claims/{slug}.yaml "
-                       f"(CONTRIBUTING.md); chapters with rules: {sorted(known)}") from None
-    try:
-        return {**MODEL, **p.declared(found.parameters)}
-    except ValueError as error:
-        raise LedgerError(f"{slug}.yaml: {error}") from None
+    if slug not in known:
+        raise KeyError(f"no parameter rules for chapter {slug!r}: write its ledger (CONTRIBUTING.md); "
+                       f"chapters with rules: {sorted(known)}")
+    return known[slug]
 
 
 def needs_for(slug: str) -> tuple[p.Need, ...]:

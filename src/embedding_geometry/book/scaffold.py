@@ -1,10 +1,12 @@
-"""A new chapter's notebook, written with the book's conventions in place (CONTRIBUTING.md):
-``python -m embedding_geometry new-chapter <slug> --title … --study <module>``.
+"""A new chapter's notebook and package, written with the book's conventions in place
+(CONTRIBUTING.md): ``python -m embedding_geometry new-chapter <slug> --title … --study <module>``.
 
-The notebook is one of the three things a chapter is; the other two — its study module in
-``studies/`` and its ledger in ``data/claims/`` — are the contributor's to write. The skeleton
-runs as soon as the study module has a ``measure(acts)`` that returns the chapter's metrics and the
-ledger names the claims to judge on them: the parameters cell, ``Chapter.open``, the findings box,
+A chapter is three things: its notebook, its study module and its ledger. The command writes the
+notebook, and the chapter's package ``chapters/ch<slug>/`` with only its ``__init__`` (a docstring
+that maps the package); the other two — ``chapters/ch<slug>/<module>.py`` and
+``chapters/ch<slug>/ledger.yaml`` — are the contributor's to write. The skeleton runs as soon as the
+study module has a ``measure(acts)`` that returns the chapter's metrics and the ledger names the
+claims to judge on them: the parameters cell, ``Chapter.open``, the findings box,
 the folded "About this chapter" with learning objectives and prerequisites, one measurement
 section (the chapter's sentences through the model, ``study.measure``, the claims in words), the
 claims table, the summary, three exercises (each a rerun command, a question, a folded cell with
@@ -91,6 +93,19 @@ def exercises(slug: str) -> list[dict]:
     return found
 
 
+def package_name(slug: str) -> str:
+    """The package of chapter ``slug``: ``ch`` and the slug (``09_pool_norm`` → ``ch09_pool_norm``)."""
+    return f"ch{slug}"
+
+
+def package_doc(slug: str, title: str, study: str) -> str:
+    """The new package's ``__init__``: its docstring, a map of the chapter's files."""
+    return (f'"""Chapter {slug}, *{title}*: the code only this chapter uses, in the order its notebook\n'
+            f"presents it.\n\n    ``{study}``{' ' * max(1, 14 - len(study))}the measurement: activations in, the "
+            f"chapter's metrics out\n    ledger.yaml       the chapter's claims (``chapter: {slug}``)\n"
+            '"""\n')
+
+
 def cells(slug: str, title: str, study: str) -> list[dict]:
     """The skeleton's cells (CONTRIBUTING.md, "How a chapter notebook reads", item 6)."""
     return [
@@ -103,7 +118,7 @@ def cells(slug: str, title: str, study: str) -> list[dict]:
         _code("from embedding_geometry.book import charts, pages\n"
               "from embedding_geometry.book.chapter import Chapter\n"
               "from embedding_geometry.core import corpora\n"
-              f"from embedding_geometry.studies import {study} as study\n\n"
+              f"from embedding_geometry.chapters.{package_name(slug)} import {study} as study\n\n"
               f'ch = Chapter.open("{slug}", globals())', "remove-input"),
         _markdown("## What we found"),
         _code("ch.findings()", "remove-input"),
@@ -127,9 +142,12 @@ def cells(slug: str, title: str, study: str) -> list[dict]:
     ]
 
 
-def new_chapter(root: Path, slug: str, title: str, study: str, part: str | None = None) -> Path:
-    """Write ``notebooks/<slug>.ipynb`` (never over an existing one) and return its path; ``part``
-    is the table of contents' part it is listed in (:mod:`.derived`)."""
+def new_chapter(root: Path, slug: str, title: str, study: str, part: str | None = None, *, package: Path) -> Path:
+    """Write ``notebooks/<slug>.ipynb`` and the chapter's package ``<package>/chapters/ch<slug>/``
+    with its ``__init__`` (never over an existing one) and return the notebook's path; ``part``
+    is the table of contents' part it is listed in (:mod:`.derived`); ``package`` the
+    ``embedding_geometry`` folder to write in (the command's: the one imported, the repository's
+    ``src/embedding_geometry`` in an editable install)."""
     if not SLUG.match(slug):
         raise ScaffoldError(f"slug {slug!r}: expected two digits, an optional letter, '_' and lower-case words "
                             "(e.g. 09_pool_norm)")
@@ -142,11 +160,16 @@ def new_chapter(root: Path, slug: str, title: str, study: str, part: str | None 
     path = root / "notebooks" / f"{slug}.ipynb"
     if path.exists():
         raise ScaffoldError(f"slug {slug!r}: {path} exists already")
+    folder = Path(package) / "chapters" / package_name(slug)
+    if folder.exists():
+        raise ScaffoldError(f"slug {slug!r}: its package {folder} exists already")
     metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                 "language_info": {"name": "python"}}
     metadata["embedding_geometry"] = {"part": part, "tiny": {}} if part else {"tiny": {}}
     notebook = {"cells": cells(slug, title.strip(), study), "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
     for i, cell in enumerate(notebook["cells"]):
         cell["id"] = f"{slug.replace('_', '-')}-{i}"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text(package_doc(slug, title.strip(), study), encoding="utf-8")
     path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
