@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import yaml
 
-from embedding_geometry.core import corpora
+from embedding_geometry.book import claims
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.chapters.ch05_without_tears import cls_attention
 
@@ -39,7 +39,7 @@ def test_the_articles_table_does_not_follow_from_its_code():
     assert length == 130 and rms == pytest.approx(0.0266, abs=5e-4)
     erratum = next(
         e
-        for e in yaml.safe_load(open(corpora._data("claims/05_embeddings_without_tears.yaml")))["errata"]
+        for e in yaml.safe_load(open(claims.ledger.path("05_embeddings_without_tears")))["errata"]
         if e["id"] == "cls-table-not-from-its-code"
     )
     assert erratum["data_value"].startswith(" / ".join(f"{100 * v:.1f} %" for v in table))

@@ -730,8 +730,7 @@ def test_the_coverage_table_lists_the_seeds_items_with_a_status_and_a_reason():
 
     from embedding_geometry.book import coverage as coverage_grades
 
-    path = Path(cm.__file__).parents[1] / "data" / "coverage" / f"{SLUG}.yaml"
-    coverage = yaml.safe_load(path.read_text())
+    coverage = yaml.safe_load(coverage_grades.path(SLUG).read_text())
     assert coverage["chapter"] == SLUG and len(coverage["items"]) >= 10
     for item in coverage["items"]:
         assert item["status"] in coverage_grades.STATUSES, item["item"]

@@ -12,6 +12,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
+import yaml
 
 from embedding_geometry.book import claims, dashboard, maths
 from embedding_geometry.book.claims import samples, words
@@ -60,7 +61,7 @@ def test_the_ledger_matches_the_transcribed_numbers():
     for claim_id in ("narrow-cone", "avg-sim-rule", "avg-sim-rule-control"):  # the article's own threshold
         assert by_id[claim_id].published["value"] == published["warning_threshold"]["value"]
         assert by_id[claim_id].bound_source == "fraction" and by_id[claim_id].test[1]["bound"] == 0.6
-    untested = corpora.load_yaml(f"claims/{SLUG}.yaml")["untested"]
+    untested = yaml.safe_load(claims.ledger.path(SLUG).read_text(encoding="utf-8"))["untested"]
     assert all({"statement", "source", "reason"} <= set(item) for item in untested)
 
 
@@ -98,20 +99,17 @@ def test_the_ledger_declares_units_nulls_kinds_and_reasons():
 
 
 def assert_coverage_lists_the_seed(slug: str) -> None:
-    """The chapter's coverage file (data/coverage/<slug>.yaml): every item has a status, a reason
-    when it is not reproduced, and a place that is a heading of the notebook; the claims and errata it
-    names are the ledger's, and it names every published claim and every erratum of the ledger."""
-    from importlib import resources
-
+    """The chapter's coverage file (its package's coverage.yaml, ``coverage.path(slug)``): every item has
+    a status, a reason when it is not reproduced, and a place that is a heading of the notebook; the
+    claims and errata it names are the ledger's, and it names every published claim and every erratum
+    of the ledger."""
     import yaml
 
     from conftest import ROOT
 
-    from embedding_geometry.book.coverage import STATUSES
+    from embedding_geometry.book.coverage import STATUSES, path
 
-    coverage = yaml.safe_load(
-        (resources.files("embedding_geometry") / "data" / "coverage" / f"{slug}.yaml").read_text(encoding="utf-8")
-    )
+    coverage = yaml.safe_load(path(slug).read_text(encoding="utf-8"))
     assert coverage["seed"].startswith("004") and coverage["chapter"] == slug
     ledger = claims.load(slug)
     ids, errata = {c.id for c in ledger.claims}, {e["id"] for e in ledger.errata}

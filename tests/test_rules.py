@@ -1,7 +1,8 @@
-"""What each chapter's computations need (book/rules.py NEEDS): every need accepts a value at its
-boundary, refuses the value one step past it with one line naming the parameter, the item at
-fault and what is needed — before any forward pass (the tiny BERT's tokenizer and sizes only:
-MiniLM's uncased WordPiece, max_seq_length 128, 160 positions, a vocabulary of 30,522)."""
+"""What each chapter's computations need (its package's ``rules.NEEDS``, or book/rules.py's NEEDS):
+every need accepts a value at its boundary, refuses the value one step past it with one line naming
+the parameter, the item at fault and what is needed — before any forward pass (the tiny BERT's
+tokenizer and sizes only: MiniLM's uncased WordPiece, max_seq_length 128, 160 positions, a
+vocabulary of 30,522)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from conftest import ROOT
 from embedding_geometry.book import parameters, profiles, rules
 from embedding_geometry.chapters.ch05_without_tears import cls_attention
+from embedding_geometry.chapters.ch05_without_tears import rules as without_tears
 from embedding_geometry.core.errors import ParameterError
 
 TINY = {"device": "cpu", "batch_size": 8, "seed": 0, "trust_remote_code": False}
@@ -143,7 +145,7 @@ def test_a_model_that_reads_fewer_tokens_than_every_bucket_needs_refuses_the_def
     short = SimpleNamespace(max_length=101)
     with pytest.raises(ParameterError, match=r"parameter 'n_positions' expects .+; got None \(this model reads 101 "):
         rules.check("05_embeddings_without_tears", values("05_embeddings_without_tears"), short)
-    assert rules.CLS_POSITIONS == cls_attention.MIN_POSITIONS
+    assert without_tears.CLS_POSITIONS == cls_attention.MIN_POSITIONS
 
 
 def test_needs_that_do_not_read_the_model_are_checked_without_one():

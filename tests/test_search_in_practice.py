@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from embedding_geometry.book import claims
 from embedding_geometry.core import corpora
@@ -40,7 +41,7 @@ def test_the_ledger_matches_the_transcribed_numbers():
     assert by_id["int8-error"].published["value"] == published["quantization"]["int8"]["cosine_error"]
     for claim_id in ("pq-error-8x", "pq-error-16x"):  # the top of the article's 3–6 % range
         assert by_id[claim_id].test[1]["bound"] == pytest.approx(max(published["quantization"]["pq"]["cosine_error"]))
-    untested = corpora.load_yaml(f"claims/{SLUG}.yaml")["untested"]
+    untested = yaml.safe_load(claims.ledger.path(SLUG).read_text(encoding="utf-8"))["untested"]
     assert all({"statement", "source", "reason"} <= set(item) for item in untested)
 
 

@@ -337,8 +337,8 @@ def test_sensitivity_table_shows_each_variant_and_its_change_from_raw():
 
 
 def test_split_shortfall_names_what_a_split_leaves_too_small():
-    """Chapter 5's need on fit_fraction (book/rules.py): each side, a judged query with a relevant
-    held-out row, and 2 rows to fit in each domain and to hold out in domain B."""
+    """Chapter 5's need on fit_fraction (chapters/ch05_without_tears/rules.py): each side, a judged query
+    with a relevant held-out row, and 2 rows to fit in each domain and to hold out in domain B."""
     labels = ["a"] * 10 + ["b"] * 10
     relevant = [[0, 1, 2, 10, 11, 12]]
     assert whitening.split_shortfall(relevant, labels, 0.5, seed=0) is None

@@ -2,8 +2,8 @@
 
 The package has four layers, and imports only run downward (``book`` → ``studies`` → ``core``;
 a study never imports ``book``). A chapter package imports what the chapters share (``core``,
-``studies``, ``book``'s shared parts) and nothing in ``core`` or ``studies`` imports it; in ``book``,
-only the registry of the chapters' parameters (``rules``) does:
+``studies``, ``book``'s shared parts) and no module outside a chapter package imports one (``book``'s
+registry of the chapters' parameters, ``rules``, imports a package's ``rules`` by name at run time):
 
     core/      it measures: load a model, run it, capture its states, the geometry on arrays
     studies/   one module per chapter topic: activations in, that chapter's metrics dict out
@@ -63,19 +63,22 @@ only the registry of the chapters' parameters (``rules``) does:
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``chapters``
-    ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``budget``, ``frames``,
-                            ``charts``, ``exercises`` (its own docstring maps them, in the notebook's order)
-    ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``whitening``, ``cls_attention``,
-                            ``compounds``, ``charts`` (its own docstring maps them, in the notebook's order)
-    ``ch06_search``         chapter 6, *Search in practice, measured*: ``quantization``, ``finetuning``,
-                            ``charts`` (its own docstring maps them, in the notebook's order)
+    ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``rules``, ``budget``,
+                            ``frames``, ``charts``, ``exercises`` (its own docstring maps them, in the
+                            notebook's order)
+    ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``rules``, ``whitening``,
+                            ``cls_attention``, ``compounds``, ``charts`` (its own docstring maps them, in
+                            the notebook's order)
+    ``ch06_search``         chapter 6, *Search in practice, measured*: ``rules``, ``quantization``,
+                            ``finetuning``, ``charts`` (its own docstring maps them, in the notebook's order)
     ``ch07_objective``      chapter 7, *One backbone, two losses*: ``rules``, ``training``, ``synthetic_task``,
                             ``measures``, ``hard_negatives``, ``runs``, ``results``, ``charts``, ``prose`` (its
                             own docstring maps them, in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
-    ``rules``           every chapter's parameters and the rule each must satisfy
+    ``rules``           every chapter's parameters and the rule each must satisfy (the registry: a chapter
+                        package's own ``rules`` found by its ledger)
     ``atlas_needs``     what chapter 8 and the atlas need of their corpus and of another run's results
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build

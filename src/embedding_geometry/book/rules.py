@@ -1,14 +1,15 @@
 """Every chapter's parameters, the rule each must satisfy, and what each chapter's computations
 need of them: the book's registry of these rules, derived. A chapter package keeps its own rules
 and needs in its ``rules`` module (``RULES``: its parameters' rules; ``NEEDS``), found by its
-ledger's ``chapter:`` (:func:`chapters`; imported when first asked for, so that a chapter's rules
-can use the rule sets shared here: :data:`MODEL`, :data:`CONTROLS`, :data:`COMPARED`,
-:func:`words`, :func:`distinct`, :func:`positions`). A chapter with no package declares its
-parameters in its ledger (``parameters:``); the book's own pages, which are no chapters, are in
-:data:`PAGES`.
+ledger's ``chapter:`` and imported by name when first asked for (:func:`chapters`), so that this
+module imports no chapter package (``tests/test_layers.py``) and a chapter's rules can import the
+rule sets shared here: :data:`MODEL`, :data:`CONTROLS`, :data:`COMPARED`, :data:`unit`,
+:func:`words`, :func:`distinct`, :func:`positions`. The chapters with no package yet are in
+:data:`CHAPTERS` and :data:`NEEDS`; a new chapter with no package declares its parameters in its
+ledger (``parameters:``); the book's own pages, which are no chapters, are in :data:`PAGES`.
 
 A chapter notebook's ``parameters`` cell declares the names and defaults (what papermill
-overrides); ``CHAPTERS`` says what each value must be alone, and ``NEEDS`` what the chapter's
+overrides); ``RULES`` says what each value must be alone, and ``NEEDS`` what the chapter's
 computations need of its values together and of what the model's tokenizer makes of its texts
 (a pair of tokens within a text needs two word tokens; a rank correlation three texts).
 :meth:`Chapter.open <embedding_geometry.book.chapter.Chapter.open>` checks both before any
@@ -31,10 +32,8 @@ from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
-from ..core import corpora, windows
-from ..studies import retrieval
+from ..core import corpora
 from ..studies.cone import chapter_corpus
-from ..studies.long_texts import document_count
 
 MODEL = {
     "model": p.text,
@@ -59,9 +58,7 @@ COMPARED = {
 """Chapters that compare models: more models, and random-init controls of each trained one."""
 
 unit = p.number(0.0, 1.0)
-CLS_POSITIONS = 102
-"""The shortest text whose [CLS] attention reaches every position bucket of chapter 5
-(``chapters.ch05_without_tears.cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
+"""A share or a probability: a number in [0, 1]."""
 
 CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not yet in their package
     "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
@@ -81,27 +78,6 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not y
         **MODEL, **COMPARED,
         "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
         "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
-    },
-    "04_attention_context_similarity": {
-        **MODEL, "models": p.text_list(0),
-        "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
-        "text_length": p.integer(4, 8192), "q": unit, "attention_threshold": unit,
-        "sensitivity_thresholds": p.number_list(0.0, 1.0), "common_min_count": p.integer(2),
-        "repeat_share_threshold": unit, "common_focus_threshold": unit,
-        "matrix_size": p.integer(2, 512),
-    },
-    "05_embeddings_without_tears": {
-        **MODEL, **COMPARED,
-        "pair_sample": p.optional(p.integer(2)),
-        "fit_fraction": p.number(0.05, 0.95), "n_keys": p.integer(1), "k_max": p.integer(1),
-        "n_positions": p.optional(p.integer(CLS_POSITIONS)),
-    },
-    "06_search_in_practice": {
-        **MODEL, "models": p.text_list(0), "pair_sample": p.optional(p.integer(2)),
-        "n_long_docs": p.integer(2), "long_words": p.integer(2), "window_words": p.integer(1),
-        "stride_words": p.integer(1), "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
-        "finetune": p.boolean, "finetune_model": p.optional(p.text), "finetune_seeds": p.integer(1, 64),
-        "finetune_epochs": p.integer(1, 10_000),
     },
     "08_across_models": {
         **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
@@ -196,68 +172,6 @@ def _vocab_within_model(values, view):
     return None if k <= size else (k, f"the vocabulary has {size}")
 
 
-@p.need("n_positions", "a length the model reads whole: at most its max_seq_length (None: that length, "
-        f"itself at least {CLS_POSITIONS})", model=True)
-def _positions_within_model(values, view):
-    chosen = view.max_length if values["n_positions"] is None else values["n_positions"]
-    fits = CLS_POSITIONS <= chosen <= view.max_length
-    return None if fits else (values["n_positions"], f"this model reads {view.max_length} tokens")
-
-
-@p.need("n_keys", "at most as many key sentences as the corpus has")
-def _keys_within_corpus(values):
-    n = len(corpora.corpus())
-    return None if values["n_keys"] <= n else (values["n_keys"], f"the corpus has {n} sentences")
-
-
-@p.need("k_max", "at most as many fillers as the corpus has sentences outside its largest topic (a key's "
-        "fillers come from other topics)")
-def _fillers_within_corpus(values):
-    topics = corpora.corpus()["topic"]
-    n = len(topics) - int(topics.value_counts().max())
-    return None if values["k_max"] <= n else (values["k_max"], f"{n} sentences lie outside the largest topic")
-
-
-EXERCISE_SEED = 1
-"""Chapter 5's exercise splits the corpus with ``fit_fraction`` and seed 1 too (its split with fit fraction 0.2
-leaves every part large enough for any seed)."""
-
-
-def _split_shortfall(fraction: float, seed: int) -> str | None:
-    """What chapter 5's split of its judged corpus by ``fraction`` and ``seed`` leaves too small, or None."""
-    from ..chapters.ch05_without_tears import whitening  # loads torch: the site build and CLI read rules with no model
-
-    _, topics, queries = retrieval.judged_corpus()
-    return whitening.split_shortfall(queries["relevant"], topics, fraction, seed)
-
-
-@p.need("fit_fraction", "a split of the corpus (with seed, and with seed 1 for the exercise) that leaves a "
-        "judged query a relevant held-out sentence, and each topic domain of the transfer test 2 sentences to fit "
-        "and to hold out")
-def _fit_split_leaves_enough(values):
-    for seed in (values["seed"], EXERCISE_SEED):
-        short = _split_shortfall(values["fit_fraction"], seed)
-        if short:
-            return values["fit_fraction"], f"with seed {seed}, {short}"
-    return None
-
-
-EXERCISE_LONG_WORDS = 300
-"""Chapter 6's exercise cuts documents of this many words too (``long_words_300``)."""
-
-
-@p.need("n_long_docs", f"at most as many documents as the shuffled corpus gives of long_words words, and of "
-        f"{EXERCISE_LONG_WORDS} (the exercise's)")
-def _documents_within_corpus(values):
-
-    sentences = corpora.corpus()["sentence"].tolist()
-    for words in (values["long_words"], EXERCISE_LONG_WORDS):
-        n = document_count(sentences, words, values["seed"])
-        if values["n_long_docs"] > n:
-            return values["n_long_docs"], f"the corpus gives {n} documents of ≥ {words} words"
-    return None
-
-
 NEEDS: dict[str, tuple[p.Need, ...]] = {
     "00_the_model": (words("extra_sentences", 1, "a word token to measure"),),
     "00b_primer": (words("pair", 1, "MaxSim matches word tokens"),),
@@ -268,10 +182,6 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
     ),
     "02_similarity_attractor": (words("pairs", 1, "MaxSim matches word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
-    "04_attention_context_similarity": (positions("text_length"),),
-    "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
-                                    _positions_within_model),
-    "06_search_in_practice": (_documents_within_corpus,),
     "08_across_models": (positions("head_length"), *atlas_needs.NEEDS),
 }
 

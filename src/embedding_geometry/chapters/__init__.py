@@ -1,8 +1,10 @@
 """Chapter packages: one small package per chapter that holds the code only that chapter uses, named
 for the chapter (``ch07_objective`` for ``notebooks/07_training_objective.ipynb``). Its modules read
 top to bottom in the order the notebook presents them, and its ``__init__`` docstring maps them in
-that order. Its claims ledger can live beside them as ``ledger.yaml`` (its ``chapter:`` names the
-slug; ``book.claims.ledger.path`` finds a chapter's ledger there or in ``data/claims``).
+that order. Its parameters' rules and needs are its ``rules`` module (``RULES``, ``NEEDS``), its claims
+ledger lives beside them as ``ledger.yaml`` (its ``chapter:`` names the slug; ``book.claims.ledger.path``
+finds a chapter's ledger there or in ``data/claims``), and its coverage of its paper as ``coverage.yaml``
+(``book.coverage.path``).
 Importing a chapter package imports none of its modules (no torch on ``import embedding_geometry.chapters``).
 
 What two or more chapters use stays shared: measurements in ``core``, chapter topics in ``studies``,
@@ -12,11 +14,12 @@ chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.ta
     core/      imports nothing above it
     studies/   imports core (and other studies)
     chapters/  imports core, studies and book's shared parts (and its own chapter's modules)
-    book/      imports core and studies; of the chapters, only its registry (``book.rules``)
-               imports a chapter package (the chapter's parameter rules and needs)
+    book/      imports core and studies, never a chapter package
 
-Nothing in ``core`` or ``studies`` imports a chapter package. The notebook imports its chapter's
-modules directly: ``from embedding_geometry.chapters.ch05_without_tears import whitening``.
+No module outside a chapter package imports one: the book's registry of parameter rules
+(``book.rules``) finds a package's ``rules`` by its ledger and imports it by name at run time.
+The notebook imports its chapter's modules directly:
+``from embedding_geometry.chapters.ch05_without_tears import whitening``.
 
     ch04_heads          chapter 4, What attention heads write
     ch05_without_tears  chapter 5, Embeddings without tears, measured

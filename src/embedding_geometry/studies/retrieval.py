@@ -116,7 +116,7 @@ def cross_encoder(model: str, device: str = "cpu"):
     function for ``rerank``; a model that cannot be loaded offline is a one-line error."""
     from sentence_transformers import CrossEncoder
 
-    from ..core.models import locate  # loads torch: book.rules reads this module without a model
+    from ..core.models import locate  # loads torch: chapter 5's rules read this module without a model
 
     locate(model)  # a local path that is not a model directory: a one-line error before loading
     try:

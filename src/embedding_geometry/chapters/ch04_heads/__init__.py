@@ -4,6 +4,8 @@ in the order the notebook presents them. The notebook imports them directly
 (``from embedding_geometry.chapters.ch04_heads import budget, charts, exercises, frames``); this
 file imports none of them.
 
+``rules``      the chapter's parameters, the rule each must satisfy and what its computations need
+               of them together (the book's registry, ``book.rules``, takes both)
 ``budget``     each model's pass timed, projected to 1,000 texts, against the chapter's share of the
                book's time budget (the notebook's first table and sentence)
 ``frames``     tidy frames and tables of the chapter's metrics: the first text's matrices encoded for
@@ -14,6 +16,10 @@ file imports none of them.
                distance histograms, distinct focus positions, the null's histogram, the sensitivity
                panels
 ``exercises``  the exercises' answers, each for its changed parameter value
+
+Beside them, ``ledger.yaml``: the chapter's claims ledger (``claims.ledger.path("04_attention_context_similarity")``
+finds it by the slug its ``chapter:`` names), and ``coverage.yaml``: what the chapter covers of its paper
+(``coverage.path``).
 
 The chapter's measurements stay in ``studies`` (``context_similarity`` and the modules it folds:
 ``context_matrices``, ``context_attention``, ``context_stats``, ``context_batch``,
