@@ -32,8 +32,6 @@ only the registry of the chapters' parameters (``rules``) does:
     ``errors``          one-line errors that name the culprit and what was expected
 
 ``studies``
-    ``the_model``           chapter 0: token norms by kind, the mean-pool check and the exercises' answers
-    ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
     ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
     ``layer_runs``          chapter 1: every encoder and its random-init controls run on the chapter's texts
     ``pca_views``           chapter 1: 2-D PCA views over depth (fixed vs refitted axes, the final depth's view)
@@ -63,6 +61,12 @@ only the registry of the chapters' parameters (``rules``) does:
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``chapters``
+    ``ch00_model``          chapter 0, *The model under the microscope*: ``rules``, ``measures`` (its own
+                            docstring maps them, in the notebook's order)
+    ``ch00b_primer``        the primer, *A primer: the geometry every chapter uses*: ``primer``, ``charts``
+                            (its own docstring maps them, in the notebook's order)
+    ``ch01_layers``         chapter 1, *Layer by layer*: ``rules``, ``charts`` (its own docstring maps them,
+                            in the notebook's order)
     ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``budget``, ``frames``,
                             ``charts``, ``exercises`` (its own docstring maps them, in the notebook's order)
     ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``whitening``, ``cls_attention``,
@@ -95,9 +99,8 @@ only the registry of the chapters' parameters (``rules``) does:
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``practice`` (the tables chapters 5 and 6 both show), ``across`` (chapter 8),
-                        ``primer``
+                        ``attractor`` (chapter 2), ``cone`` (chapter 3), ``practice`` (the tables chapters
+                        5 and 6 both show), ``across`` (chapter 8)
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -18,6 +18,9 @@ chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.ta
 Nothing in ``core`` or ``studies`` imports a chapter package. The notebook imports its chapter's
 modules directly: ``from embedding_geometry.chapters.ch05_without_tears import whitening``.
 
+    ch00_model          chapter 0, The model under the microscope
+    ch00b_primer        the primer, A primer: the geometry every chapter uses
+    ch01_layers         chapter 1, Layer by layer: how words collapse into a sentence vector
     ch04_heads          chapter 4, What attention heads write
     ch05_without_tears  chapter 5, Embeddings without tears, measured
     ch06_search         chapter 6, Search in practice, measured
