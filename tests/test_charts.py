@@ -10,6 +10,7 @@ import pytest
 
 from embedding_geometry.book import charts
 from embedding_geometry.book.claims.ledger import lookup
+from embedding_geometry.chapters.ch01_layers import charts as layer_charts
 from embedding_geometry.core import activations
 
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs", re.I)
@@ -169,7 +170,8 @@ def test_a_series_under_a_measurement_the_run_did_not_make_is_left_out():
     assert lookup(metrics, "control.curve") is None and lookup(metrics, "curve")[-1] == 0.9
     with pytest.raises(KeyError, match="missing 'curv'"):
         lookup(metrics, "curv")
-    frame = charts.models_series_frame({"tiny": metrics}, {"trained": "curve", "random-init control": "control.curve"})
+    frame = layer_charts.models_series_frame({"tiny": metrics},
+                                             {"trained": "curve", "random-init control": "control.curve"})
     assert set(frame["series"]) == {"trained"} and len(frame) == 3
     empty = charts.cone_frame({"org/tiny": metrics}, {"R": "topics.removal", "control": "control.curve"})
     assert empty.empty and {"relative_depth", "value", "model", "kind"} <= set(empty.columns)
@@ -177,7 +179,7 @@ def test_a_series_under_a_measurement_the_run_did_not_make_is_left_out():
 
 
 
-@pytest.mark.parametrize("draw", [charts.model_lines, charts.compare_chart])
+@pytest.mark.parametrize("draw", [charts.model_lines, layer_charts.compare_chart])
 def test_published_curves_under_models_each_get_their_own_grey_and_dash(draw):
     """Chapters 1 and 2 draw the post's curves as chapter 0 does: a grey and a dash each, named."""
     run = pd.concat([charts.per_layer_frame({name: np.linspace(0, 1, 4)}, model)

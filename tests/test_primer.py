@@ -5,11 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from embedding_geometry.book import charts, parameters
+from embedding_geometry.book import parameters
+from embedding_geometry.chapters.ch00b_primer import charts, primer
 from embedding_geometry.core import geometry
 from embedding_geometry.core.activations import Activations
 from embedding_geometry.core.errors import ParameterError
-from embedding_geometry.studies import anisotropy, primer
+from embedding_geometry.studies import anisotropy
 
 SLUG = "00b_primer"
 

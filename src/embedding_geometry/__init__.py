@@ -32,8 +32,6 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``errors``          one-line errors that name the culprit and what was expected
 
 ``studies``
-    ``the_model``           chapter 0: token norms by kind, the mean-pool check and the exercises' answers
-    ``primer``              the primer's toys and metrics (hidden states, cosine, pooling, PCA, centering)
     ``layer_by_layer``      chapter 1: how a sentence's tokens collapse into a sentence vector
     ``layer_runs``          chapter 1: every encoder and its random-init controls run on the chapter's texts
     ``pca_views``           chapter 1: 2-D PCA views over depth (fixed vs refitted axes, the final depth's view)
@@ -63,17 +61,9 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``chapters``
-    ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``rules``, ``budget``,
-                            ``frames``, ``charts``, ``exercises`` (its own docstring maps them, in the
-                            notebook's order)
-    ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``rules``, ``whitening``,
-                            ``cls_attention``, ``compounds``, ``charts`` (its own docstring maps them, in
-                            the notebook's order)
-    ``ch06_search``         chapter 6, *Search in practice, measured*: ``rules``, ``quantization``,
-                            ``finetuning``, ``charts`` (its own docstring maps them, in the notebook's order)
-    ``ch07_objective``      chapter 7, *One backbone, two losses*: ``rules``, ``training``, ``synthetic_task``,
-                            ``measures``, ``hard_negatives``, ``runs``, ``results``, ``charts``, ``prose`` (its
-                            own docstring maps them, in the notebook's order)
+    one package per chapter, ``chapters/ch<NN>_<name>``, for the code only that chapter uses, with its
+    ``rules``, ``ledger.yaml`` and ``coverage.yaml``; each package's own docstring maps it, in the
+    order its notebook reads (a new chapter's package needs no line here)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -98,9 +88,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``practice`` (the tables chapters 5 and 6 both show), ``across`` (chapter 8),
-                        ``primer``
+                        ``attractor`` (chapter 2), ``cone`` (chapter 3), ``practice`` (the tables chapters
+                        5 and 6 both show), ``across`` (chapter 8)
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

@@ -61,17 +61,10 @@ unit = p.number(0.0, 1.0)
 """A share or a probability: a number in [0, 1]."""
 
 CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not yet in their package
-    "00_the_model": {**MODEL, "extra_sentences": p.text_list(0)},
     "00b_primer": {
         **MODEL, "pair": p.sentence_pair, "n_texts": p.integer(2, corpora.CORPUS_SIZE),
         "centering": unit, "toy_offset": p.number(0.0, 10.0),
         "toy_elongation": p.number(0.001, 1.0), "toy_stretch": p.number(0.0, 0.5),
-    },
-    "01_layer_by_layer": {
-        **MODEL, "models": p.model_list, **CONTROLS,
-        "sentences": p.optional(p.text_list(3)),
-        "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
-        "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
     "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
     "03_inside_the_cone": {
@@ -173,13 +166,7 @@ def _vocab_within_model(values, view):
 
 
 NEEDS: dict[str, tuple[p.Need, ...]] = {
-    "00_the_model": (words("extra_sentences", 1, "a word token to measure"),),
     "00b_primer": (words("pair", 1, "MaxSim matches word tokens"),),
-    "01_layer_by_layer": (
-        words("sentences", 2, "within-sentence cosines pair two tokens of a text"),
-        distinct("sentences", "a correlation over texts needs texts that differ"),
-        words("easy_set", 1, "a word token to measure"), words("hard_set", 1, "a word token to measure"),
-    ),
     "02_similarity_attractor": (words("pairs", 1, "MaxSim matches word tokens"),),
     "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
     "08_across_models": (positions("head_length"), *atlas_needs.NEEDS),

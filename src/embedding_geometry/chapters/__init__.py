@@ -19,10 +19,7 @@ chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.ta
 No module outside a chapter package imports one: the book's registry of parameter rules
 (``book.rules``) finds a package's ``rules`` by its ledger and imports it by name at run time.
 The notebook imports its chapter's modules directly:
-``from embedding_geometry.chapters.ch05_without_tears import whitening``.
-
-    ch04_heads          chapter 4, What attention heads write
-    ch05_without_tears  chapter 5, Embeddings without tears, measured
-    ch06_search         chapter 6, Search in practice, measured
-    ch07_objective      chapter 7, One backbone, two losses
+``from embedding_geometry.chapters.ch05_without_tears import whitening``. No list of the packages is
+kept here: ``python -m embedding_geometry new-chapter`` writes a new one, and the book finds it by
+its ledger.
 """

@@ -7,10 +7,6 @@
 - ``matrices``: model × model heatmaps, each cell labelled, and a strip of ticks per category;
 - ``practice``: the tables chapters 5 and 6 both show (how a table reads there, the judged query
   set, what no measurement decides, the errata);
-- ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
-  artefact, centering, relative depth);
-- ``layers``: chapter 1's charts, one measurement of every model run side by side on relative
-  depth (series by colour, models by dash) over the published curves;
 - ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
 - ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
 - ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.

@@ -29,7 +29,7 @@ Each toy mirrors a measurement the chapters make on real hidden states (``geomet
 
 The page's numbers come from two functions: ``measure`` (the metrics dict of the results JSON,
 its schema in its docstring) and ``exercise_answers`` (the answers to the page's exercises).
-The charts that draw these constructions are in ``embedding_geometry.book.charts.primer``.
+The charts that draw these constructions are in :mod:`.charts`, beside this module.
 
 Nothing here mutates its inputs; a zero vector raises (a cosine needs a direction).
 """
@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from . import anisotropy
-from ..core import geometry
-from ..core.corpora import REFERENCE_SENTENCES
+from ...core import geometry
+from ...core.corpora import REFERENCE_SENTENCES
+from ...studies import anisotropy
 
 if TYPE_CHECKING:
-    from ..core.activations import Activations
+    from ...core.activations import Activations
 
 SimilarityMode = Literal["mean", "cls", "maxsim"]
 SIMILARITY_MODES = ("mean", "cls", "maxsim")

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core import activations, geometry
-from ..core.activations import Activations
-from ..core.models import LoadedModel
+from ...core import activations, geometry
+from ...core.activations import Activations
+from ...core.models import LoadedModel
 
 EXERCISE_SENTENCES = ("the the the the the", "Pneumonoultramicroscopicsilicovolcanoconiosis")
 """Exercise 1 repeats one word; exercise 2 is one word that WordPiece splits into many pieces."""

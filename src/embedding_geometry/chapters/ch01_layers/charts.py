@@ -15,9 +15,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .frames import binned_frame, per_layer_frame, step_frame
-from ..claims.ledger import lookup
-from .theme import PUBLISHED_COLOR, published_lines
+from ...book.charts.frames import binned_frame, per_layer_frame, step_frame
+from ...book.charts.theme import PUBLISHED_COLOR, published_lines
+from ...book.claims.ledger import lookup
 
 __all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
 

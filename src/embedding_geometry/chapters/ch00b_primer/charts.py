@@ -1,5 +1,5 @@
-"""The primer's interactive charts, each with the frame it draws (``embedding_geometry.studies.primer``
-builds the toys): a slider per chart shows what a static figure cannot.
+"""The primer's interactive charts, each with the frame it draws (:mod:`.primer` builds the toys): a
+slider per chart shows what a static figure cannot.
 
 - ``angle_chart``: u and v at an angle and length (cosine ignores length, the dot product does not);
 - ``pair_scatter``: two toy sentences' tokens, CLS tokens and mean pools;
@@ -16,10 +16,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...book.charts.theme import PUBLISHED_COLOR
 from ...core import geometry
 from ...studies import anisotropy
-from ...studies.primer import TOY_PAIR, partly_centred, refit_projection, stretch
-from .theme import PUBLISHED_COLOR
+from .primer import TOY_PAIR, partly_centred, refit_projection, stretch
 
 __all__ = ["VIEWS", "toy_pair_frame", "artefact_frames", "centering_frames", "depth_grid",
            "angle_chart", "pair_scatter", "artefact_chart", "centering_chart", "depth_chart"]

@@ -1,0 +1,15 @@
+"""Chapter 0's parameters: the rule each must satisfy alone (:data:`RULES`; the registry adds the rules
+every measuring chapter shares, ``book.rules.MODEL``) and what the chapter's computations need of
+them together (:data:`NEEDS`). The book's registry, :mod:`embedding_geometry.book.rules`, takes both.
+"""
+
+from __future__ import annotations
+
+from ...book import parameters as p
+from ...book.rules import words
+
+RULES: dict[str, p.Rule] = {"extra_sentences": p.text_list(0)}
+"""Each of the chapter's own parameters and its rule (the book's registry adds ``MODEL``'s)."""
+
+NEEDS: tuple[p.Need, ...] = (words("extra_sentences", 1, "a word token to measure"),)
+"""What the chapter's computations need of its values together."""
