@@ -46,7 +46,6 @@ only the registry of the chapters' parameters (``rules``) does:
     ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
     ``cone``                chapter 3's run: its sentences, every model's pass, every measurement per model
     ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
-    ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
     ``context_stats``       chapter 4: the running totals, their settings and per-text rows, resamples of texts
@@ -63,6 +62,10 @@ only the registry of the chapters' parameters (``rules``) does:
     ``depth_statistics``    chapters 1–4's per-depth statistics as accumulators (update a batch, merge a shard)
 
 ``chapters``
+    ``ch02_attractor``      chapter 2, *The similarity attractor*: ``rules``, ``charts`` (its own docstring maps
+                            them, in the notebook's order)
+    ``ch03_cone``           chapter 3, *Inside the Cone*: ``rules``, ``charts``, ``exercises`` (its own docstring
+                            maps them, in the notebook's order)
     ``ch04_heads``          chapter 4, *Attention heads and context similarity*: ``budget``, ``frames``,
                             ``charts``, ``exercises`` (its own docstring maps them, in the notebook's order)
     ``ch05_without_tears``  chapter 5, *Embeddings without tears, measured*: ``whitening``, ``cls_attention``,
@@ -72,6 +75,8 @@ only the registry of the chapters' parameters (``rules``) does:
     ``ch07_objective``      chapter 7, *One backbone, two losses*: ``rules``, ``training``, ``synthetic_task``,
                             ``measures``, ``hard_negatives``, ``runs``, ``results``, ``charts``, ``prose`` (its
                             own docstring maps them, in the notebook's order)
+    ``ch08_across``         chapter 8, *Across models, on relative depth*: ``rules``, ``charts`` (its own
+                            docstring maps them, in the notebook's order)
 
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
@@ -95,8 +100,7 @@ only the registry of the chapters' parameters (``rules``) does:
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``layers`` (chapter 1), ``attractor`` (chapter 2), ``cone`` (chapter 3),
-                        ``practice`` (the tables chapters 5 and 6 both show), ``across`` (chapter 8),
+                        ``layers`` (chapter 1), ``practice`` (the tables chapters 5 and 6 both show),
                         ``primer``
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site

@@ -27,13 +27,11 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
 from ..core import corpora, windows
 from ..studies import retrieval
-from ..studies.cone import chapter_corpus
 from ..studies.long_texts import document_count
 
 MODEL = {
@@ -76,12 +74,6 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not y
         "easy_set": p.optional(p.retrieval_set), "hard_set": p.optional(p.retrieval_set),
         "easy_k": p.integer(1), "hard_k": p.integer(1),
     },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
-    "03_inside_the_cone": {
-        **MODEL, **COMPARED,
-        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
-        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
-    },
     "04_attention_context_similarity": {
         **MODEL, "models": p.text_list(0),
         "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),
@@ -102,13 +94,6 @@ CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not y
         "stride_words": p.integer(1), "reranker": p.optional(p.text), "rerank_depth": p.integer(1),
         "finetune": p.boolean, "finetune_model": p.optional(p.text), "finetune_seeds": p.integer(1, 64),
         "finetune_epochs": p.integer(1, 10_000),
-    },
-    "08_across_models": {
-        **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
-        "corpus_texts": p.optional(p.integer(2)),
-        "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
-        "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
-        "atlas_results": p.optional(p.text),
     },
 }
 
@@ -165,35 +150,6 @@ def positions(name: str) -> p.Need:
         return None if values[name] <= limit else (values[name], f"this model has {limit} positions")
 
     return within_positions
-
-
-def _corpus_size(values: Mapping[str, Any]) -> int | None:
-    """How many texts chapter 3 reads: ``n_texts``, or the whole corpus (None when it is SNLI, whose size
-    is known only once loaded)."""
-    whole, asked = corpora.CORPUS_SIZE if values["corpus"] == "project" else None, values["n_texts"]
-    return asked if asked is not None and (whole is None or asked < whole) else whole
-
-
-@p.need("k_extremes", "at most as many sentences as the chapter reads (n_texts)")
-def _extremes_within_corpus(values):
-    n, k = _corpus_size(values), values["k_extremes"]
-    return None if n is None or k <= n else (k, f"the chapter reads {n} sentences")
-
-
-@p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
-        "with length needs lengths that vary)", model=True)
-def _lengths_vary(values, view):
-    sample = chapter_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
-    counts = view.word_counts(sample)
-    if len(set(counts)) > 1:
-        return None
-    return values["n_texts"], f"its {len(counts)} sentences all have {counts[0]} word tokens"
-
-
-@p.need("k_vocab", "at most as many tokens as the model's vocabulary has", model=True)
-def _vocab_within_model(values, view):
-    k, size = values["k_vocab"], view.vocabulary
-    return None if k <= size else (k, f"the vocabulary has {size}")
 
 
 @p.need("n_positions", "a length the model reads whole: at most its max_seq_length (None: that length, "
@@ -266,13 +222,10 @@ NEEDS: dict[str, tuple[p.Need, ...]] = {
         distinct("sentences", "a correlation over texts needs texts that differ"),
         words("easy_set", 1, "a word token to measure"), words("hard_set", 1, "a word token to measure"),
     ),
-    "02_similarity_attractor": (words("pairs", 1, "MaxSim matches word tokens"),),
-    "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
     "04_attention_context_similarity": (positions("text_length"),),
     "05_embeddings_without_tears": (_keys_within_corpus, _fillers_within_corpus, _fit_split_leaves_enough,
                                     _positions_within_model),
     "06_search_in_practice": (_documents_within_corpus,),
-    "08_across_models": (positions("head_length"), *atlas_needs.NEEDS),
 }
 
 

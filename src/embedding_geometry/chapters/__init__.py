@@ -18,8 +18,11 @@ chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.ta
 Nothing in ``core`` or ``studies`` imports a chapter package. The notebook imports its chapter's
 modules directly: ``from embedding_geometry.chapters.ch05_without_tears import whitening``.
 
+    ch02_attractor      chapter 2, The similarity attractor
+    ch03_cone           chapter 3, Inside the Cone
     ch04_heads          chapter 4, What attention heads write
     ch05_without_tears  chapter 5, Embeddings without tears, measured
     ch06_search         chapter 6, Search in practice, measured
     ch07_objective      chapter 7, One backbone, two losses
+    ch08_across         chapter 8, Across models, on relative depth
 """

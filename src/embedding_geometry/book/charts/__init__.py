@@ -10,10 +10,7 @@
 - ``primer``: the primer's toy charts, each with its frame and a slider (angle, pooling, PCA
   artefact, centering, relative depth);
 - ``layers``: chapter 1's charts, one measurement of every model run side by side on relative
-  depth (series by colour, models by dash) over the published curves;
-- ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
-- ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
-- ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
+  depth (series by colour, models by dash) over the published curves.
 
 A chapter package keeps the charts only its chapter draws (for example
 ``chapters/ch07_objective/charts.py``, on the kinds here); they are not re-exported here.
