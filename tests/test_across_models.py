@@ -10,11 +10,13 @@ import pytest
 from conftest import copy_book, run_build, tiny_profile
 from test_layer_by_layer import assert_intervals_and_nulls
 
-from embedding_geometry.book import charts, claims
+from embedding_geometry.book import claims
 from embedding_geometry.book.claims import words
 from embedding_geometry.book import model_verdicts as mv
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import plan
+from embedding_geometry.book.charts import theme
+from embedding_geometry.chapters.ch08_across import charts
 from embedding_geometry.studies import across_models as across
 from embedding_geometry.studies import cone, layer_by_layer
 
@@ -212,8 +214,8 @@ def test_charts_draw_every_model_over_the_published_curves():
     colours, dashes = encoding["color"]["scale"], encoding["strokeDash"]["scale"]
     assert colours["domain"] == ["model-a (6 blocks)", "model-a · random-init control",
                                  "within-sentence — published (pub)", "cross-sentence baseline — published (pub)"]
-    assert colours["range"][0] == colours["range"][1] and colours["range"][2:] == charts.PUBLISHED_GREYS[:2]
-    assert dashes["range"] == [[1, 0], [6, 3], *charts.PUBLISHED_DASHES[:2]]  # each published curve its own
+    assert colours["range"][0] == colours["range"][1] and colours["range"][2:] == theme.PUBLISHED_GREYS[:2]
+    assert dashes["range"] == [[1, 0], [6, 3], *theme.PUBLISHED_DASHES[:2]]  # each published curve its own
     grids = charts.head_grid_frame({"m": {"d": [[1, 2], [3, 4]]}, "n": {"d": [[1, 2], [3, 4]]}})
     assert len(charts.head_grids(grids, {"d": "distance"}).to_dict()["vconcat"]) == 2  # one under the other
 

@@ -1,4 +1,4 @@
-"""Chapter 3's studies (studies.anisotropy, studies.centering, studies.cone_exercises): anisotropy,
+"""Chapter 3's studies (studies.anisotropy, studies.centering, chapters.ch03_cone.exercises): anisotropy,
 the cone axis, every study function and the per-unit values its claims resample, on hand-computed
 cases."""
 
@@ -10,12 +10,12 @@ import torch
 
 from embedding_geometry.book.claims import reduce as reducers
 from embedding_geometry.book.claims import samples
+from embedding_geometry.chapters.ch03_cone import exercises as ex
 from embedding_geometry.core import geometry
 from embedding_geometry.studies import anisotropy as an
 from embedding_geometry.studies import cone
 from embedding_geometry.studies import cone_axis as ax
 from embedding_geometry.studies import centering
-from embedding_geometry.studies import cone_exercises as ex
 
 SQRT2 = np.sqrt(2)
 
@@ -723,15 +723,12 @@ def test_measure_all_gives_every_model_every_ledger_metric(tiny_bert):
 # --------------------------------------------------------------------------- the seed's coverage
 
 def test_coverage_lists_every_figure_claim_and_erratum_of_the_post_with_a_status():
-    from importlib import resources
-
     import yaml
 
     from embedding_geometry.book import claims, coverage as grades
     from embedding_geometry.core import corpora
 
-    folder = resources.files("embedding_geometry") / "data" / "coverage"
-    coverage = yaml.safe_load((folder / "03_inside_the_cone.yaml").read_text())
+    coverage = yaml.safe_load(grades.path("03_inside_the_cone").read_text())
     items = coverage["items"]
     assert coverage["seed"] == "002" and coverage["chapter"] == "03_inside_the_cone"
     for item in items:

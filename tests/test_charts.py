@@ -11,6 +11,8 @@ import pytest
 from embedding_geometry.book import charts
 from embedding_geometry.book.claims.ledger import lookup
 from embedding_geometry.chapters.ch01_layers import charts as layer_charts
+from embedding_geometry.chapters.ch02_attractor import charts as attractor
+from embedding_geometry.chapters.ch03_cone import charts as cone
 from embedding_geometry.core import activations
 
 CDN = re.compile(r"cdn\.jsdelivr|unpkg\.com|cdnjs", re.I)
@@ -173,13 +175,13 @@ def test_a_series_under_a_measurement_the_run_did_not_make_is_left_out():
     frame = layer_charts.models_series_frame({"tiny": metrics},
                                              {"trained": "curve", "random-init control": "control.curve"})
     assert set(frame["series"]) == {"trained"} and len(frame) == 3
-    empty = charts.cone_frame({"org/tiny": metrics}, {"R": "topics.removal", "control": "control.curve"})
+    empty = cone.cone_frame({"org/tiny": metrics}, {"R": "topics.removal", "control": "control.curve"})
     assert empty.empty and {"relative_depth", "value", "model", "kind"} <= set(empty.columns)
-    charts.cone_lines(empty, "R").to_dict()
+    cone.cone_lines(empty, "R").to_dict()
 
 
 
-@pytest.mark.parametrize("draw", [charts.model_lines, layer_charts.compare_chart])
+@pytest.mark.parametrize("draw", [attractor.model_lines, layer_charts.compare_chart])
 def test_published_curves_under_models_each_get_their_own_grey_and_dash(draw):
     """Chapters 1 and 2 draw the post's curves as chapter 0 does: a grey and a dash each, named."""
     run = pd.concat([charts.per_layer_frame({name: np.linspace(0, 1, 4)}, model)
@@ -207,7 +209,5 @@ def test_a_models_random_init_controls_show_as_one_row_their_mean_over_seeds():
 
 
 def test_a_cell_lists_up_to_three_values_and_summarises_more():
-    from embedding_geometry.book.charts import cone
-
     assert cone._listed([0.5, 0.25]) == "0.500, 0.250" and cone._listed(None) == "—" and cone._listed([]) == "—"
     assert cone._listed([0.1, 0.2, 0.3, 0.6]) == "0.300 (0.100–0.600, 4 values)"

@@ -17,7 +17,8 @@ from conftest import tiny_parameters
 
 from embedding_geometry.book import claims, results
 from embedding_geometry.core import activations, geometry
-from embedding_geometry.studies import anisotropy, cone, cone_exercises
+from embedding_geometry.chapters.ch03_cone import exercises as ex
+from embedding_geometry.studies import anisotropy, cone
 from verdict_checks import page_outputs, unnamed
 
 pytestmark = pytest.mark.slow
@@ -137,7 +138,7 @@ def test_exercise_answers_are_recorded_and_recompute(document, tiny_bert):
     exercises = metrics["exercises"]
     assert set(exercises) == {"n_texts_64", "k_extremes_20", "k_vocab_100"}
     sample = inputs["exercise_sample"]
-    assert sample == cone.chapter_corpus("project", cone_exercises.N_TEXTS, seed=0)["sentence"].tolist()
+    assert sample == cone.chapter_corpus("project", ex.N_TEXTS, seed=0)["sentence"].tolist()
     assert set(sample) <= set(inputs["sentences"])  # a subset: no forward pass of its own
     record = activations.extract(tiny_bert, sample, batch_size=8, cache=False, progress=False)
     answer = exercises["n_texts_64"]

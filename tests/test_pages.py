@@ -31,8 +31,8 @@ def test_parameter_table_reads_the_parameters_cell_and_the_rules(tmp_path, monke
     write_notebook(tmp_path, "01_x", 'model = "m"  # which model\nsizes = [1, 2]  # some sizes\n'
                    'flag: bool = False\nn = None  # None: all\n')
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setitem(rules.CHAPTERS, "01_x", {"model": p.text, "sizes": p.number_list(0, 5), "flag": p.boolean,
-                                                 "n": p.optional(p.integer(1))})
+    rule_table = {"model": p.text, "sizes": p.number_list(0, 5), "flag": p.boolean, "n": p.optional(p.integer(1))}
+    monkeypatch.setattr(rules, "chapters", lambda: {"01_x": rule_table})
     table = pages.parameter_table("01_x")
     assert table.to_dict("records") == [
         {"parameter": "model", "default": '"m"', "type": "str", "meaning": "which model",

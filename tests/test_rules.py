@@ -1,4 +1,4 @@
-"""What each chapter's computations need (its package's ``rules.NEEDS``, or book/rules.py's NEEDS):
+"""What each chapter's computations need (its package's ``rules.NEEDS``):
 every need accepts a value at its boundary, refuses the value one step past it with one line naming
 the parameter, the item at fault and what is needed — before any forward pass (the tiny BERT's
 tokenizer and sizes only: MiniLM's uncased WordPiece, max_seq_length 128, 160 positions, a

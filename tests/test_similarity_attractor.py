@@ -382,11 +382,9 @@ def test_a_failing_headline_is_still_a_headline():
 # --------------------------------------------------------------------------- the coverage table
 
 def test_the_coverage_table_lists_every_figure_and_claim_with_a_status_and_a_place():
-    from importlib import resources
+    from embedding_geometry.book.coverage import STATUSES, path as coverage_path
 
-    from embedding_geometry.book.coverage import STATUSES
-
-    path = resources.files("embedding_geometry") / "data" / "coverage" / f"{SLUG}.yaml"
+    path = coverage_path(SLUG)
     coverage = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert coverage["seed"].startswith("000")
     kinds = [item["kind"] for item in coverage["items"]]

@@ -44,7 +44,6 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``cone_axis``           chapter 3: the cone axis, what it encodes and how it compares across models
     ``cone``                chapter 3's run: its sentences, every model's pass, every measurement per model
     ``centering``           chapter 3: whether a centering vector is corpus-specific (per-topic geometry)
-    ``cone_exercises``      chapter 3: the exercises' answers, each for its changed parameter value
     ``context_similarity``  chapter 4: attention-head context similarity, streamed texts in, metrics out
     ``context_matrices``    chapter 4: context similarity matrices and their pairs
     ``context_stats``       chapter 4: the running totals, their settings and per-text rows, resamples of texts
@@ -87,9 +86,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
-    ``charts``          Altair charts, rendered offline: ``theme``, ``frames``, ``depth``, ``matrices``,
-                        ``attractor`` (chapter 2), ``cone`` (chapter 3), ``practice`` (the tables chapters
-                        5 and 6 both show), ``across`` (chapter 8)
+    ``charts``          Altair charts, rendered offline, the kinds the chapters share: ``theme``, ``frames``,
+                        ``depth``, ``matrices``, ``practice`` (the tables chapters 5 and 6 both show)
     ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once

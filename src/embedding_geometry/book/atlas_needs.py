@@ -1,6 +1,6 @@
 """What chapter 8 and the atlas need of their corpus and of another run's results, checked before
-any model runs (``book.rules`` lists them among chapter 8's needs; the page's parameter table
-states each beside its rule):
+any model runs (chapter 8's rules, ``chapters.ch08_across.rules``, list them among its needs; the
+page's parameter table states each beside its rule):
 
 - ``corpus`` opens (``core.text_sources``: the file exists, decodes as UTF-8, holds at least two
   texts, has ``corpus_column``; a hub dataset loads);

@@ -1,12 +1,13 @@
 """Every chapter's parameters, the rule each must satisfy, and what each chapter's computations
-need of them: the book's registry of these rules, derived. A chapter package keeps its own rules
-and needs in its ``rules`` module (``RULES``: its parameters' rules; ``NEEDS``), found by its
-ledger's ``chapter:`` and imported by name when first asked for (:func:`chapters`), so that this
-module imports no chapter package (``tests/test_layers.py``) and a chapter's rules can import the
-rule sets shared here: :data:`MODEL`, :data:`CONTROLS`, :data:`COMPARED`, :data:`unit`,
-:func:`words`, :func:`distinct`, :func:`positions`. The chapters with no package yet are in
-:data:`CHAPTERS` and :data:`NEEDS`; a new chapter with no package declares its parameters in its
-ledger (``parameters:``); the book's own pages, which are no chapters, are in :data:`PAGES`.
+need of them: the book's registry of these rules, derived, never written here. A chapter package
+keeps its own rules and needs in its ``rules`` module (``CHAPTER``: the slug; ``RULES``: its
+parameters' rules; ``NEEDS``), which this registry finds in ``chapters/*/rules.py`` and imports by
+name when first asked for (:func:`chapters`), so that this module imports no chapter package
+(``tests/test_layers.py``) and a chapter's rules can import the rule sets shared here:
+:data:`MODEL`, :data:`CONTROLS`, :data:`COMPARED`, :data:`unit`, :func:`words`, :func:`distinct`,
+:func:`positions`. A chapter whose package has no ``rules`` module declares its parameters in its
+ledger (``parameters:``, CONTRIBUTING.md's example); the book's own pages, which are no chapters,
+are in :data:`PAGES`.
 
 A chapter notebook's ``parameters`` cell declares the names and defaults (what papermill
 overrides); ``RULES`` says what each value must be alone, and ``NEEDS`` what the chapter's
@@ -25,15 +26,13 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import atlas_needs
 from . import parameters as p
 from .claims import ledger
 from .claims.ledger import LedgerError
-from ..core import corpora
-from ..studies.cone import chapter_corpus
 
 MODEL = {
     "model": p.text,
@@ -59,27 +58,6 @@ COMPARED = {
 
 unit = p.number(0.0, 1.0)
 """A share or a probability: a number in [0, 1]."""
-
-CHAPTERS: dict[str, dict[str, p.Rule]] = {  # the chapters whose rules are not yet in their package
-    "00b_primer": {
-        **MODEL, "pair": p.sentence_pair, "n_texts": p.integer(2, corpora.CORPUS_SIZE),
-        "centering": unit, "toy_offset": p.number(0.0, 10.0),
-        "toy_elongation": p.number(0.001, 1.0), "toy_stretch": p.number(0.0, 0.5),
-    },
-    "02_similarity_attractor": {**MODEL, "pairs": p.sentence_pairs, **COMPARED},
-    "03_inside_the_cone": {
-        **MODEL, **COMPARED,
-        "corpus": p.one_of(*corpora.CORPORA), "n_texts": p.optional(p.integer(3)),
-        "token_set": p.one_of("word", "all"), "k_extremes": p.integer(1), "k_vocab": p.integer(1),
-    },
-    "08_across_models": {
-        **MODEL, **COMPARED, "corpus": p.optional(p.text), "corpus_column": p.text,
-        "corpus_texts": p.optional(p.integer(2)),
-        "head_texts": p.integer(1), "head_length": p.integer(4, 8192),
-        "sample_size": p.integer(2, 4096), "shard_texts": p.optional(p.integer(1)),
-        "atlas_results": p.optional(p.text),
-    },
-}
 
 PAGES: dict[str, dict[str, p.Rule]] = {
     "98_performance": {"bench_file": p.text},
@@ -136,65 +114,25 @@ def positions(name: str) -> p.Need:
     return within_positions
 
 
-def _corpus_size(values: Mapping[str, Any]) -> int | None:
-    """How many texts chapter 3 reads: ``n_texts``, or the whole corpus (None when it is SNLI, whose size
-    is known only once loaded)."""
-    whole, asked = corpora.CORPUS_SIZE if values["corpus"] == "project" else None, values["n_texts"]
-    return asked if asked is not None and (whole is None or asked < whole) else whole
-
-
-@p.need("k_extremes", "at most as many sentences as the chapter reads (n_texts)")
-def _extremes_within_corpus(values):
-    n, k = _corpus_size(values), values["k_extremes"]
-    return None if n is None or k <= n else (k, f"the chapter reads {n} sentences")
-
-
-@p.need("n_texts", "a sample whose sentences differ in word-token count (Spearman's ρ of the cone axis "
-        "with length needs lengths that vary)", model=True)
-def _lengths_vary(values, view):
-    sample = chapter_corpus(values["corpus"], values["n_texts"], values["seed"])["sentence"].tolist()
-    counts = view.word_counts(sample)
-    if len(set(counts)) > 1:
-        return None
-    return values["n_texts"], f"its {len(counts)} sentences all have {counts[0]} word tokens"
-
-
-@p.need("k_vocab", "at most as many tokens as the model's vocabulary has", model=True)
-def _vocab_within_model(values, view):
-    k, size = values["k_vocab"], view.vocabulary
-    return None if k <= size else (k, f"the vocabulary has {size}")
-
-
-NEEDS: dict[str, tuple[p.Need, ...]] = {
-    "00b_primer": (words("pair", 1, "MaxSim matches word tokens"),),
-    "02_similarity_attractor": (words("pairs", 1, "MaxSim matches word tokens"),),
-    "03_inside_the_cone": (_extremes_within_corpus, _lengths_vary, _vocab_within_model),
-    "08_across_models": (positions("head_length"), *atlas_needs.NEEDS),
-}
-
-
 @functools.cache
 def _packages() -> dict[str, ModuleType]:
-    """Each chapter package's ``rules`` module, by its chapter's slug (the ``chapter:`` of the
-    package's ``ledger.yaml``), imported on first use."""
+    """Each chapter package's ``rules`` module (``chapters/<package>/rules.py``), by the slug it names
+    (``CHAPTER``), imported on first use."""
     found = {}
-    for slug, where in ledger.ledgers().items():
-        if where.name == ledger.CHAPTER_LEDGER and (where.parent / "rules.py").is_file():
-            found[slug] = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.chapters.{where.parent.name}.rules")
+    for path in sorted(Path(__file__).parents[1].glob("chapters/*/rules.py")):
+        module = importlib.import_module(f"{__package__.rsplit('.', 1)[0]}.chapters.{path.parent.name}.rules")
+        if module.CHAPTER in found:
+            raise ValueError(f"{path}: chapter {module.CHAPTER} has its rules in {found[module.CHAPTER].__file__} too")
+        found[module.CHAPTER] = module
     return found
 
 
 def chapters() -> dict[str, dict[str, p.Rule]]:
-    """Every rule table of the book, by slug: each chapter package's ``RULES``, or the rules its
-    ledger declares (``parameters:``, read by :func:`parameters.declared`), on top of :data:`MODEL`;
-    the tables still written in :data:`CHAPTERS`; and the pages' (:data:`PAGES`)."""
-    tables = dict(CHAPTERS)
-    for slug in ledger.ledgers():
-        module = _packages().get(slug)
-        if module is not None:
-            tables[slug] = {**MODEL, **module.RULES}
-        elif slug not in tables:
-            tables[slug] = _declared(slug)
+    """Every rule table of the book, by slug: each chapter package's ``RULES``, or, for a chapter
+    whose package has no ``rules`` module, the rules its ledger declares (``parameters:``, read by
+    :func:`parameters.declared`), on top of :data:`MODEL`; and the pages' (:data:`PAGES`)."""
+    tables = {slug: {**MODEL, **module.RULES} for slug, module in _packages().items()}
+    tables.update({slug: _declared(slug) for slug in ledger.ledgers() if slug not in tables})
     return dict(sorted({**tables, **PAGES}.items()))
 
 
@@ -218,11 +156,11 @@ def rules_for(slug: str) -> dict[str, p.Rule]:
 
 
 def needs_for(slug: str) -> tuple[p.Need, ...]:
-    """The needs of chapter ``slug``: its package's ``NEEDS``, or those written in :data:`NEEDS` (none
-    for a chapter that computes nothing on its values)."""
+    """The needs of chapter ``slug``: its package's ``NEEDS`` (none for a chapter whose rules are in
+    its ledger, or for a page)."""
     rules_for(slug)
     module = _packages().get(slug)
-    return tuple(module.NEEDS) if module is not None else NEEDS.get(slug, ())
+    return tuple(module.NEEDS) if module is not None else ()
 
 
 def check(slug: str, values: Mapping[str, Any], view: p.ModelView | None = None) -> dict[str, Any]:

@@ -1,18 +1,15 @@
 """Altair charts for the book, rendered offline. Every module of this package is re-exported here
-(its own functions, classes and constants; a new chapter's chart module is found without a list):
+(its own functions, classes and constants; a new module is found without a list):
 
 - ``theme``: the book's theme and the offline ``book`` renderer (``use_theme``, ``write_bundle``);
 - ``frames``: tidy DataFrames (series × depth, tokens, published curves);
 - ``depth``: charts over depth and tokens (lines with published overlays, bars, heatmaps, sliders);
 - ``matrices``: model × model heatmaps, each cell labelled, and a strip of ticks per category;
 - ``practice``: the tables chapters 5 and 6 both show (how a table reads there, the judged query
-  set, what no measurement decides, the errata);
-- ``across``: chapter 8's charts, one measurement on every model compared, and per-head grids;
-- ``attractor``: chapter 2's curves of every model (a colour per series, a dash per model) and tables;
-- ``cone``: chapter 3's per-depth curves of every trained model, its controls and the post's.
+  set, what no measurement decides, the errata).
 
-A chapter package keeps the charts only its chapter draws (for example
-``chapters/ch07_objective/charts.py``, on the kinds here); they are not re-exported here.
+Every chapter package keeps the charts only its chapter draws (``chapters/<package>/charts.py``, on
+the kinds here); they are not re-exported here.
 
 Chart helpers take tidy DataFrames and return an ``alt.Chart``; per-layer charts put depth on
 the x-axis as relative depth r = l / L whenever a published curve is overlaid.

@@ -8,6 +8,9 @@ from __future__ import annotations
 from ...book import parameters as p
 from ...book.rules import words
 
+CHAPTER = "00_the_model"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {"extra_sentences": p.text_list(0)}
 """Each of the chapter's own parameters and its rule (the book's registry adds ``MODEL``'s)."""
 

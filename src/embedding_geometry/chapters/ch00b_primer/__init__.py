@@ -6,9 +6,8 @@ vectors a reader can see, then on the model. Its modules, in the order the noteb
                 three similarities, and the page's metrics and exercises' answers
     ``charts``  the page's interactive charts, each with the frame it draws and a slider (angle,
                 pooling, PCA artefact, centering, relative depth), on the book's theme
+    ``rules``   its parameters' rules and needs
 
-The primer has no claims ledger and no coverage file: it judges no claim. Its parameters' rules and
-needs therefore stay in the book's registry (``book.rules.CHAPTERS`` and ``NEEDS``, under
-``00b_primer``), which finds a package's rules through its ledger's ``chapter:``.
+The primer has no claims ledger and no coverage file: it judges no claim.
 Nothing is imported here: the notebook imports the modules it uses.
 """

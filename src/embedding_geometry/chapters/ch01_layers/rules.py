@@ -8,6 +8,9 @@ from __future__ import annotations
 from ...book import parameters as p
 from ...book.rules import CONTROLS, distinct, words
 
+CHAPTER = "01_layer_by_layer"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {
     "models": p.model_list, **CONTROLS,
     "sentences": p.optional(p.text_list(3)),

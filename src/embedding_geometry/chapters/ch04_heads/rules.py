@@ -9,6 +9,9 @@ from ...book import parameters as p
 from ...book.rules import positions, unit
 from ...core import windows
 
+CHAPTER = "04_attention_context_similarity"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {
     "models": p.text_list(0),
     "texts": p.one_of(*windows.SOURCES), "n_texts": p.integer(1),

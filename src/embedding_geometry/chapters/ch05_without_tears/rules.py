@@ -16,6 +16,9 @@ CLS_POSITIONS = 102
 """The shortest text whose [CLS] attention reaches every position bucket of chapter 5
 (``cls_attention.MIN_POSITIONS``; a test checks that they agree)."""
 
+CHAPTER = "05_embeddings_without_tears"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {
     **COMPARED,
     "pair_sample": p.optional(p.integer(2)),

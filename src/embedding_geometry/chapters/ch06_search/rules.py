@@ -9,6 +9,9 @@ from ...book import parameters as p
 from ...core import corpora
 from ...studies.long_texts import document_count
 
+CHAPTER = "06_search_in_practice"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {
     "models": p.text_list(0), "pair_sample": p.optional(p.integer(2)),
     "n_long_docs": p.integer(2), "long_words": p.integer(2), "window_words": p.integer(1),

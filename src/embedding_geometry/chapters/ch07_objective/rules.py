@@ -17,6 +17,9 @@ from ...core.errors import ParameterError
 STEPS_AT_LEAST = 6
 """Chapter 7's fewest steps: a copy's levelling compares tenths of 2 steps or more (training.levelled)."""
 
+CHAPTER = "07_training_objective"
+"""The chapter these rules are for (its notebook's name)."""
+
 RULES: dict[str, p.Rule] = {
     "workers": p.integer(1, 64),
     "warmup": p.number(0.0, 0.5), "temperature": p.number(1e-3, 10.0), "max_length": p.integer(4, 8192),

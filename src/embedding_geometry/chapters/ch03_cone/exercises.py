@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .anisotropy import anisotropy_per_depth
-from .cone_axis import end_topics
+from ...studies.anisotropy import anisotropy_per_depth
+from ...studies.cone_axis import end_topics
 
 
 def sample_pools(sample: Sequence[str], sentences: Sequence[str], pools: np.ndarray,

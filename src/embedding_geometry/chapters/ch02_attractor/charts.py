@@ -3,7 +3,9 @@ colour per series, a dash per model (a random-init control dashed like its model
 published curves thin underneath, each its own grey and dash — and the tables that sum them up.
 
 ``by_model`` is the chapter's ``{model id: metrics}`` (studies.similarity_attractor.by_model):
-the main model first, then every other trained model of the ``models`` parameter.
+the main model first, then every other trained model of the ``models`` parameter. The book's chart
+kinds the notebook shows too (``book.charts``: heatmaps over depth, grouped bars, the token animation
+and their frames) are named here for the notebook.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..claims import lookup
-from ..claims.words import number
-from .frames import per_layer_frame
-from .theme import published_lines
+from ...book.charts.depth import depth_heatmap, grouped_bars, token_animation
+from ...book.charts.frames import per_layer_frame, published_frame, rows_frame, token_positions_frame
+from ...book.charts.theme import published_lines
+from ...book.claims import lookup
+from ...book.claims.words import number
 
 __all__ = ["final_scores_frame", "model_lines", "series_by_model", "pair_sets_frame", "peak_table", "relative_gap",
-           "short_model", "truncation_table"]
+           "short_model", "truncation_table",
+           "depth_heatmap", "grouped_bars", "token_animation", "published_frame", "rows_frame", "token_positions_frame"]
+"""The chapter's charts and tables, and the shared ones its notebook shows from here too (the last six)."""
 
 DASHES = [[1, 0], [6, 3], [2, 2], [10, 3, 2, 3]]
 """Dash patterns of the models, in order (the main model solid)."""

@@ -1,6 +1,8 @@
 """Chapter 3's charts: per-depth curves of every trained model the chapter runs (a colour per
 model, a dash per kind of curve: the model's own, its random-init controls', token- against
-sentence-level), on relative depth, over the post's curve in grey."""
+sentence-level), on relative depth, over the post's curve in grey — and its tables. The book's chart
+kinds the notebook shows too (``book.charts``: value bars, the model × model heatmap and its frame, a
+strip of ticks per category) are named here for the notebook."""
 
 from __future__ import annotations
 
@@ -11,13 +13,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...book.charts.depth import value_bars
+from ...book.charts.frames import per_layer_frame, published_frame
+from ...book.charts.matrices import category_strip, matrix_frame, matrix_heatmap
+from ...book.charts.theme import CATEGORY_COLORS, PUBLISHED_COLOR
+from ...book.claims.ledger import lookup
+from ...book.tables import number_text
 from ...core import models
-from ..tables import number_text
-from .frames import per_layer_frame, published_frame
-from ..claims.ledger import lookup
-from .theme import CATEGORY_COLORS, PUBLISHED_COLOR
 
-__all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model"]
+__all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model",
+           "value_bars", "matrix_frame", "matrix_heatmap", "category_strip"]
+"""The chapter's charts and tables, and the shared ones its notebook shows from here too (the last four)."""
 
 DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
 

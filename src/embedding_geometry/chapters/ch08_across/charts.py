@@ -20,9 +20,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..claims import lookup
-from .frames import per_layer_frame, published_frame
-from .theme import CATEGORY_COLORS, PUBLISHED_DASHES, PUBLISHED_GREYS, published_label
+from ...book.charts.frames import per_layer_frame, published_frame
+from ...book.charts.theme import CATEGORY_COLORS, PUBLISHED_DASHES, PUBLISHED_GREYS, published_label
+from ...book.claims import lookup
 
 __all__ = ["head_grid_frame", "head_grids", "models_chart", "models_figure", "models_frame", "published_gap"]
 
