@@ -216,7 +216,7 @@ def test_a_malformed_ledger_entry_is_one_line_naming_the_claim(tmp_path):
 def test_every_packaged_ledger_loads_and_the_family_counts_published_claims_at_home():
     from embedding_geometry.book.claims import ledger
 
-    slugs = ledger.ledgers()  # data/claims/<slug>.yaml and each chapter package's ledger.yaml
+    slugs = ledger.ledgers()  # each chapter package's ledger.yaml
     assert "07_training_objective" in slugs and slugs["07_training_objective"].name == "ledger.yaml"
     found = [claim for slug in slugs for claim in claims.load(slug).claims]
     assert claims.family_size() == sum(c.in_family for c in found) > 50

@@ -176,7 +176,7 @@ class Chapter:
 
     @cached_property
     def ledger(self) -> claims.Ledger:
-        """The chapter's claims ledger (``data/claims/<slug>.yaml`` or its chapter package's ``ledger.yaml``)."""
+        """The chapter's claims ledger (its chapter package's ``ledger.yaml``)."""
         return claims.load(self.slug)
 
     def verdict(self, claim_id: str, model: str | None = None) -> claims.Verdict:

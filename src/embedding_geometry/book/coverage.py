@@ -1,6 +1,6 @@
 """What the book covers of its five source texts: every figure, table and quantitative or causal
 claim of each text, with its grade, read from each chapter's coverage file (:func:`files`: a chapter
-package's ``coverage.yaml``, or ``data/coverage/<chapter>.yaml``).
+package's ``coverage.yaml``).
 
 A grade is one of :data:`STATUSES`: *reproduced* (the text's procedure runs here and gives a
 result or a verdict), *partly* (something of it runs; ``why`` says what is missing), *missing*
@@ -46,12 +46,11 @@ COVERAGE = "coverage.yaml"
 
 def files(folder: str | Path | None = None) -> list[Path]:
     """Every coverage file, in its chapter's order (its ``chapter:``, the slug): those in ``folder``,
-    or the packaged ones, ``data/coverage/*.yaml`` and each chapter package's ``coverage.yaml``."""
+    or each chapter package's ``coverage.yaml``."""
     if folder is not None:
         found = sorted(Path(folder).glob("*.yaml"))
     else:
-        package = Path(str(resources.files("embedding_geometry")))
-        found = sorted((package / "data" / "coverage").glob("*.yaml")) + sorted(package.glob(f"chapters/*/{COVERAGE}"))
+        found = sorted(Path(str(resources.files("embedding_geometry"))).glob(f"chapters/*/{COVERAGE}"))
     return sorted(found, key=lambda path: (yaml.safe_load(path.read_text(encoding="utf-8"))["chapter"], path.name))
 
 

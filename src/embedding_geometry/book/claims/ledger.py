@@ -1,6 +1,5 @@
-"""The claims ledger: each chapter's claims as data (``data/claims/<slug>.yaml``, or a chapter
-package's ``chapters/<package>/ledger.yaml`` whose ``chapter:`` names its slug; :func:`path` finds
-either), checked when read.
+"""The claims ledger: each chapter's claims as data (its package's ``chapters/<package>/ledger.yaml``,
+whose ``chapter:`` names its slug; :func:`path` finds it), checked when read.
 
     claims:
       - id: short-kebab-id
@@ -265,20 +264,15 @@ class Ledger:
     left_out: list[Mapping[str, Any]] = field(default_factory=list)
 
 
-def _folder() -> Path:
-    return Path(str(resources.files("embedding_geometry") / "data" / "claims"))
-
-
 CHAPTER_LEDGER = "ledger.yaml"
 """A chapter package's ledger: ``chapters/<package>/ledger.yaml``, its ``chapter:`` the slug."""
 
 
 @functools.cache
 def ledgers() -> dict[str, Path]:
-    """Every packaged ledger by its chapter's slug, in slug order: ``data/claims/<slug>.yaml``, and
-    each chapter package's ``ledger.yaml`` (by its ``chapter:`` field). A slug with two ledgers is
-    an error."""
-    found = {p.stem: p for p in _folder().glob("*.yaml")}
+    """Every chapter package's ``ledger.yaml`` by its chapter's slug (its ``chapter:`` field), in slug
+    order. A slug with two ledgers is an error."""
+    found: dict[str, Path] = {}
     packages = Path(str(resources.files("embedding_geometry") / "chapters"))
     for ledger_path in sorted(packages.glob(f"*/{CHAPTER_LEDGER}")):
         slug = _parse(ledger_path.read_text()).get("chapter")
@@ -291,10 +285,11 @@ def ledgers() -> dict[str, Path]:
 
 def path(slug: str, folder: str | Path | None = None) -> Path:
     """Where chapter ``slug``'s ledger is: ``folder/<slug>.yaml`` with a ``folder``; else the packaged
-    one (:func:`ledgers`), or ``data/claims/<slug>.yaml`` where a new chapter's would go."""
+    one (:func:`ledgers`), or ``chapters/ch<slug>/ledger.yaml``, where a new chapter's goes."""
     if folder is not None:
         return Path(folder) / f"{slug}.yaml"
-    return ledgers().get(slug, _folder() / f"{slug}.yaml")
+    return ledgers().get(slug, Path(str(resources.files("embedding_geometry") / "chapters" / f"ch{slug}"
+                                        / CHAPTER_LEDGER)))
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: ten times faster
