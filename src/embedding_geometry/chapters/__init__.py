@@ -4,7 +4,8 @@ top to bottom in the order the notebook presents them, and its ``__init__`` docs
 that order. Its parameters' rules and needs are its ``rules`` module (``CHAPTER``: the slug;
 ``RULES``, ``NEEDS``), its claims ledger lives beside them as ``ledger.yaml`` (its ``chapter:`` names
 the slug; ``book.claims.ledger.path`` finds it), and its coverage of its text as ``coverage.yaml``
-(``book.coverage.path``). Importing a chapter package imports none of its modules (no torch on ``import embedding_geometry.chapters``).
+(``book.coverage.path``). Importing a chapter package imports none of its modules (no torch on
+``import embedding_geometry.chapters``).
 
 What two or more chapters use stays shared: measurements in ``core``, chapter topics in ``studies``,
 chart kinds and the presenting machinery in ``book`` (``book.charts``, ``book.tables``,
