@@ -92,7 +92,7 @@ def main() -> None:
         running = {kind: start(kind, args.steps, setting, chosen[kind]) for kind in MODELS}
         beside = {kind: seconds(process) for kind, process in running.items()}
         for kind in MODELS:
-            print(f"{setting:<9} {kind:<8} {alone[kind]:8.2f} {beside[kind]:9.2f} {beside[kind] / alone[kind]:15.2f}")
+            print(f"{setting:<9} {kind:<8} {alone[kind]:8.3g} {beside[kind]:9.3g} {beside[kind] / alone[kind]:15.2f}")
 
 
 if __name__ == "__main__":
