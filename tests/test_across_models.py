@@ -12,7 +12,7 @@ from test_layer_by_layer import assert_intervals_and_nulls
 
 from embedding_geometry.book import claims
 from embedding_geometry.book.claims import words
-from embedding_geometry.book import model_verdicts as mv
+from embedding_geometry.chapters.ch08_across import model_verdicts as mv
 from embedding_geometry.book import atlas
 from embedding_geometry.book.atlas import plan
 from embedding_geometry.book.charts import theme

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from embedding_geometry.book import claims, model_verdicts
+from embedding_geometry.book import claims
+from embedding_geometry.chapters.ch08_across import model_verdicts
 from embedding_geometry.book.claims import ledger as ledgers, words
 
 CHAPTERS_1_TO_4 = ("01_layer_by_layer", "02_similarity_attractor", "03_inside_the_cone",

@@ -68,7 +68,6 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
     ``rules``           every chapter's parameters and the rule each must satisfy (the registry: a chapter
                         package's own ``rules`` found by its ledger)
-    ``atlas_needs``     what chapter 8 and the atlas need of their corpus and of another run's results
     ``parameters``      the rule primitives and their one-line errors
     ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
@@ -88,7 +87,6 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``performance``     the Performance page: ``make bench``'s figures, or the build's own chapter times
     ``charts``          Altair charts, rendered offline, the kinds the chapters share: ``theme``, ``frames``,
                         ``depth``, ``matrices``, ``practice`` (the tables chapters 5 and 6 both show)
-    ``model_verdicts``  one ledger judged on several models: the claim × model table and what it says
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``schedule``        the chapters in order, and one alongside them in a second process sharing the cores

@@ -40,7 +40,7 @@ SOLID, DASHED = [1, 0], [6, 3]
 def models_frame(by_model: Mapping[str, Mapping[str, Any]], key: str,
                  models: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model, family, kind) of the metric at key
-    path ``key`` on every model (``models``: the roster of ``book.model_verdicts``; ``family`` is
+    path ``key`` on every model (``models``: the roster of ``model_verdicts``; ``family`` is
     the trained model a control copies). Models where the metric is None are left out."""
     frames = []
     for model, metrics in by_model.items():

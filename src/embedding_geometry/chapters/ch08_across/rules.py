@@ -1,12 +1,12 @@
 """Chapter 8's parameters: the rule each must satisfy alone (:data:`RULES`; the registry adds the rules
 every measuring chapter shares, ``book.rules.MODEL``) and what the chapter's computations need of
 them together (:data:`NEEDS`: the head pass's length, and what its corpus and another run's results
-must hold, ``book.atlas_needs``). The book's registry, :mod:`embedding_geometry.book.rules`, takes both.
+must hold, ``atlas_needs``). The book's registry, :mod:`embedding_geometry.book.rules`, takes both.
 """
 
 from __future__ import annotations
 
-from ...book import atlas_needs
+from . import atlas_needs
 from ...book import parameters as p
 from ...book.rules import COMPARED, positions
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.models import ModelInfo, control_of
-from . import claims
-from .claims import words
-from .claims.judge import FAILS, HOLDS
-from .pages import Folded, HtmlTable, chapter_label, claim_href
+from ...book import claims
+from ...book.claims import words
+from ...book.claims.judge import FAILS, HOLDS
+from ...book.pages import Folded, HtmlTable, chapter_label, claim_href
+from ...core.models import ModelInfo, control_of
 
 TRAINED, CONTROL = "trained", "control"
 READINGS = {

@@ -1,5 +1,5 @@
 """What chapter 8 and the atlas need of their corpus and of another run's results, checked before
-any model runs (chapter 8's rules, ``chapters.ch08_across.rules``, list them among its needs; the
+any model runs (chapter 8's rules, ``rules`` beside this module, list them among its needs; the
 page's parameter table states each beside its rule):
 
 - ``corpus`` opens (``core.text_sources``: the file exists, decodes as UTF-8, holds at least two
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import parameters as p
-from .results import atlas_documents
-from ..core import corpora, text_sources
+from ...book import parameters as p
+from ...book.results import atlas_documents
+from ...core import corpora, text_sources
 
 CHECKED_AT_ONCE = 4096
 """Texts of a corpus tokenized at a time when their word tokens are counted."""
