@@ -6,7 +6,7 @@ a study never imports ``book``). A chapter package imports what the chapters sha
 registry of the chapters' parameters, ``rules``, imports a package's ``rules`` by name at run time):
 
     core/      it measures: load a model, run it, capture its states, the geometry on arrays
-    studies/   one module per chapter topic: activations in, that chapter's metrics dict out
+    studies/   the analyses two or more chapters use (chapter 8 re-measures chapters 1–4): activations in, metrics out
     chapters/  one package per chapter for the code only it uses, its modules in the notebook's order
     book/      it presents: the chapter run, parameter rules, claims and verdicts, charts, pages, build
 
