@@ -3,7 +3,7 @@
 #                   Chromium is installed), build the site (_build/html), which links the PDF
 #   make test       set up .venv, run the whole test suite (what CI runs)
 # While working on the book:
-#   make test-fast  every test that needs neither the whole-book build nor the browser, on both cores (2½ min)
+#   make test-fast  every test that needs neither the whole-book build nor the browser, on both cores (1¼ min)
 #   make test-times the whole suite timed: its slowest 50 tests in build/bench.json (tests)
 #   make reader     the browser tests on the book `make book` built (screenshots in build/screenshots/)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
@@ -21,8 +21,9 @@ book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
 
 # make test runs the suite in two parts: the tests that build nothing on both cores (pytest-xdist;
-# 158 s on the 2-core machine on 2026-11-28), then the ones that build a book or drive the browser
-# in one process, where each build is made once and shared (2,297 s, the default build 877 s of it).
+# 73–81 s on the quiet 2-core machine on 2026-11-29), then the ones that build a book or drive the
+# browser in one process, where each build is made once and shared (1,209–1,240 s, the cold default
+# build 511 s of it; `make test` 21½–22 min in all).
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not tolerances" $(PYTEST_ARGS)
 	$(PY) -m pytest -m "(slow or browser) and not tolerances" $(PYTEST_ARGS)
