@@ -211,3 +211,12 @@ def test_a_models_random_init_controls_show_as_one_row_their_mean_over_seeds():
 def test_a_cell_lists_up_to_three_values_and_summarises_more():
     assert cone._listed([0.5, 0.25]) == "0.500, 0.250" and cone._listed(None) == "—" and cone._listed([]) == "—"
     assert cone._listed([0.1, 0.2, 0.3, 0.6]) == "0.300 (0.100–0.600, 4 values)"
+
+
+def test_a_model_is_named_without_its_organisation_and_a_control_by_its_seed():
+    from embedding_geometry.core import models
+
+    assert charts.short_model("sentence-transformers/all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
+    control = models.control_name("sentence-transformers/all-mpnet-base-v2", 3)
+    assert charts.short_model(control) == "all-mpnet-base-v2 · control 3"
+    assert charts.short_model("local-model") == "local-model"

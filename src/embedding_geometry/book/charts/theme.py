@@ -21,6 +21,7 @@ import altair as alt
 import pandas as pd
 
 from .. import tables
+from ...core import models
 
 
 
@@ -52,6 +53,18 @@ def short_name(name: str) -> str:
     Tooltips keep the full name."""
     name = str(name)
     return name.rstrip("/").rsplit("/", 1)[-1] if "/" in name and " " not in name.strip() else name
+
+
+def short_model(model: str) -> str:
+    """A model id without its organisation, and a control's "[random-init control, seed s]" as
+    "· control s": "all-MiniLM-L6-v2 · control 0"."""
+    if control := models.control_of(model):
+        return f"{short_model(control[0])} · control {control[1]}"
+    return model.rsplit("/", 1)[-1]
+
+
+MODEL_DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
+"""Each model's dash pattern, in order (the main model solid), where a chart tells models apart by dash."""
 
 
 def published_label(series: str, model: str) -> str:

@@ -16,13 +16,18 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ...book.charts.depth import depth_heatmap, layer_chart, token_heatmap
+from ...book.charts.frames import per_layer_frame, published_frame, rows_frame, step_frame
 from ...book.charts.theme import PUBLISHED_COLOR
 from ...core import geometry
 from ...studies import anisotropy
 from .primer import TOY_PAIR, partly_centred, refit_projection, stretch
 
 __all__ = ["VIEWS", "toy_pair_frame", "artefact_frames", "centering_frames", "depth_grid",
-           "angle_chart", "pair_scatter", "artefact_chart", "centering_chart", "depth_chart"]
+           "angle_chart", "pair_scatter", "artefact_chart", "centering_chart", "depth_chart",
+           "depth_heatmap", "layer_chart", "token_heatmap", "per_layer_frame", "published_frame", "rows_frame",
+           "step_frame"]
+"""The primer's charts, and the shared ones its notebook shows from here too (the last seven)."""
 
 VIEWS = {"fixed": "fixed axes (one PCA, fitted at depth 0)", "refit": "refitted axes (a new PCA per depth)"}
 

@@ -15,15 +15,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ...book.charts.frames import binned_frame, per_layer_frame, step_frame
-from ...book.charts.theme import PUBLISHED_COLOR, published_lines
+from ...book.charts.depth import layer_chart, token_animation
+from ...book.charts.frames import (binned_frame, per_layer_frame, published_binned_frame, published_frame, step_frame,
+                                   token_positions_frame)
+from ...book.charts.theme import MODEL_DASHES, PUBLISHED_COLOR, published_lines
 from ...book.claims.ledger import lookup
 
-__all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines"]
-
-DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
-"""The models' dash patterns, in order (the main model solid)."""
-
+__all__ = ["compare_chart", "models_binned_frame", "models_series_frame", "binned_lines",
+           "layer_chart", "token_animation", "per_layer_frame", "published_frame", "published_binned_frame",
+           "token_positions_frame"]
+"""The chapter's charts, and the shared ones its notebook shows from here too (the last six)."""
 
 def models_series_frame(measured: Mapping[str, Mapping[str, Any]], series: Mapping[str, str],
                         blocks: bool = False) -> pd.DataFrame:
@@ -52,7 +53,7 @@ def compare_chart(frame: pd.DataFrame, y_title: str, published: pd.DataFrame | N
     else:
         encoding = {"color": alt.Color("series:N", title=None, sort=names, legend=legend),
                     "strokeDash": alt.StrokeDash("model:N", title=None, sort=models, legend=legend,
-                                                 scale=alt.Scale(domain=models, range=DASHES[:len(models)]))}
+                                                 scale=alt.Scale(domain=models, range=MODEL_DASHES[:len(models)]))}
     ours = alt.Chart(frame).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
         x=x, y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=y_zero)), tooltip=tooltip, **encoding)
     layers = []

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ...book.charts.depth import depth_heatmap, grouped_bars, token_animation
 from ...book.charts.frames import per_layer_frame, published_frame, rows_frame, token_positions_frame
-from ...book.charts.theme import published_lines
+from ...book.charts.theme import MODEL_DASHES, published_lines, short_model
 from ...book.claims import lookup
 from ...book.claims.words import number
 
@@ -27,15 +27,6 @@ __all__ = ["final_scores_frame", "model_lines", "series_by_model", "pair_sets_fr
            "short_model", "truncation_table",
            "depth_heatmap", "grouped_bars", "token_animation", "published_frame", "rows_frame", "token_positions_frame"]
 """The chapter's charts and tables, and the shared ones its notebook shows from here too (the last six)."""
-
-DASHES = [[1, 0], [6, 3], [2, 2], [10, 3, 2, 3]]
-"""Dash patterns of the models, in order (the main model solid)."""
-
-
-def short_model(model: str) -> str:
-    """A model's name without its organisation ("all-MiniLM-L6-v2")."""
-    return model.rsplit("/", 1)[-1]
-
 
 def series_by_model(by_model: Mapping[str, Mapping[str, Any]], key: str, names: Sequence[str] | None = None,
                  rename: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -75,8 +66,8 @@ def model_lines(run: pd.DataFrame, y_title: str, published: pd.DataFrame | None 
     and the published curves."""
     x = alt.X("relative_depth:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
     models = list(dict.fromkeys(run["model"]))
-    dash = alt.StrokeDash("model:N", title=None, sort=models,
-                          scale=alt.Scale(domain=models, range=[DASHES[i % len(DASHES)] for i in range(len(models))]),
+    dashes = [MODEL_DASHES[i % len(MODEL_DASHES)] for i in range(len(models))]
+    dash = alt.StrokeDash("model:N", title=None, sort=models, scale=alt.Scale(domain=models, range=dashes),
                           legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, columns=1))
     tooltip = ["series:N", "model:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")]
     shaded = run.assign(opacity=np.where(run["model"].str.endswith("control"), 0.55, 1.0))

@@ -16,25 +16,13 @@ import pandas as pd
 from ...book.charts.depth import value_bars
 from ...book.charts.frames import per_layer_frame, published_frame
 from ...book.charts.matrices import category_strip, matrix_frame, matrix_heatmap
-from ...book.charts.theme import CATEGORY_COLORS, PUBLISHED_COLOR
+from ...book.charts.theme import CATEGORY_COLORS, MODEL_DASHES, PUBLISHED_COLOR, short_model
 from ...book.claims.ledger import lookup
 from ...book.tables import number_text
-from ...core import models
 
 __all__ = ["centering_across_table", "cone_frame", "cone_lines", "rotation_table", "short_model",
            "value_bars", "matrix_frame", "matrix_heatmap", "category_strip"]
 """The chapter's charts and tables, and the shared ones its notebook shows from here too (the last four)."""
-
-DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
-
-
-def short_model(model: str) -> str:
-    """A model id without its organisation, and a control's "[random-init control, seed s]" as
-    "· control s": "all-MiniLM-L6-v2 · control 0"."""
-    if control := models.control_of(model):
-        return f"{short_model(control[0])} · control {control[1]}"
-    return model.rsplit("/", 1)[-1]
-
 
 def cone_frame(found: Mapping[str, Mapping[str, Any]], kinds: Mapping[str, str]) -> pd.DataFrame:
     """Long frame (depth, relative_depth, value, series, model, kind) of the per-depth metrics at
@@ -76,7 +64,7 @@ def cone_lines(run: pd.DataFrame, y_title: str, published: Mapping[str, Any] | N
         color=alt.Color("model:N", title=None, scale=alt.Scale(domain=domain, range=colours),
                         legend=alt.Legend(**legend)),
         strokeDash=alt.StrokeDash("kind:N", title=None,
-                                  scale=alt.Scale(domain=kind_names, range=DASHES[:len(kind_names)]),
+                                  scale=alt.Scale(domain=kind_names, range=MODEL_DASHES[:len(kind_names)]),
                                   legend=alt.Legend(symbolType="stroke", **legend)),
         detail="series:N", tooltip=["series:N", "depth:Q", alt.Tooltip("value:Q", format=".4f")],
     ).properties(title=title)
