@@ -327,6 +327,23 @@ def test_held_out_study_judges_only_held_out_documents():
     assert study["ndcg_at_10"]["whiten"] == pytest.approx(expected)
 
 
+def test_the_exercises_answers_are_held_out_studies_on_their_own_splits():
+    rng = np.random.default_rng(3)
+    topics = np.repeat(np.arange(4), 30)
+    x = rng.standard_normal((4, 12))[topics] * 3 + rng.standard_normal((120, 12)) + np.r_[8.0, np.zeros(11)]
+    queries, relevant = x[::30] + 0.1, [np.flatnonzero(topics == t).tolist() for t in range(4)]
+    rows, answers = whitening.exercise_answers(x, queries, relevant, topics.astype(str), fit_fraction=0.7, seed=5)
+    assert set(answers) == {"exercise_fit_fraction", "exercise_seed_1"}
+    for key, name, fraction, draw in (("exercise_fit_fraction", "exercise_fit_rows", 0.2, 5),
+                                      ("exercise_seed_1", "exercise_seed_1_fit_rows", 0.7, 1)):
+        fit_rows, held_rows = whitening.split(120, fraction, draw)
+        np.testing.assert_array_equal(rows[name], fit_rows)
+        alone = whitening.held_out_study(x, queries, relevant, topics.astype(str), fit_rows, held_rows, draw,
+                                         key=key, samples=False)
+        assert answers[key] == alone[key]
+    assert answers["exercise_fit_fraction"]["n_fit"] == 24 and answers["exercise_seed_1"]["n_fit"] == 84
+
+
 def test_sensitivity_table_shows_each_variant_and_its_change_from_raw():
     from embedding_geometry.chapters.ch05_without_tears import charts
 

@@ -289,3 +289,24 @@ def held_out_study(
         "centering_change": ndcg["centred"] - ndcg["raw"],
     }
     return {key: found, "per_unit": {f"{key}.{k}": v for k, v in per_unit.items()}}
+
+
+EXERCISE_FIT_FRACTION = 0.2
+"""Exercise 1's fit fraction: whitening fitted on a fifth of the corpus."""
+
+
+def exercise_answers(x: np.ndarray, queries: np.ndarray, relevant: retrieval.Relevant, labels, fit_fraction: float,
+                     seed: int) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    """The answers of the chapter's exercises 1 and 3 on the same vectors, each a
+    :func:`held_out_study` without per-unit samples: whitening fitted on
+    :data:`EXERCISE_FIT_FRACTION` of the rows (split with ``seed``), and on ``fit_fraction`` of them
+    split with seed 1. → (each split's fit rows, for the results' inputs; the two studies, under
+    ``exercise_fit_fraction`` and ``exercise_seed_1``)."""
+    cases = {"exercise_fit_fraction": ("exercise_fit_rows", EXERCISE_FIT_FRACTION, seed),
+             "exercise_seed_1": ("exercise_seed_1_fit_rows", fit_fraction, 1)}
+    rows, answers = {}, {}
+    for key, (name, fraction, draw) in cases.items():
+        fit_rows, held_rows = split(len(x), fraction, draw)
+        rows[name] = fit_rows
+        answers.update(held_out_study(x, queries, relevant, labels, fit_rows, held_rows, draw, key=key, samples=False))
+    return rows, answers
