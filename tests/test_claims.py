@@ -455,6 +455,31 @@ claims:
                   {"curve": flat.mean(0), "per_unit": {"curve": flat}})["peak"].outcome == "inconclusive"
 
 
+def test_a_location_among_some_depths_seeks_its_trough_only_there(tmp_path):
+    text = """
+claims:
+  - id: dip
+    statement: it dips again around L15
+    source: s
+    metric: curve
+    unit: sentences
+    shape: {test: location, args: {window: [0.5, 0.5], at: min, among: [0.5, 0.84]}}
+    no_null: size
+"""
+    noise = 0.02 * np.random.default_rng(5).standard_normal((30, 7))
+    # the whole curve is lowest at depth 0; among depths 3-5 of 6 the lowest is depth 3, or depth 5
+    early = np.array([0.0, 0.5, 0.6, 0.3, 0.6, 0.5, 0.9]) + noise
+    late = np.array([0.0, 0.5, 0.6, 0.5, 0.6, 0.3, 0.9]) + noise
+    for curves, outcome, at in ((early, "holds", 0.5), (late, "does not hold", 5 / 6)):
+        found = judged(tmp_path, text, {"curve": curves.mean(0), "per_unit": {"curve": curves}})["dip"]
+        assert (found.outcome, found.statistic["value"]) == (outcome, at)
+    short = early[:, [0, 2, 4, 6]]  # depths 0-3 of 3: one depth (2/3) lies in [0.5, 0.84]
+    found = judged(tmp_path, text, {"curve": short.mean(0), "per_unit": {"curve": short}})["dip"]
+    assert found.status == "descriptive" and "hold 1 of the 3-block model's depths" in found.reason
+    with pytest.raises(claims.LedgerError, match="takes args.among"):
+        ledger(tmp_path, text.replace("among: [0.5, 0.84]", "among: [0.6, 0.84]"))
+
+
 def test_a_series_test_finds_its_peak_again_in_every_resample(tmp_path):
     text = per_unit_ledger(shape="{test: peaks_inside}").replace("metric: score", "metric: curve")
     flat = 0.5 + 0.05 * np.random.default_rng(3).standard_normal((30, 7))

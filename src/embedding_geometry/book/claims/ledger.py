@@ -184,6 +184,11 @@ class Claim:
                 self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a ≤ b ≤ 1 (relative depth)")
             if args.get("at", "max") not in ("max", "min"):
                 self._refuse("shape test 'location' takes at: max or min")
+            among = args.get("among", [0, 1])
+            if not (isinstance(among, (list, tuple)) and len(among) == 2 and 0 <= among[0] <= window[0]
+                    and window[1] <= among[1] <= 1):
+                self._refuse("shape test 'location' takes args.among: [c, d] with 0 ≤ c ≤ a and b ≤ d ≤ 1 "
+                             "(the depths the peak is sought among, around its window [a, b])")
 
     @property
     def test(self) -> tuple[str, dict[str, Any]] | None:
@@ -226,8 +231,8 @@ class Claim:
         if test in reducers.SERIES_SHAPES:
             return lambda x: reducers.statistic(test, x)
         if test == reducers.LOCATION:
-            at = self.shape["args"].get("at", "max")
-            return lambda x: reducers.reduce_array(x, f"arg{at}_relative", self.series)
+            args = self.shape["args"]
+            return lambda x: reducers.located(x, args.get("at", "max"), self.series, args.get("among", (0.0, 1.0)))
         return lambda x: np.asarray(reducers.reduce_array(x, self.reduce, self.series), dtype=float).reshape(len(x))
 
     def too_short(self, raw: Any) -> str | None:
@@ -236,6 +241,11 @@ class Claim:
         test = self.test[0] if self.test else None
         if np.ndim(raw) == 1 and (narrow := reducers.too_narrow(self.reduce, np.shape(raw)[-1], self.series)):
             return narrow
+        if test == reducers.LOCATION and np.ndim(raw) > 0 and "among" in self.shape["args"]:
+            among, n = self.shape["args"]["among"], np.shape(raw)[-1]
+            if (k := reducers.window(among, n, self.series).sum()) < 2:
+                return (f"the depths l/L in [{among[0]:.3g}, {among[1]:.3g}] hold {k} of the "
+                        f"{reducers.depth_count(n, self.series)}-block model's depths: a location among them needs two")
         fewest = reducers.MIN_ENTRIES.get(test, 3)
         if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
             return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"

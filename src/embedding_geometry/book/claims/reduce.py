@@ -19,7 +19,9 @@ their statistic s(x) > bound (default 0), the entries it picks picked again on e
 ``second_rise`` max_t min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t), a trough with a higher point
 on each side; ``two_dips`` the weaker of two such troughs either side of a shared split p;
 ``rises`` x_L − x_0; ``falls`` x_0 − x_L. ``location {window: [a, b], at: max | min}``: the
-re-found peak's relative depth lies inside exactly that window (:mod:`.pvalues`).
+re-found peak's relative depth lies inside exactly that window (:mod:`.pvalues`); with ``among: [c, d]``
+the peak is sought only among the depths in [c, d] (a dip the text places after one stretch and
+before another).
 """
 
 from __future__ import annotations
@@ -277,12 +279,21 @@ def statistic(test: str, series: Any) -> np.ndarray:
     return STATISTICS[test][1](x)
 
 
+def located(x: np.ndarray, at: str, series: str = "depths", among: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
+    """The relative depth of the largest (``at = "max"``) or smallest (``"min"``) entry on the last
+    axis of ``x``, sought among the entries whose relative depth lies in ``among``."""
+    inside = window(among, x.shape[-1], series)
+    x = np.where(inside, np.asarray(x, dtype=float), -np.inf if at == "max" else np.inf)
+    return reduce_array(x, f"arg{at}_relative", series)
+
+
 def threshold_text(test: str, args: Mapping[str, Any]) -> str:
     """The test as a condition: "> 0.5", "< 0.1", "in [0.25, 0.75]", "peak margin > 0",
     "peak at l/L in [0.42, 0.58]"."""
     if test == LOCATION:
         a, b = args["window"]
-        return f"{'peak' if args.get('at', 'max') == 'max' else 'trough'} at l/L in [{_num(a)}, {_num(b)}]"
+        among = f", sought in [{_num(args['among'][0])}, {_num(args['among'][1])}]" if args.get("among") else ""
+        return f"{'peak' if args.get('at', 'max') == 'max' else 'trough'} at l/L in [{_num(a)}, {_num(b)}]{among}"
     if test == "between":
         return f"in [{_num(args['low'])}, {_num(args['high'])}]"
     sign = "<" if test == "below" else ">"
