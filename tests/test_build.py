@@ -58,6 +58,23 @@ def test_every_counted_verdict_of_the_build_carries_what_it_rests_on(built_book)
     assert counted > 20 and not found, found
 
 
+def test_a_claim_shown_in_two_chapters_reads_one_verdict_per_model(built_book):
+    """A claim a page shows away from its home carries the home chapter's verdict (claims.judge.at_home):
+    across every chapter's results, each (home, claim, model) has one verdict word. (A claim is its
+    home and its id: chapters 1 and 2 each have a ``gap-end`` of their own.)"""
+    from embedding_geometry.book import dashboard
+
+    root, _ = built_book
+    verdicts: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    for path in sorted((root / "build" / "results").glob("[0-9]*.json")):
+        for record in dashboard.records(json.loads(path.read_text())):
+            key = (record.get("home") or path.stem, record["id"], record["model"])
+            verdicts.setdefault(key, {}).setdefault(record["verdict"], []).append(path.stem)
+    shown_twice = [key for key, words in verdicts.items() if sum(map(len, words.values())) > 1]
+    assert shown_twice  # the tiny book shows chapter 1's claims again in chapter 8
+    assert not {key: words for key, words in verdicts.items() if len(words) > 1}
+
+
 def test_model_00_results_check_the_mean_pool(built_book):
     root, _ = built_book
     document = json.loads((root / "build" / "results" / "00_the_model.json").read_text())

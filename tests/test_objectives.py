@@ -506,14 +506,15 @@ def test_ledger_judges_every_claim_on_draws_over_seeds():
 
 
 def test_the_hard_negative_claim_lives_here_and_chapter_2_links_to_it():
+    """Seed 000's claim is judged here only: chapter 2 runs before this chapter, so it could not show
+    this chapter's verdict; its coverage row and its prose send the reader here."""
     import yaml
 
     from embedding_geometry.book import coverage
 
     (here,) = [c for c in claims.load(SLUG).claims if c.id == "hard-negatives-necessary"]
-    (there,) = [c for c in claims.load("02_similarity_attractor").claims if c.id == "hard-negatives-necessary"]
-    assert here.kind == "published" and here.home is None and here.in_family and here.source == there.source
-    assert here.statement == there.statement and there.home == SLUG and not there.in_family
+    assert here.kind == "published" and here.home is None and here.in_family and here.source.startswith("seed 000")
+    assert not [c for c in claims.load("02_similarity_attractor").claims if c.id == here.id]
     path = coverage.path("02_similarity_attractor")
     (item,) = [i for i in yaml.safe_load(path.read_text())["items"] if i["id"] == "hard-negatives-necessary"]
     assert item["chapter"] == SLUG and item["where"].startswith("## Hard negatives") and item["status"] == "partly"
