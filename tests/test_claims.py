@@ -623,6 +623,18 @@ def test_the_findings_box_shows_every_headline_whatever_its_outcome(tmp_path):
     assert "eg-badge-fails" in words.findings(flipped)
 
 
+def test_the_findings_open_with_the_headlines_in_one_sentence():
+    def claim(*verdicts):
+        return [{"model": m, "verdict": v, "outcome": v} for m, v in zip("ab", verdicts)]
+
+    chosen = {"x": claim("holds", "holds"), "y": claim("holds", "holds"), "z": claim("does not hold", "holds"),
+              "w": claim("inconclusive", "holds")}
+    assert words.in_short(chosen) == ("<strong>In short:</strong> of the chapter's 4 headline claims, 2 hold on "
+                                      "both models, 1 differs between the models and 1 is undecided on some model.")
+    one = {"x": [{"model": "a", "verdict": "does not hold", "outcome": "does not hold"}]}
+    assert words.in_short(one).endswith("of the chapter's 1 headline claim, 1 does not hold.")
+
+
 def test_the_summary_counts_the_verdicts_and_says_no_claims_sentence_again(tmp_path):
     found = _mixed(tmp_path)
     text = words.chapter_summary(found)

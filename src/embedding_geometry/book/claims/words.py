@@ -299,11 +299,43 @@ def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool =
 
 
 def findings(items: Iterable[Any]) -> str:
-    """The "What we found" box (HTML): each headline claim once (:func:`finding`), failing or not."""
+    """The "What we found" box (HTML): the headlines in one sentence (:func:`in_short`), then each
+    headline claim once (:func:`finding`), failing or not."""
     chosen = by_claim(headlines(items))
     if not chosen:
         return "*This chapter's ledger marks no headline claim.*\n"
-    return "\n".join(finding(records) for records in chosen.values()) + "\n"
+    return f"<p>{in_short(chosen)}</p>\n" + "\n".join(finding(records) for records in chosen.values()) + "\n"
+
+
+_IN_SHORT = {  # the headlines' outcome on every model: (plural, singular), by how many models tested them
+    "holds": {1: ("hold", "holds"), 2: ("hold on both models", "holds on both models"),
+              3: ("hold on every model", "holds on every model")},
+    "fails": {1: ("do not hold", "does not hold"), 2: ("hold on neither model", "holds on neither model"),
+              3: ("hold on no model", "holds on no model")},
+    "differ": ("differ between the models", "differs between the models"),
+    "undecided": ("are undecided on some model", "is undecided on some model"),
+    "not tested": ("are not tested", "is not tested"),
+}
+
+
+def in_short(chosen: Mapping[str, list[Mapping[str, Any]]]) -> str:
+    """The headline claims in one sentence: how many hold on every model, on none, differ between
+    the models, are undecided on some model (inconclusive, or not tested there), or are not tested."""
+    tested = len({r["model"] for records in chosen.values() for r in records if verdict_of(r) != NOT_TESTED})
+    counts = dict.fromkeys(_IN_SHORT, 0)
+    for records in chosen.values():
+        words = frozenset(verdict_of(r) for r in records)
+        kind = {frozenset({HOLDS}): "holds", frozenset({FAILS}): "fails", frozenset({HOLDS, FAILS}): "differ",
+                frozenset({NOT_TESTED}): "not tested"}.get(words, "undecided")
+        counts[kind] += 1
+    parts = []
+    for kind, n in counts.items():
+        forms = _IN_SHORT[kind]
+        forms = forms[min(max(tested, 1), 3)] if isinstance(forms, dict) else forms
+        parts += [f"{n} {forms[n == 1]}"] if n else []
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    n = len(chosen)
+    return f"<strong>In short:</strong> of the chapter's {n} headline claim{'s' * (n != 1)}, {listed}."
 
 
 def tally(items: Iterable[Any], counted_only: bool = False) -> dict[str, int]:
