@@ -623,6 +623,12 @@ def test_the_findings_box_shows_every_headline_whatever_its_outcome(tmp_path):
     assert "eg-badge-fails" in words.findings(flipped)
 
 
+def test_a_value_near_zero_is_written_to_its_intervals_decimals():
+    assert words.in_scale(-3.569e-06, -0.0004036, 0.0004436) == "-0.0000036"
+    assert words.in_scale(1e-9, -0.4, 0.4) == "0"  # below the ends' last decimal
+    assert words.in_scale(0.3, 0.28, 0.32) == "0.3" and words.in_scale(2e-7, 1e-7, 3e-7) == "2e-07"
+
+
 def test_the_findings_open_with_the_headlines_in_one_sentence():
     def claim(*verdicts):
         return [{"model": m, "verdict": v, "outcome": v} for m, v in zip("ab", verdicts)]

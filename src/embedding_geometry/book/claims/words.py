@@ -117,7 +117,17 @@ def result_text(record: Mapping[str, Any]) -> str:
     if not stat or not record.get("test"):
         return run_text(record)
     lo, hi = stat["interval"]
-    return f"{record['test']}: {number(stat['value'])} [{number(lo)}, {number(hi)}]"
+    return f"{record['test']}: {in_scale(stat['value'], lo, hi)} [{number(lo)}, {number(hi)}]"
+
+
+def in_scale(x: float, lo: float, hi: float) -> str:
+    """``x`` as :func:`number` writes it, unless it is near 0 beside its interval's ends: then to
+    their decimals (-0.0000036 [-0.0004036, 0.0004436], not -3.569e-06 [-0.0004036, 0.0004436])."""
+    text, ends = number(x), (number(lo), number(hi))
+    if "e" not in text or any("e" in end for end in ends):
+        return text
+    decimals = max(len(end.partition(".")[2]) for end in ends)
+    return number(round(x, decimals)) if round(x, decimals) == 0 else f"{x:.{decimals}f}"
 
 
 def sensitivity_text(record: Mapping[str, Any]) -> str:
