@@ -222,3 +222,15 @@ def site_pages(root):
     """Every page of the book (the toc's pages under book/), as paths relative to the site."""
     html = root / "_build" / "html"
     return sorted(p.relative_to(html).as_posix() for p in (html / "book").rglob("*.html"))
+
+
+# --------------------------------------------------------------------------- two builds at once
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(items):
+    """Mark every test that reads the default book ``default_book``: make test runs them in a
+    process of their own, beside the other slow tests, so that the cold default build and the
+    tiny-model book (and the browser) are made at the same time, each once."""
+    for item in items:
+        if "default_book" in item.fixturenames:
+            item.add_marker(pytest.mark.default_book)
