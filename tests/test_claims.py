@@ -755,7 +755,9 @@ def test_a_claim_whose_home_is_another_chapter_shows_the_homes_verdict(tmp_path)
     assert shown.statistic["n_units"] == 96 and shown.tested_at == "01_layer_by_layer" and not shown.counted
     assert "(its home chapter's verdict, chapter 1, on 96 units)" in words.verdict_cell(shown.record())
     assert claims.judge.at_home(away, None) is away
-    assert claims.judge.at_home(away, {**home, "outcome": None}) is away  # a home that did not decide it
+    untested = {**home, "outcome": None, "status": "descriptive", "reason": "too short a series at home"}
+    shown = claims.judge.at_home(away, untested)  # not tested at home: not tested here, for the home's reason
+    assert words.verdict_of(shown.record()) == "not tested" and shown.reason == untested["reason"]
 
 
 def test_a_counted_claim_must_be_able_to_both_pass_and_fail(tmp_path):

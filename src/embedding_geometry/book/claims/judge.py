@@ -216,15 +216,17 @@ def _reached(v: Verdict, size: int, m: int) -> Verdict:
 
 
 def at_home(verdict: Verdict, record: Mapping[str, Any] | None) -> Verdict:
-    """``verdict`` of a claim whose home is another chapter, carrying the home chapter's decided
-    ``record`` for the same claim and model (its statistic, p-values and outcome): one verdict per
-    claim and model across the book. Without a decided record the verdict stays as it is."""
-    if not verdict.claim.home or not record or record.get("outcome") is None or record.get("p_adjusted") is None:
+    """``verdict`` of a claim whose home is another chapter, carrying the home chapter's ``record``
+    for the same claim and model — its statistic, p-values and outcome, or why it is not tested
+    there: one verdict per claim and model across the book. Without a home record (a home the
+    build has not run) the verdict stays as it is."""
+    if not verdict.claim.home or not record:
         return verdict
-    return replace(verdict, statistic=record["statistic"], null=record.get("null"), p_holds=record["p_holds"],
-                   p_fails=record["p_fails"], mc_error=record.get("mc_error") or 0.0, outcome=record["outcome"],
-                   p_adjusted=record["p_adjusted"], detectable=record.get("detectable"),
-                   fragile=record.get("fragile"), tested_at=verdict.claim.home)
+    return replace(verdict, status=record.get("status"), reason=record.get("reason"),
+                   statistic=record.get("statistic"), null=record.get("null"), p_holds=record.get("p_holds"),
+                   p_fails=record.get("p_fails"), mc_error=record.get("mc_error") or 0.0,
+                   outcome=record.get("outcome"), p_adjusted=record.get("p_adjusted"),
+                   detectable=record.get("detectable"), fragile=record.get("fragile"), tested_at=verdict.claim.home)
 
 
 def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flipped: list[str] | None) -> Verdict:
