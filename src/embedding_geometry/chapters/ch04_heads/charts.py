@@ -160,15 +160,16 @@ def depth_lines(frame: pd.DataFrame, y_title: str, title: str = "") -> alt.Layer
 
 def kinds_by_model_chart(frame: pd.DataFrame, title: str = "", y_title: str = "share") -> alt.FacetChart:
     """Stacked bars of ``share`` per block, one segment per kind (``frames.kinds_by_model``), one
-    row per model, each with its own blocks."""
+    row per model, each with its own blocks. ``y_title`` is written once, beside all the rows (a
+    title per row would be taller than its row and run into the next one's)."""
     order = list(dict.fromkeys(frame["kind"]))
     return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum.kind)").mark_bar().encode(
-        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
+        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=None, stack="zero"),
         color=alt.Color("kind:N", title=None, sort=order, legend=alt.Legend(orient="bottom")),
         order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("layer:O", title="block"), alt.Tooltip("kind:N"),
                  alt.Tooltip("share:Q", title=y_title, format=".3f")],
-    ).properties(width=alt.Step(24), height=120).facet(row=alt.Row("model:N", title=None)).resolve_scale(
+    ).properties(width=alt.Step(24), height=120).facet(row=alt.Row("model:N", title=y_title)).resolve_scale(
         x="independent").properties(title=title)
 
 
