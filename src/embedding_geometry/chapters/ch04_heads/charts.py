@@ -209,7 +209,7 @@ def head_distance_chart(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
         tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("head:O"), alt.Tooltip("distance:O"),
                  alt.Tooltip("share:Q", title="share of the head's high pairs", format=".3f"),
                  alt.Tooltip("lift:Q", title="÷ a random pair's share", format=".2f")],
-    ).properties(width=PANEL, height=alt.Step(10)).facet(
+    ).properties(width=PANEL, height=alt.Step(13)).facet(
         facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(frame["panel"]))), columns=3).resolve_scale(
         y="independent").properties(title=title)
 
