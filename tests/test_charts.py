@@ -63,6 +63,14 @@ def test_per_layer_frame_and_overlay():
     assert "layer" not in charts.layer_chart(run, "cosine").to_dict()
 
 
+def test_five_published_curves_each_have_their_own_grey_and_dash():
+    """Chapter 1 overlays five published dimensions: no two of them may be drawn alike."""
+    lines = charts.published_encoding([f"dim {d} — published" for d in range(5)])
+    colour, dash = (lines[channel].to_dict()["scale"]["range"] for channel in ("color", "strokeDash"))
+    styles = list(zip(colour, map(tuple, dash)))
+    assert len(set(styles)) == 5 and len({dash for _, dash in styles}) == 5
+
+
 def test_token_heatmap_has_a_depth_slider():
     frame = pd.DataFrame({"sentence": ["a"] * 4, "position": [0, 1, 0, 1], "token": ["x", "y", "x", "y"],
                           "kind": ["word"] * 4, "depth": [0, 0, 1, 1], "norm": [1.0, 2.0, 3.0, 4.0]})
