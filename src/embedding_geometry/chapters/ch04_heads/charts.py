@@ -126,11 +126,11 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
                 .transform_lookup(lookup="position", from_=alt.LookupData(tokens, "position", ["token", "separator"]))
                 .mark_bar().encode(
                     x=alt.X("position:Q", title="token position j", scale=positions),
-                    y=alt.Y("a:Q", title="attention received a_j"),
+                    y=alt.Y("a:Q", title="attention received"),
                     color=alt.Color("separator:N", title="separator", scale=separator),
                     tooltip=[alt.Tooltip("position:Q", title="position j"), alt.Tooltip("token:N", title="token"),
                              alt.Tooltip("separator:N", title="separator"),
-                             alt.Tooltip("a:Q", title="attention received a_j", format=".2f")]))
+                             alt.Tooltip("a:Q", title="attention received", format=".2f")]))
     tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR,
                                                                 strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
