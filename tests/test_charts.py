@@ -1,7 +1,9 @@
 """Charts: the offline renderer, the bundle, and the per-layer overlay helper."""
 
+import ast
 import json
 import re
+from pathlib import Path
 
 import altair as alt
 import numpy as np
@@ -61,6 +63,14 @@ def test_per_layer_frame_and_overlay():
     assert spec["layer"][1]["encoding"]["color"]["scale"] == colour  # one scale, so one legend names every line
     assert spec["layer"][1]["encoding"]["x"]["field"] == "relative_depth"
     assert "layer" not in charts.layer_chart(run, "cosine").to_dict()
+
+
+def test_five_published_curves_each_have_their_own_grey_and_dash():
+    """Chapter 1 overlays five published dimensions: no two of them may be drawn alike."""
+    lines = charts.published_encoding([f"dim {d} — published" for d in range(5)])
+    colour, dash = (lines[channel].to_dict()["scale"]["range"] for channel in ("color", "strokeDash"))
+    styles = list(zip(colour, map(tuple, dash)))
+    assert len(set(styles)) == 5 and len({dash for _, dash in styles}) == 5
 
 
 def test_token_heatmap_has_a_depth_slider():
@@ -220,3 +230,48 @@ def test_a_model_is_named_without_its_organisation_and_a_control_by_its_seed():
     control = models.control_name("sentence-transformers/all-mpnet-base-v2", 3)
     assert charts.short_model(control) == "all-mpnet-base-v2 · control 3"
     assert charts.short_model("local-model") == "local-model"
+
+
+RAW_MATHS = re.compile(r"[A-Za-zΔρτ)]_[A-Za-z0-9{(]|\\[A-Za-z]+|\$")
+"""LaTeX a chart would print as typed: a subscript ``a_j``, a command ``\\tau``, a ``$``."""
+
+
+def _chart_strings(tree: ast.AST, in_charts_module: bool) -> list[str]:
+    """The strings a chart prints, from Python source: every ``title=`` keyword given as a string
+    (in a chart module, where every call builds a chart), and in a notebook the arguments of a
+    ``charts.*`` call that are titles (a ``*title`` keyword, or a positional string with a space:
+    a field name has none)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        is_chart = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == "charts"
+        for keyword in node.keywords:
+            if (in_charts_module or is_chart) and (keyword.arg or "").endswith("title") \
+                    and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+                found.append(keyword.value.value)
+        if is_chart:
+            found += [arg.value for arg in node.args
+                      if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and " " in arg.value]
+    return found
+
+
+def test_no_chart_title_or_axis_prints_raw_maths():
+    """A chart's title, axis, legend or tooltip title is plain text (issue 39 item 5): ``a_j`` or
+    ``\\tau`` would be printed as typed, so they are written in words or Unicode (``τ``, ``ρ``)."""
+    root = Path(__file__).resolve().parents[1]
+    modules = [*(root / "src/embedding_geometry/book/charts").glob("*.py"),
+               *(root / "src/embedding_geometry/chapters").glob("*/charts.py")]
+    raw = [(path.name, text) for path in modules
+           for text in _chart_strings(ast.parse(path.read_text()), True) if RAW_MATHS.search(text)]
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                source = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                                   if not line.lstrip().startswith(("%", "!")))
+                raw += [(path.name, text) for text in _chart_strings(ast.parse(source), False)
+                        if RAW_MATHS.search(text)]
+    assert not raw, raw
+    assert RAW_MATHS.search("attention received a_j") and RAW_MATHS.search("mean cos(Δ_i, Δ_j)")
+    assert not RAW_MATHS.search("separator share (attention ≥ τ)") and not RAW_MATHS.search("relative depth l / L")

@@ -38,10 +38,11 @@ PUBLISHED_COLOR = "#9a9a9a"
 """The grey of a published reference that stands alone (a rule, a band, a single curve)."""
 
 
-PUBLISHED_GREYS = ["#4a4a4a", "#8c8c8c", "#262626", "#b0b0b0"]
-PUBLISHED_DASHES = [[6, 3], [2, 2], [10, 3, 2, 3], [14, 4]]
-"""Published curves, in order: each its own grey and dash, so that up to four of them drawn
-together can be told apart, and from this run's solid lines."""
+PUBLISHED_GREYS = ["#4a4a4a", "#8c8c8c", "#262626", "#b0b0b0", "#6e6e6e"]
+PUBLISHED_DASHES = [[6, 3], [2, 2], [10, 3, 2, 3], [14, 4], [10, 2, 2, 2, 2, 2]]
+"""Published curves, in order: each its own grey and dash, so that up to five of them drawn
+together (chapter 1's five most discriminative dimensions) can be told apart, and from this
+run's solid lines."""
 
 
 _ids: Counter[str] = Counter()

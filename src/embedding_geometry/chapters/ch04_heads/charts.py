@@ -126,11 +126,11 @@ def context_matrix_explorer(frames: Mapping[str, pd.DataFrame], n_layers: int, n
                 .transform_lookup(lookup="position", from_=alt.LookupData(tokens, "position", ["token", "separator"]))
                 .mark_bar().encode(
                     x=alt.X("position:Q", title="token position j", scale=positions),
-                    y=alt.Y("a:Q", title="attention received a_j"),
+                    y=alt.Y("a:Q", title="attention received"),
                     color=alt.Color("separator:N", title="separator", scale=separator),
                     tooltip=[alt.Tooltip("position:Q", title="position j"), alt.Tooltip("token:N", title="token"),
                              alt.Tooltip("separator:N", title="separator"),
-                             alt.Tooltip("a:Q", title="attention received a_j", format=".2f")]))
+                             alt.Tooltip("a:Q", title="attention received", format=".2f")]))
     tau = alt.Chart(pd.DataFrame({"a": [threshold]})).mark_rule(color=PUBLISHED_COLOR,
                                                                 strokeDash=[5, 4]).encode(y="a:Q")
     return alt.vconcat(matrix, alt.layer(received, tau).properties(width=430, height=110)).add_params(layer, head)
@@ -160,15 +160,16 @@ def depth_lines(frame: pd.DataFrame, y_title: str, title: str = "") -> alt.Layer
 
 def kinds_by_model_chart(frame: pd.DataFrame, title: str = "", y_title: str = "share") -> alt.FacetChart:
     """Stacked bars of ``share`` per block, one segment per kind (``frames.kinds_by_model``), one
-    row per model, each with its own blocks."""
+    row per model, each with its own blocks. ``y_title`` is written once, beside all the rows (a
+    title per row would be taller than its row and run into the next one's)."""
     order = list(dict.fromkeys(frame["kind"]))
     return alt.Chart(frame).transform_calculate(rank=f"indexof({json.dumps(order)}, datum.kind)").mark_bar().encode(
-        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=y_title, stack="zero"),
+        x=alt.X("layer:O", title="block l"), y=alt.Y("share:Q", title=None, stack="zero"),
         color=alt.Color("kind:N", title=None, sort=order, legend=alt.Legend(orient="bottom")),
         order=alt.Order("rank:Q"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("layer:O", title="block"), alt.Tooltip("kind:N"),
                  alt.Tooltip("share:Q", title=y_title, format=".3f")],
-    ).properties(width=alt.Step(24), height=120).facet(row=alt.Row("model:N", title=None)).resolve_scale(
+    ).properties(width=alt.Step(24), height=120).facet(row=alt.Row("model:N", title=y_title)).resolve_scale(
         x="independent").properties(title=title)
 
 
@@ -208,7 +209,7 @@ def head_distance_chart(frame: pd.DataFrame, title: str = "") -> alt.FacetChart:
         tooltip=[alt.Tooltip("panel:N"), alt.Tooltip("head:O"), alt.Tooltip("distance:O"),
                  alt.Tooltip("share:Q", title="share of the head's high pairs", format=".3f"),
                  alt.Tooltip("lift:Q", title="÷ a random pair's share", format=".2f")],
-    ).properties(width=PANEL, height=alt.Step(10)).facet(
+    ).properties(width=PANEL, height=alt.Step(13)).facet(
         facet=alt.Facet("panel:N", title=None, sort=list(dict.fromkeys(frame["panel"]))), columns=3).resolve_scale(
         y="independent").properties(title=title)
 
