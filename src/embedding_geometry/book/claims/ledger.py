@@ -60,16 +60,11 @@ OUTCOMES = ("holds", "fails")
 NULL_KINDS = {"control": "random-init control", "chance": "chance", "permuted_labels": "permuted labels",
               "uniform_attention": "uniform attention", "random_positions": "random positions"}
 NO_NULL = {
-    "paired": "the statistic is already a difference of two conditions on the same units, so no difference, 0, "
-              "is its null and its bound",
-    "own-curve": "the test compares the model's curve with itself (its ends, or a trough with the depths around it), "
-                 "so no change, 0, is its null and its bound",
-    "location": "a location claim: the test is where the curve peaks, against the window the text states; the text "
-                "compares it with no chance level",
-    "size": "the claim states a size: the bound, from the text's number or words, is the test; the text compares it "
-            "with no chance level",
-    "equivalence": "an equivalence claim: the band around the value the text states is the test; the text compares "
-                   "it with no chance level",
+    "paired": "a paired difference: no difference, 0, is its null and its bound",
+    "own-curve": "the curve against itself: no change, 0, is its null and its bound",
+    "location": "a location claim: the window the text states is the test",
+    "size": "a size claim: the bound the text states is the test",
+    "equivalence": "an equivalence claim: the band the text states is the test",
 }
 """Why a claim has no null, the common reasons by name (``no_null: <name>``, or a sentence of its own)."""
 EXACT_NULLS = {"chance", "uniform_attention"}
