@@ -455,7 +455,7 @@ claims:
                   {"curve": flat.mean(0), "per_unit": {"curve": flat}})["peak"].outcome == "inconclusive"
 
 
-def test_a_location_among_some_depths_seeks_its_trough_only_there(tmp_path):
+def test_a_trough_located_among_some_depths_needs_a_dip_there(tmp_path):
     text = """
 claims:
   - id: dip
@@ -463,14 +463,16 @@ claims:
     source: s
     metric: curve
     unit: sentences
-    shape: {test: location, args: {window: [0.5, 0.5], at: min, among: [0.5, 0.84]}}
+    shape: {test: location, args: {window: [0.5, 0.5], at: trough, among: [0.5, 0.84]}}
     no_null: size
 """
     noise = 0.02 * np.random.default_rng(5).standard_normal((30, 7))
-    # the whole curve is lowest at depth 0; among depths 3-5 of 6 the lowest is depth 3, or depth 5
+    # the whole curve is lowest at depth 0; among depths 3-5 of 6 the lowest trough is depth 3, or depth 5;
+    # a curve that only rises there has no trough (NO_TROUGH), although its lowest point is depth 3
     early = np.array([0.0, 0.5, 0.6, 0.3, 0.6, 0.5, 0.9]) + noise
     late = np.array([0.0, 0.5, 0.6, 0.5, 0.6, 0.3, 0.9]) + noise
-    for curves, outcome, at in ((early, "holds", 0.5), (late, "does not hold", 5 / 6)):
+    rising = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.9]) + noise
+    for curves, outcome, at in ((early, "holds", 0.5), (late, "does not hold", 5 / 6), (rising, "does not hold", -1)):
         found = judged(tmp_path, text, {"curve": curves.mean(0), "per_unit": {"curve": curves}})["dip"]
         assert (found.outcome, found.statistic["value"]) == (outcome, at)
     short = early[:, [0, 2, 4, 6]]  # depths 0-3 of 3: one depth (2/3) lies in [0.5, 0.84]

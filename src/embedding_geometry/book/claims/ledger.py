@@ -177,8 +177,8 @@ class Claim:
             window = args.get("window")
             if not (isinstance(window, (list, tuple)) and len(window) == 2 and 0 <= window[0] <= window[1] <= 1):
                 self._refuse("shape test 'location' needs args.window: [a, b] with 0 ≤ a ≤ b ≤ 1 (relative depth)")
-            if args.get("at", "max") not in ("max", "min"):
-                self._refuse("shape test 'location' takes at: max or min")
+            if args.get("at", "max") not in ("max", "min", "trough"):
+                self._refuse("shape test 'location' takes at: max, min or trough")
             among = args.get("among", [0, 1])
             if not (isinstance(among, (list, tuple)) and len(among) == 2 and 0 <= among[0] <= window[0]
                     and window[1] <= among[1] <= 1):
@@ -256,7 +256,8 @@ class Claim:
         if test in reducers.STATISTICS:
             return reducers.STATISTICS[test][0]
         if test == reducers.LOCATION:
-            return "relative depth of the " + ("peak" if self.shape["args"].get("at", "max") == "max" else "trough")
+            at = self.shape["args"].get("at", "max")
+            return "relative depth of the " + {"max": "peak", "min": "lowest point", "trough": "lowest trough"}[at]
         return "value"
 
 

@@ -18,10 +18,10 @@ their statistic s(x) > bound (default 0), the entries it picks picked again on e
 ``peaks_inside`` max_{0<l<L} x_l − max(x_0, x_L); ``dips_inside`` the largest inside fall;
 ``second_rise`` max_t min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t), a trough with a higher point
 on each side; ``two_dips`` the weaker of two such troughs either side of a shared split p;
-``rises`` x_L − x_0; ``falls`` x_0 − x_L. ``location {window: [a, b], at: max | min}``: the
+``rises`` x_L − x_0; ``falls`` x_0 − x_L. ``location {window: [a, b], at: max | min | trough}``: the
 re-found peak's relative depth lies inside exactly that window (:mod:`.pvalues`); with ``among: [c, d]``
 the peak is sought only among the depths in [c, d] (a dip the text places after one stretch and
-before another).
+before another); ``at: trough`` seeks the lowest of the troughs (:func:`located`).
 """
 
 from __future__ import annotations
@@ -279,12 +279,24 @@ def statistic(test: str, series: Any) -> np.ndarray:
     return STATISTICS[test][1](x)
 
 
+NO_TROUGH = -1.0
+"""What :func:`located` gives for ``at = "trough"`` where no entry is a trough: outside every window."""
+
+
 def located(x: np.ndarray, at: str, series: str = "depths", among: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """The relative depth of the largest (``at = "max"``) or smallest (``"min"``) entry on the last
-    axis of ``x``, sought among the entries whose relative depth lies in ``among``."""
+    axis of ``x``, sought among the entries whose relative depth lies in ``among``; for ``"trough"``,
+    the smallest of those entries that are troughs (a higher entry before and after it:
+    :func:`_troughs` > 0), or :data:`NO_TROUGH` where none is."""
+    x = np.asarray(x, dtype=float)
     inside = window(among, x.shape[-1], series)
-    x = np.where(inside, np.asarray(x, dtype=float), -np.inf if at == "max" else np.inf)
-    return reduce_array(x, f"arg{at}_relative", series)
+    if at == "trough":
+        dips = np.zeros(x.shape, dtype=bool)
+        dips[..., 1:-1] = _troughs(x) > 0
+        keep = inside & dips
+        lowest = reduce_array(np.where(keep, x, np.inf), "argmin_relative", series)
+        return np.where(keep.any(axis=-1), lowest, NO_TROUGH)
+    return reduce_array(np.where(inside, x, -np.inf if at == "max" else np.inf), f"arg{at}_relative", series)
 
 
 def threshold_text(test: str, args: Mapping[str, Any]) -> str:
@@ -293,7 +305,8 @@ def threshold_text(test: str, args: Mapping[str, Any]) -> str:
     if test == LOCATION:
         a, b = args["window"]
         among = f", sought in [{_num(args['among'][0])}, {_num(args['among'][1])}]" if args.get("among") else ""
-        return f"{'peak' if args.get('at', 'max') == 'max' else 'trough'} at l/L in [{_num(a)}, {_num(b)}]{among}"
+        what = {"max": "peak", "min": "lowest point", "trough": "lowest trough"}[args.get("at", "max")]
+        return f"{what} at l/L in [{_num(a)}, {_num(b)}]{among}"
     if test == "between":
         return f"in [{_num(args['low'])}, {_num(args['high'])}]"
     sign = "<" if test == "below" else ">"
