@@ -3,6 +3,8 @@ ledger, tables and the atomic results JSON — on synthetic metrics with known a
 
 import json
 
+import re
+
 import numpy as np
 import pytest
 
@@ -475,6 +477,11 @@ claims:
     for curves, outcome, at in ((early, "holds", 0.5), (late, "does not hold", 5 / 6), (rising, "does not hold", -1)):
         found = judged(tmp_path, text, {"curve": curves.mean(0), "per_unit": {"curve": curves}})["dip"]
         assert (found.outcome, found.statistic["value"]) == (outcome, at)
+    assert words.result_text(found.record()).endswith(": no trough [no trough, no trough]")
+    shallow = np.array([0.0, 0.5, 0.6, 0.59, 0.6, 0.7, 0.9]) + noise  # a dip at depth 3 the noise hides
+    found = judged(tmp_path, text, {"curve": shallow.mean(0), "per_unit": {"curve": shallow}})["dip"]
+    assert found.outcome == "inconclusive" and re.search(r"the resamples put it inside the window \d+ % of the time",
+                                                         words.why_undecided(found.record()))
     short = early[:, [0, 2, 4, 6]]  # depths 0-3 of 3: one depth (2/3) lies in [0.5, 0.84]
     found = judged(tmp_path, text, {"curve": short.mean(0), "per_unit": {"curve": short}})["dip"]
     assert found.status == "descriptive" and "hold 1 of the 3-block model's depths" in found.reason

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import maths
 from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_TESTED, PENDING, verdict_word
+from .reduce import NO_TROUGH
 
 TESTED = (HOLDS, FAILS, INCONCLUSIVE)
 """The words of a tested claim."""
@@ -117,6 +118,9 @@ def result_text(record: Mapping[str, Any]) -> str:
     if not stat or not record.get("test"):
         return run_text(record)
     lo, hi = stat["interval"]
+    if stat.get("name", "").endswith("lowest trough"):  # NO_TROUGH: a resample with no trough in the stretch
+        value, lo, hi = ("no trough" if x == NO_TROUGH else number(x) for x in (stat["value"], lo, hi))
+        return f"{record['test']}: {value} [{lo}, {hi}]"
     return f"{record['test']}: {in_scale(stat['value'], lo, hi)} [{number(lo)}, {number(hi)}]"
 
 
@@ -142,9 +146,13 @@ def sensitivity_text(record: Mapping[str, Any]) -> str:
 
 
 def why_undecided(record: Mapping[str, Any]) -> str | None:
-    """For an inconclusive verdict, what its n could have detected."""
+    """For an inconclusive verdict, what its n could have detected; for a location, how often the
+    resamples put the peak (or trough) inside the window."""
     if verdict_of(record) != INCONCLUSIVE or record.get("detectable") is None:
         return None
+    if str(record.get("interval_method", "")).startswith("location"):
+        return (f"too few {record['unit']} to tell: the resamples put it inside the window "
+                f"{100 * (1 - record['p_holds']):.0f} % of the time")
     if record["detectable"] == 0:
         return f"every one of its {record['n_units']} {record['unit']} gives the same value, so no test can tell"
     return (f"too few {record['unit']} to tell: {record['n_units']} detect a difference of "
