@@ -190,6 +190,23 @@ def test_centering_removal_is_one_on_the_diagonal():
         centering.offdiagonal_mean({"p": {"p": 1.0}})
 
 
+def test_centering_removal_from_the_gram_matrix_is_the_definition_in_a_narrow_cone():
+    rng = np.random.default_rng(3)
+    x = 0.05 * rng.normal(size=(24, 16)) + rng.normal(size=16)  # cosines near 0.998: the Gram form's worst case
+    labels = np.repeat(["a", "b", "c"], 8)
+    removal = centering.centering_removal(x, labels)
+    for a in "abc":
+        for b in "abc":
+            direct = centering.removal_share(x[labels == b], x[labels == a].mean(axis=0))
+            assert removal[a][b] == pytest.approx(direct, rel=1e-9)
+    shuffled = centering.permuted_removal(x, labels, permutations=3, seed=5)
+    rng = np.random.default_rng(5)
+    assert shuffled == pytest.approx([centering.offdiagonal_mean(centering.centering_removal(x, rng.permutation(labels)))
+                                      for _ in range(3)], rel=1e-12)
+    with pytest.raises(ValueError, match="zero vector"):
+        centering.centering_removal(np.vstack([x[:2], x[:1], x[:1]]), ["p", "p", "q", "q"])
+
+
 def test_topic_measurements_shapes_and_too_few_topics():
     rng = np.random.default_rng(0)
     states = rng.normal(size=(3, 12, 4)) + 2.0

@@ -7,7 +7,7 @@ of topic b and μ_b their mean:
     group_mean_cosines(X, g)    = cos(μ_a, μ_b) for every pair of topics
     centred_anisotropy(X, M)    = [A(X − μ) for μ in the rows of M], in one pass:
                                   (‖Σ_i u_i‖² − n) / (n(n − 1)) with u_i = (x_i − μ) / ‖x_i − μ‖
-                                  (centering_removal sums the u_i of every label at once)
+                                  (centering_removal: the same sums from the Gram matrix X Xᵀ)
     removal_share(X, μ)         = (A(X) − A(X − μ)) / (A(X) − A(X − x̄)): the anisotropy centring
                                   with μ removes, as a share of what X's own mean x̄ removes
     centering_removal(X, g)     = R[a][b] = removal_share(X_b, μ_a): 1 when a's mean serves b as
@@ -118,29 +118,46 @@ def removal_share(x: np.ndarray, mean: np.ndarray, name: str = "vectors") -> flo
 
 def centering_removal(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[str, float]]:
     """R[a][b]: how much of label b's anisotropy the mean of label a removes, relative to what
-    b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own).
-    Every A(X_b − μ_a) in one pass: the unit rows of X − μ_a, summed over each label b."""
+    b's own mean removes (R[b][b] = 1; 1 means a's centering vector works as well as b's own),
+    from the Gram matrix of ``x`` (:func:`removal_matrix`)."""
     x = np.asarray(x, dtype=np.float64)
     groups = label_rows(labels)
-    means = np.stack([x[rows].mean(axis=0) for rows in groups.values()] + [np.zeros(x.shape[1])])  # [K + 1, D]
-    shifted = x[None] - means[:, None]  # [K + 1, N, D]; the last: X itself
-    norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("centred vectors: cosine is undefined for a zero vector")
-    member = np.zeros((len(groups), len(x)))
-    for k, rows in enumerate(groups.values()):
-        member[k, rows] = 1.0
-    totals = member @ (shifted / norms)  # [K + 1, K, D]: Σ_{i ∈ b} unit(x_i − μ_a)
-    n = member.sum(axis=1)
+    shares = removal_matrix(x @ x.T, list(groups.values()))
+    names = list(groups)
+    return {a: {b: float(shares[i, j]) for j, b in enumerate(names)} for i, a in enumerate(names)}
+
+
+def removal_matrix(gram: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
+    """R [K, K] (:func:`centering_removal`) from the Gram matrix G = X Xᵀ [N, N] and the rows of
+    each of K labels. With g_ia = x_i · μ_a, every dot product of centred vectors is
+    (x_i − μ_a) · (x_j − μ_a) = G_ij − g_ia − g_ja + ‖μ_a‖², so with w_ia = 1 / ‖x_i − μ_a‖,
+
+        ‖Σ_{i∈b} u_i‖² = wᵀ G_bb w − 2 (Σ_{i∈b} w_ia)(Σ_{i∈b} w_ia g_ia) + (Σ_{i∈b} w_ia)² ‖μ_a‖²
+
+    and A(X_b − μ_a) = (‖Σ_{i∈b} u_i‖² − n_b) / (n_b(n_b − 1)). Only G's diagonal blocks are
+    read, so a relabelling (:func:`permuted_removal`) costs O(N² K), not O(N K² D)."""
+    n = np.array([len(rows) for rows in groups], dtype=np.float64)
     if np.any(n < 2):
         raise ValueError("centering removal needs at least 2 rows of every label")
-    centred_a = mean_pair_dot(totals, n)  # A(X_b − μ_a), [K + 1, K]
+    member = np.zeros((len(groups), len(gram)))
+    for k, rows in enumerate(groups):
+        member[k, rows] = 1.0 / len(rows)
+    g = np.hstack([gram @ member.T, np.zeros((len(gram), 1))])  # [N, K + 1]; the last mean: 0, X itself
+    norm2 = np.append(np.einsum("an,na->a", member, g[:, :-1]), 0.0)  # ‖μ_a‖²
+    squares = np.diagonal(gram)[:, None] - 2 * g + norm2  # ‖x_i − μ_a‖²
+    if np.any(squares <= 1e-12 * np.max(np.diagonal(gram))):
+        raise ValueError("centred vectors: cosine is undefined for a zero vector")
+    w = 1 / np.sqrt(squares)
+    totals = np.empty((len(groups) + 1, len(groups)))  # ‖Σ_{i∈b} u_i‖², [K + 1, K]
+    for b, rows in enumerate(groups):
+        wb, s1 = w[rows], w[rows].sum(axis=0)
+        quadratic = np.einsum("ia,ij,ja->a", wb, gram[np.ix_(rows, rows)], wb)
+        totals[:, b] = quadratic - 2 * s1 * (wb * g[rows]).sum(axis=0) + s1 ** 2 * norm2
+    centred_a = (totals - n) / (n * (n - 1))  # A(X_b − μ_a); the last row: A(X_b)
     raw, own = centred_a[-1], np.diagonal(centred_a[:-1])
     if np.any(np.abs(raw - own) < 1e-12):
         raise ValueError("a label's own mean removes no anisotropy, so the share is undefined")
-    shares = (raw[None] - centred_a[:-1]) / (raw - own)[None]
-    names = list(groups)
-    return {a: {b: float(shares[i, j]) for j, b in enumerate(names)} for i, a in enumerate(names)}
+    return (raw[None] - centred_a[:-1]) / (raw - own)[None]
 
 
 def offdiagonal_mean(matrix: Mapping[str, Mapping[str, float]]) -> float:
@@ -170,8 +187,13 @@ def permuted_removal(x: np.ndarray, labels: Sequence[str], permutations: int = P
     shuffles: the permutation distribution of the centering test (groups of the topics' sizes
     with no topic in common)."""
     rng = np.random.default_rng(seed)
-    labels = np.asarray(labels)
-    return np.array([offdiagonal_mean(centering_removal(x, rng.permutation(labels))) for _ in range(permutations)])
+    labels, x = np.asarray(labels), np.asarray(x, dtype=np.float64)
+    gram, k = x @ x.T, len(set(labels.tolist()))
+    found = np.empty(permutations)
+    for p in range(permutations):
+        shares = removal_matrix(gram, list(label_rows(rng.permutation(labels)).values()))
+        found[p] = (shares.sum() - np.trace(shares)) / (k * (k - 1))
+    return found
 
 
 def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5, seed: int = 0,

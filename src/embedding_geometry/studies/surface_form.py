@@ -50,7 +50,7 @@ CHUNK = 2000
 
 
 def corpus_texts(n: int = N_TEXTS) -> list[str]:
-    """``n`` sentences of the book's corpus, spread evenly over its topics (chapter 3's sample)."""
+    """``n`` sentences of the book's corpus, spread evenly over its topics (drawn as chapter 3 draws its sample)."""
     return chapter_corpus("project", n, seed=0)["sentence"].tolist()
 
 
