@@ -104,6 +104,28 @@ def test_a_seeded_kernel_averages_each_seeds_u_statistic_over_the_same_unit_draw
     assert isinstance(s.find({"per_unit": {"k": kernels[:, :5]}}, {"seeds": {"pairwise": "k"}}), s.Missing)
 
 
+def test_a_linear_reduce_applied_to_a_kernel_first_gives_the_same_resamples():
+    rng = np.random.default_rng(8)
+    kernels = rng.normal(size=(3, 7, 7, 4))
+    kernels = (kernels + kernels.transpose(0, 2, 1, 3)) / 2
+
+    def last_minus_first(x):  # linear in the series: it commutes with the U-statistic
+        return x[..., -1] - x[..., 0]
+
+    for seeded in (False, True):
+        statistic = s.Units(kernels if seeded else kernels[0], pairwise=True, seeded=seeded)
+        reduced = statistic.reduced(last_minus_first)
+        assert reduced.data.shape == statistic.data.shape[:-1]
+        as_given = s.bootstrap(statistic, last_minus_first, 50, np.random.default_rng(1))
+        first = s.bootstrap(reduced, identity, 50, np.random.default_rng(1))
+        np.testing.assert_allclose(first, as_given, rtol=1e-12)
+    other = s.Units(kernels[1], pairwise=True)
+    assert isinstance(s.Paired(s.Units(kernels[0], pairwise=True), other, "−").reduced(last_minus_first), s.Paired)
+    assert s.Paired(s.Units(kernels[0], pairwise=True), other, "÷").reduced(last_minus_first) is None  # not linear
+    assert s.Units(kernels[0, :, :, 0], pairwise=True).reduced(last_minus_first) is None  # no series to reduce
+    assert s.Units(rng.normal(size=(7, 4))).reduced(last_minus_first) is None  # a plain mean needs no help
+
+
 def test_each_seed_alone_is_a_one_hot_seed_weight():
     """What a null's seed values are: the statistic on every unit with one seed's weight 1 (for a
     seeded kernel, that seed's own U-statistic)."""

@@ -52,6 +52,7 @@ class Chapter:
     _verdicts: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)  # (claim, model) → Verdict
     _decided: dict[tuple[str, str], Any] | None = field(default=None, repr=False)  # (claim, model) → decided verdict
     _shown: list[tuple[str, Any]] = field(default_factory=list, repr=False)  # (display id, make) of verdict outputs
+    _homes: dict[str, Any] = field(default_factory=dict, repr=False)  # home chapter → its results, read once
 
     @classmethod
     def open(cls, slug: str, namespace: Mapping[str, Any]) -> "Chapter":
@@ -193,9 +194,11 @@ class Chapter:
             metrics = self.metrics if model == self.model.info.id else self.other_models[model]
             if model in self._not_measured:
                 metrics = _with_none(metrics, found[0].metric, self._not_measured[model])
-            judged = claims.judge_claim(found[0], metrics, model, seed=self.params.get("seed", 0))
+            home = self._home_record(found[0], found[0].measured_on or model)  # its verdict is its home's:
+            judged = claims.judge_claim(found[0], metrics, model, seed=self.params.get("seed", 0),
+                                        test=home is None)  # measured here, not tested twice
             controlled = self.params.get("random_control", True)
-            self._verdicts[claim_id, model] = judged if controlled else uncontrolled(judged)
+            self._verdicts[claim_id, model] = judge.at_home(judged if controlled else uncontrolled(judged), home)
         return self._verdicts[claim_id, model]
 
     def report(self, *claim_ids: str) -> None:
@@ -294,21 +297,25 @@ class Chapter:
         found = [self.verdict(*key) for key in keys]
         flips = {(v.claim.id, v.model): f for v in found
                  if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
-        decided = [judge.at_home(v, self._home_record(v)) for v in claims.decide(found, claims.family_size(), flips)]
+        decided = [judge.at_home(v, self._home_record(v.claim, v.model))
+                   for v in claims.decide(found, claims.family_size(), flips)]
         self._decided = dict(zip(keys, decided))
         return decided
 
-    def _home_record(self, verdict: claims.Verdict) -> dict[str, Any] | None:
-        """The decided record of ``verdict``'s claim and model in its home chapter's results of this
-        build, when the claim's home is a chapter the build runs before this one; else None."""
-        if not verdict.claim.home or verdict.claim.home > self.slug:  # a home the build runs later (or
-            return None  # alongside, as chapter 7) is not read: the verdict would depend on the timing
-        try:  # where a chapter's results land once its run succeeded, not this run's staging folder
-            document = readback.read(paths.built_results_dir() / f"{verdict.claim.home}.json")
-        except BookError:
+    def _home_record(self, claim: claims.Claim, model: str) -> dict[str, Any] | None:
+        """The decided record of ``claim`` on ``model`` in its home chapter's results of this build,
+        when the claim's home is a chapter the build runs before this one; else None."""
+        if not claim.home or claim.home > self.slug:  # a home the build runs later (or alongside, as
+            return None  # chapter 7) is not read: the verdict would depend on the timing
+        if claim.home not in self._homes:
+            try:  # where a chapter's results land once its run succeeded, not this run's staging folder
+                self._homes[claim.home] = readback.read(paths.built_results_dir() / f"{claim.home}.json")
+            except BookError:
+                self._homes[claim.home] = None
+        if (document := self._homes[claim.home]) is None:
             return None
-        return next((r for r in dashboard.records(document)
-                     if r.get("id") == verdict.claim.id and r.get("model") == verdict.model), None)
+        return next((r for r in dashboard.records(document) if r.get("id") == claim.id and r.get("model") == model),
+                    None)
 
     def summary(self):
         """The chapter's summary in words (:func:`words.chapter_summary`): the tally, and every

@@ -123,8 +123,9 @@ def records(verdicts: list[Verdict]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- one claim, once through
 
 def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: int = 0,
-                resamples: int = pvalues.RESAMPLES) -> Verdict:
-    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`)."""
+                resamples: int = pvalues.RESAMPLES, test: bool = True) -> Verdict:
+    """One claim's statistic and p-values on ``metrics``, not yet decided (:func:`decide`); without
+    ``test``, its measured value only (a claim whose verdict is its home's: :func:`at_home`)."""
     model = claim.measured_on or model
     raw = lookup(metrics, claim.metric)
     if raw is None:
@@ -138,6 +139,8 @@ def judge_claim(claim: Claim, metrics: Mapping[str, Any], model: str, *, seed: i
         measured = reducers.reduce_metric(raw, claim.reduce, claim.series)
     found = dict(claim=claim, model=model, measured=measured, numeric=_numeric(claim, measured, model),
                  depth=reducers.where(claim.reduce, raw, claim.series))
+    if not test:
+        return Verdict(**found)
     if claim.test is None or claim.by_construction or claim.description:
         status = BY_CONSTRUCTION if claim.by_construction else DESCRIPTIVE
         return Verdict(**found, status=status, reason=claim.by_construction or claim.description)
@@ -225,7 +228,7 @@ def at_home(verdict: Verdict, record: Mapping[str, Any] | None) -> Verdict:
     return replace(verdict, status=record.get("status"), reason=record.get("reason"),
                    statistic=record.get("statistic"), null=record.get("null"), p_holds=record.get("p_holds"),
                    p_fails=record.get("p_fails"), mc_error=record.get("mc_error") or 0.0,
-                   outcome=record.get("outcome"), p_adjusted=record.get("p_adjusted"),
+                   outcome=record.get("outcome"), p_adjusted=record.get("p_adjusted"), family=record.get("family"),
                    detectable=record.get("detectable"), fragile=record.get("fragile"), tested_at=verdict.claim.home)
 
 

@@ -64,6 +64,12 @@ class Statistic:
         """[S, …]: the statistic of each seed alone, on every unit (a statistic with seeds)."""
         return self.values(np.full((self.n_seeds, self.n_units), 1.0 / self.n_units), np.eye(self.n_seeds))
 
+    def reduced(self, reduce) -> "Statistic | None":
+        """The statistic of the reduced data, when a linear ``reduce`` of its series (one fixed
+        depth, or a fixed mix of depths) commutes with it: reduce(U_K(w)) = U_{reduce(K)}(w) for a
+        kernel, so a resample takes one matrix product instead of one per depth. None otherwise."""
+        return None
+
     def point(self) -> np.ndarray:
         """The statistic on every unit (and seed) once: what the metric must equal."""
         v = None if self.n_seeds is None else np.full((1, self.n_seeds), 1.0 / self.n_seeds)
@@ -103,6 +109,12 @@ class Units(Statistic):
 
     def linear(self):
         return None if self.pairwise or self.seeded else self.data
+
+    def reduced(self, reduce):
+        if not self.pairwise or self.data.ndim != 3 + self.seeded:  # a kernel with one series axis
+            return None
+        flat = np.asarray(reduce(self.data.reshape(-1, self.data.shape[-1])), dtype=float)
+        return Units(flat.reshape(self.data.shape[:-1]), self.source, self.pairwise, self.seeded)
 
     def unit_means(self) -> np.ndarray | None:
         """Each unit's value averaged over seeds [n, …] (a seeded mean), else :meth:`linear`."""
@@ -151,6 +163,10 @@ class Paired(Statistic):
     def linear(self):
         a, b = self.first.linear(), self.second.linear()
         return None if self.op == "÷" or a is None or b is None else a - b
+
+    def reduced(self, reduce):
+        a, b = self.first.reduced(reduce), self.second.reduced(reduce)
+        return None if self.op == "÷" or a is None or b is None else Paired(a, b, self.op)
 
 
 @dataclass(frozen=True)
