@@ -183,7 +183,7 @@ def test_the_page_states_each_need_beside_the_rule(monkeypatch):
 def test_the_build_checks_the_needs_that_do_not_read_the_model_before_any_chapter_runs(tmp_path):
     slug = "03_inside_the_cone"
     defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
-    assert defaults["n_texts"] == 96 and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
+    assert defaults["n_texts"] == 300 and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
     fine = profiles.Profile(tmp_path / "p.yaml", {"seed": 1}, {slug: {"n_texts": 3, "k_extremes": 3}})
     assert profiles.chapter_parameters(slug, fine, defaults) == {"seed": 1, "n_texts": 3, "k_extremes": 3}
     short = profiles.Profile(tmp_path / "p.yaml", {}, {slug: {"n_texts": 3}})  # k_extremes keeps its default, 5
