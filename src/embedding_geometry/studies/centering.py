@@ -145,7 +145,7 @@ def removal_matrix(gram: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray
     g = np.hstack([gram @ member.T, np.zeros((len(gram), 1))])  # [N, K + 1]; the last mean: 0, X itself
     norm2 = np.append(np.einsum("an,na->a", member, g[:, :-1]), 0.0)  # ‖μ_a‖²
     squares = np.diagonal(gram)[:, None] - 2 * g + norm2  # ‖x_i − μ_a‖²
-    if np.any(squares <= 1e-12 * np.max(np.diagonal(gram))):
+    if np.any(squares <= 1e-12 * np.max(np.diagonal(gram))):  # zero but for the Gram form's rounding
         raise ValueError("centred vectors: cosine is undefined for a zero vector")
     w = 1 / np.sqrt(squares)
     totals = np.empty((len(groups) + 1, len(groups)))  # ‖Σ_{i∈b} u_i‖², [K + 1, K]
