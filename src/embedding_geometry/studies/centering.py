@@ -59,7 +59,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..core.geometry import centred, cosine, label_rows, mean_pair_dot, unit_rows
+from ..core.geometry import centred, cosine, label_rows, mean_pair_dot, pair_mean, unit_rows
 from ..core.geometry import mean_pairwise_cosine as anisotropy
 from .anisotropy import PERMUTATIONS  # one count of shuffles for every permutation null
 
@@ -188,12 +188,9 @@ def permuted_removal(x: np.ndarray, labels: Sequence[str], permutations: int = P
     with no topic in common)."""
     rng = np.random.default_rng(seed)
     labels, x = np.asarray(labels), np.asarray(x, dtype=np.float64)
-    gram, k = x @ x.T, len(set(labels.tolist()))
-    found = np.empty(permutations)
-    for p in range(permutations):
-        shares = removal_matrix(gram, list(label_rows(rng.permutation(labels)).values()))
-        found[p] = (shares.sum() - np.trace(shares)) / (k * (k - 1))
-    return found
+    gram = x @ x.T
+    return np.array([pair_mean(removal_matrix(gram, list(label_rows(rng.permutation(labels)).values())))
+                     for _ in range(permutations)])
 
 
 def topic_measurements(states: np.ndarray, labels: Sequence[str], min_size: int = 5, seed: int = 0,
