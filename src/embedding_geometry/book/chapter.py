@@ -297,8 +297,7 @@ class Chapter:
         found = [self.verdict(*key) for key in keys]
         flips = {(v.claim.id, v.model): f for v in found
                  if (f := reproducibility.flipped(self.slug, v.claim.id, v.model))}
-        decided = [judge.at_home(v, self._home_record(v.claim, v.model))
-                   for v in claims.decide(found, claims.family_size(), flips)]
+        decided = claims.decide(found, claims.family_size(), flips)  # a claim at home elsewhere: its home's
         self._decided = dict(zip(keys, decided))
         return decided
 

@@ -178,7 +178,7 @@ def decide(verdicts: list[Verdict], family: int, flips: Mapping[str, list[str]] 
     claim whose home is elsewhere is read at the level of the chapter's next discovery,
     q (R + 1) / m; a check of the pipeline, a test of the code rather than a finding, at q alone.
     A verdict is *fragile* when a perturbed float path changed it (``flips``), or when its p moved
-    by twice its Monte Carlo error would cross q."""
+    by twice its Monte Carlo error would cross q. A verdict that carries its home's record keeps it."""
     m = family
     by_model: dict[str, list[int]] = {}
     for i, v in enumerate(verdicts):
@@ -194,7 +194,7 @@ def decide(verdicts: list[Verdict], family: int, flips: Mapping[str, list[str]] 
         decided = sum(a <= pvalues.Q for a in adjusted)
         for i in indices:
             v = out[i]
-            if not v.tested:
+            if not v.tested or v.tested_at:  # not tested, or decided at its home (:func:`at_home`)
                 continue
             factor = scale.get(i, 1.0 if v.claim.kind == "pipeline" else m / (decided + 1))
             p_adj = adjusted[counted.index(i)] if i in scale else min(1.0, v.p * factor)
