@@ -38,6 +38,7 @@ from scipy import optimize, stats
 
 from ...core.activations import Activations
 from ...core.errors import ParameterError
+from ...studies.long_texts import topic_runs
 from ...studies.pooling import attention_entropy, cls_attention
 
 BUCKETS = ((0, 10), (11, 50), (51, 100), (101, None))
@@ -62,6 +63,16 @@ def n_positions(value: int | None, max_seq_length: int) -> int:
             "n_positions", f"an integer in [{MIN_POSITIONS}, {max_seq_length}] (the model's limit)", value
         )
     return chosen
+
+
+def position_runs(extract, sentences: Sequence[str], topics: Sequence[str], tokenizer,
+                  n_tokens: int) -> tuple[dict[str, str], Activations]:
+    """The texts of ``n_tokens`` tokens, one per topic, made of its sentences (``long_texts.topic_runs``),
+    and their forward pass with the last block's attention maps, cut at ``n_tokens``: what
+    :func:`position_study` reads. ``extract`` is ``Chapter.extract``."""
+    texts = topic_runs(sentences, topics, tokenizer, n_tokens)
+    return texts, extract(list(texts.values()), source="n_positions", attentions=True, attention_layers=(-1,),
+                          max_length=n_tokens)
 
 
 # --------------------------------------------------------------------------- buckets and the power law
