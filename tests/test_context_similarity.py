@@ -6,7 +6,6 @@ the chapter end to end on the tiny model."""
 import ast
 import json
 import re
-from collections import Counter
 from dataclasses import fields
 from pathlib import Path
 
@@ -150,7 +149,8 @@ def test_pair_statistics_on_a_hand_made_text():
     assert stats.head_distance.tolist() == [[2]]
     assert stats.distance_counts.tolist() == [[0, 0, 1, 0, 0]]
     assert stats.head_same_sentence.tolist() == [[1]] and stats.head_repeats.tolist() == [[1]]
-    assert stats.focus_tokens[0][0] == Counter({"a": 1})  # positions 1 and 3 tie: the first
+    assert stats.focus_pieces == {batch.input_ids[0, 1]: "a"}  # positions 1 and 3 tie: the first
+    assert stats.text_rows()["head_focus_id"].tolist() == [[[batch.input_ids[0, 1]]]]
     assert stats.head_common_focus.tolist() == [[1]]  # "a" occurs twice ≥ common_min_count
     assert stats.unique_focus.tolist() == [[0, 1]]
     # chance: 10 pairs, 3 inside the sentence, 1 repeat; 1 separator of 5 tokens
@@ -302,7 +302,7 @@ def _part(batch, outs, maps, rows, settings):
 def _assert_same_stats(a, b):
     for f in fields(cs.ContextStats):
         x, y = getattr(a, f.name), getattr(b, f.name)
-        if f.name == "focus_tokens":
+        if f.name == "focus_pieces":
             assert x == y, f.name
         elif f.name == "per_text":  # batched differently, the same rows in the same text order
             rows_a, rows_b = a.text_rows(), b.text_rows()
@@ -337,16 +337,16 @@ def test_adding_statistics_leaves_both_operands_unchanged():
     batch, outs, maps = _random_batch(rng, n_texts=2)
     settings = cs.Settings()
     a, b = _part(batch, outs, maps, [0], settings), _part(batch, outs, maps, [1], settings)
-    before = a.head_pairs.copy(), Counter(a.focus_tokens[0][0]), a.text_rows()["high_pairs"].copy()
+    before = a.head_pairs.copy(), dict(a.focus_pieces), a.text_rows()["high_pairs"].copy()
     total = a + b
     np.testing.assert_array_equal(a.head_pairs, before[0])
-    assert a.focus_tokens[0][0] == before[1]
+    assert a.focus_pieces == before[1]
     np.testing.assert_array_equal(a.text_rows()["high_pairs"], before[2])
     assert total.text_rows()["high_pairs"].shape == (2, 2)
     np.testing.assert_array_equal(total.text_rows()["high_pairs"][1], b.text_rows()["high_pairs"][0])
     total += a  # in place: totals grow, rows are appended, the added operand stays as it was
     assert total.texts == 3 and total.text_rows()["high_pairs"].shape == (3, 2) and a.texts == 1
-    assert total.focus_tokens[0][0] == before[1] + b.focus_tokens[0][0] + before[1]
+    assert total.focus_pieces == {**before[1], **b.focus_pieces}
     with pytest.raises(ValueError, match="cannot add"):
         a + cs.ContextStats.empty(1, 3, 10, 5)
 
@@ -361,7 +361,9 @@ def test_text_rows_fill_blocks_in_text_order_without_copying():
     assert rows.blocks[0]["x"] is first and len(rows.blocks) == 4  # full blocks stay where they are
     np.testing.assert_array_equal(rows.arrays()["x"], np.arange(200))
     assert rows.arrays()["y"].shape == (200, 2, 3) and rows.arrays()["y"].dtype == np.int32
-    assert rows.bytes_per_text() == 8 + 6 * 4  # one int64 and six int32
+    assert rows.arrays()["x"].dtype == np.arange(1).dtype  # given back in the type it came in
+    assert rows.bytes_per_text() == 2 + 6 * 1  # kept narrow: the last block's 192 … 199 in int16, the ones in int8
+    assert rows.blocks[0]["x"].dtype == np.int8 and rows.blocks[-1]["x"].dtype == np.int16
     more = cs.TextRows()
     more.extend(rows)
     more.extend({"x": np.array([], int), "y": np.ones((0, 2, 3), np.int32)})  # an empty batch changes nothing
@@ -373,13 +375,13 @@ def test_nbytes_counts_the_totals_rows_and_counters():
     import sys
 
     stats = cs.ContextStats.empty(2, 3, 10, 5, n_draws=7)
-    arrays = stats.nbytes - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
+    arrays = stats.nbytes - sys.getsizeof({})
     # 8-byte numbers: [L, H, T], 7 × [L, H], [L, H+1], [L, 4], [L, P], 2 × [D, L], 5 × [K, L]
     assert arrays == 8 * (2 * 3 * 10 + 7 * 2 * 3 + 2 * 4 + 2 * 4 + 2 * 45 + 2 * 7 * 2 + 5 * 5 * 2)
     stats.per_text.extend({"x": np.zeros(7), "y": np.zeros((7, 2), np.int32)})
-    stats.focus_tokens[0][0].update({"the": 300})
-    grown = stats.nbytes - arrays - sum(sys.getsizeof(c) for row in stats.focus_tokens for c in row)
-    assert grown == 7 * (8 + 8) + sys.getsizeof("the") + sys.getsizeof(300)
+    stats.focus_pieces.update({1996: "the"})
+    grown = stats.nbytes - arrays - sys.getsizeof(stats.focus_pieces)
+    assert grown == 7 * (8 + 2) + sys.getsizeof("the") + sys.getsizeof(1996)  # the zeros kept in int8
 
 
 # --------------------------------------------------------------------------- the fold over captured batches

@@ -16,11 +16,11 @@ PARAMS = {**Settings().to_dict(), "texts": "corpus", "n_texts": 6, "text_length"
 
 
 def assert_same_statistics(a, b):
-    """Every total, counter and per-text row of two ContextStats, exactly."""
+    """Every total, focus piece and per-text row of two ContextStats, exactly."""
     for f in dataclasses.fields(a):
-        if f.name not in ("per_text", "focus_tokens"):
+        if f.name not in ("per_text", "focus_pieces"):
             np.testing.assert_array_equal(getattr(a, f.name), getattr(b, f.name), err_msg=f.name)
-    assert a.focus_tokens == b.focus_tokens
+    assert a.focus_pieces == b.focus_pieces
     rows_a, rows_b = a.text_rows(), b.text_rows()
     assert rows_a.keys() == rows_b.keys()
     for name in rows_a:

@@ -177,8 +177,8 @@ def _pair_statistics(stats: ContextStats, rows: dict, l: int, values: np.ndarray
     rows["distinct_focus"][:, l] = distinct_counts(focus)
     rows["distinct_focus_ids"][:, l] = distinct_counts(focus_ids)
     stats.unique_focus[l] = np.bincount(rows["distinct_focus"][:, l], minlength=n_heads + 1)
-    for h in range(n_heads):
-        stats.focus_tokens[l][h].update(text.batch.tokens[b][focus[b, h]] for b in range(n_texts))
+    for tokens, ids, at in zip(text.batch.tokens, focus_ids.tolist(), focus.tolist()):
+        stats.focus_pieces.update(zip(ids, (tokens[i] for i in at)))
     for k, t in enumerate(settings.sensitivity_thresholds):
         relative = _pair_sums(relative_mask(values, t), text).sum(axis=1)  # [B, 4]
         rows["sensitivity_pairs"][:, k, l], rows["sensitivity_distance"][:, k, l] = relative[:, 0], relative[:, 1]

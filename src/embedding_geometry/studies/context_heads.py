@@ -49,6 +49,7 @@ def head_table(stats: ContextStats, settings: Settings) -> pd.DataFrame:
     other         neither.
     """
     n_layers, n_heads, _ = stats.shape
+    focus_ids = stats.text_rows().get("head_focus_id", np.zeros((0, n_layers, n_heads), int))  # [texts, L, H]
     layer, head = np.meshgrid(np.arange(1, n_layers + 1), np.arange(1, n_heads + 1), indexing="ij")
     repeat_share, common_share = stats.head_repeats / stats.head_pairs, stats.head_common_focus / stats.texts
     frame = pd.DataFrame({
@@ -58,13 +59,16 @@ def head_table(stats: ContextStats, settings: Settings) -> pd.DataFrame:
         "mean_pair_distance": (stats.head_distance / stats.head_pairs).ravel(),
         "same_sentence_fraction": (stats.head_same_sentence / stats.head_pairs).ravel(),
         "separator_attention": (stats.head_attended_separators / stats.head_attended).ravel(),
-        "top_focus": [_top_focus(c, stats.texts) for row in stats.focus_tokens for c in row],
+        "top_focus": [_top_focus(ids, stats.focus_pieces, stats.texts)
+                      for ids in focus_ids.reshape(len(focus_ids), n_layers * n_heads).T],
     })
     frame["class"] = np.asarray(HEAD_CLASSES)[classify(repeat_share, common_share, settings).ravel()]
     return frame
 
 
-def _top_focus(counts: Counter, n_texts: int, k: int = 3) -> str:
+def _top_focus(ids: np.ndarray, pieces: dict[int, str], n_texts: int, k: int = 3) -> str:
+    """The ``k`` pieces a head most often focuses on, with the share of texts (ties: the piece met first)."""
+    counts = Counter(pieces[i] for i in ids.tolist())
     return ", ".join(f"{token} {count / n_texts:.0%}" for token, count in counts.most_common(k))
 
 

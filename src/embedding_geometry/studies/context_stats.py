@@ -9,8 +9,9 @@ null, the tokens with high attention a_j ≥ τ, the sentence ends that attentio
 summed scaled matrices S / max |S|, and the same counts at every threshold of the sensitivity
 check. Statistics add (``+``), so a stream of batches folds into totals of fixed size, plus, for
 the claims' bootstrap intervals over texts, a few numbers per text and block (:data:`TEXT_ROWS`;
-int32 counts and ids, int64 distance sums, float64 rank correlations): (13 H + 8 + 4 K) · L + 7
-numbers, about 11 kB per text of BERT-12 at K = 5, 220 MB for the paper's 20,000 texts, beside a
+counts, ids and distance sums, float64 rank correlations): (13 H + 8 + 4 K) · L + 7 numbers, the
+integers kept in the narrowest type that holds them (:class:`TextRows`), about 5 kB per text of
+BERT-12 at K = 5 and T = 128, 100 MB for the paper's 20,000 texts, beside a
 few hundred MB for the model and one batch's captured attention. Each block's context similarity
 pairs are compared with its attention pairs and with their cosine form too
 (:mod:`~embedding_geometry.studies.context_attention`).
@@ -19,7 +20,6 @@ pairs are compared with its attention pairs and with their cosine form too
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 
@@ -111,36 +111,58 @@ class TextRows:
     """The per-text rows (TEXT_ROWS) of every text so far, in text order. They live in blocks of
     ``block`` texts, one array per row name and block, filled in turn: a few large allocations
     (one small array per batch would pin heap pages between the batches' temporaries) that are
-    never copied as a stream grows, so the rows take at most one block more than their size."""
+    never copied as a stream grows, so the rows take at most one block more than their size.
+    A block keeps an integer row in the narrowest integer type that holds the values it has seen
+    (:func:`_narrowest`; widened when a text needs more): counts of pairs and tokens fit in two
+    bytes at the book's lengths, a third of the four or eight they are made in. :meth:`arrays`
+    gives them back in the type they came in, value for value."""
 
     block: int = 1024
     blocks: list[dict[str, np.ndarray]] = field(default_factory=list)
     count: int = 0
+    dtypes: dict[str, np.dtype] = field(default_factory=dict)
 
     def extend(self, rows: dict[str, np.ndarray] | TextRows) -> None:
         """Append the rows of more texts (a dict of [B, …] arrays, or another TextRows)."""
         rows = rows.arrays() if isinstance(rows, TextRows) else rows
         n, done = len(next(iter(rows.values()), ())), 0
+        for name, row in rows.items():
+            self.dtypes.setdefault(name, row.dtype)
         while done < n:
             if self.count == len(self.blocks) * self.block:
-                self.blocks.append({name: np.empty((self.block, *row.shape[1:]), row.dtype)
-                                    for name, row in rows.items()})
+                self.blocks.append({name: np.empty((self.block, *row.shape[1:]), np.int8 if row.dtype.kind in "iu"
+                                                   else row.dtype) for name, row in rows.items()})
             at = self.count - (len(self.blocks) - 1) * self.block
             take = min(n - done, self.block - at)
+            block = self.blocks[-1]
             for name, row in rows.items():
-                self.blocks[-1][name][at:at + take] = row[done:done + take]
+                part = row[done:done + take]
+                if (wider := _narrowest(part, block[name].dtype)) != block[name].dtype:
+                    block[name] = block[name].astype(wider)
+                block[name][at:at + take] = part
             done, self.count = done + take, self.count + take
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """{name: [count, …]}: the rows so far, one array per name (the blocks joined)."""
+        """{name: [count, …]}: the rows so far, one array per name (the blocks joined), each in the type it came in."""
         if not self.blocks:
             return {}
         used = [min(self.block, self.count - i * self.block) for i in range(len(self.blocks))]
-        return {name: np.concatenate([b[name][:u] for b, u in zip(self.blocks, used)]) for name in self.blocks[0]}
+        return {name: np.concatenate([b[name][:u] for b, u in zip(self.blocks, used)]).astype(self.dtypes[name],
+                                                                                               copy=False)
+                for name in self.blocks[0]}
 
     def bytes_per_text(self) -> int:
-        """The bytes of one text's rows."""
-        return sum(a[0].nbytes for a in self.blocks[0].values()) if self.blocks else 0
+        """The bytes of one text's rows, as the last block keeps them."""
+        return sum(a[0].nbytes for a in self.blocks[-1].values()) if self.blocks else 0
+
+
+def _narrowest(values: np.ndarray, dtype: np.dtype) -> np.dtype:
+    """``dtype``, or for integers the narrowest signed integer type that holds both ``values`` and
+    ``dtype``'s own range."""
+    if dtype.kind not in "iu" or not values.size:
+        return dtype
+    return np.result_type(dtype, np.min_scalar_type(-abs(int(values.min())) - 1), np.min_scalar_type(
+        -abs(int(values.max())) - 1))
 
 
 @dataclass
@@ -166,7 +188,8 @@ class ContextStats:
                                         focus is a uniformly random position, draw by draw (float64)
     focus_ids_null_draws       [D, L]   the same for distinct token ids
     sensitivity_*              [K, L]   the same counts for a_j ≥ t and for S_ij ≥ t · max S
-    focus_tokens               L × H Counters of focus pieces (bounded by the vocabulary)
+    focus_pieces               {token id: piece} of every focus token seen (bounded by the vocabulary);
+                               which head focused on which, text by text, is the row ``head_focus_id``
     per_text                   TEXT_ROWS of every text, in text order (:class:`TextRows`)
     """
 
@@ -194,7 +217,7 @@ class ContextStats:
     sensitivity_pairs: np.ndarray
     sensitivity_distance: np.ndarray
     sensitivity_same_sentence: np.ndarray
-    focus_tokens: list[list[Counter]]
+    focus_pieces: dict[int, str]
     per_text: TextRows
 
     @classmethod
@@ -214,7 +237,7 @@ class ContextStats:
             attended_kinds=np.zeros((n_layers, len(TOKEN_KINDS)), np.int64),
             summed_similarity=np.zeros((n_layers, n_tokens * (n_tokens - 1) // 2)),
             focus_null_draws=np.zeros(draws), focus_ids_null_draws=np.zeros(draws),
-            focus_tokens=[[Counter() for _ in range(n_heads)] for _ in range(n_layers)], per_text=TextRows(),
+            focus_pieces={}, per_text=TextRows(),
             **counts)
 
     @property
@@ -230,13 +253,12 @@ class ContextStats:
     @property
     def nbytes(self) -> int:
         """Bytes of what the totals keep: their arrays, the per-text rows at their size (their
-        blocks hold at most one block more) and the focus counters (each Counter's table and
-        keys, and its counts above 256, which Python does not share)."""
+        blocks hold at most one block more) and the focus pieces (the dict's table, its ids above
+        256, which Python does not share, and its strings)."""
         arrays = sum(v.nbytes for f in fields(self) if isinstance(v := getattr(self, f.name), np.ndarray))
-        counters = sum(sys.getsizeof(c) + sum(sys.getsizeof(k) + (sys.getsizeof(v) if v > 256 else 0)
-                                              for k, v in c.items())
-                       for row in self.focus_tokens for c in row)
-        return arrays + self.per_text.count * self.per_text.bytes_per_text() + counters
+        pieces = sys.getsizeof(self.focus_pieces) + sum(
+            (sys.getsizeof(i) if i > 256 else 0) + sys.getsizeof(p) for i, p in self.focus_pieces.items())
+        return arrays + self.per_text.count * self.per_text.bytes_per_text() + pieces
 
     def text_rows(self) -> dict[str, np.ndarray]:
         """The per-text rows of every text so far: {name: [n_texts, …]} (TEXT_ROWS)."""
@@ -249,11 +271,9 @@ class ContextStats:
                 other.shape, other.sensitivity_pairs.shape, other.focus_null_draws.shape):
             raise ValueError(f"cannot add statistics of shapes {self.shape} and {other.shape}")
         for f in fields(self):
-            if f.name not in ("focus_tokens", "per_text"):
+            if f.name not in ("focus_pieces", "per_text"):
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-        for mine, theirs in zip(self.focus_tokens, other.focus_tokens):
-            for counter, more in zip(mine, theirs):
-                counter.update(more)
+        self.focus_pieces.update(other.focus_pieces)
         self.per_text.extend(other.per_text)
         return self
 

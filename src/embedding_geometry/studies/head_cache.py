@@ -45,8 +45,8 @@ def key(loaded: LoadedModel, windows: Sequence[Window], settings: Settings, firs
     """The content key of a batch's statistics (module docstring)."""
     texts = [[w.input_ids.tolist(), w.sentence_ids.tolist(), w.separators.tolist()] for w in windows]
     perturbed = [spec] if (spec := float_path.current().spec) else []
-    return joblib.hash(["head statistics", disk_cache.model_identity(loaded.info), texts, settings.to_dict(),
-                        int(first), __version__, list(TEXT_ROWS), *perturbed])
+    return joblib.hash(["head statistics, focus pieces", disk_cache.model_identity(loaded.info), texts,
+                        settings.to_dict(), int(first), __version__, list(TEXT_ROWS), *perturbed])
 
 
 def store(loaded: LoadedModel, windows: Sequence[Window], settings: Settings, first: int, stats: ContextStats,
