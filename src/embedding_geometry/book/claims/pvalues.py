@@ -190,7 +190,7 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Eviden
     if statistic.n_units < MIN_UNITS:
         return f"only {statistic.n_units} {claim.unit}: fewer than {MIN_UNITS}, too few for a test"
     if claim.test[0] == reducers.LOCATION:
-        return _location(claim, statistic, raw, point, resamples, rng)
+        return _location(claim, statistic, point, resamples, rng)
     statistic, reduce = _reduced_first(claim, statistic, reduce)
     values = _unit_values(claim, statistic, reduce)
     if values is not None:
@@ -268,7 +268,7 @@ def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, o
                     mc_error=max(errors), se=se, floor=floors(least, sides, se))
 
 
-def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
+def _location(claim: Claim, statistic, point: float, resamples: int, rng) -> Evidence:
     """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
     a, b = claim.test[1]["window"]
     draws = samples.bootstrap(statistic, claim.reducer(), resamples, rng)

@@ -210,14 +210,6 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
 
 # --------------------------------------------------------------------------- the shape tests
 
-def _peak_margin(x: np.ndarray) -> np.ndarray:
-    return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
-
-
-def _inside_fall(x: np.ndarray) -> np.ndarray:
-    return np.max(x[..., :-2] - x[..., 1:-1], axis=-1)
-
-
 def _troughs(x: np.ndarray) -> np.ndarray:
     """min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t) for each inside entry t = 1 … L−1."""
     before = np.maximum.accumulate(x, axis=-1)[..., :-2]
@@ -237,8 +229,8 @@ def _two_dips(x: np.ndarray) -> np.ndarray:
 
 
 STATISTICS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
-    "peaks_inside": ("peak margin", _peak_margin),
-    "dips_inside": ("largest inside fall", _inside_fall),
+    "peaks_inside": ("peak margin", lambda x: np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])),
+    "dips_inside": ("largest inside fall", lambda x: np.max(x[..., :-2] - x[..., 1:-1], axis=-1)),
     "second_rise": ("second rise", _second_rise),
     "two_dips": ("weaker of two dips", _two_dips),
     "rises": ("last − first", lambda x: x[..., -1] - x[..., 0]),
