@@ -108,15 +108,14 @@ class Claim:
             reducers.parse(self.reduce)
         except ValueError as error:
             self._refuse(str(error))
-        self._check_kinds()
+        self._check_fields()
         self._check_shape()
         self._check_null()
-        self._check_says()
 
     def _refuse(self, message: str) -> None:
         raise LedgerError(f"claim '{self.id}': {message}")
 
-    def _check_kinds(self) -> None:
+    def _check_fields(self) -> None:
         for name, options in (("kind", KINDS), ("series", reducers.SERIES_KINDS), ("unit", UNITS)):
             if getattr(self, name) not in options and not (name == "unit" and self.unit is None):
                 self._refuse(f"{name} must be one of {options}; got {getattr(self, name)!r}")
@@ -125,6 +124,9 @@ class Claim:
         for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat", "no_null"):
             if getattr(self, name) is not None and not str(getattr(self, name)).strip():
                 self._refuse(f"{name} must say why")
+        says = self.says
+        if says is not None and (set(says) != set(OUTCOMES) or not all(str(v).strip() for v in says.values())):
+            self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(says)}")
 
     def _check_null(self) -> None:
         if self.null is None:
@@ -145,12 +147,6 @@ class Claim:
         if self.null.get("side") not in (None, "above", "below"):
             self._refuse(f"null side must be above or below (the side of the null a between test's value lies on); "
                          f"got {self.null.get('side')!r}")
-
-    def _check_says(self) -> None:
-        if self.says is None:
-            return
-        if set(self.says) != set(OUTCOMES) or not all(str(v).strip() for v in self.says.values()):
-            self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(self.says)}")
 
     def _check_shape(self) -> None:
         if self.shape is None:

@@ -354,13 +354,10 @@ def _measured(metrics, path: str):
 def _null_sign(claim: Claim) -> float | None:
     """The side of its null a claim's statistic must lie on: the side of an above/below test,
     the null's ``side`` for a between test, above for a series test, none for a location."""
-    test = claim.test[0]
-    if test == reducers.LOCATION:
-        return None
+    test, side = claim.test[0], claim.null.get("side")
     if test == "between":
-        side = claim.null.get("side")
         return None if side is None else (1.0 if side == "above" else -1.0)
-    return -1.0 if test == "below" else 1.0
+    return None if test == reducers.LOCATION else _sides(claim)[0][0]
 
 
 def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):

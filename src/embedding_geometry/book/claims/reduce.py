@@ -174,7 +174,7 @@ def reduce_metric(value: Any, how: str = "value", series: str = "depths") -> flo
 
 
 def where(how: str, value: Any, series: str = "depths") -> str | None:
-    """The depth (or depths) a positional reducer landed on, in :func:`depth_text`'s words;
+    """The depth (or depths) a positional reducer landed on, in :func:`entry_text`'s words;
     None for reducers that name no depth."""
     name, arg = parse(how)
     if name == "value" or np.ndim(value) != 1:
@@ -184,6 +184,8 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     fixed = {"first": 0, "last": n - 1, "penultimate": n - 2}
     if name in fixed:
         return entry_text(fixed[name], n, series)
+    if name.startswith(("max", "argmax", "min", "argmin")):  # max, argmax, argmax_relative; min, …
+        return entry_text(int(np.argmax(x) if "max" in name else np.argmin(x)), n, series)
     if name == "final_step_share":
         return (f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, "
                 f"of the fall from {entry_text(int(np.argmax(x)), n, series)}")
@@ -193,10 +195,6 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         p = 2 + int(np.argmax([min(_second_rise(x[: p + 1]), _second_rise(x[p:])) for p in range(2, n - 2)]))
         first, second = 1 + int(np.argmax(_troughs(x[: p + 1]))), p + 1 + int(np.argmax(_troughs(x[p:])))
         return f"the troughs at {entry_text(first, n, series)} and {entry_text(second, n, series)}"
-    if name in ("max", "argmax", "argmax_relative"):
-        return entry_text(int(np.argmax(x)), n, series)
-    if name in ("min", "argmin", "argmin_relative"):
-        return entry_text(int(np.argmin(x)), n, series)
     if name in ("at_relative", "last_over"):
         at = entry_text(index_at(arg, n, series), n, series)
         return at if name == "at_relative" else f"last ÷ {at}"

@@ -65,10 +65,8 @@ def p_text(record: Mapping[str, Any]) -> str:
     """"p = 0.0012 (sign-flip (exact)), adjusted 0.021", or "—"."""
     if record.get("p") is None:
         return "—"
-    text = f"p = {number(record['p'])} ({record['interval_method']})"
-    if record.get("p_adjusted") is not None:
-        text += f", adjusted {number(record['p_adjusted'])}"
-    return text
+    adjusted = f", adjusted {number(record['p_adjusted'])}" if record.get("p_adjusted") is not None else ""
+    return f"p = {number(record['p'])} ({record['interval_method']}){adjusted}"
 
 
 def null_text(record: Mapping[str, Any]) -> str:
@@ -157,8 +155,7 @@ def why_undecided(record: Mapping[str, Any]) -> str | None:
 
 def verdict_cell(record: Mapping[str, Any]) -> str:
     """The verdict word, why a claim is undecided or not tested, and "fragile"."""
-    word = verdict_of(record)
-    text = word
+    text = word = verdict_of(record)
     if word == NOT_TESTED and record.get("reason"):
         text += f" ({record.get('status')}: {record['reason']})"
     elif undecided := why_undecided(record):
@@ -224,8 +221,7 @@ def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = Non
     not tested names its subject unless ``subject`` is False: "Not measured on MPNet: why."."""
     record = _records([record])[0]
     names = [model_name(m) for m in (models or [record["model"]])]
-    where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) \
-        else " and ".join(names)
+    where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) else " and ".join(names)
     if verdict_of(record) in (*TESTED, PENDING):
         return f"On {where}, {_finding(record)}."
     if record.get("status") == NOT_MEASURED:
