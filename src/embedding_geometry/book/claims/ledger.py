@@ -313,8 +313,7 @@ def load(slug: str, folder: str | Path | None = None) -> Ledger:
     items = [{"null" if key is None else key: value for key, value in item.items()}  # YAML reads `null:` as None
              for item in data.get("claims", [])]
     for item in items:
-        unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
-        if unknown:
+        if unknown := sorted(set(item) - set(Claim.__dataclass_fields__)):
             raise LedgerError(f"claim '{item.get('id')}' in {slug}.yaml has unknown fields {unknown}")
         if item.get("home") and "says" not in item:
             home = _read(item["home"], folder, missing_ok=True).get("claims", [])
