@@ -133,7 +133,7 @@ def test_block_series_are_named_by_the_depth_they_write():
     assert reducers.reduce_metric(hist, "argmax", series="blocks") == 3
     assert reducers.reduce_metric(hist, "argmax_relative", series="blocks") == 0.5
     assert reducers.where("max", hist, "blocks") == "block 3 of 6 (l/L = 0.50)"
-    assert reducers.depth_text(3, 24) == "depth 3 of 24 (l/L = 0.12)"
+    assert reducers.entry_text(3, 25) == "depth 3 of 24 (l/L = 0.12)"
 
 
 def test_reducers_are_vectorised_over_rows():

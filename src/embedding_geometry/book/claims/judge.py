@@ -1,9 +1,7 @@
-"""Judging a ledger against a run's metrics: ``evaluate(ledger, metrics, model, family=m) → verdicts``.
-
-Each claim passes once through ledger (:mod:`.ledger`) → statistic (:mod:`.reduce`,
-:mod:`.samples`) → test (:mod:`.pvalues`) → adjustment (:func:`decide`) → words
-(:mod:`.words`). A claim that cannot be tested is *not tested*, with the reason; a **numeric**
-verdict (reproduced or not within ``tolerance``) is given only on the published model.
+"""Judging a ledger against a run's metrics, each claim once through the stages the package names:
+``evaluate(ledger, metrics, model, family=m) → verdicts``. A claim that cannot be tested is *not
+tested*, with the reason; a **numeric** verdict (reproduced or not within ``tolerance``) is given
+only on the published model.
 """
 
 from __future__ import annotations
@@ -28,12 +26,11 @@ PENDING = "decided when the chapter's last cell has run"
 
 
 def verdict_word(record: Mapping[str, Any]) -> str:
-    """A record's verdict word: :data:`NOT_TESTED` when it has a ``status``, else its outcome
-    (HOLDS, FAILS or INCONCLUSIVE), or :data:`PENDING` before its chapter decides (the words:
-    :mod:`.words`)."""
-    if record.get("status"):
-        return NOT_TESTED
-    return record.get("outcome") or PENDING
+    """A record's verdict word: the one it carries; else :data:`NOT_TESTED` when it has a ``status``,
+    its outcome (HOLDS, FAILS or INCONCLUSIVE), or :data:`PENDING` before its chapter decides."""
+    if record.get("verdict"):
+        return record["verdict"]
+    return NOT_TESTED if record.get("status") else record.get("outcome") or PENDING
 
 
 @dataclass(frozen=True)
@@ -225,11 +222,12 @@ def at_home(verdict: Verdict, record: Mapping[str, Any] | None) -> Verdict:
     build has not run) the verdict stays as it is."""
     if not verdict.claim.home or not record:
         return verdict
-    return replace(verdict, status=record.get("status"), reason=record.get("reason"),
-                   statistic=record.get("statistic"), null=record.get("null"), p_holds=record.get("p_holds"),
-                   p_fails=record.get("p_fails"), mc_error=record.get("mc_error") or 0.0,
-                   outcome=record.get("outcome"), p_adjusted=record.get("p_adjusted"), family=record.get("family"),
-                   detectable=record.get("detectable"), fragile=record.get("fragile"), tested_at=verdict.claim.home)
+    return replace(verdict, **{name: record.get(name) for name in _FROM_HOME}, mc_error=record.get("mc_error") or 0.0,
+                   tested_at=verdict.claim.home)
+
+
+_FROM_HOME = ("status", "reason", "statistic", "null", "p_holds", "p_fails", "outcome", "p_adjusted", "family",
+              "detectable", "fragile")
 
 
 def _decided(v: Verdict, p_adj: float, factor: float, m: int, level: float, flipped: list[str] | None) -> Verdict:

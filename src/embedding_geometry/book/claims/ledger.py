@@ -108,26 +108,25 @@ class Claim:
             reducers.parse(self.reduce)
         except ValueError as error:
             self._refuse(str(error))
-        self._check_kinds()
+        self._check_fields()
         self._check_shape()
         self._check_null()
-        self._check_says()
 
     def _refuse(self, message: str) -> None:
         raise LedgerError(f"claim '{self.id}': {message}")
 
-    def _check_kinds(self) -> None:
-        if self.kind not in KINDS:
-            self._refuse(f"kind must be one of {KINDS}; got {self.kind!r}")
-        if self.series not in reducers.SERIES_KINDS:
-            self._refuse(f"series must be one of {reducers.SERIES_KINDS}; got {self.series!r}")
-        if self.unit is not None and self.unit not in UNITS:
-            self._refuse(f"unit must be one of {UNITS}; got {self.unit!r}")
+    def _check_fields(self) -> None:
+        for name, options in (("kind", KINDS), ("series", reducers.SERIES_KINDS), ("unit", UNITS)):
+            if getattr(self, name) not in options and not (name == "unit" and self.unit is None):
+                self._refuse(f"{name} must be one of {options}; got {getattr(self, name)!r}")
         if self.samples is not None and self.unit is None:
             self._refuse("samples needs a unit (what one row of the samples is)")
         for name in ("by_construction", "description", "not_measured", "fraction_reason", "caveat", "no_null"):
             if getattr(self, name) is not None and not str(getattr(self, name)).strip():
                 self._refuse(f"{name} must say why")
+        says = self.says
+        if says is not None and (set(says) != set(OUTCOMES) or not all(str(v).strip() for v in says.values())):
+            self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(says)}")
 
     def _check_null(self) -> None:
         if self.null is None:
@@ -148,12 +147,6 @@ class Claim:
         if self.null.get("side") not in (None, "above", "below"):
             self._refuse(f"null side must be above or below (the side of the null a between test's value lies on); "
                          f"got {self.null.get('side')!r}")
-
-    def _check_says(self) -> None:
-        if self.says is None:
-            return
-        if set(self.says) != set(OUTCOMES) or not all(str(v).strip() for v in self.says.values()):
-            self._refuse(f"says needs exactly {OUTCOMES}, each a clause; got {sorted(self.says)}")
 
     def _check_shape(self) -> None:
         if self.shape is None:
@@ -256,8 +249,7 @@ class Claim:
         if test in reducers.STATISTICS:
             return reducers.STATISTICS[test][0]
         if test == reducers.LOCATION:
-            at = self.shape["args"].get("at", "max")
-            return "relative depth of the " + {"max": "peak", "min": "lowest point", "trough": "lowest trough"}[at]
+            return "relative depth of the " + reducers.AT[self.shape["args"].get("at", "max")]
         return "value"
 
 
@@ -279,8 +271,7 @@ def ledgers() -> dict[str, Path]:
     """Every chapter package's ``ledger.yaml`` by its chapter's slug (its ``chapter:`` field), in slug
     order. A slug with two ledgers is an error."""
     found: dict[str, Path] = {}
-    packages = Path(str(resources.files("embedding_geometry") / "chapters"))
-    for ledger_path in sorted(packages.glob(f"*/{CHAPTER_LEDGER}")):
+    for ledger_path in sorted(_packages().glob(f"*/{CHAPTER_LEDGER}")):
         slug = _parse(ledger_path.read_text()).get("chapter")
         if not slug or slug in found:
             where = f"{slug!r} already has {found[slug]}" if slug else "it names no chapter: (its slug)"
@@ -294,8 +285,11 @@ def path(slug: str, folder: str | Path | None = None) -> Path:
     one (:func:`ledgers`), or ``chapters/ch<slug>/ledger.yaml``, where a new chapter's goes."""
     if folder is not None:
         return Path(folder) / f"{slug}.yaml"
-    return ledgers().get(slug, Path(str(resources.files("embedding_geometry") / "chapters" / f"ch{slug}"
-                                        / CHAPTER_LEDGER)))
+    return ledgers().get(slug, _packages() / f"ch{slug}" / CHAPTER_LEDGER)
+
+
+def _packages() -> Path:
+    return Path(str(resources.files("embedding_geometry") / "chapters"))
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: ten times faster
@@ -319,8 +313,7 @@ def load(slug: str, folder: str | Path | None = None) -> Ledger:
     items = [{"null" if key is None else key: value for key, value in item.items()}  # YAML reads `null:` as None
              for item in data.get("claims", [])]
     for item in items:
-        unknown = sorted(set(item) - set(Claim.__dataclass_fields__))
-        if unknown:
+        if unknown := sorted(set(item) - set(Claim.__dataclass_fields__)):
             raise LedgerError(f"claim '{item.get('id')}' in {slug}.yaml has unknown fields {unknown}")
         if item.get("home") and "says" not in item:
             home = _read(item["home"], folder, missing_ok=True).get("claims", [])

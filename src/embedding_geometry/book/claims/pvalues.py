@@ -190,11 +190,11 @@ def shape(claim: Claim, metrics, raw, resamples: int, rng, sides=None) -> Eviden
     if statistic.n_units < MIN_UNITS:
         return f"only {statistic.n_units} {claim.unit}: fewer than {MIN_UNITS}, too few for a test"
     if claim.test[0] == reducers.LOCATION:
-        return _location(claim, statistic, raw, point, resamples, rng)
+        return _location(claim, statistic, point, resamples, rng)
     statistic, reduce = _reduced_first(claim, statistic, reduce)
     values = _unit_values(claim, statistic, reduce)
     if values is not None:
-        return _exact(claim, values, point, sides, statistic, reduce, resamples, rng)
+        return _exact(values, point, sides, statistic, reduce, resamples, rng)
     return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
 
 
@@ -221,8 +221,7 @@ def _unit_values(claim: Claim, statistic: samples.Statistic, reduce) -> np.ndarr
     return None if data is None else np.asarray(reduce(np.asarray(data, dtype=float)), dtype=float)
 
 
-def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, reduce, resamples: int,
-           rng) -> Evidence | str:
+def _exact(values: np.ndarray, point: float, sides, statistic, reduce, resamples: int, rng) -> Evidence | str:
     """A mean of unit values: exact binomial for 0/1 units, exact sign-flip below n = 20, else the bootstrap."""
     n = len(values)
     if np.isin(values, (0.0, 1.0)).all() and all(0 < t < 1 for _, t in sides):
@@ -237,9 +236,15 @@ def _exact(claim: Claim, values: np.ndarray, point: float, sides, statistic, red
                         floor=least)
     if n >= SMALL_N:
         return _bootstrapped(statistic, reduce, point, sides, resamples, rng)
+    return _sign_flipped(values, point, sides)
+
+
+def _sign_flipped(values: np.ndarray, point: float, sides, method: str = "sign-flip (exact)") -> Evidence:
+    """The exact sign-flip test of a mean of unit values against each side, and its exact interval."""
+    n = len(values)
     p_holds, p_fails = combine([sign_flip(sign * (values - t)) for sign, t in sides])
     se = float(np.std(values, ddof=1) / np.sqrt(n))
-    return Evidence("sign-flip (exact)", point, sign_flip_interval(values), n, p_holds, p_fails, se=se,
+    return Evidence(method, point, sign_flip_interval(values), n, p_holds, p_fails, se=se,
                     floor=floors(0.5 ** n, sides, se))
 
 
@@ -263,7 +268,7 @@ def _bootstrapped(statistic, reduce, point: float, sides, resamples: int, rng, o
                     mc_error=max(errors), se=se, floor=floors(least, sides, se))
 
 
-def _location(claim: Claim, statistic, raw, point: float, resamples: int, rng) -> Evidence:
+def _location(claim: Claim, statistic, point: float, resamples: int, rng) -> Evidence:
     """Where the re-found peak lies on each resample: p₊ the share outside the window, p₋ inside."""
     a, b = claim.test[1]["window"]
     draws = samples.bootstrap(statistic, claim.reducer(), resamples, rng)
@@ -349,13 +354,10 @@ def _measured(metrics, path: str):
 def _null_sign(claim: Claim) -> float | None:
     """The side of its null a claim's statistic must lie on: the side of an above/below test,
     the null's ``side`` for a between test, above for a series test, none for a location."""
-    test = claim.test[0]
-    if test == reducers.LOCATION:
-        return None
+    test, side = claim.test[0], claim.null.get("side")
     if test == "between":
-        side = claim.null.get("side")
         return None if side is None else (1.0 if side == "above" else -1.0)
-    return -1.0 if test == "below" else 1.0
+    return None if test == reducers.LOCATION else _sides(claim)[0][0]
 
 
 def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
@@ -382,13 +384,10 @@ def _paired(claim: Claim, metrics, record, sign: float, resamples: int, rng):
     record["difference_value"] = point
     a, b = _unit_values(claim, own, reduce), _unit_values(claim, other, reduce)
     if a is not None and b is not None and len(a) < SMALL_N:
-        d = sign * (a - b)
-        record["difference"] = list(sign_flip_interval(a - b))
-        return record, Evidence("sign-flip (exact), unit by unit", point, tuple(record["difference"]), len(d),
-                                *sign_flip(d), se=float(np.std(d, ddof=1) / np.sqrt(len(d))),
-                                floor=(0.5 ** len(d), 0.5 ** len(d)))
-    found = _bootstrapped(own, reduce, point, [(sign, 0.0)], resamples, rng, other=other,
-                          method="bootstrap (BCa), unit by unit")
+        found = _sign_flipped(a - b, point, [(sign, 0.0)], "sign-flip (exact), unit by unit")
+    else:
+        found = _bootstrapped(own, reduce, point, [(sign, 0.0)], resamples, rng, other=other,
+                              method="bootstrap (BCa), unit by unit")
     if isinstance(found, str):
         return f"the difference from the controls: {found}"
     record["difference"] = list(found.interval)

@@ -57,30 +57,17 @@ def index_at(r: float, n: int, series: str = "depths") -> int:
     return min(max(depth if series == "depths" else depth - 1, 0), n - 1)
 
 
-def depth_of(i: int, series: str = "depths") -> int:
-    """The depth l of entry i (a block's entry is named by the depth it writes: block l)."""
-    return int(i) if series == "depths" else int(i) + 1
-
-
-def depth_text(l: int, L: int) -> str:
-    """Every depth the book names, written one way: "depth 2 of 6 (l/L = 0.33)"."""
-    return f"depth {l} of {L} (l/L = {l / L:.2f})"
-
-
 def entry_text(i: int, n: int, series: str = "depths") -> str:
-    """:func:`depth_text` of entry i; a block reads "block 2 of 6 (l/L = 0.33)"."""
-    L, l = depth_count(n, series), depth_of(i, series)
-    return depth_text(l, L) if series == "depths" else f"block {l} of {L} (l/L = {l / L:.2f})"
+    """Every depth the book names, written one way: entry i of n as "depth 2 of 6 (l/L = 0.33)"; a
+    block's entry is named by the depth it writes, "block 2 of 6 (l/L = 0.33)"."""
+    L, l = depth_count(n, series), int(i) + (series == "blocks")
+    return f"{'depth' if series == 'depths' else 'block'} {l} of {L} (l/L = {l / L:.2f})"
 
 
 # --------------------------------------------------------------------------- the reducers
 
-def _argmax(x: np.ndarray, series: str) -> np.ndarray:
-    return np.argmax(x, axis=-1) + (series == "blocks")
-
-
-def _argmin(x: np.ndarray, series: str) -> np.ndarray:
-    return np.argmin(x, axis=-1) + (series == "blocks")
+def _arg(find, x: np.ndarray, series: str) -> np.ndarray:
+    return find(x, axis=-1) + (series == "blocks")
 
 
 def _tail(f: float, n: int, series: str) -> np.ndarray:
@@ -121,10 +108,10 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
     "max": lambda x, s: np.max(x, axis=-1),
     "min": lambda x, s: np.min(x, axis=-1),
     "mean": lambda x, s: np.mean(x, axis=-1),
-    "argmax": _argmax,
-    "argmin": _argmin,
-    "argmax_relative": lambda x, s: _argmax(x, s) / depth_count(x.shape[-1], s),
-    "argmin_relative": lambda x, s: _argmin(x, s) / depth_count(x.shape[-1], s),
+    "argmax": lambda x, s: _arg(np.argmax, x, s),
+    "argmin": lambda x, s: _arg(np.argmin, x, s),
+    "argmax_relative": lambda x, s: _arg(np.argmax, x, s) / depth_count(x.shape[-1], s),
+    "argmin_relative": lambda x, s: _arg(np.argmin, x, s) / depth_count(x.shape[-1], s),
     "final_step_share": _final_step_share,
     "second_rise": lambda x, s: statistic("second_rise", x),
     "two_dips": lambda x, s: statistic("two_dips", x),
@@ -183,13 +170,11 @@ def reduce_array(x: Any, how: str = "value", series: str = "depths") -> np.ndarr
 
 def reduce_metric(value: Any, how: str = "value", series: str = "depths") -> float:
     """One number from a metric (see the module docstring for ``how``)."""
-    if how == "value":
-        return float(value)
-    return float(reduce_array(value, how, series))
+    return float(value) if how == "value" else float(reduce_array(value, how, series))
 
 
 def where(how: str, value: Any, series: str = "depths") -> str | None:
-    """The depth (or depths) a positional reducer landed on, in :func:`depth_text`'s words;
+    """The depth (or depths) a positional reducer landed on, in :func:`entry_text`'s words;
     None for reducers that name no depth."""
     name, arg = parse(how)
     if name == "value" or np.ndim(value) != 1:
@@ -199,6 +184,8 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     fixed = {"first": 0, "last": n - 1, "penultimate": n - 2}
     if name in fixed:
         return entry_text(fixed[name], n, series)
+    if name.startswith(("max", "argmax", "min", "argmin")):  # max, argmax, argmax_relative; min, …
+        return entry_text(int(np.argmax(x) if "max" in name else np.argmin(x)), n, series)
     if name == "final_step_share":
         return (f"{entry_text(n - 2, n, series)} → {entry_text(n - 1, n, series)}, "
                 f"of the fall from {entry_text(int(np.argmax(x)), n, series)}")
@@ -208,10 +195,6 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         p = 2 + int(np.argmax([min(_second_rise(x[: p + 1]), _second_rise(x[p:])) for p in range(2, n - 2)]))
         first, second = 1 + int(np.argmax(_troughs(x[: p + 1]))), p + 1 + int(np.argmax(_troughs(x[p:])))
         return f"the troughs at {entry_text(first, n, series)} and {entry_text(second, n, series)}"
-    if name in ("max", "argmax", "argmax_relative"):
-        return entry_text(int(np.argmax(x)), n, series)
-    if name in ("min", "argmin", "argmin_relative"):
-        return entry_text(int(np.argmin(x)), n, series)
     if name in ("at_relative", "last_over"):
         at = entry_text(index_at(arg, n, series), n, series)
         return at if name == "at_relative" else f"last ÷ {at}"
@@ -224,14 +207,6 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
     return None
 
 # --------------------------------------------------------------------------- the shape tests
-
-def _peak_margin(x: np.ndarray) -> np.ndarray:
-    return np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])
-
-
-def _inside_fall(x: np.ndarray) -> np.ndarray:
-    return np.max(x[..., :-2] - x[..., 1:-1], axis=-1)
-
 
 def _troughs(x: np.ndarray) -> np.ndarray:
     """min(max_{i<t} x_i − x_t, max_{k>t} x_k − x_t) for each inside entry t = 1 … L−1."""
@@ -252,8 +227,8 @@ def _two_dips(x: np.ndarray) -> np.ndarray:
 
 
 STATISTICS: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
-    "peaks_inside": ("peak margin", _peak_margin),
-    "dips_inside": ("largest inside fall", _inside_fall),
+    "peaks_inside": ("peak margin", lambda x: np.max(x[..., 1:-1], axis=-1) - np.maximum(x[..., 0], x[..., -1])),
+    "dips_inside": ("largest inside fall", lambda x: np.max(x[..., :-2] - x[..., 1:-1], axis=-1)),
     "second_rise": ("second rise", _second_rise),
     "two_dips": ("weaker of two dips", _two_dips),
     "rises": ("last − first", lambda x: x[..., -1] - x[..., 0]),
@@ -279,6 +254,8 @@ def statistic(test: str, series: Any) -> np.ndarray:
     return STATISTICS[test][1](x)
 
 
+AT = {"max": "peak", "min": "lowest point", "trough": "lowest trough"}
+"""What a location's ``at`` seeks, in words."""
 NO_TROUGH = -1.0
 """What :func:`located` gives for ``at = "trough"`` where no entry is a trough: outside every window."""
 
@@ -305,8 +282,7 @@ def threshold_text(test: str, args: Mapping[str, Any]) -> str:
     if test == LOCATION:
         a, b = args["window"]
         among = f", sought in [{_num(args['among'][0])}, {_num(args['among'][1])}]" if args.get("among") else ""
-        what = {"max": "peak", "min": "lowest point", "trough": "lowest trough"}[args.get("at", "max")]
-        return f"{what} at l/L in [{_num(a)}, {_num(b)}]{among}"
+        return f"{AT[args.get('at', 'max')]} at l/L in [{_num(a)}, {_num(b)}]{among}"
     if test == "between":
         return f"in [{_num(args['low'])}, {_num(args['high'])}]"
     sign = "<" if test == "below" else ">"

@@ -35,21 +35,13 @@ from ...core.hierarchical import unit_weights
 # --------------------------------------------------------------------------- statistics of weighted means
 
 class Statistic:
-    """A statistic of weighted per-unit values: ``values(w, v)`` for unit weights w [B, n] (rows
-    sum to 1) and seed weights v [B, S] (None without seeds) gives [B, …]."""
+    """A statistic of weighted per-unit values on ``n_units`` units (and ``n_seeds`` seeds, None
+    without): ``values(w, v)`` for unit weights w [B, n] (rows sum to 1) and seed weights v [B, S]
+    (None without seeds) gives [B, …]."""
 
     source: str = ""
-
-    @property
-    def n_units(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def n_seeds(self) -> int | None:
-        return None
-
-    def values(self, w: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
-        raise NotImplementedError
+    n_units: int
+    n_seeds: int | None = None
 
     def linear(self) -> np.ndarray | None:
         """Per-unit values [n, …] whose plain mean is the statistic, when it is a mean (or a
@@ -116,8 +108,7 @@ class Units(Statistic):
         flat = np.asarray(reduce(self.data.reshape(-1, self.data.shape[-1])), dtype=float)
         return Units(flat.reshape(self.data.shape[:-1]), self.source, self.pairwise, self.seeded)
 
-    def unit_means(self) -> np.ndarray | None:
-        """Each unit's value averaged over seeds [n, …] (a seeded mean), else :meth:`linear`."""
+    def unit_means(self):
         return self.data.mean(axis=0) if self.seeded and not self.pairwise else self.linear()
 
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import maths
-from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_TESTED, PENDING, verdict_word
+from .judge import FAILS, HOLDS, INCONCLUSIVE, NOT_MEASURED, NOT_TESTED, PENDING
+from .judge import verdict_word as verdict_of  # the verdict word a stored record carries (or computes)
 from .reduce import NO_TROUGH
 
 TESTED = (HOLDS, FAILS, INCONCLUSIVE)
@@ -40,8 +41,8 @@ MEANINGS = {
 }
 """Every word once, with what it means (the legend and the glossary)."""
 
-BADGES = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive", NOT_TESTED: "other"}
-"""The badge class of each verdict word: _static/book.css gives each its colour."""
+BADGES = {HOLDS: "holds", FAILS: "fails", INCONCLUSIVE: "inconclusive"}
+"""The badge class of each tested verdict word (any other: "other"): _static/book.css gives each its colour."""
 
 
 def number(x: Any) -> str:
@@ -58,21 +59,14 @@ def _records(items: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [item.record() if hasattr(item, "record") else item for item in items]
 
 
-def verdict_of(record: Mapping[str, Any]) -> str:
-    """The verdict word a stored record carries (or computes, for a record without one)."""
-    return record.get("verdict") or verdict_word(record)
-
-
 # --------------------------------------------------------------------------- table cells
 
 def p_text(record: Mapping[str, Any]) -> str:
     """"p = 0.0012 (sign-flip (exact)), adjusted 0.021", or "—"."""
     if record.get("p") is None:
         return "—"
-    text = f"p = {number(record['p'])} ({record['interval_method']})"
-    if record.get("p_adjusted") is not None:
-        text += f", adjusted {number(record['p_adjusted'])}"
-    return text
+    adjusted = f", adjusted {number(record['p_adjusted'])}" if record.get("p_adjusted") is not None else ""
+    return f"p = {number(record['p'])} ({record['interval_method']}){adjusted}"
 
 
 def null_text(record: Mapping[str, Any]) -> str:
@@ -161,8 +155,7 @@ def why_undecided(record: Mapping[str, Any]) -> str | None:
 
 def verdict_cell(record: Mapping[str, Any]) -> str:
     """The verdict word, why a claim is undecided or not tested, and "fragile"."""
-    word = verdict_of(record)
-    text = word
+    text = word = verdict_of(record)
     if word == NOT_TESTED and record.get("reason"):
         text += f" ({record.get('status')}: {record['reason']})"
     elif undecided := why_undecided(record):
@@ -215,19 +208,12 @@ def model_name(model: str) -> str:
 
 def _finding(record: Mapping[str, Any]) -> str:
     """The clause a tested claim's verdict says: the ledger's ``says``, or the question left open."""
-    word, says = verdict_of(record), record.get("says") or {}
-    if word == HOLDS and says:
-        return says["holds"]
-    if word == FAILS and says:
-        return says["fails"]
+    word, says = verdict_of(record), record.get("says")
+    if says and word in (HOLDS, FAILS):
+        return says["holds" if word == HOLDS else "fails"]
     claim = _lowered(_subject(record))
-    if word == HOLDS:
-        return claim
-    if word == FAILS:
-        return f"the data show the opposite of the claim that {claim}"
-    if word == INCONCLUSIVE:
-        return f"this run cannot tell whether {claim}"
-    return f"{claim} ({PENDING})"
+    return {HOLDS: claim, FAILS: f"the data show the opposite of the claim that {claim}",
+            INCONCLUSIVE: f"this run cannot tell whether {claim}"}.get(word, f"{claim} ({PENDING})")
 
 
 def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = None, subject: bool = True) -> str:
@@ -235,8 +221,7 @@ def plain_sentence(record: Mapping[str, Any], models: Iterable[str] | None = Non
     not tested names its subject unless ``subject`` is False: "Not measured on MPNet: why."."""
     record = _records([record])[0]
     names = [model_name(m) for m in (models or [record["model"]])]
-    where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) \
-        else " and ".join(names)
+    where = "both encoders" if len(names) == 2 and set(names) == set(MODEL_NAMES.values()) else " and ".join(names)
     if verdict_of(record) in (*TESTED, PENDING):
         return f"On {where}, {_finding(record)}."
     if record.get("status") == NOT_MEASURED:
@@ -261,19 +246,15 @@ def badge(record: Mapping[str, Any], root: str = "../") -> str:
 
 def differences(items: Iterable[Any]) -> list[str]:
     """One sentence per claim whose verdict differs between models: "`within-dip`: holds on MPNet but …"."""
-    grouped: dict[str, dict[str, list[str]]] = {}
-    for r in _records(items):
-        grouped.setdefault(r["id"], {}).setdefault(verdict_of(r), []).append(model_name(r["model"]))
     found = []
-    for claim, groups in grouped.items():
-        if len(groups) > 1:
-            parts = [f"{word} on {' and '.join(models)}" for word, models in groups.items()]
+    for claim, records in by_claim(items).items():
+        groups: dict[str, list[str]] = {}
+        for r in records:
+            groups.setdefault(verdict_of(r), []).append(model_name(r["model"]))
+        parts = [f"{word} on {' and '.join(models)}" for word, models in groups.items()]
+        if len(parts) > 1:
             found.append(f"`{claim}`: " + (" but ".join(parts) if len(parts) == 2 else ", ".join(parts)) + ".")
     return found
-
-
-def _badges(records: list[Mapping[str, Any]], root: str = "../") -> str:
-    return " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
 
 
 def said(records: list[Mapping[str, Any]]) -> str:
@@ -313,7 +294,8 @@ def finding(records: list[Mapping[str, Any]], root: str = "../", numbers: bool =
     """One claim on every model (HTML): a badge per model, :func:`said`, and each model's numbers folded."""
     folds = "".join(f"<details><summary>numbers · {model_name(r['model'])}</summary>{_numbers(r)}</details>"
                     for r in records) if numbers else ""
-    return f'<div class="eg-finding">{_badges(records, root)}<br>{maths.html(said(records))}{folds}</div>'
+    badges = " ".join(f'<span class="eg-model">{model_name(r["model"])}</span> {badge(r, root)}' for r in records)
+    return f'<div class="eg-finding">{badges}<br>{maths.html(said(records))}{folds}</div>'
 
 
 def findings(items: Iterable[Any]) -> str:
