@@ -90,11 +90,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``schedule``        the chapters in order, and one alongside them in a second process sharing the cores
-    ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
-    ``sphinx_links``    a Sphinx extension: a chapter's plain links and anchors, which work in Jupyter, resolved
-                        on the site
-    ``sphinx_mathml``   a Sphinx extension: every formula written as MathML when the book is built, no script
-    ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
+    ``sphinx_pages``    the book's Sphinx extension: chapter numbers, maths as MathML (no script), a chapter's
+                        plain links resolved, lighter pages, downloads, footer, repository and launch buttons
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
     ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall
     ``derived``         what the site derives from the chapters: the table of contents, the Methods stubs
