@@ -67,9 +67,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
     ``rules``           every chapter's parameters and the rule each must satisfy (the registry: a chapter
-                        package's own ``rules`` found by its ledger)
+                        package's own ``rules`` found by its ledger), and the YAML profiles that set them for a build
     ``parameters``      the rule primitives and their one-line errors
-    ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
                         data), ``reduce`` (a metric to the number a claim is about, and the model-agnostic
                         shape tests), ``samples`` (the statistic on weighted per-unit values, and its
