@@ -78,8 +78,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
                         ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
-    ``results``         the results JSON of a chapter run, written atomically
-    ``readback``        reading build products back, checked (results JSON, benchmark figures)
+    ``results``         the results JSON of a chapter run, written atomically and read back checked (results
+                        JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown

@@ -36,7 +36,8 @@ from ..core.errors import BookError, ParameterError
 from ..core.errors import short_repr
 from . import charts, derived, jupyter_kernels, pdf, rules, schedule
 from .schedule import Outcome, report
-from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
+from . import claims
+from .results import DamagedResultsError  # noqa: F401 (a BookError of its own, for _input_errors)
 
 
 

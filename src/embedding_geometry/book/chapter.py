@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import charts, claims, dashboard, pages, parameters, readback, reproducibility, results, rules
+from . import charts, claims, dashboard, pages, parameters, reproducibility, results, rules
 from .claims import judge, words
 from ..core import activations, models, paths
 from ..core.errors import BookError
@@ -308,7 +308,7 @@ class Chapter:
             return None  # chapter 7) is not read: the verdict would depend on the timing
         if claim.home not in self._homes:
             try:  # where a chapter's results land once its run succeeded, not this run's staging folder
-                self._homes[claim.home] = readback.read(paths.built_results_dir() / f"{claim.home}.json")
+                self._homes[claim.home] = results.read(paths.built_results_dir() / f"{claim.home}.json")
             except BookError:
                 self._homes[claim.home] = None
         if (document := self._homes[claim.home]) is None:
