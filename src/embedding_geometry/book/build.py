@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,13 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import nbformat
+import papermill
+
 from ..core import disk_cache, models, paths
-from ..core.errors import BookError, ParameterError
-from ..core.errors import short_repr
-from . import charts, derived, jupyter_kernels, pdf, rules, schedule
-from .schedule import Outcome, report
-from . import claims
+from ..core.errors import BookError, ParameterError, short_repr
+from . import charts, claims, derived, jupyter_kernels, pdf, rules, schedule
 from .results import DamagedResultsError  # noqa: F401 (a BookError of its own, for _input_errors)
+from .schedule import Outcome, report
 
 
 
@@ -83,8 +85,6 @@ test run that took over papermill's default of 60 s (chapter 7 failed to start t
 
 def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool = False) -> Outcome:
     """Execute one chapter (or skip it when unchanged); see the module docstring."""
-    import papermill
-
     slug = notebook.stem
     executed = root / "book" / "chapters" / notebook.name
     results = root / "build" / "results" / f"{slug}.json"
@@ -121,8 +121,6 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
 def _execute(notebook: Path, output: Path, params: dict[str, Any], root: Path) -> None:
     """papermill, run once more when the kernel died before it answered: nothing has run then, and
     a second start is cheap (the reason, if any, is in the chapter's log)."""
-    import papermill
-
     for attempt in (1, 2):
         try:
             papermill.execute_notebook(str(notebook), str(output), parameters=params, cwd=str(root),
@@ -169,8 +167,6 @@ def _input_errors() -> set[str]:
 
 def _plain(text: str) -> str:
     """``text`` without ANSI colour codes (IPython colours its tracebacks)."""
-    import re
-
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
@@ -183,8 +179,6 @@ with in its folded Parameters table; in Jupyter the cells are where they were.""
 
 def remove_parameter_cells(executed: Path) -> None:
     """Tag the parameter cells of an executed notebook ``remove-cell`` (see MACHINERY)."""
-    import nbformat
-
     notebook = nbformat.read(executed, as_version=4)
     for cell in notebook.cells:
         tags = cell.metadata.setdefault("tags", [])

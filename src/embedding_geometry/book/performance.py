@@ -6,6 +6,7 @@ recorded them (``build/state/<chapter>.json``); and the float-path deviations an
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 from pathlib import Path
@@ -151,8 +152,6 @@ def chapter_times(root: Path | None = None) -> pd.DataFrame:
     """Each chapter's last successful run as the build recorded it in ``build/state/<chapter>.json``:
     its seconds (papermill's whole run: the kernel's start, every cell, the results written) and
     when it ended (UTC, from the file's time); the reference pages (98, 99) are left out."""
-    import datetime
-
     rows = []
     for path in sorted(((root or paths.project_root() or Path.cwd()) / "build" / "state").glob("[!.]*.json")):
         try:
