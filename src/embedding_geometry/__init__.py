@@ -95,9 +95,9 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall
     ``derived``         what the site derives from the chapters: the table of contents, the Methods stubs
     ``scaffold``        a new chapter's notebook with the conventions in place (``new-chapter``)
-    ``atlas``           chapter 8's measurements on many models, streamed and sharded: ``plan`` (models ×
-                        shards), ``shards`` (one shard's statistics, written once, atomically),
-                        ``executors`` (in-process or Ray tasks)
+    ``atlas``           chapter 8's measurements on many models, streamed and sharded, in process or as
+                        Ray tasks: ``plan`` (models × shards), ``shards`` (one shard's statistics, written
+                        once, atomically)
 
 ``python -m embedding_geometry build`` (``__main__``) builds the book; ``atlas``, ``pdf`` and
 ``new-chapter`` are its other commands. Importing the package has
