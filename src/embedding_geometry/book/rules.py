@@ -56,10 +56,6 @@ from ..core.errors import BookError, ParameterError, short_repr
 from .claims import ledger
 from .claims.ledger import LedgerError
 
-SECTIONS = ("common", "chapters")
-INT64 = 2**63
-"""Integers a chapter can take: papermill writes them into the notebook and JSON records them."""
-
 MODEL = {
     "model": p.text,
     "device": p.one_of("auto", "cpu", "cuda"),
@@ -205,6 +201,11 @@ def expects(slug: str, name: str) -> str:
 
 
 # --------------------------------------------------------------------------- profiles
+
+SECTIONS = ("common", "chapters")
+INT64 = 2**63
+"""Integers a chapter can take: papermill writes them into the notebook and JSON records them."""
+
 
 class ProfileError(BookError, ValueError):
     """A profile cannot be read, is not YAML, or does not have the shape of a profile."""
