@@ -38,14 +38,9 @@ def mathml(tex: str, block: bool = False) -> str:
 
 
 def html(text: object) -> str:
-    """``text`` as HTML: escaped, each ``$…$`` a formula in MathML (module docstring)."""
-    return _escaped(str(text), lambda tex: SPAN.format(mathml(tex)))
-
-
-def _escaped(text: str, formula) -> str:
-    """``text`` escaped around its formulas, each formula written by ``formula(tex)``."""
-    out, start = [], 0
+    """``text`` as HTML: escaped around its formulas, each ``$…$`` a formula in MathML (module docstring)."""
+    text, out, start = str(text), [], 0
     for match in FORMULA.finditer(text):
-        out += [_html.escape(text[start:match.start()]), formula(match.group(1))]
+        out += [_html.escape(text[start:match.start()]), SPAN.format(mathml(match.group(1)))]
         start = match.end()
     return "".join(out) + _html.escape(text[start:])
