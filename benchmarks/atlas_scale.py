@@ -62,9 +62,9 @@ def texts(n: int) -> list[str]:
 
 def chapter_parameters(**changed) -> dict:
     """Chapter 8's parameters: its notebook's defaults with ``changed``."""
-    from embedding_geometry.book import profiles
+    from embedding_geometry.book import rules
 
-    return {**profiles.notebook_defaults(ROOT / "notebooks" / "08_across_models.ipynb"), **changed}
+    return {**rules.notebook_defaults(ROOT / "notebooks" / "08_across_models.ipynb"), **changed}
 
 
 def child(model: str, n_texts: int, batch_size: int) -> dict:

@@ -60,10 +60,10 @@ def build(name: str, spec: str, profile: str, fresh: bool) -> float | None:
     """Build the book's chapters (no site) over ``spec`` in ``build/float-paths/<name>``;
     the seconds it took, or None when an earlier complete build was reused."""
     from embedding_geometry.book.build import copy_sources
-    from embedding_geometry.book.profiles import chapters
+    from embedding_geometry.book.rules import slugs
 
     root = FOLDER / name
-    expected = [slug for slug in chapters(ROOT) if not slug.startswith("9")]
+    expected = [slug for slug in slugs(ROOT) if not slug.startswith("9")]
     results = root / "build" / "results"
     if not fresh and all((results / f"{slug}.json").is_file() for slug in expected):
         return None

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from embedding_geometry.book import atlas
-from embedding_geometry.book.atlas import executors, plan, shards
+from embedding_geometry.book.atlas import plan, shards
 from embedding_geometry.core import paths
 
 PARAMS = {"model": None, "models": [], "random_control": True, "control_seeds": 2, "corpus": None,
@@ -57,11 +57,11 @@ def test_a_rerun_measures_nothing_and_a_lost_shard_is_measured_again(measured):
     chosen, found = measured
     before = shard_files(chosen.out)
     seen = []
-    atlas.run(chosen, executors.InProcess(lambda p, s: seen.append(s) or shards.measure(p, s)))
+    atlas.run(chosen, atlas.InProcess(lambda p, s: seen.append(s) or shards.measure(p, s)))
     assert seen == [] and shard_files(chosen.out) == before
     lost = chosen.shards()[4]
     shards.shard_path(chosen, lost).unlink()
-    atlas.run(chosen, executors.InProcess(lambda p, s: seen.append(s) or shards.measure(p, s)))
+    atlas.run(chosen, atlas.InProcess(lambda p, s: seen.append(s) or shards.measure(p, s)))
     assert seen == [lost] and shard_files(chosen.out) == before
     assert_same_within(atlas.read(chosen.out)[chosen.models[0].id]["metrics"], found[chosen.models[0].id]["metrics"])
 
@@ -183,7 +183,7 @@ def local_ray():
     ray = pytest.importorskip("ray")
     interpreters_print = builtins.print
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RAY_TQDM_PATCH_PRINT", "0")  # as the Ray executor sets it (book.atlas.executors)
+        patch.setenv("RAY_TQDM_PATCH_PRINT", "0")  # as the Ray executor sets it (book.atlas)
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}})
         yield ray
@@ -220,7 +220,7 @@ def test_a_ray_worker_killed_mid_shard_leaves_exactly_one_copy_of_each_shard(mea
             os._exit(1)
         return shards.measure(p, shard)
 
-    atlas.run(faulty, executors.RayExecutor(work=work))
+    atlas.run(faulty, atlas.RayExecutor(work=work))
     assert crashed.exists()  # the fault happened, and Ray retried the shard
     assert shard_files(faulty.out) == shard_files(chosen.out)  # one file per shard, nothing partial
     for model in found:  # a unit counted twice would raise in the merge

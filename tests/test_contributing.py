@@ -20,7 +20,7 @@ import test_notebook_conventions
 import test_plain_jupyter
 import test_teaching
 from conftest import ROOT, copy_book, declared_tiny, tiny_parameters, tiny_profile
-from embedding_geometry.book import derived, profiles, rules, scaffold
+from embedding_geometry.book import derived, rules, scaffold
 from embedding_geometry.core.errors import BookError
 
 GUIDE = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -175,7 +175,7 @@ def test_every_chapter_that_runs_a_model_declares_its_tiny_sizes_in_its_notebook
     which the scaffold writes), never missing: a chapter left out would run its full defaults in
     every test build. Each names parameters the chapter declares."""
     problems = []
-    for slug in profiles.chapters(ROOT):
+    for slug in rules.slugs(ROOT):
         if "model" in rules.rules_for(slug) and declared_tiny(ROOT / "notebooks" / f"{slug}.ipynb") is None:
             problems.append(f"{slug}: tiny sizes declared nowhere")
         if unknown := set(tiny_parameters().get(slug, {})) - set(rules.rules_for(slug)):

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, build_here, copy_book, tiny_parameters, tiny_profile
-from embedding_geometry.book import build, parameters, profiles, rules
+from embedding_geometry.book import build, parameters, rules
 from embedding_geometry.core import corpora
 from embedding_geometry.core.errors import ParameterError
 from fuzz_values import FUZZ, budget, one_line, snapshot
@@ -144,7 +144,7 @@ TINY_COMMON = {"model": "tiny BERT", "device": "cpu", "batch_size": 8, "seed": 0
 def values(slug: str, params: dict) -> dict:
     """Every parameter of chapter ``slug`` as the build gives them: the notebook's defaults, the
     tiny profile's common and chapter values, then ``params``."""
-    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
+    defaults = rules.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
     common = {name: value for name, value in TINY_COMMON.items() if name in defaults}
     return {**defaults, **common, **tiny_parameters().get(slug, {}), **params}
 
@@ -172,7 +172,7 @@ def open_cell(slug: str) -> int:
 def book(tmp_path_factory, tiny_bert_dir):
     """A copy of the book with an earlier executed notebook and results JSON for every chapter."""
     root = copy_book(tmp_path_factory.mktemp("chapter-fuzz"))
-    for slug in profiles.chapters(ROOT):
+    for slug in rules.slugs(ROOT):
         for path, content in earlier_outputs(root, slug).items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content)
@@ -235,7 +235,7 @@ def check_run(book: Path, run_chapter, view, slug: str, params: dict) -> None:
         f"{slug} with {params!r}, which its rules accept, failed: {message}"
 
 
-@pytest.mark.parametrize("slug", sorted(set(profiles.chapters(ROOT)) | set(SKIPPED)))
+@pytest.mark.parametrize("slug", sorted(set(rules.slugs(ROOT)) | set(SKIPPED)))
 def test_every_accepted_parameter_set_runs_or_is_refused_in_one_line_as_the_chapter_opens(book, run_chapter, view,
                                                                                            slug):
     if slug in SKIPPED:

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, copy_book
 from embedding_geometry import __main__ as cli
-from embedding_geometry.book import build, profiles, rules, schedule
+from embedding_geometry.book import build, rules, schedule
 from fuzz_values import FUZZ, budget, one_line, snapshot, texts, yaml_values
 
-SLUGS = profiles.chapters(ROOT)
+SLUGS = rules.slugs(ROOT)
 NAMES = sorted(set().union(*rules.chapters().values()))
 PREVIOUS = {  # earlier outputs of a build: none of them may change
     "build/results/02_similarity_attractor.json": b'{"chapter": "02_similarity_attractor", "metrics": {"x": 1}}',

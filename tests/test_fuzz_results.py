@@ -23,7 +23,8 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
-from embedding_geometry.book import build, dashboard, pages, performance, readback
+from embedding_geometry.book import build, dashboard, pages, performance
+from embedding_geometry.book.results import DamagedResultsError
 from embedding_geometry.core import activations
 from fuzz_values import FUZZ, budget, one_line, snapshot
 
@@ -107,7 +108,7 @@ def test_a_damaged_results_file_names_itself_and_its_rebuild_command(results, co
     before = snapshot(results)
     try:
         board = read_all(results)
-    except readback.DamagedResultsError as error:
+    except DamagedResultsError as error:
         message = str(error)
         event("refused")
         assert one_line(message) and str(target) in message and message.endswith(REBUILD), message
@@ -119,7 +120,7 @@ def test_a_damaged_results_file_names_itself_and_its_rebuild_command(results, co
 
 def test_the_truncated_results_of_issue_20(results):
     (results / f"{SLUG}.json").write_bytes(GOOD[:300])
-    with pytest.raises(readback.DamagedResultsError) as error:
+    with pytest.raises(DamagedResultsError) as error:
         dashboard.claims_frame(results)
     message = str(error.value)
     assert message.startswith(f"results file {results / SLUG}.json is damaged: not complete JSON (Expecting ")
@@ -131,7 +132,7 @@ def test_stray_and_unfinished_files(results):
     (results / f".{SLUG}-x1y2.json").write_bytes(GOOD[:10])  # an unfinished write: not read
     assert len(dashboard.claims_frame(results)) == 2
     (results / "notes.json").write_bytes(b"[]")
-    with pytest.raises(readback.DamagedResultsError, match=r"notes\.json is not usable: .*: remove it$"):
+    with pytest.raises(DamagedResultsError, match=r"notes\.json is not usable: .*: remove it$"):
         dashboard.claims_frame(results)
 
 
@@ -146,7 +147,7 @@ def test_a_damaged_benchmark_file_names_itself(tmp_path_factory, content):
         patch.chdir(root)
         try:
             performance.load_bench()
-        except readback.DamagedResultsError as error:
+        except DamagedResultsError as error:
             assert one_line(str(error)) and "build/bench.json" in str(error), str(error)
             assert str(error).endswith("make bench"), str(error)
 

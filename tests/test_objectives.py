@@ -567,9 +567,9 @@ def test_the_peak_and_the_weakest_depth_are_found_again_in_every_draw():
 def test_rules_refuse_in_one_line_what_the_runs_would_refuse_later():
     """The chapter's needs build what its cells build (the task, the split, the batches, the
     encoder's shape) and refuse before any run what those would refuse mid-chapter."""
-    from embedding_geometry.book import profiles, rules
+    from embedding_geometry.book import rules
 
-    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{SLUG}.ipynb")
+    defaults = rules.notebook_defaults(ROOT / "notebooks" / f"{SLUG}.ipynb")
     rules.check(SLUG, defaults)
     for bad, name in (({"scratch_width": 30}, "scratch_width"), ({"scratch_layers": 1}, "scratch_layers"),
                       ({"task_pairs": 100, "scratch_pairs_per_batch": 512}, "scratch_pairs_per_batch"),

@@ -9,7 +9,7 @@ import pandas as pd
 import papermill
 import pytest
 
-from embedding_geometry.book import claims, pages, performance, readback, rules, tables
+from embedding_geometry.book import claims, pages, performance, results, rules, tables
 from embedding_geometry.book.claims import words
 from embedding_geometry.book import parameters as p
 
@@ -134,7 +134,7 @@ def test_performance_table_shows_each_target_and_met_flag(tmp_path, monkeypatch)
     for damaged in ({"figures": [{"figure": "x"}]}, {"figures": [{**BENCH["figures"][0], "sense": ">"}]},
                     {"build": {"chapters": {"01_a": {"wall_s": "slow"}}}}, {"figures": {}}):
         (tmp_path / "build" / "bench.json").write_text(json.dumps(damaged))
-        with pytest.raises(readback.DamagedResultsError,
+        with pytest.raises(results.DamagedResultsError,
                            match=r"^benchmark file build/bench.json is not usable: .*make bench$"):
             performance.load_bench()
 

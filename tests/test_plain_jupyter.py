@@ -6,7 +6,7 @@ appears on the page (the claims table and the claims in words are cell outputs).
 Its Markdown is plain too (CONTRIBUTING.md, "How a chapter notebook reads"): no MyST role, no
 directive fence and no ``(label)=`` line, which Jupyter would show as raw text, but links, HTML
 ``<details>`` folds and ``<a id="…"></a>`` anchors; and every link works where a student opens
-the notebook, in ``notebooks/`` (``embedding_geometry.book.sphinx_links`` resolves the same links
+the notebook, in ``notebooks/`` (``embedding_geometry.book.sphinx_pages`` resolves the same links
 on the site)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT
-from embedding_geometry.book import parameters, profiles, rules
+from embedding_geometry.book import parameters, rules
 from embedding_geometry.chapters.ch05_without_tears import cls_attention
 from embedding_geometry.chapters.ch05_without_tears import rules as without_tears
 from embedding_geometry.core.errors import ParameterError
@@ -22,7 +22,7 @@ TINY = {"device": "cpu", "batch_size": 8, "seed": 0, "trust_remote_code": False}
 
 def values(slug: str, **changed) -> dict:
     """Chapter ``slug``'s notebook defaults with the tiny profile's common values and ``changed``."""
-    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
+    defaults = rules.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
     return {**defaults, **{k: v for k, v in TINY.items() if k in defaults}, **changed}
 
 
@@ -182,14 +182,14 @@ def test_the_page_states_each_need_beside_the_rule(monkeypatch):
 
 def test_the_build_checks_the_needs_that_do_not_read_the_model_before_any_chapter_runs(tmp_path):
     slug = "03_inside_the_cone"
-    defaults = profiles.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
+    defaults = rules.notebook_defaults(ROOT / "notebooks" / f"{slug}.ipynb")
     assert defaults["n_texts"] == 300 and defaults["k_extremes"] == 5 and defaults["corpus"] == "project"
-    fine = profiles.Profile(tmp_path / "p.yaml", {"seed": 1}, {slug: {"n_texts": 3, "k_extremes": 3}})
-    assert profiles.chapter_parameters(slug, fine, defaults) == {"seed": 1, "n_texts": 3, "k_extremes": 3}
-    short = profiles.Profile(tmp_path / "p.yaml", {}, {slug: {"n_texts": 3}})  # k_extremes keeps its default, 5
+    fine = rules.Profile(tmp_path / "p.yaml", {"seed": 1}, {slug: {"n_texts": 3, "k_extremes": 3}})
+    assert rules.chapter_parameters(slug, fine, defaults) == {"seed": 1, "n_texts": 3, "k_extremes": 3}
+    short = rules.Profile(tmp_path / "p.yaml", {}, {slug: {"n_texts": 3}})  # k_extremes keeps its default, 5
     with pytest.raises(ParameterError, match=r"^parameter 'k_extremes' expects at most as many sentences .+; got 5 "):
-        profiles.chapter_parameters(slug, short, defaults)
-    assert profiles.chapter_parameters(slug, short) == {"n_texts": 3}  # without the defaults: the rules alone
+        rules.chapter_parameters(slug, short, defaults)
+    assert rules.chapter_parameters(slug, short) == {"n_texts": 3}  # without the defaults: the rules alone
 
 
 # --------------------------------------------------------------------------- chapter 8's corpus and results

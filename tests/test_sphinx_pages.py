@@ -1,6 +1,6 @@
-"""The Sphinx extension around the pages (book/sphinx_pages.py): numbers, lighter pages, downloads,
-footer and repository setting; and the citation files it points to. The launch buttons
-(book/sphinx_launch.py) and a chapter's links (book/sphinx_links.py) on the site."""
+"""The book's Sphinx extension (book/sphinx_pages.py): numbers, maths, lighter pages, downloads,
+footer and repository setting; and the citation files it points to. The launch buttons and a
+chapter's links on the site."""
 
 import json
 import re
@@ -58,7 +58,7 @@ def test_chart_scripts_load_only_where_a_page_needs_them_and_maths_needs_none():
 
 
 def test_a_formula_is_written_as_mathml_in_pages_and_in_the_claims_tables():
-    from embedding_geometry.book import maths, sphinx_mathml
+    from embedding_geometry.book import maths
 
     assert maths.mathml("a_j \\ge \\tau") == (
         '<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline"><mrow><msub><mi>a</mi><mi>j</mi></msub>'
@@ -71,7 +71,7 @@ def test_a_formula_is_written_as_mathml_in_pages_and_in_the_claims_tables():
     shown = cell._repr_html_()
     assert "<msub><mi>S</mi>" in shown and "5 &lt; 6" in shown and "$" not in shown
     assert "<math" not in pages.HtmlTable(pd.DataFrame({"claim": ["$5"]}), math_columns=("claim",))._repr_html_()
-    assert sphinx_mathml.display_parts("a = b\n\n c = d\n") == ["a = b", "c = d"]  # one block each
+    assert sphinx_pages.display_parts("a = b\n\n c = d\n") == ["a = b", "c = d"]  # one block each
 
 
 def test_a_pasted_number_that_rounds_to_zero_has_no_sign():
@@ -151,7 +151,7 @@ def test_the_table_of_contents_lists_the_chapters_in_the_order_of_their_numbers(
 def test_launch_buttons_are_retargeted_to_the_clean_notebook():
     """With a repository configured, the theme's Binder/Colab links name the executed copy;
     the extension points them at notebooks/<chapter>.ipynb."""
-    from embedding_geometry.book.sphinx_launch import retarget_launch_buttons
+    from embedding_geometry.book.sphinx_pages import retarget_launch_buttons
 
     binder = "https://mybinder.org/v2/gh/o/r/main?urlpath=tree/book/chapters/01_x.ipynb"
     context = {"header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder}]},
@@ -165,7 +165,7 @@ def test_a_chapters_plain_links_and_anchors_become_labels_and_cross_references_o
     """A chapter's Markdown, written for Jupyter in notebooks/, read by MyST from book/chapters/:
     an anchor line becomes a label, a link to a label a cross-reference, a link to a book page is
     taken from one folder down; links to chapters, within the page and off the site stay as they are."""
-    from embedding_geometry.book.sphinx_links import for_the_site
+    from embedding_geometry.book.sphinx_pages import for_the_site
 
     written = ('<a id="primer-cosine"></a>\n## Cosine similarity\n\nSee [below](#primer-cosine), '
                "[Methods, verdicts](../book/methods.md#methods-verdicts), [How to rerun](../book/rerun.md), "
@@ -179,7 +179,7 @@ def test_a_chapters_plain_links_and_anchors_become_labels_and_cross_references_o
 
 
 def test_only_chapter_notebooks_are_rewritten_and_their_code_cells_stay():
-    from embedding_geometry.book.sphinx_links import rewrite_chapter
+    from embedding_geometry.book.sphinx_pages import rewrite_chapter
 
     notebook = {"cells": [{"cell_type": "markdown", "source": ["See [How to rerun](../book/rerun.md).\n"]},
                           {"cell_type": "code", "source": 'print("](../book/x.md)")'}], "metadata": {}}

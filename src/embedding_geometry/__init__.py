@@ -67,9 +67,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
 ``book``
     ``chapter``         one run of one chapter notebook: validate, seed, extract, glue, write the results
     ``rules``           every chapter's parameters and the rule each must satisfy (the registry: a chapter
-                        package's own ``rules`` found by its ledger)
+                        package's own ``rules`` found by its ledger), and the YAML profiles that set them for a build
     ``parameters``      the rule primitives and their one-line errors
-    ``profiles``        the YAML profiles that set the chapters' parameters for a build
     ``claims``          published claims and their verdicts, one package: ``ledger`` (the claims as
                         data), ``reduce`` (a metric to the number a claim is about, and the model-agnostic
                         shape tests), ``samples`` (the statistic on weighted per-unit values, and its
@@ -79,8 +78,8 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
                         ``words`` (every verdict word)
     ``dashboard``       every verdict of the book, counted: distinct published claims per model
     ``reproducibility`` the reproducibility contract: families of numbers, measured tolerances, fragile verdicts
-    ``results``         the results JSON of a chapter run, written atomically
-    ``readback``        reading build products back, checked (results JSON, benchmark figures)
+    ``results``         the results JSON of a chapter run, written atomically and read back checked (results
+                        JSON, benchmark figures)
     ``pages``           parameter tables, provenance, errata, the claims dashboard, chapter numbers
     ``tables``          how every table reads on a page: missing values, rounding, names, folding
     ``maths``           maths in generated text: ``$…$`` set as maths in HTML, kept in Markdown
@@ -90,18 +89,15 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``build``           run each notebook through papermill (skipping unchanged ones), then compile the site
     ``jupyter_kernels`` Jupyter kernels forked from a warm parent: a fresh process per chapter, imports paid once
     ``schedule``        the chapters in order, and one alongside them in a second process sharing the cores
-    ``sphinx_launch``   a Sphinx extension: launch buttons open the clean source notebook
-    ``sphinx_links``    a Sphinx extension: a chapter's plain links and anchors, which work in Jupyter, resolved
-                        on the site
-    ``sphinx_mathml``   a Sphinx extension: every formula written as MathML when the book is built, no script
-    ``sphinx_pages``    a Sphinx extension: chapter numbers, lighter pages, downloads, footer, repository
+    ``sphinx_pages``    the book's Sphinx extension: chapter numbers, maths as MathML (no script), a chapter's
+                        plain links resolved, lighter pages, downloads, footer, repository and launch buttons
     ``pdf``             the whole book as one PDF (``make pdf``), every chart a picture
     ``coverage``        what the book covers of its five texts, item by item, with the reason for a shortfall
     ``derived``         what the site derives from the chapters: the table of contents, the Methods stubs
     ``scaffold``        a new chapter's notebook with the conventions in place (``new-chapter``)
-    ``atlas``           chapter 8's measurements on many models, streamed and sharded: ``plan`` (models ×
-                        shards), ``shards`` (one shard's statistics, written once, atomically),
-                        ``executors`` (in-process or Ray tasks)
+    ``atlas``           chapter 8's measurements on many models, streamed and sharded, in process or as
+                        Ray tasks: ``plan`` (models × shards), ``shards`` (one shard's statistics, written
+                        once, atomically)
 
 ``python -m embedding_geometry build`` (``__main__``) builds the book; ``atlas``, ``pdf`` and
 ``new-chapter`` are its other commands. Importing the package has

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .book import profiles
+from .book import rules
 from .core import float_path
 from .core.errors import BookError
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "atlas":
         return _atlas(args, root, start)
     try:  # the profile is checked before torch and the rest load: a typo is reported at once
-        chosen = profiles.load(args.profile, root, profiles.chapters(root))
+        chosen = rules.load(args.profile, root, rules.slugs(root))
         from .book import build, schedule  # loads torch: after the profile is checked
 
         schedule.install_sigterm_handler()

@@ -4,7 +4,7 @@ For each ``notebooks/NN_slug.ipynb`` the build
 
 1. takes the chapter's parameters from a profile (``params/<profile>.yaml``: ``common`` values
    for every chapter that declares them, then ``chapters.<slug>`` values), checked before any
-   chapter runs (:mod:`~embedding_geometry.book.profiles`),
+   chapter runs (:mod:`~embedding_geometry.book.rules`),
 2. skips the chapter when its fingerprint — notebook, parameters, the ``src`` package, and the
    weights of every model it names — equals that of its last successful run (unless forced),
 3. otherwise executes it into a temporary file with results staged in a temporary folder (the
@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,12 +32,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import nbformat
+import papermill
+
 from ..core import disk_cache, models, paths
-from ..core.errors import BookError, ParameterError
-from ..core.errors import short_repr
-from . import charts, derived, jupyter_kernels, pdf, profiles, schedule
+from ..core.errors import BookError, ParameterError, short_repr
+from . import charts, claims, derived, jupyter_kernels, pdf, rules, schedule
+from .results import DamagedResultsError  # noqa: F401 (a BookError of its own, for _input_errors)
 from .schedule import Outcome, report
-from . import claims, readback  # noqa: F401 (they define BookErrors of their own)
 
 
 
@@ -82,8 +85,6 @@ test run that took over papermill's default of 60 s (chapter 7 failed to start t
 
 def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool = False) -> Outcome:
     """Execute one chapter (or skip it when unchanged); see the module docstring."""
-    import papermill
-
     slug = notebook.stem
     executed = root / "book" / "chapters" / notebook.name
     results = root / "build" / "results" / f"{slug}.json"
@@ -120,8 +121,6 @@ def run_chapter(notebook: Path, params: dict[str, Any], root: Path, force: bool 
 def _execute(notebook: Path, output: Path, params: dict[str, Any], root: Path) -> None:
     """papermill, run once more when the kernel died before it answered: nothing has run then, and
     a second start is cheap (the reason, if any, is in the chapter's log)."""
-    import papermill
-
     for attempt in (1, 2):
         try:
             papermill.execute_notebook(str(notebook), str(output), parameters=params, cwd=str(root),
@@ -168,8 +167,6 @@ def _input_errors() -> set[str]:
 
 def _plain(text: str) -> str:
     """``text`` without ANSI colour codes (IPython colours its tracebacks)."""
-    import re
-
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
@@ -182,8 +179,6 @@ with in its folded Parameters table; in Jupyter the cells are where they were.""
 
 def remove_parameter_cells(executed: Path) -> None:
     """Tag the parameter cells of an executed notebook ``remove-cell`` (see MACHINERY)."""
-    import nbformat
-
     notebook = nbformat.read(executed, as_version=4)
     for cell in notebook.cells:
         tags = cell.metadata.setdefault("tags", [])
@@ -240,7 +235,7 @@ def book_pdf(root: Path) -> None:
 
 
 def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
-    found = [root / "notebooks" / f"{slug}.ipynb" for slug in profiles.chapters(root)]
+    found = [root / "notebooks" / f"{slug}.ipynb" for slug in rules.slugs(root)]
     if only:
         unknown = set(only) - {p.stem for p in found}
         if unknown:
@@ -250,11 +245,11 @@ def notebooks(root: Path, only: list[str] | None = None) -> list[Path]:
     return found
 
 
-def build(root: Path, profile: str | profiles.Profile = "default", only: list[str] | None = None,
+def build(root: Path, profile: str | rules.Profile = "default", only: list[str] | None = None,
           force: bool = False, site: bool = True) -> int:
     """Run the chapters, then the site, with ``profile`` (a name or path, or one already loaded).
     Returns a process exit code (0 = success)."""
-    chosen = profile if isinstance(profile, profiles.Profile) else profiles.load(profile, root, profiles.chapters(root))
+    chosen = profile if isinstance(profile, rules.Profile) else rules.load(profile, root, rules.slugs(root))
     planned = {notebook: _checked_parameters(notebook, chosen) for notebook in notebooks(root, only)}
     if None in planned.values():
         print("bad parameters in the profile: no chapter was run", file=sys.stderr)
@@ -276,13 +271,13 @@ def build(root: Path, profile: str | profiles.Profile = "default", only: list[st
     return code
 
 
-def _checked_parameters(notebook: Path, profile: profiles.Profile) -> dict[str, Any] | None:
+def _checked_parameters(notebook: Path, profile: rules.Profile) -> dict[str, Any] | None:
     """The chapter's parameters from ``profile`` (checked with the notebook's defaults for the
     rest), or None after reporting a bad value (the chapter is then not run, and its previous
     outputs stay as they are)."""
     slug = notebook.stem
     try:
-        return profiles.chapter_parameters(slug, profile, profiles.notebook_defaults(notebook))
+        return rules.chapter_parameters(slug, profile, rules.notebook_defaults(notebook))
     except ParameterError as error:
         report(Outcome(slug, "failed", 0.0, f"parameters cell: ParameterError: {error} (from {profile.where})"))
         return None

@@ -22,6 +22,7 @@ model's metrics, judged with the same ledger.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -29,8 +30,11 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import torch
+from IPython.display import HTML, Markdown, display, update_display
+from myst_nb import glue as myst_glue
 
-from . import charts, claims, dashboard, pages, parameters, readback, reproducibility, results, rules
+from . import charts, claims, dashboard, pages, parameters, reproducibility, results, rules
 from .claims import judge, words
 from ..core import activations, models, paths
 from ..core.errors import BookError
@@ -150,10 +154,8 @@ class Chapter:
         """Glue each value under its name for the page's ``{glue:text}`` references. A NumPy
         scalar is glued as the Python number it holds, so that a format such as
         ``{glue:text}`name:.3f``` applies to it."""
-        from myst_nb import glue
-
         for name, value in values.items():
-            glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
+            myst_glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
 
     def record_models(self, infos: Any) -> None:
         """Record models another run measured (``ModelInfo``s: an atlas's, whose results the
@@ -213,8 +215,6 @@ class Chapter:
         self._show(lambda: render(self.verdicts(), *args))
 
     def _show(self, make) -> None:
-        from IPython.display import Markdown, display
-
         display_id = f"verdicts-{len(self._shown)}"
         self._shown.append((display_id, make))
         display(Markdown(make()), display_id=display_id)
@@ -245,8 +245,6 @@ class Chapter:
         """The "What we found" box near the top of the chapter: a placeholder until
         :meth:`finish` judges the ledger and updates it in place (a display with an id: Jupyter
         and the executed notebook both show the box where this cell is)."""
-        from IPython.display import Markdown, display
-
         display(Markdown("*The findings appear here once the chapter's last cell has run.*"), display_id=self.FINDINGS)
 
     KEY_FIGURE = "key-figure"
@@ -257,8 +255,6 @@ class Chapter:
         top, a placeholder; called with the chart in the section that draws it, the placeholder is
         replaced in place, the chart is glued as ``key_figure`` (the landing page shows chapter 1's)
         and the section says where the chart went."""
-        from IPython.display import HTML, Markdown, display, update_display
-
         if chart is None:
             display(Markdown("*The key figure appears here once its section has run.*"), display_id=self.KEY_FIGURE)
             return None
@@ -272,8 +268,6 @@ class Chapter:
         :meth:`judge_model`), fill the findings box (:meth:`findings`), and write
         ``build/results/<slug>.json`` atomically. Returns the claims table (each row with its
         anchor ``claim-<id>``, the dashboard's link target), or None without verdicts."""
-        from IPython.display import Markdown, update_display
-
         found = (self.verdicts() if self._decided is not None else self.decide()) if verdicts else []
         model = self.model.info.to_dict() if "model" in self.params else {}
         others = {m: {k: v for k, v in found.items() if k != "per_unit"} for m, found in self.other_models.items()}
@@ -308,7 +302,7 @@ class Chapter:
             return None  # chapter 7) is not read: the verdict would depend on the timing
         if claim.home not in self._homes:
             try:  # where a chapter's results land once its run succeeded, not this run's staging folder
-                self._homes[claim.home] = readback.read(paths.built_results_dir() / f"{claim.home}.json")
+                self._homes[claim.home] = results.read(paths.built_results_dir() / f"{claim.home}.json")
             except BookError:
                 self._homes[claim.home] = None
         if (document := self._homes[claim.home]) is None:
@@ -319,8 +313,6 @@ class Chapter:
     def summary(self):
         """The chapter's summary in words (:func:`words.chapter_summary`): the tally, and every
         claim that is not a judged pass."""
-        from IPython.display import Markdown
-
         return Markdown(words.chapter_summary(self.verdicts()))
 
 
@@ -358,11 +350,6 @@ def uncontrolled(verdict: claims.Verdict) -> claims.Verdict:
 
 def seed_everything(seed: int) -> None:
     """Seed Python's, NumPy's and torch's generators."""
-    import random
-
-    import numpy as np
-    import torch
-
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

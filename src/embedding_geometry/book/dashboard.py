@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from ..core import paths
-from . import maths, readback
+from . import maths
+from .results import read as read_results  # a parameter here is called results
 from .claims import words
 from .pages import DOWNLOADS, HtmlTable, chapter_label, chapter_number, claim_href
 
@@ -40,7 +41,7 @@ def claims_frame(results: Path | None = None, chapters: list[str] | None = None)
     """One row per claim and model over the chapters' results JSON (all, or those in ``chapters``)."""
     rows = []
     for path in sorted((results or paths.built_results_dir()).glob("[!.]*.json")):  # not unfinished writes
-        document = readback.read(path)
+        document = read_results(path)
         if chapters and document.get("chapter") not in chapters:
             continue
         rows += [{"chapter": document["chapter"], **_row(record)} for record in records(document)]
@@ -155,7 +156,7 @@ def landing_findings(results: Path | None = None) -> str:
     items = []
     for question, chapter, claim in QUESTIONS:
         path = folder / f"{chapter}.json"
-        found = [r for r in records(readback.read(path)) if r.get("id") == claim and not r.get("home")] \
+        found = [r for r in records(read_results(path)) if r.get("id") == claim and not r.get("home")] \
             if path.exists() else []
         answer = words.finding(found, root="", numbers=False) if found else "<p><em>Not run in this build.</em></p>"
         link = f"chapters/{claim_href(chapter, claim)}"

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from . import profiles
+from . import rules
 from .claims import ledger
 
 EXECUTED = "book/chapters/"
@@ -52,7 +52,7 @@ def derived_toc(root: Path) -> dict[str, Any]:
     """``root/_toc.yml`` with every chapter notebook it does not name added to its part."""
     toc = copy.deepcopy(yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8")))
     listed = {entry.get("file") for part in toc["parts"] for entry in part["chapters"]}
-    for slug in profiles.chapters(root):
+    for slug in rules.slugs(root):
         if EXECUTED + slug in listed:
             continue
         caption = part_of(_notebook(root, slug))
@@ -114,7 +114,7 @@ def methods_stub(root: Path, slug: str) -> str:
 def write_methods_stubs(root: Path) -> Path:
     """Write the stubs of every measuring chapter (one with a ledger) without a Methods section to
     ``root/build/methods_stubs.md`` (empty when every chapter has one) and return its path."""
-    stubs = [methods_stub(root, slug) for slug in profiles.chapters(root)
+    stubs = [methods_stub(root, slug) for slug in rules.slugs(root)
              if slug in ledger.ledgers() and not cited_sections(root, slug)]
     path = root / STUBS
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ MyST Markdown does, and every output that shows the text sets it as maths.
   which would show the dollars) and Jupyter's Markdown renderer both typeset them.
 - **HTML** (a table cell, an HTML block such as a finding, a dashboard row): :func:`html` escapes
   the text and writes each formula as MathML (:func:`mathml`, as the book's pages write theirs:
-  :mod:`.sphinx_mathml`), which the browser renders on the page and in Jupyter alike.
+  :mod:`.sphinx_pages`), which the browser renders on the page and in Jupyter alike.
 - **Plain text** (a CSV, a ``text/plain`` output): the TeX stays as written, short enough to read.
 """
 
@@ -20,7 +20,7 @@ from latex2mathml.converter import convert
 FORMULA = re.compile(r"\$([^$\n]+?)\$")
 """A formula: the shortest run between two dollars on one line."""
 SPAN = '<span class="math notranslate nohighlight">{}</span>'
-"""How the book's pages write an inline formula (:mod:`.sphinx_mathml`): its MathML in a span."""
+"""How the book's pages write an inline formula (:mod:`.sphinx_pages`): its MathML in a span."""
 
 
 UPRIGHT = ((re.compile(r"\\operatorname\*?\{([^{}]*)\}"), r"\\mathrm{\1}"),
@@ -38,14 +38,9 @@ def mathml(tex: str, block: bool = False) -> str:
 
 
 def html(text: object) -> str:
-    """``text`` as HTML: escaped, each ``$…$`` a formula in MathML (module docstring)."""
-    return _escaped(str(text), lambda tex: SPAN.format(mathml(tex)))
-
-
-def _escaped(text: str, formula) -> str:
-    """``text`` escaped around its formulas, each formula written by ``formula(tex)``."""
-    out, start = [], 0
+    """``text`` as HTML: escaped around its formulas, each ``$…$`` a formula in MathML (module docstring)."""
+    text, out, start = str(text), [], 0
     for match in FORMULA.finditer(text):
-        out += [_html.escape(text[start:match.start()]), formula(match.group(1))]
+        out += [_html.escape(text[start:match.start()]), SPAN.format(mathml(match.group(1)))]
         start = match.end()
     return "".join(out) + _html.escape(text[start:])

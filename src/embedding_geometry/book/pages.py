@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import claims, maths, readback, rules, tables
+from . import claims, maths, results, rules, tables
 from .claims import words
 from ..core import models, paths
 
@@ -123,9 +123,9 @@ def models_table(ran: dict[str, dict[str, Any]]) -> pd.DataFrame:
 
 
 def load_results(chapter: str) -> dict[str, Any]:
-    """The results JSON a chapter wrote in this run, checked (:func:`readback.read`: a damaged
+    """The results JSON a chapter wrote in this run, checked (:func:`results.read`: a damaged
     file is one line naming it and the command that rebuilds it)."""
-    return readback.read(paths.results_dir() / f"{chapter}.json")
+    return results.read(paths.results_dir() / f"{chapter}.json")
 
 
 def provenance(document: dict[str, Any]) -> "Provenance":

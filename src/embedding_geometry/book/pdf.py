@@ -6,7 +6,7 @@
    as a printer would see it (print styles, a column as wide as an A4 page's text), lets
    ``_static/charts.js`` lay out every chart for that column, replaces each chart by a PNG
    picture of itself (``window.egFreeze``: Vega's own renderer, at twice the resolution), opens
-   every folded section (the maths is MathML, set by the browser itself: :mod:`.sphinx_mathml`);
+   every folded section (the maths is MathML, set by the browser itself: :mod:`.sphinx_pages`);
 3. it prints the page to ``_build/pdf/book.pdf`` (A4, page numbers in the footer) with the
    DevTools command ``Page.printToPDF``.
 

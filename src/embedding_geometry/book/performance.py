@@ -6,6 +6,7 @@ recorded them (``build/state/<chapter>.json``); and the float-path deviations an
 
 from __future__ import annotations
 
+import datetime
 import html
 import json
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import readback
+from . import results
 from ..core import clock, paths
 from .claims import words
 from .pages import HtmlTable, chapter_label
@@ -34,10 +35,10 @@ def load_bench(name: str = "build/bench.json") -> dict[str, Any] | None:
     path = (paths.project_root() or Path.cwd()) / name
     if not path.is_file():
         return None
-    bench = readback.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
+    bench = results.read_mapping(path, remedy := "remake it: make bench", "benchmark file")
     if problem := _bench_problem(bench):
-        raise readback.DamagedResultsError(
-            f"benchmark file {readback.shown_path(path)} is not usable: {problem}; {remedy}")
+        raise results.DamagedResultsError(
+            f"benchmark file {results.shown_path(path)} is not usable: {problem}; {remedy}")
     return bench
 
 
@@ -46,7 +47,7 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
     if not isinstance(figures, list) or not isinstance(machine, dict):
         return "figures is not a list, or machine not an object"
     for i, f in enumerate(figures):
-        if not isinstance(f, dict) or (problem := readback.field_problem(f, FIGURE, f"figures[{i}].")):
+        if not isinstance(f, dict) or (problem := results.field_problem(f, FIGURE, f"figures[{i}].")):
             return problem or f"figures[{i}] is not an object"
         if not (f.get("sense") is None or f["sense"] in SENSES and isinstance(f.get("target"), (int, float))) \
                 or not isinstance(f.get("met"), (bool, type(None))):
@@ -56,7 +57,7 @@ def _bench_problem(bench: dict[str, Any]) -> str | None:
         for slug, times in chapters.items() if isinstance(chapters, dict) else [("", None)]:
             if not isinstance(times, dict):
                 return f"{section}.chapters is not a mapping of objects"
-            if problem := readback.field_problem(times, CHAPTER_TIMES, f"{section}.{slug}."):
+            if problem := results.field_problem(times, CHAPTER_TIMES, f"{section}.{slug}."):
                 return problem
     return None
 
@@ -151,8 +152,6 @@ def chapter_times(root: Path | None = None) -> pd.DataFrame:
     """Each chapter's last successful run as the build recorded it in ``build/state/<chapter>.json``:
     its seconds (papermill's whole run: the kernel's start, every cell, the results written) and
     when it ended (UTC, from the file's time); the reference pages (98, 99) are left out."""
-    import datetime
-
     rows = []
     for path in sorted(((root or paths.project_root() or Path.cwd()) / "build" / "state").glob("[!.]*.json")):
         try:

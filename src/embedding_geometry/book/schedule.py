@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
+import pickle
 import signal
 import sys
 from dataclasses import dataclass
@@ -85,8 +87,6 @@ def _environment(defaults: dict[str, str]):
 
 def _importable(runner) -> bool:
     """Whether another process can be handed ``runner``: a function it imports by its name."""
-    import pickle
-
     try:
         pickle.dumps(runner)
     except (pickle.PicklingError, AttributeError, TypeError):
@@ -96,8 +96,6 @@ def _importable(runner) -> bool:
 
 def _start_alongside(runner, notebook: Path, params: dict[str, Any], root: Path, force: bool):
     """A fresh process running ``runner`` on ``notebook``, and the pipe its outcome comes back on."""
-    import multiprocessing
-
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     process = context.Process(target=_run_and_send, args=(sender, runner, notebook, params, root, force))

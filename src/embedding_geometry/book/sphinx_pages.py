@@ -1,26 +1,44 @@
-"""A Sphinx extension for what the book's pages carry around their text.
+"""The book's Sphinx extension: what the site does with the pages around their text.
 
 - **Nothing raw.** A number pasted into the prose that rounds to zero carries no sign ("-0.00").
 - **Numbers.** A chapter's number is the number its file name starts with
   (``book/chapters/07_training_objective`` is chapter 7, :func:`pages.chapter_number`); its page
   title, the sidebar and every link to it read "7. One backbone, two losses…", as the dashboard
   and the Methods page do.
+- **Maths as MathML.** Every browser a reader uses renders MathML Core itself (Chromium since
+  version 109, Firefox, Safari), so the TeX of the pages — ``$…$`` and ``$$…$$`` in the chapters
+  and the book's pages, and the formulas of the claims — is converted once, by ``latex2mathml``
+  (:func:`.maths.mathml`), and no page loads a script to typeset it (MathJax's loader, TeX input
+  and HTML output with its fonts weighed about 0.6 MB a page); the PDF carries the same maths. The
+  renderer is registered as ``mathml`` and chosen in ``_config.yml`` (``html_math_renderer``).
+- **Links written for Jupyter.** A chapter notebook is read in Jupyter from ``notebooks/``, where
+  MyST's roles, directives and ``(label)=`` lines would show as raw text, so its Markdown is plain
+  (CONTRIBUTING.md): a link to another chapter is relative (``[1. Layer by layer](01_layer_by_layer.ipynb)``,
+  which works as it is: the site's copies sit side by side in ``book/chapters/``); a link to a
+  page of the book is written from ``notebooks/`` (``[How to rerun](../book/rerun.md)``); a link
+  to a section names a label after ``#``: a book page's ``(methods-verdicts)=``, or a chapter's
+  HTML anchor on the line before the section's heading, ``<a id="primer-cosine"></a>``. MyST
+  resolves a path's ``#fragment`` only against heading slugs, so before a chapter page is parsed
+  (:func:`for_the_site`) each anchor line becomes a label and each link to a label a
+  cross-reference, which Sphinx resolves to the label's page, and warns about (an error in the
+  book's build) when no page defines it.
 - **Lighter pages.** The chart bundle (``vega-bundle.js``, ``charts.js``) loads only on pages that
-  draw a chart (maths needs no script: :mod:`.sphinx_mathml` writes it as MathML); the
-  theme's 1.5 MB icon script and its icon font give way to ``_static/icons.css``, and the search
-  index loads on the search page only (``_templates/layout.html``).
+  draw a chart; the theme's 1.5 MB icon script and its icon font give way to
+  ``_static/icons.css``, and the search index loads on the search page only (``_templates/layout.html``).
 - **Downloads.** Every chapter's results JSON is copied to ``downloads/results/<chapter>.json``
   and every claim of the build to ``downloads/claims.csv`` (the dashboard's columns), so that the
   pages link them and they work offline.
 - **Footer.** The licences, a link to "Cite this book", and the commit and date of the build.
 - **Repository.** One setting, ``repository.url`` in ``_config.yml``: when it names a public
   repository, the repository button and the Binder/Colab launch buttons appear; without it,
-  neither does (a button that opens a placeholder is worse than none).
+  neither does (a button that opens a placeholder is worse than none). The launch buttons open
+  the clean source notebook in ``notebooks/``, not the executed copy the page was made from.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import shutil
 import subprocess
@@ -28,9 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from sphinx.locale import _
+from sphinx.util.math import get_node_equation_number
 
 from . import dashboard, pages
+from .maths import mathml
 
+EXECUTED, SOURCE = "book/chapters/", "notebooks/"
 CHART_SCRIPTS = ("vega-bundle.js", "charts.js")
 LAUNCH = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
 
@@ -38,7 +60,7 @@ LAUNCH = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.r
 def number_titles(app, doctree) -> None:
     """Prefix a chapter page's title with its number ("7. "), before Sphinx records the title
     for the sidebar and for links."""
-    number = pages.chapter_number(Path(app.env.docname).name) if app.env.docname.startswith("book/chapters/") else None
+    number = pages.chapter_number(Path(app.env.docname).name) if app.env.docname.startswith(EXECUTED) else None
     section = next(iter(doctree.findall(nodes.section)), None)
     if number is None or section is None or not section.children or not isinstance(section[0], nodes.title):
         return
@@ -198,7 +220,84 @@ def copy_downloads(app, exception) -> None:
         dashboard.claims_frame(results).to_csv(target.parent / "claims.csv", index=False)
 
 
+# --------------------------------------------------------------------------- maths
+
+def display_parts(tex: str) -> list[str]:
+    """A display block's equations: Sphinx separates them by a blank line; each becomes a block
+    of its own, one under the other."""
+    return [part.strip() for part in tex.split("\n\n") if part.strip()]
+
+
+def visit_math(self, node: nodes.math) -> None:
+    """An inline formula: its MathML in a span Sphinx's stylesheets know."""
+    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
+    self.body.append(mathml(node.astext()) + "</span>")
+    raise nodes.SkipNode
+
+
+def visit_math_block(self, node: nodes.math_block) -> None:
+    """A display formula, with its equation number and permalink when it has one."""
+    self.body.append(self.starttag(node, "div", CLASS="math notranslate nohighlight"))
+    if node["number"]:
+        self.body.append(f'<span class="eqno">({get_node_equation_number(self, node)})')
+        self.add_permalink_ref(node, _("Link to this equation"))
+        self.body.append("</span>")
+    self.body.append("".join(mathml(part, block=True) for part in display_parts(node.astext())) + "</div>\n")
+    raise nodes.SkipNode
+
+
+# --------------------------------------------------------------------------- a chapter's links
+
+ANCHOR = re.compile(r'^<a id="([\w-]+)"></a>[ \t]*$', re.M)
+"""An HTML anchor alone on its line: a section's label in a notebook."""
+SECTION_LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:)[^()\s#]*\.(?:ipynb|md)#([\w-]+)\)")
+"""A relative link to a label of a chapter or a book page: ``](page.md#label)``."""
+PAGE_LINK = re.compile(r"\]\(\.\./book/")
+"""A relative link from ``notebooks/`` to a page of the book."""
+
+
+def for_the_site(markdown: str) -> str:
+    """A chapter's Markdown as MyST reads it on the site: labels for anchors (``(primer-cosine)=``),
+    cross-references for links to labels (``[text](#primer-cosine)``), and links to the book's
+    pages from ``book/chapters/`` (``../rerun.md``)."""
+    markdown = ANCHOR.sub(r"(\1)=", markdown)
+    markdown = SECTION_LINK.sub(r"](#\1)", markdown)
+    return PAGE_LINK.sub("](../", markdown)
+
+
+def rewrite_chapter(app, docname: str, source: list[str]) -> None:
+    """``source-read``: :func:`for_the_site` on every Markdown cell of a chapter notebook."""
+    if not docname.startswith(EXECUTED):
+        return
+    try:
+        notebook = json.loads(source[0])
+    except ValueError:
+        return
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            cell["source"] = for_the_site(text)
+    source[0] = json.dumps(notebook, ensure_ascii=False)
+
+
+def _retarget(buttons: list[dict[str, Any]]) -> None:
+    for button in buttons:
+        if "url" in button:
+            button["url"] = button["url"].replace(EXECUTED, SOURCE)
+        _retarget(button.get("buttons", []))
+
+
+def retarget_launch_buttons(app, pagename, templatename, context, doctree) -> None:
+    """sphinx-book-theme builds a chapter's Binder/Colab links from the page's path, the executed
+    copy in ``book/chapters/``; they open its source, ``notebooks/<chapter>.ipynb``."""
+    if pagename.startswith(EXECUTED):
+        _retarget([b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"])
+
+
 def setup(app) -> dict[str, Any]:
+    app.add_html_math_renderer("mathml", (visit_math, None), (visit_math_block, None))
+    app.connect("html-page-context", retarget_launch_buttons, priority=502)  # just after the theme's
+    app.connect("source-read", rewrite_chapter)
     app.connect("config-inited", configure)
     app.connect("doctree-read", number_titles, priority=400)  # before the title collector (500)
     app.connect("doctree-resolved", unsigned_zeros)
@@ -208,4 +307,3 @@ def setup(app) -> dict[str, Any]:
     app.connect("build-finished", copy_downloads)
     app.connect("build-finished", trim_theme)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
-

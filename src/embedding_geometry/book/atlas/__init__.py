@@ -14,23 +14,35 @@ or a hub dataset, read a run of texts at a time). Before any shard is measured, 
 chapter 8's needs that read a model on each trained model (:func:`check_models`).
 
 Its parts: :mod:`.plan` (models, text sets, shards), :mod:`.shards` (one shard measured and
-written once; a model's shards merged into its results), :mod:`.executors` (in-process or Ray).
+written once; a model's shards merged into its results); the executors are here.
+
+**Where the shards are measured.** :class:`InProcess` (the default; what chapter 8 and the default
+build use) measures the pending shards one after the other, model by model, and writes each as it
+is done. :class:`RayExecutor` makes every pending (model, shard) a Ray task — with ``num_gpus``
+when the plan asks for CUDA — on the cluster at ``RAY_ADDRESS`` when that is set, else on a local
+Ray instance it starts (and stops) with ``workers`` CPUs. A task returns its shard's accumulator
+to the driver, which writes it once (``shards.write_once``) as it arrives; Ray retries a task
+whose worker died (``retries``), and a retried or duplicated shard finds its file written and is
+dropped, so no shard counts twice. Workers need the package installed (a cluster's image) and
+the models available to them.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import executors, plan, shards
+from . import plan, shards
 from .. import parameters, rules
 from ...core import paths
 from ...core.errors import BookError
+from .plan import Plan, Shard
 from .shards import AtlasError, read
 
-__all__ = ["AtlasError", "executors", "plan", "read", "run", "shards"]
+__all__ = ["AtlasError", "EXECUTORS", "InProcess", "RayExecutor", "plan", "read", "run", "shards"]
 
 
 def run(chosen: plan.Plan, executor: str | object = "inprocess", workers: int | None = None) -> Path:
@@ -39,9 +51,9 @@ def run(chosen: plan.Plan, executor: str | object = "inprocess", workers: int | 
     the results folder."""
     started = time.time()
     if isinstance(executor, str):
-        if executor not in executors.EXECUTORS:
-            raise AtlasError(f"--executor expects one of {', '.join(executors.EXECUTORS)}; got {executor!r}")
-        executor = executors.EXECUTORS[executor](workers=workers) if executor == "ray" else executors.InProcess()
+        if executor not in EXECUTORS:
+            raise AtlasError(f"--executor expects one of {', '.join(EXECUTORS)}; got {executor!r}")
+        executor = EXECUTORS[executor](workers=workers) if executor == "ray" else InProcess()
     shards.claim_folder(chosen)
     shards.remove_partial(chosen)
     pending = [s for s in chosen.shards() if not shards.done(chosen, s)]
@@ -97,3 +109,60 @@ def main(args) -> int:
     for model in chosen.models:
         print(f"  {folder / (model.key + '.json')}")
     return 0
+
+
+# --------------------------------------------------------------------------- executors
+
+Work = Callable[[Plan, Shard], shards.Part]
+
+
+class InProcess:
+    """Measure each shard here, in order."""
+
+    name = "inprocess"
+
+    def __init__(self, work: Work = shards.measure):
+        self.work = work
+
+    def run(self, plan: Plan, pending: Sequence[Shard]) -> None:
+        for shard in pending:
+            shards.write_once(shards.shard_path(plan, shard), self.work(plan, shard))
+
+
+class RayExecutor:
+    """Measure each shard as a Ray task (the package docstring)."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, retries: int = 3, gpus_per_task: float = 1.0,
+                 work: Work = shards.measure):
+        self.workers, self.retries, self.gpus_per_task, self.work = workers, retries, gpus_per_task, work
+
+    def resources(self, plan: Plan) -> dict[str, float]:
+        """A task's request: one CPU, and ``gpus_per_task`` GPUs when the plan's device is cuda."""
+        return {"num_cpus": 1, "num_gpus": self.gpus_per_task if plan.device == "cuda" else 0}
+
+    def run(self, plan: Plan, pending: Sequence[Shard]) -> None:
+        import ray
+
+        # Ray's progress-bar manager replaces builtins.print in the driver unless told not to; the
+        # atlas runs inside notebooks and tests, whose print must stay the interpreter's own.
+        os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
+        started_here = not ray.is_initialized()
+        if started_here:
+            address = os.environ.get("RAY_ADDRESS")
+            ray.init(address=address or None, num_cpus=None if address else (self.workers or os.cpu_count()),
+                     include_dashboard=False, log_to_driver=False, configure_logging=False)
+        try:
+            task = ray.remote(self.work).options(max_retries=self.retries, **self.resources(plan))
+            running = {task.remote(plan, shard): shard for shard in pending}
+            while running:
+                finished, _ = ray.wait(list(running), num_returns=1)
+                shard = running.pop(finished[0])
+                shards.write_once(shards.shard_path(plan, shard), ray.get(finished[0]))
+        finally:
+            if started_here:
+                ray.shutdown()
+
+
+EXECUTORS = {"inprocess": InProcess, "ray": RayExecutor}

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import profiles
+from .. import rules
 from ...core import paths
 from ...studies import across_models
 from ...studies.depth_statistics import TextSet
@@ -125,7 +125,7 @@ def from_parameters(params: Mapping[str, Any], out: str | Path) -> Plan:
 def chapter_parameters(profile: str, root: Path) -> dict[str, Any]:
     """Chapter 8's parameters on ``profile`` (a name under ``root/params`` or a path): the
     notebook's defaults, then the profile's values, each checked by the chapter's rules (one-line
-    :class:`~embedding_geometry.book.profiles.ProfileError` or ParameterError)."""
-    chosen = profiles.load(profile, root, profiles.chapters(root))
-    defaults = profiles.notebook_defaults(root / "notebooks" / f"{SLUG}.ipynb")
-    return {**defaults, **profiles.chapter_parameters(SLUG, chosen, defaults)}
+    :class:`~embedding_geometry.book.rules.ProfileError` or ParameterError)."""
+    chosen = rules.load(profile, root, rules.slugs(root))
+    defaults = rules.notebook_defaults(root / "notebooks" / f"{SLUG}.ipynb")
+    return {**defaults, **rules.chapter_parameters(SLUG, chosen, defaults)}
