@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Metrics = dict[str, Any]
-MIDDLE = 0.5
-"""The post's L12 of 24, where chapter 2 reads the hard pairs "in the middle"."""
 
 
 def text_sets(params: Mapping[str, Any]) -> tuple[TextSet, ...]:

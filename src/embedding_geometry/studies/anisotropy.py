@@ -9,8 +9,8 @@ Measurements (X: [n, D] vectors, S: [L + 1, n, D] the same n texts at every dept
                                A_l is the mean of K[·, ·, l] over pairs s ≠ t: a U-statistic
     token_kernels(H, owner)  = T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t with Σ_s the sum of
                                text s's unit token states, and C[s, t] = n_s n_t (both 0 for s = t)
-    cross_text_anisotropy    = Σ_{s≠t} T[s, t, l] / Σ_{s≠t} C[s, t]: the mean cosine of two tokens
-                               of different texts, the token-level anisotropy       → [L + 1]
+    token-level anisotropy   = Σ_{s≠t} T[s, t, l] / Σ_{s≠t} C[s, t]: the mean cosine of two tokens
+                               of different texts (``pooling_gap``)                 → [L + 1]
     final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L)
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        g: labels
     permuted_eta2_draws(y, g) = η² over shuffles of the N labels; their mean is about (K − 1) / (N − 1)
@@ -95,12 +95,6 @@ def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple
     diagonal = np.arange(n_texts)
     pairs[diagonal, diagonal], products[diagonal, diagonal] = 0.0, 0.0
     return pairs, products
-
-
-def cross_text_anisotropy(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
-    """[L + 1]: the mean cosine over pairs of tokens of different texts (:func:`token_kernels`)."""
-    pairs, products = token_kernels(hidden, owners, n_texts)
-    return pairs.sum(axis=(0, 1)) / products.sum()
 
 
 # --------------------------------------------------------------------------- Experiment 1
