@@ -32,7 +32,7 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     top_discriminative_dims(a,b) = the k dims d with largest |a_L[d] − b_L[d]|; |a_l[d] − b_l[d]| per depth
     half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
-    separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖²
+    separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖² (within_scatter)
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
     pc1_alignment(S)[l]          = |cos(PC1 of the text's centred tokens, mean of its tokens)|
@@ -315,8 +315,13 @@ def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.nda
     _check_stacks(stacks, min_texts=2, min_tokens=1)
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
     between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
-    within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
-    return between, within
+    return between, np.stack([within_scatter(s) for s in stacks])
+
+
+def within_scatter(stack: np.ndarray) -> np.ndarray:
+    """W_s = mean_i ‖h_i − c_s‖² of one text's tokens [L + 1, n, D] at every depth → [L + 1]."""
+    x = np.asarray(stack, dtype=np.float64)
+    return ((x - x.mean(axis=1)[:, None]) ** 2).sum(-1).mean(axis=1)
 
 
 def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:

@@ -53,22 +53,16 @@ from .context_batch import TextBatch, batch_statistics
 def text_rows(words: np.ndarray, pool: np.ndarray, cls: np.ndarray | None) -> dict[str, np.ndarray]:
     """One text's per-unit values (module docstring), from its word-token states ``words``
     [L + 1, n, D], its all-token mean pool ``pool`` [L + 1, D] and its [CLS] states [L + 1, D]
-    (None without one). n < 2 word tokens: ValueError."""
+    (None without one). n < 2 word tokens: ValueError. Each row is computed by the function that
+    computes it in memory (``core.geometry``, ``studies.layer_by_layer``)."""
     h = np.asarray(words, np.float64)
     n = h.shape[1]
-    if n < 2:
-        raise ValueError(f"a text needs at least 2 word tokens for its within-sentence cosine; got {n}")
-    unit = geometry.unit_rows(h, "word-token states")
-    summed, centroid = unit.sum(axis=1), h.mean(axis=1)
-    norms = np.linalg.norm(h, axis=-1).mean(axis=1)
-    steps = geometry.unit_rows(np.diff(h, axis=0), "a token's update")
-    centred = h - centroid[:, None]
-    pool = np.asarray(pool, np.float64)
-    rows = {"within": geometry.mean_pair_dot(summed, n), "norm": norms, "norm_range": norms.max() / norms.min(),
-            "coherence": geometry.mean_pair_dot(steps.sum(axis=1), n),
-            "within_scatter": (centred ** 2).sum(-1).mean(axis=1),
-            "pc1": geometry.pc1_alignment(h),
-            "first_last": abs(geometry.cosine(pool[0], pool[-1]))}
+    within = geometry.within_cosine(h)  # first: n < 2 tokens raises here
+    norms, pool = geometry.token_norms(h).mean(axis=1), np.asarray(pool, np.float64)
+    rows = {"within": within, "norm": norms, "norm_range": norms.max() / norms.min(),
+            "coherence": geometry.within_cosine(np.diff(h, axis=0)), "within_scatter": geometry.within_scatter(h),
+            "pc1": geometry.pc1_alignment(h), "first_last": abs(geometry.cosine(pool[0], pool[-1]))}
+    summed, centroid = geometry.unit_rows(h, "word-token states").sum(axis=1), h.mean(axis=1)
     if cls is not None:
         rows["cls"] = geometry.pair_cosine(np.asarray(cls, np.float64), centroid)
     payload = {"mean_unit": summed / n, "unit_sum": summed, "centroid": centroid, "n": float(n),
