@@ -46,6 +46,7 @@ from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Samp
 from .context_stats import Settings
 from .context_similarity import metrics
 from .context_batch import TextBatch, batch_statistics
+from .similarity_attractor import maxsim_rows
 
 
 # --------------------------------------------------------------------------- texts (chapters 1 and 3)
@@ -242,23 +243,6 @@ class TupleStatistics(Accumulator):
         _, rows = self.rows.arrays()
         n = len(next(iter(rows.values())))
         return {"n_units": n, **{name: value.mean(0) for name, value in rows.items()}, "per_unit": rows}
-
-
-def maxsim_rows(acts: Activations, arity: int) -> dict[str, np.ndarray]:
-    """Per unit (texts arity·i, arity·i + 1, …): the mean over the first text's word tokens of
-    their best cosine with any word token of the second, per depth, over all of them
-    (``maxsim``), those the second text also has (``maxsim_shared``) and those it lacks
-    (``maxsim_discriminative``) → each [n, L + 1]. A unit without both kinds: ValueError."""
-    stacks, found = acts.word_states(), {"maxsim": [], "maxsim_shared": [], "maxsim_discriminative": []}
-    for first in range(0, acts.n_texts, arity):
-        sims = geometry.maxsim(stacks[first], stacks[first + 1])  # [L + 1, n_a]
-        shared = np.isin(acts.word_tokens(first), acts.word_tokens(first + 1))
-        if shared.all() or not shared.any():
-            raise ValueError(f"the pair ({acts.texts[first]!r}, {acts.texts[first + 1]!r}) needs both shared and "
-                             "discriminative word tokens")
-        for key, picked in (("maxsim", slice(None)), ("maxsim_shared", shared), ("maxsim_discriminative", ~shared)):
-            found[key].append(sims[:, picked].mean(axis=1))
-    return {key: np.stack(rows) for key, rows in found.items()}
 
 
 # --------------------------------------------------------------------------- windows (chapter 4)

@@ -215,17 +215,21 @@ def final_depth(metrics: Mapping[str, Any]) -> Metrics:
 
 # --------------------------------------------------------------------------- sets of pairs
 
-def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pair i of a record (texts 2i, 2i + 1 = a, b): the mean MaxSim a → b over every word token
-    of a, over those that b also has (shared) and over those it lacks (discriminative), per depth
-    → three [L + 1]."""
-    a, b = geometry.per_text(pair.hidden, pair.offsets[2 * i:2 * i + 3], pair.word_mask)
-    sims = geometry.maxsim(a, b)  # [L + 1, n_a]
-    shared = np.isin(pair.word_tokens(2 * i), pair.word_tokens(2 * i + 1))
-    if shared.all() or not shared.any():
-        raise ValueError(f"pair {i} ({pair.texts[2 * i]!r}, {pair.texts[2 * i + 1]!r}) needs both shared and "
-                         f"discriminative word tokens")
-    return sims.mean(axis=1), sims[:, shared].mean(axis=1), sims[:, ~shared].mean(axis=1)
+def maxsim_rows(acts: Activations, arity: int = 2) -> dict[str, np.ndarray]:
+    """Per unit (texts arity·i, arity·i + 1, …): the mean over the first text's word tokens of
+    their best cosine with any word token of the second, per depth, over all of them
+    (``maxsim``), those the second text also has (``maxsim_shared``) and those it lacks
+    (``maxsim_discriminative``) → each [n, L + 1]. A unit without both kinds: ValueError."""
+    stacks, found = acts.word_states(), {"maxsim": [], "maxsim_shared": [], "maxsim_discriminative": []}
+    for first in range(0, acts.n_texts, arity):
+        sims = geometry.maxsim(stacks[first], stacks[first + 1])  # [L + 1, n_a]
+        shared = np.isin(acts.word_tokens(first), acts.word_tokens(first + 1))
+        if shared.all() or not shared.any():
+            raise ValueError(f"the pair ({acts.texts[first]!r}, {acts.texts[first + 1]!r}) needs both shared and "
+                             "discriminative word tokens")
+        for key, picked in (("maxsim", slice(None)), ("maxsim_shared", shared), ("maxsim_discriminative", ~shared)):
+            found[key].append(sims[:, picked].mean(axis=1))
+    return {key: np.stack(rows) for key, rows in found.items()}
 
 
 def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]:
@@ -238,8 +242,8 @@ def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]
     if tokens:
         cls = pair.cls()
         found["cls"] = geometry.pair_cosine(cls[:, 0::2], cls[:, 1::2]).T
-        split = [split_maxsim(pair, i) for i in range(pair.n_texts // 2)]
-        found["maxsim"], found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
+        rows = maxsim_rows(pair)
+        found.update(maxsim=rows["maxsim"], shared=rows["maxsim_shared"], discriminative=rows["maxsim_discriminative"])
     return found
 
 
