@@ -89,22 +89,22 @@ def pair_mean(kernel: np.ndarray) -> np.ndarray:
 def mean_pairwise_cosine(x: np.ndarray) -> float:
     """Mean cosine over ordered pairs i ≠ j of the rows of ``x`` ([n, D], n ≥ 2): the book's
     anisotropy. Computed in O(nD) from the sum of the unit rows (:func:`mean_pair_dot`)."""
-    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    unit = unit_rows(vector_set(x, "mean pairwise cosine"))
     return float(mean_pair_dot(unit.sum(axis=0), len(unit)))
 
 
 def row_mean_cosine(x: np.ndarray) -> np.ndarray:
     """a_i, the mean cosine of row i of ``x`` ([n, D], n ≥ 2) with every other row → [n]. Their
     mean over i is :func:`mean_pairwise_cosine`: a_i = (x̂_i · Σ_j x̂_j − 1) / (n − 1)."""
-    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    unit = unit_rows(vector_set(x, "mean pairwise cosine"))
     return (unit @ unit.sum(axis=0) - 1) / (len(unit) - 1)
 
 
-def _vector_set(x: np.ndarray, what: str) -> np.ndarray:
-    """``x`` as float64, checked to be an [n, D] array of n ≥ 2 vectors."""
+def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
+    """``x`` as float64, checked to be an [n, D] array of n ≥ 2 vectors (a one-line ValueError)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"{what} needs an [n, D] array with n ≥ 2 vectors; got shape {x.shape}")
+        raise ValueError(f"{name}: needs an [n, D] array with n ≥ 2 vectors; got shape {x.shape}")
     return x
 
 
@@ -113,7 +113,7 @@ def principal_axis(x: np.ndarray) -> np.ndarray:
     around the mean (:func:`first_axes`), in scikit-learn's sign convention: its entry of largest
     magnitude is positive (a principal axis has no natural sign). Equal to
     ``PCA(n_components=1).fit(x).components_[0]`` to 1e-15."""
-    x = _vector_set(x, "a principal axis")
+    x = vector_set(x, "a principal axis")
     if np.ptp(x, axis=0).max() == 0:
         raise ValueError("the principal axis is undefined: all vectors are identical (no variance)")
     axis = first_axes(x - x.mean(axis=0))
