@@ -285,9 +285,8 @@ def pair_sets(hard: Activations, easy: Activations) -> Metrics:
 
 
 def gap_units(hard: np.ndarray, easy: np.ndarray, shared: np.ndarray, discriminative: np.ndarray) -> Metrics:
-    """The hard − easy units [n, L + 1] of :func:`pair_sets` (chapter 8's too), pair i of each set
-    one unit: the mean-pool cosines, their ``gap`` and its depth-0 value ``gap_first``, and the
-    hard pairs' MaxSim of shared and of discriminative tokens with their difference."""
+    """The hard − easy units [n, L + 1] of :func:`pair_sets` (and chapter 8's): the mean-pool cosines, their
+    ``gap`` and its depth-0 value ``gap_first``, the hard pairs' MaxSim of shared and discriminative tokens."""
     if len(hard) != len(easy):
         raise ValueError(f"the hard and easy sets need as many pairs; got {len(hard)} and {len(easy)}")
     gap = hard - easy
