@@ -7,6 +7,7 @@
     mean_pair_dot(σ, n, q) = (‖σ‖² − q) / (n(n−1))               the mean of v_i·v_j over ordered pairs i ≠ j
                          of n vectors with sum σ and Σ‖v_i‖² = q (q = n for unit vectors): the one
                          formula behind every mean pairwise cosine, in memory or accumulated
+    pair_kernel(V)     = K_st = v_s·v_t per depth, diagonal 0    V: [N, L + 1, D] → [N, N, L + 1]
     pair_mean(K)       = (Σ_{s,t} K_st − Σ_s K_ss) / (n(n−1))      a kernel [n, n, …] over ordered pairs s ≠ t
     row_mean_cosine(X) = a_i = (1 / (n−1)) Σ_{j≠i} cos(x_i, x_j)  [n]; mean_i a_i = mean_pairwise(X)
     principal_axis(X)  = PC1 of the centred rows of X (first_axes: the top eigenvector of the smaller
@@ -78,6 +79,14 @@ def mean_pair_dot(total: np.ndarray, n: int | np.ndarray, squares: float | np.nd
     whose squared norms sum to ``squares`` (default n: unit vectors), (‖Σ_i v_i‖² − Σ_i ‖v_i‖²) / (n(n−1))
     → [...]. The accumulators and the in-memory statistics both take their pairwise means here."""
     return (np.vecdot(total, total) - (n if squares is None else squares)) / (n * (n - 1))
+
+
+def pair_kernel(vectors: np.ndarray) -> np.ndarray:
+    """K_st = v_s · v_t at every depth of per-text vectors [N, L + 1, D] → [N, N, L + 1], its diagonal
+    (which no mean over pairs s ≠ t reads) set to 0: in memory and in the accumulators' sample."""
+    kernel = np.einsum("sld,tld->stl", vectors, vectors)
+    kernel[np.arange(len(vectors)), np.arange(len(vectors))] = 0.0
+    return kernel
 
 
 def pair_mean(kernel: np.ndarray) -> np.ndarray:

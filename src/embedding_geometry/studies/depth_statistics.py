@@ -175,12 +175,10 @@ def sample_metrics(units: np.ndarray, s: Mapping[str, np.ndarray], of: int, seed
     anisotropy, a ratio of two kernels); with the sample's rows of within_s and W_s, and the
     correlation moments x = m_s(0), y = m_s(L) [K, D]."""
     k = len(units)
-    baseline = np.einsum("sld,tld->stl", s["mean_unit"], s["mean_unit"])
+    baseline, anisotropy, token_pairs = (geometry.pair_kernel(s[key]) for key in ("mean_unit", "pool_unit", "unit_sum"))
     between = (k - 1) / k * np.einsum("stld->stl", (s["centroid"][:, None] - s["centroid"][None]) ** 2) / 2
-    anisotropy = np.einsum("sld,tld->stl", s["pool_unit"], s["pool_unit"])
-    token_pairs = np.einsum("sld,tld->stl", s["unit_sum"], s["unit_sum"])
     token_counts = np.outer(s["n"], s["n"])[:, :, None]
-    for kernel in (baseline, between, anisotropy, token_pairs, token_counts):
+    for kernel in (between, token_counts):
         kernel[np.arange(k), np.arange(k)] = 0.0
     a, b = geometry.pair_mean(anisotropy), geometry.pair_mean(token_pairs) / geometry.pair_mean(token_counts)
     x, y = s["first"], s["last"]
