@@ -57,7 +57,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from ..core.geometry import label_rows, mean_pairwise_cosine, row_mean_cosine, unit_rows
+from ..core.geometry import label_rows, mean_pairwise_cosine, pair_kernel, row_mean_cosine, unit_rows
 
 anisotropy = mean_pairwise_cosine
 """Anisotropy *is* the mean pairwise cosine: one implementation, in ``core.geometry``."""
@@ -75,10 +75,7 @@ TOKEN_SETS = ("word", "all")
 def cosine_kernel(states: np.ndarray) -> np.ndarray:
     """K [n, n, L + 1]: K[s, t, l] = cos(states[l, s], states[l, t]) for s ≠ t and 0 on the
     diagonal, from ``states`` [L + 1, n, D]. The mean over s ≠ t of K[·, ·, l] is the anisotropy."""
-    unit = unit_rows(np.asarray(states, dtype=np.float64))
-    kernel = np.einsum("lsd,ltd->stl", unit, unit)
-    kernel[np.arange(unit.shape[1]), np.arange(unit.shape[1])] = 0.0
-    return kernel
+    return pair_kernel(unit_rows(np.asarray(states, dtype=np.float64)).transpose(1, 0, 2))
 
 
 def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
