@@ -86,12 +86,10 @@ def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple
     owners = np.asarray(owners)
     sums = np.zeros((unit.shape[0], n_texts, unit.shape[2]))
     np.add.at(sums, (slice(None), owners), unit)
-    pairs = np.einsum("lsd,ltd->stl", sums, sums)
     counts = np.bincount(owners, minlength=n_texts).astype(np.float64)
     products = np.outer(counts, counts)[:, :, None]
-    diagonal = np.arange(n_texts)
-    pairs[diagonal, diagonal], products[diagonal, diagonal] = 0.0, 0.0
-    return pairs, products
+    products[np.arange(n_texts), np.arange(n_texts)] = 0.0
+    return pair_kernel(sums.transpose(1, 0, 2)), products
 
 
 # --------------------------------------------------------------------------- Experiment 1
