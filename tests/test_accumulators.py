@@ -171,8 +171,7 @@ def test_one_pass_equals_the_chapters_study_functions():
                 "token_norm": layer_by_layer.token_norms(acts)["token_norm"],
                 "update_coherence": layer_by_layer.coherence(acts)["update_coherence"],
                 "anisotropy": anisotropy.anisotropy_per_depth(pools),
-                "token_anisotropy": anisotropy.cross_text_anisotropy(
-                    acts.hidden[:, acts.word_mask], acts.text_index()[acts.word_mask], acts.n_texts)}
+                "token_anisotropy": anisotropy.pooling_gap(pools, acts)["token_anisotropy"]}
     for key, value in expected.items():
         np.testing.assert_allclose(found[key], value, rtol=1e-6, atol=1e-9, err_msg=key)
     # with every text in the sample, the sample's U-statistics are the streamed sums' statistics

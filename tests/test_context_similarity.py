@@ -41,7 +41,7 @@ def test_one_token_and_zero_outputs_are_errors_not_nan():
     with pytest.raises(ValueError, match="at least 2 tokens"):
         cm.context_similarity(np.ones((1, 4)))
     with pytest.raises(ValueError, match="all zero"):
-        cm.high_pairs(cm.context_similarity(np.zeros((5, 3))), 0.99)
+        cm.quantile_mask(cm.pair_values(cm.context_similarity(np.zeros((5, 3)))), 0.99)
     with pytest.raises(ValueError, match="no attention"):
         cm.attention_received(np.zeros((3, 3)))
 
@@ -52,18 +52,17 @@ def test_high_pairs_are_the_entries_at_or_above_the_quantile():
         s[i, j] = s[j, i] = v
     assert cm.upper_pairs(4)[0].tolist() == [0, 0, 0, 1, 1, 2]
     # values in pair order: 1 5 2 4 3 6; the 0.5-quantile is 3.5
-    assert cm.high_pairs(s, 0.5).tolist() == [False, True, False, True, False, True]
-    assert cm.high_pairs(s, 0.99).tolist() == [False, False, False, False, False, True]
-    assert cm.high_pairs(s, 0.0).all()
+    values = cm.pair_values(s)
+    assert cm.quantile_mask(values, 0.5).tolist() == [False, True, False, True, False, True]
+    assert cm.quantile_mask(values, 0.99).tolist() == [False, False, False, False, False, True]
+    assert cm.quantile_mask(values, 0.0).all()
     # relative rule: S ≥ t · max S (max 6)
-    assert cm.relative_mask(cm.pair_values(s), 0.5).tolist() == [False, True, False, True, True, True]
-    with pytest.raises(ParameterError, match="parameter 'q' expects a number in \\[0, 1\\]; got 99"):
-        cm.high_pairs(s, 99)
+    assert cm.relative_mask(values, 0.5).tolist() == [False, True, False, True, True, True]
 
 
 def test_ties_are_all_high_and_identical_tokens_tie():
     o = np.ones((5, 2))  # five identical token outputs: every pair has S = 2
-    assert cm.high_pairs(cm.context_similarity(o), 0.99).all()
+    assert cm.quantile_mask(cm.pair_values(cm.context_similarity(o)), 0.99).all()
 
 
 def test_expected_distinct_is_the_random_positions_null():

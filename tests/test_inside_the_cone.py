@@ -79,8 +79,9 @@ def test_numbers_recompute_from_the_recorded_inputs(document, tiny_bert):
     words_only = record.word_mask
     for depth in (0, record.n_layers):
         assert metrics["anisotropy"][depth] == pytest.approx(geometry.mean_pairwise_cosine(pools[depth]), abs=1e-5)
-        owners = record.text_index()[words_only]
-        expected = anisotropy.cross_text_anisotropy(record.hidden[:, words_only], owners, record.n_texts)[depth]
+        pairs, counts = anisotropy.token_kernels(record.hidden[:, words_only], record.text_index()[words_only],
+                                                 record.n_texts)
+        expected = pairs.sum(axis=(0, 1))[depth] / counts.sum()
         assert metrics["token_anisotropy"][depth] == pytest.approx(expected, abs=1e-5)
     final = pools[-1]
     axis = np.asarray(metrics["cone_axis"])

@@ -14,7 +14,7 @@ from test_layer_by_layer import E1, E2, record
 
 from embedding_geometry.book import claims
 from embedding_geometry.chapters.ch07_objective import charts, measures, prose, results, runs, synthetic_task, training
-from embedding_geometry.core import corpora, geometry, hierarchical
+from embedding_geometry.core import corpora, geometry, hierarchical, models
 from embedding_geometry.core.errors import ParameterError
 from embedding_geometry.studies import layer_by_layer
 
@@ -91,14 +91,14 @@ TINY_PAIRS = [("The cat sat on the mat", "A cat is sitting on a mat"), ("Dogs ba
 
 
 def test_training_is_deterministic_for_a_seed_and_leaves_its_start_alone(tiny_bert):
-    before = training.weights_digest(tiny_bert.model)
+    before = models.state_sha256(tiny_bert.model)
     one, losses_one = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
     two, losses_two = training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=3)
     assert losses_one == losses_two and len(losses_one) == SETTINGS.steps
     for (name, a), (_, b) in zip(one.model.state_dict().items(), two.model.state_dict().items()):
         assert torch.equal(a, b), name
-    assert one.info.sha256 == two.info.sha256 == training.weights_digest(one.model) != before
-    assert training.weights_digest(tiny_bert.model) == before
+    assert one.info.sha256 == two.info.sha256 == models.state_sha256(one.model) != before
+    assert models.state_sha256(tiny_bert.model) == before
     assert not one.model.training and "maxsim loss, seed 3" in one.info.id
     assert training.train(tiny_bert, TINY_PAIRS, "maxsim", SETTINGS, seed=4)[0].info.sha256 != one.info.sha256
     norms = []

@@ -206,9 +206,9 @@ def test_a_stamp_that_cannot_be_written_costs_only_a_rehash(fake, monkeypatch):
     folder = registry.directory(fake)
     (folder.parent / "fake-model.sha256.json").unlink()
 
-    def read_only(path, text):
+    def read_only(path, write, suffix=""):
         raise PermissionError(path)
 
-    monkeypatch.setattr(registry, "_write_atomically", read_only)
+    monkeypatch.setattr(registry.paths, "write_atomically", read_only)
     assert registry.directory(fake) == folder
     assert not (folder.parent / "fake-model.sha256.json").exists()

@@ -89,15 +89,15 @@ def test_final_depth_scores_and_differences():
     assert per_token.mean() == pytest.approx(m["final_depth_differences"]["maxsim_minus_mean_pool"])
 
 
-def test_split_maxsim_separates_shared_and_discriminative_tokens():
+def test_maxsim_rows_separate_shared_and_discriminative_tokens():
     # a = (the: e1, up: e2), b = (the: e1, down: diagonal): "the" is shared (MaxSim 1), "up" is not (1/√2)
     pair = record([[E1, E2]], [[E1, DIAGONAL]], tokens=[["the", "up"], ["the", "down"]])
-    every, shared, discriminative = study.split_maxsim(pair)
-    np.testing.assert_allclose(shared, [1.0])
-    np.testing.assert_allclose(discriminative, [1 / np.sqrt(2)])
-    np.testing.assert_allclose(every, [(1 + 1 / np.sqrt(2)) / 2])
+    every, shared, discriminative = study.maxsim_rows(pair).values()
+    np.testing.assert_allclose(shared, [[1.0]])
+    np.testing.assert_allclose(discriminative, [[1 / np.sqrt(2)]])
+    np.testing.assert_allclose(every, [[(1 + 1 / np.sqrt(2)) / 2]])
     with pytest.raises(ValueError, match="shared and discriminative"):
-        study.split_maxsim(record([[E1]], [[E1]], tokens=[["same"], ["same"]]))
+        study.maxsim_rows(record([[E1]], [[E1]], tokens=[["same"], ["same"]]))
 
 
 def two_hard_pairs(depths: int = 1):

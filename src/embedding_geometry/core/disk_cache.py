@@ -11,17 +11,12 @@ The activation cache (:mod:`.activations`) and the head statistics of chapter 4'
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from pathlib import Path
 
 import joblib
 
 from . import paths
-
-PARTIAL_PREFIX = ".partial-"
-"""Prefix of an entry being written: ``.partial-<pid>-…``."""
 
 
 def model_identity(info) -> str:
@@ -53,28 +48,15 @@ def load(path: Path, key: str, kind: type, what: str = "cache"):
 
 
 def store(path: Path, record) -> None:
-    """Write ``record`` at ``path`` atomically; a folder that cannot be written to is a warning
-    (the build goes on without caching)."""
+    """Write ``record`` at ``path`` atomically (``paths.write_atomically``); a folder that cannot
+    be written to is a warning (the build goes on without caching)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL_PREFIX}{os.getpid()}-", suffix=".joblib", dir=path.parent)
+        paths.write_atomically(path, lambda tmp: joblib.dump(record, tmp), suffix=".joblib")
     except OSError as error:  # a read-only or misplaced cache folder: go on without caching
         warnings.warn(f"cache folder {path.parent} is not writable ({error.strerror}); not cached")
-        return
-    os.close(handle)
-    try:
-        joblib.dump(record, tmp)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def remove_partial_entries(folder: str | Path | None = None) -> list[Path]:
-    """Delete the temporary files of cache writes whose writer process is gone (killed while
-    writing). Each temporary file carries its writer's PID, so a write in progress in another
-    process is left alone. Returns what it removed."""
-    folder = Path(folder or paths.cache_dir())
-    stale = [p for p in folder.glob(f"{PARTIAL_PREFIX}*") if not paths.owner_alive(p)] if folder.is_dir() else []
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return stale
+    """Delete the temporary files of cache writes whose writer process is gone
+    (``paths.remove_partial``). Returns what it removed."""
+    return paths.remove_partial(Path(folder or paths.cache_dir()))

@@ -7,6 +7,7 @@
     mean_pair_dot(σ, n, q) = (‖σ‖² − q) / (n(n−1))               the mean of v_i·v_j over ordered pairs i ≠ j
                          of n vectors with sum σ and Σ‖v_i‖² = q (q = n for unit vectors): the one
                          formula behind every mean pairwise cosine, in memory or accumulated
+    pair_kernel(V)     = K_st = v_s·v_t per depth, diagonal 0    V: [N, L + 1, D] → [N, N, L + 1]
     pair_mean(K)       = (Σ_{s,t} K_st − Σ_s K_ss) / (n(n−1))      a kernel [n, n, …] over ordered pairs s ≠ t
     row_mean_cosine(X) = a_i = (1 / (n−1)) Σ_{j≠i} cos(x_i, x_j)  [n]; mean_i a_i = mean_pairwise(X)
     principal_axis(X)  = PC1 of the centred rows of X (first_axes: the top eigenvector of the smaller
@@ -32,7 +33,7 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     top_discriminative_dims(a,b) = the k dims d with largest |a_L[d] − b_L[d]|; |a_l[d] − b_l[d]| per depth
     half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
-    separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖²
+    separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖² (within_scatter)
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
     pc1_alignment(S)[l]          = |cos(PC1 of the text's centred tokens, mean of its tokens)|
@@ -80,6 +81,14 @@ def mean_pair_dot(total: np.ndarray, n: int | np.ndarray, squares: float | np.nd
     return (np.vecdot(total, total) - (n if squares is None else squares)) / (n * (n - 1))
 
 
+def pair_kernel(vectors: np.ndarray) -> np.ndarray:
+    """K_st = v_s · v_t at every depth of per-text vectors [N, L + 1, D] → [N, N, L + 1], its diagonal
+    (which no mean over pairs s ≠ t reads) set to 0: in memory and in the accumulators' sample."""
+    kernel = np.einsum("sld,tld->stl", vectors, vectors)
+    kernel[np.arange(len(vectors)), np.arange(len(vectors))] = 0.0
+    return kernel
+
+
 def pair_mean(kernel: np.ndarray) -> np.ndarray:
     """The mean of a kernel [n, n, …] over ordered pairs s ≠ t (its diagonal left out) → […]."""
     n = kernel.shape[0]
@@ -89,22 +98,22 @@ def pair_mean(kernel: np.ndarray) -> np.ndarray:
 def mean_pairwise_cosine(x: np.ndarray) -> float:
     """Mean cosine over ordered pairs i ≠ j of the rows of ``x`` ([n, D], n ≥ 2): the book's
     anisotropy. Computed in O(nD) from the sum of the unit rows (:func:`mean_pair_dot`)."""
-    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    unit = unit_rows(vector_set(x, "mean pairwise cosine"))
     return float(mean_pair_dot(unit.sum(axis=0), len(unit)))
 
 
 def row_mean_cosine(x: np.ndarray) -> np.ndarray:
     """a_i, the mean cosine of row i of ``x`` ([n, D], n ≥ 2) with every other row → [n]. Their
     mean over i is :func:`mean_pairwise_cosine`: a_i = (x̂_i · Σ_j x̂_j − 1) / (n − 1)."""
-    unit = unit_rows(_vector_set(x, "mean pairwise cosine"))
+    unit = unit_rows(vector_set(x, "mean pairwise cosine"))
     return (unit @ unit.sum(axis=0) - 1) / (len(unit) - 1)
 
 
-def _vector_set(x: np.ndarray, what: str) -> np.ndarray:
-    """``x`` as float64, checked to be an [n, D] array of n ≥ 2 vectors."""
+def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
+    """``x`` as float64, checked to be an [n, D] array of n ≥ 2 vectors (a one-line ValueError)."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"{what} needs an [n, D] array with n ≥ 2 vectors; got shape {x.shape}")
+        raise ValueError(f"{name}: needs an [n, D] array with n ≥ 2 vectors; got shape {x.shape}")
     return x
 
 
@@ -113,7 +122,7 @@ def principal_axis(x: np.ndarray) -> np.ndarray:
     around the mean (:func:`first_axes`), in scikit-learn's sign convention: its entry of largest
     magnitude is positive (a principal axis has no natural sign). Equal to
     ``PCA(n_components=1).fit(x).components_[0]`` to 1e-15."""
-    x = _vector_set(x, "a principal axis")
+    x = vector_set(x, "a principal axis")
     if np.ptp(x, axis=0).max() == 0:
         raise ValueError("the principal axis is undefined: all vectors are identical (no variance)")
     axis = first_axes(x - x.mean(axis=0))
@@ -315,8 +324,13 @@ def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.nda
     _check_stacks(stacks, min_texts=2, min_tokens=1)
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
     between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
-    within = np.stack([((s - c[:, None]) ** 2).sum(-1).mean(axis=1) for s, c in zip(stacks, centroids)])
-    return between, within
+    return between, np.stack([within_scatter(s) for s in stacks])
+
+
+def within_scatter(stack: np.ndarray) -> np.ndarray:
+    """W_s = mean_i ‖h_i − c_s‖² of one text's tokens [L + 1, n, D] at every depth → [L + 1]."""
+    x = np.asarray(stack, dtype=np.float64)
+    return ((x - x.mean(axis=1)[:, None]) ** 2).sum(-1).mean(axis=1)
 
 
 def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:

@@ -204,13 +204,19 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
     torch.manual_seed(seed)
     model = AutoModel.from_config(base.model.config, attn_implementation="eager", dtype=torch.float32)
     _on_float_path(model).to(base.device).eval()
+    info = replace(base.info, id=control_name(base.info.id, seed), source="control",
+                   sha256=state_sha256(model), revision=None)
+    return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
+
+
+def state_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 of a module's state dict (names and bytes, in name order): the identity of weights
+    made in this process (a random-init control's, chapter 7's trained and synthetic copies')."""
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    info = replace(base.info, id=control_name(base.info.id, seed), source="control",
-                   sha256=digest.hexdigest(), revision=None)
-    return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
+    return digest.hexdigest()
 
 
 CONTROL = " [random-init control, seed "

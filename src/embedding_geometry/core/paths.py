@@ -11,6 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -44,6 +47,35 @@ def cache_dir(root: Path | None = None) -> Path:
         return Path(env)
     root = root or project_root()
     return root / "build" / "cache" if root else Path.home() / ".cache" / "embedding-geometry"
+
+
+PARTIAL = ".partial-"
+"""The prefix of a file or folder being written, ``.partial-<pid>-…`` (:func:`owner_alive` reads the pid)."""
+
+
+def write_atomically(path: Path, write: Callable[[Path], object], suffix: str = "") -> None:
+    """``write(tmp)`` into a :data:`PARTIAL` file beside ``path``, renamed onto ``path`` once complete
+    (and removed whatever happens): a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL}{os.getpid()}-", suffix=suffix, dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def remove_partial(folder: Path) -> list[Path]:
+    """Delete the :data:`PARTIAL` files and folders in ``folder`` whose writer process is gone (killed
+    while writing); a write in progress in another process is left alone. Returns what it removed."""
+    stale = [p for p in folder.glob(f"{PARTIAL}*") if not owner_alive(p)] if folder.is_dir() else []
+    for path in stale:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return stale
 
 
 def owner_alive(path: Path) -> bool:

@@ -33,7 +33,6 @@ from . import paths
 from .errors import ModelUnavailableError
 
 WEIGHTS = "model.safetensors"
-PARTIAL = ".partial"
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,8 @@ def stamped_sha256(path: Path, stamp: Path) -> str:
         pass
     digest = file_sha256(path)
     try:
-        _write_atomically(stamp, json.dumps({**identity, "sha256": digest}))
+        text = json.dumps({**identity, "sha256": digest})
+        paths.write_atomically(stamp, lambda tmp: tmp.write_text(text))
     except OSError:
         pass
     return digest
@@ -149,17 +149,6 @@ def _identity(path: Path) -> dict[str, object]:
 
 def _stamp_path(entry: EmbeddedModel) -> Path:
     return models_root() / f"{entry.folder}.sha256.json"
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL}-{os.getpid()}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- where the files are
@@ -204,8 +193,8 @@ def assemble(parts: list[Path], target: Path, folder: str) -> Path:
     replaced by one rename once the new folder is complete, and the temporary folders are
     removed whatever happens (those of killed processes, by the next assembly)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target.parent)
-    work = Path(tempfile.mkdtemp(prefix=f"{PARTIAL}-{os.getpid()}-{folder}-", dir=target.parent))
+    paths.remove_partial(target.parent)
+    work = Path(tempfile.mkdtemp(prefix=f"{paths.PARTIAL}{os.getpid()}-{folder}-", dir=target.parent))
     try:
         joined = work / "joined.zip"
         with open(joined, "wb") as out:
@@ -235,14 +224,3 @@ def _swap_in(new: Path, target: Path, work: Path) -> None:
     except OSError:  # another process put its own copy in place meanwhile: keep theirs
         if not target.exists():
             raise
-
-
-def remove_stale(folder: Path) -> list[Path]:
-    """Remove the temporary files and folders of assemblies whose process is gone."""
-    stale = [p for p in folder.glob(f"{PARTIAL}-*") if not paths.owner_alive(p)]
-    for path in stale:
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    return stale

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def stream(loaded: LoadedModel, texts: Iterable[Window], batch_size: int = 32,
     limit = max_text_length(loaded.model.config)
     source, batch_size = iter(texts), float_path.current().forward_batch(batch_size)
     with tqdm(total=total, desc="texts", disable=not progress, leave=False) as bar:
-        while batch := list(_take(source, batch_size)):
+        while batch := list(islice(source, batch_size)):
             if len(batch[0].input_ids) > limit:
                 raise ParameterError("text_length", f"an integer ≤ {limit} (this model's positions)",
                                      len(batch[0].input_ids))
@@ -76,8 +77,3 @@ def max_text_length(config) -> int:
     """The longest input the model has positions for (RoBERTa's start after its padding index)."""
     positions = config.max_position_embeddings
     return positions - (config.pad_token_id + 1) if "roberta" in config.model_type else positions
-
-
-def _take(source: Iterator, n: int) -> Iterator:
-    for _, item in zip(range(n), source):
-        yield item

@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Metrics = dict[str, Any]
-MIDDLE = 0.5
-"""The post's L12 of 24, where chapter 2 reads the hard pairs "in the middle"."""
 
 
 def text_sets(params: Mapping[str, Any]) -> tuple[TextSet, ...]:
@@ -81,20 +79,14 @@ def pair_sets(twins: Mapping[str, Any], easy: Mapping[str, Any]) -> Metrics:
     their difference ``maxsim_gap``, CLS and mean MaxSim minus mean-pool cosine, ``hard_rise``,
     the hard cosine minus its depth-0 value, and ``reversal_minus_negation``, each document's
     cosine with its role reversal minus that with its negation (chapter 1)."""
-    t, e = twins["per_unit"], easy["per_unit"]
-    if len(t["negation"]) != len(e["easy"]):
-        raise ValueError(f"the hard and easy sets need as many pairs; got {len(t['negation'])} and {len(e['easy'])}")
-    hard = t["negation"]
-    gap = hard - e["easy"]
-    units = {"hard": hard, "easy": e["easy"], "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
-             "maxsim_shared": t["maxsim_shared"], "maxsim_discriminative": t["maxsim_discriminative"],
-             "maxsim_gap": t["maxsim_shared"] - t["maxsim_discriminative"],
+    t, hard = twins["per_unit"], twins["per_unit"]["negation"]
+    units = {**similarity_attractor.gap_units(hard, easy["per_unit"]["easy"], t["maxsim_shared"],
+                                              t["maxsim_discriminative"]),
              "maxsim_minus_mean_pool": t["maxsim"] - hard, "hard_rise": hard - hard[:, :1],
              "reversal_minus_negation": t["role_reversal"] - hard}
     if "cls.negation" in t:
         units["cls_minus_mean_pool"] = t["cls.negation"] - hard
-    means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
-    return {**means, "gap_relative": means["gap"] / gap[:, 0].mean(), "n_pairs": len(gap), "per_unit": units}
+    return {**similarity_attractor.gap_means(units), "per_unit": units}
 
 
 HEAD_KEYS = ("separator_attention", "separator_share", "mean_pair_distance", "same_sentence_fraction",

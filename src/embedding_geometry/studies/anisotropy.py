@@ -9,8 +9,8 @@ Measurements (X: [n, D] vectors, S: [L + 1, n, D] the same n texts at every dept
                                A_l is the mean of K[·, ·, l] over pairs s ≠ t: a U-statistic
     token_kernels(H, owner)  = T[s, t, l] = Σ_{i∈s, j∈t} cos(h_il, h_jl) = Σ_s·Σ_t with Σ_s the sum of
                                text s's unit token states, and C[s, t] = n_s n_t (both 0 for s = t)
-    cross_text_anisotropy    = Σ_{s≠t} T[s, t, l] / Σ_{s≠t} C[s, t]: the mean cosine of two tokens
-                               of different texts, the token-level anisotropy       → [L + 1]
+    token-level anisotropy   = Σ_{s≠t} T[s, t, l] / Σ_{s≠t} C[s, t]: the mean cosine of two tokens
+                               of different texts (``pooling_gap``)                 → [L + 1]
     final_step_share(x)      = (x_{L−1} − x_L) / (max_l x_l − x_L)
     correlation_ratio(y, g)  = η² = Σ_k n_k (ȳ_k − ȳ)² / Σ_i (y_i − ȳ)²        g: labels
     permuted_eta2_draws(y, g) = η² over shuffles of the N labels; their mean is about (K − 1) / (N − 1)
@@ -57,7 +57,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
-from ..core.geometry import label_rows, mean_pairwise_cosine, row_mean_cosine, unit_rows
+from ..core.geometry import label_rows, mean_pairwise_cosine, pair_kernel, row_mean_cosine, unit_rows
 
 anisotropy = mean_pairwise_cosine
 """Anisotropy *is* the mean pairwise cosine: one implementation, in ``core.geometry``."""
@@ -75,10 +75,7 @@ TOKEN_SETS = ("word", "all")
 def cosine_kernel(states: np.ndarray) -> np.ndarray:
     """K [n, n, L + 1]: K[s, t, l] = cos(states[l, s], states[l, t]) for s ≠ t and 0 on the
     diagonal, from ``states`` [L + 1, n, D]. The mean over s ≠ t of K[·, ·, l] is the anisotropy."""
-    unit = unit_rows(np.asarray(states, dtype=np.float64))
-    kernel = np.einsum("lsd,ltd->stl", unit, unit)
-    kernel[np.arange(unit.shape[1]), np.arange(unit.shape[1])] = 0.0
-    return kernel
+    return pair_kernel(unit_rows(np.asarray(states, dtype=np.float64)).transpose(1, 0, 2))
 
 
 def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -89,18 +86,10 @@ def token_kernels(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> tuple
     owners = np.asarray(owners)
     sums = np.zeros((unit.shape[0], n_texts, unit.shape[2]))
     np.add.at(sums, (slice(None), owners), unit)
-    pairs = np.einsum("lsd,ltd->stl", sums, sums)
     counts = np.bincount(owners, minlength=n_texts).astype(np.float64)
     products = np.outer(counts, counts)[:, :, None]
-    diagonal = np.arange(n_texts)
-    pairs[diagonal, diagonal], products[diagonal, diagonal] = 0.0, 0.0
-    return pairs, products
-
-
-def cross_text_anisotropy(hidden: np.ndarray, owners: np.ndarray, n_texts: int) -> np.ndarray:
-    """[L + 1]: the mean cosine over pairs of tokens of different texts (:func:`token_kernels`)."""
-    pairs, products = token_kernels(hidden, owners, n_texts)
-    return pairs.sum(axis=(0, 1)) / products.sum()
+    products[np.arange(n_texts), np.arange(n_texts)] = 0.0
+    return pair_kernel(sums.transpose(1, 0, 2)), products
 
 
 # --------------------------------------------------------------------------- Experiment 1

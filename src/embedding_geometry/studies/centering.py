@@ -91,12 +91,7 @@ def group_mean_cosines(x: np.ndarray, labels: Sequence[str]) -> dict[str, dict[s
 def centred_anisotropy(x: np.ndarray, means: np.ndarray) -> np.ndarray:
     """[K]: A(X − μ_k) for each row μ_k of ``means`` [K, D], ``x`` [n, D] with n ≥ 2."""
     shifted = np.asarray(x, dtype=np.float64)[None] - np.asarray(means, dtype=np.float64)[:, None]
-    norms = np.linalg.norm(shifted, axis=-1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("centred vectors: cosine is undefined for a zero vector")
-    total = (shifted / norms).sum(axis=1)
-    n = shifted.shape[1]
-    return mean_pair_dot(total, n)
+    return mean_pair_dot(unit_rows(shifted, "centred vectors").sum(axis=1), shifted.shape[1])
 
 
 def removal_shares(x: np.ndarray, means: Mapping[str, np.ndarray], name: str = "vectors") -> dict[str, float]:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import ParameterError
 
 
 def context_similarity(head_out: np.ndarray) -> np.ndarray:
@@ -67,14 +66,6 @@ def pair_values(similarity: np.ndarray) -> np.ndarray:
     s = np.asarray(similarity)
     i, j = upper_pairs(s.shape[-1])
     return s[..., i, j]
-
-
-def high_pairs(similarity: np.ndarray, q: float) -> np.ndarray:
-    """bool [..., P]: the pairs of P (in :func:`upper_pairs` order) with S_ij ≥ θ_q, the
-    q-quantile of that matrix's off-diagonal entries. A matrix that is all zero (a zero head
-    output) has no similarity structure: ValueError."""
-    _unit_interval("q", q)
-    return quantile_mask(pair_values(similarity), q)
 
 
 def quantile_threshold(values: np.ndarray, q: float) -> np.ndarray:
@@ -153,9 +144,3 @@ def attention_received(pattern: np.ndarray) -> np.ndarray:
         raise ValueError("an attention map receives no attention at all (all zero)")
     return c / top
 
-
-def _unit_interval(name: str, value) -> float:
-    """``value`` when it is a number in [0, 1], else ParameterError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ParameterError(name, "a number in [0, 1]", value)
-    return float(value)

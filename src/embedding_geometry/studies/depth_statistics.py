@@ -46,6 +46,7 @@ from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Samp
 from .context_stats import Settings
 from .context_similarity import metrics
 from .context_batch import TextBatch, batch_statistics
+from .similarity_attractor import maxsim_rows
 
 
 # --------------------------------------------------------------------------- texts (chapters 1 and 3)
@@ -53,22 +54,16 @@ from .context_batch import TextBatch, batch_statistics
 def text_rows(words: np.ndarray, pool: np.ndarray, cls: np.ndarray | None) -> dict[str, np.ndarray]:
     """One text's per-unit values (module docstring), from its word-token states ``words``
     [L + 1, n, D], its all-token mean pool ``pool`` [L + 1, D] and its [CLS] states [L + 1, D]
-    (None without one). n < 2 word tokens: ValueError."""
+    (None without one). n < 2 word tokens: ValueError. Each row is computed by the function that
+    computes it in memory (``core.geometry``, ``studies.layer_by_layer``)."""
     h = np.asarray(words, np.float64)
     n = h.shape[1]
-    if n < 2:
-        raise ValueError(f"a text needs at least 2 word tokens for its within-sentence cosine; got {n}")
-    unit = geometry.unit_rows(h, "word-token states")
-    summed, centroid = unit.sum(axis=1), h.mean(axis=1)
-    norms = np.linalg.norm(h, axis=-1).mean(axis=1)
-    steps = geometry.unit_rows(np.diff(h, axis=0), "a token's update")
-    centred = h - centroid[:, None]
-    pool = np.asarray(pool, np.float64)
-    rows = {"within": geometry.mean_pair_dot(summed, n), "norm": norms, "norm_range": norms.max() / norms.min(),
-            "coherence": geometry.mean_pair_dot(steps.sum(axis=1), n),
-            "within_scatter": (centred ** 2).sum(-1).mean(axis=1),
-            "pc1": geometry.pc1_alignment(h),
-            "first_last": abs(geometry.cosine(pool[0], pool[-1]))}
+    within = geometry.within_cosine(h)  # first: n < 2 tokens raises here
+    norms, pool = geometry.token_norms(h).mean(axis=1), np.asarray(pool, np.float64)
+    rows = {"within": within, "norm": norms, "norm_range": norms.max() / norms.min(),
+            "coherence": geometry.within_cosine(np.diff(h, axis=0)), "within_scatter": geometry.within_scatter(h),
+            "pc1": geometry.pc1_alignment(h), "first_last": abs(geometry.cosine(pool[0], pool[-1]))}
+    summed, centroid = geometry.unit_rows(h, "word-token states").sum(axis=1), h.mean(axis=1)
     if cls is not None:
         rows["cls"] = geometry.pair_cosine(np.asarray(cls, np.float64), centroid)
     payload = {"mean_unit": summed / n, "unit_sum": summed, "centroid": centroid, "n": float(n),
@@ -180,12 +175,10 @@ def sample_metrics(units: np.ndarray, s: Mapping[str, np.ndarray], of: int, seed
     anisotropy, a ratio of two kernels); with the sample's rows of within_s and W_s, and the
     correlation moments x = m_s(0), y = m_s(L) [K, D]."""
     k = len(units)
-    baseline = np.einsum("sld,tld->stl", s["mean_unit"], s["mean_unit"])
+    baseline, anisotropy, token_pairs = (geometry.pair_kernel(s[key]) for key in ("mean_unit", "pool_unit", "unit_sum"))
     between = (k - 1) / k * np.einsum("stld->stl", (s["centroid"][:, None] - s["centroid"][None]) ** 2) / 2
-    anisotropy = np.einsum("sld,tld->stl", s["pool_unit"], s["pool_unit"])
-    token_pairs = np.einsum("sld,tld->stl", s["unit_sum"], s["unit_sum"])
     token_counts = np.outer(s["n"], s["n"])[:, :, None]
-    for kernel in (baseline, between, anisotropy, token_pairs, token_counts):
+    for kernel in (between, token_counts):
         kernel[np.arange(k), np.arange(k)] = 0.0
     a, b = geometry.pair_mean(anisotropy), geometry.pair_mean(token_pairs) / geometry.pair_mean(token_counts)
     x, y = s["first"], s["last"]
@@ -248,23 +241,6 @@ class TupleStatistics(Accumulator):
         _, rows = self.rows.arrays()
         n = len(next(iter(rows.values())))
         return {"n_units": n, **{name: value.mean(0) for name, value in rows.items()}, "per_unit": rows}
-
-
-def maxsim_rows(acts: Activations, arity: int) -> dict[str, np.ndarray]:
-    """Per unit (texts arity·i, arity·i + 1, …): the mean over the first text's word tokens of
-    their best cosine with any word token of the second, per depth, over all of them
-    (``maxsim``), those the second text also has (``maxsim_shared``) and those it lacks
-    (``maxsim_discriminative``) → each [n, L + 1]. A unit without both kinds: ValueError."""
-    stacks, found = acts.word_states(), {"maxsim": [], "maxsim_shared": [], "maxsim_discriminative": []}
-    for first in range(0, acts.n_texts, arity):
-        sims = geometry.maxsim(stacks[first], stacks[first + 1])  # [L + 1, n_a]
-        shared = np.isin(acts.word_tokens(first), acts.word_tokens(first + 1))
-        if shared.all() or not shared.any():
-            raise ValueError(f"the pair ({acts.texts[first]!r}, {acts.texts[first + 1]!r}) needs both shared and "
-                             "discriminative word tokens")
-        for key, picked in (("maxsim", slice(None)), ("maxsim_shared", shared), ("maxsim_discriminative", ~shared)):
-            found[key].append(sims[:, picked].mean(axis=1))
-    return {key: np.stack(rows) for key, rows in found.items()}
 
 
 # --------------------------------------------------------------------------- windows (chapter 4)

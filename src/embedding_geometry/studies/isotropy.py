@@ -61,7 +61,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..core import models as encoders
-from ..core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
+from ..core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows, vector_set
 from . import pooling, retrieval
 
 WARNING_THRESHOLD = 0.6
@@ -69,14 +69,6 @@ WARNING_THRESHOLD = 0.6
 
 
 # --------------------------------------------------------------------------- the article's score
-
-
-def vector_set(x: np.ndarray, name: str = "embeddings") -> np.ndarray:
-    """``x`` as float64, checked to be an [n, d] array of n ≥ 2 vectors (a one-line ValueError)."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or len(x) < 2:
-        raise ValueError(f"{name}: needs an [n, d] array with n ≥ 2 vectors; got shape {x.shape}")
-    return x
 
 
 def offdiagonal_cosines(x: np.ndarray) -> np.ndarray:

@@ -163,20 +163,12 @@ def _within(stacks: Sequence[np.ndarray]) -> np.ndarray:
     return np.stack([geometry.within_cosine(s) for s in stacks])
 
 
-def _pair_kernel(vectors: np.ndarray) -> np.ndarray:
-    """K_st = v_s · v_t at every depth for per-text vectors [N, L + 1, D] → [N, N, L + 1], the
-    diagonal (never used by a U-statistic) set to 0."""
-    kernel = np.einsum("sld,tld->stl", vectors, vectors)
-    kernel[np.arange(len(vectors)), np.arange(len(vectors))] = 0.0
-    return kernel
-
-
 def collapse(acts: Activations) -> Metrics:
     """Within-sentence token similarity, the cross-sentence baseline and their gap, per depth.
     Per sentence (``per_unit``): its within value [N, L + 1] and the baseline's pairwise kernel
     K_st = ū_s · ū_t [N, N, L + 1] (the mean cosine of a token of s and a token of t)."""
     stacks = acts.word_states()
-    within, kernel = _within(stacks), _pair_kernel(_mean_units(stacks))
+    within, kernel = _within(stacks), geometry.pair_kernel(_mean_units(stacks))
     if len(stacks) < 2:
         raise ValueError("the cross-sentence baseline needs at least 2 texts")
     baseline = geometry.pair_mean(kernel)

@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 
 from ..core.geometry import cosine_matrix, unit_rows
-from ..core.ranking import recall_at_k, recall_per_query
+from ..core.ranking import recall_per_query
 
 WindowPooling = Literal["max", "mean"]
 WINDOW_POOLINGS = ("max", "mean")
@@ -350,13 +350,8 @@ def _recall_by_reach(
     """recall@1 of each method's document vectors for the sentence ``queries``: over all of
     them, over those truncation reads whole (``read``) and over the rest (None when empty); and
     each method's per-query hits (1 when the query's own document ranks first) → [Q]."""
-    recall, hits = {}, {}
-    for method, document_vectors in pooled.items():
-        scores = cosine_matrix(queries, document_vectors)
-        hits[method] = recall_per_query(scores, relevant, 1)
-        recall[method] = {"all": recall_at_k(scores, relevant, 1)}
-        for group, mask in (("read_by_truncation", read), ("beyond_truncation", ~read)):
-            recall[method][group] = (
-                recall_at_k(scores[mask], list(np.asarray(relevant)[mask]), 1) if mask.any() else None
-            )
+    hits = {method: recall_per_query(cosine_matrix(queries, docs), relevant, 1) for method, docs in pooled.items()}
+    groups = {"all": np.ones_like(read), "read_by_truncation": read, "beyond_truncation": ~read}
+    recall = {method: {group: float(np.mean(h[mask])) if mask.any() else None for group, mask in groups.items()}
+              for method, h in hits.items()}
     return recall, hits

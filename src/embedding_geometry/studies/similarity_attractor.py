@@ -86,6 +86,7 @@ from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
 from ..core.ranking import recall_per_query
 from . import pca_views, surface_form
+from .layer_by_layer import pair_cosine
 
 PARAPHRASE = "Share prices rallied when the Federal Reserve lowered borrowing costs"
 """Exercise 2: a paraphrase of the *surged* sentence in other words."""
@@ -151,16 +152,10 @@ def token_animation(four: Activations) -> Metrics:
     return {"token_animation": pca_views.token_pca(four, fit_depth=0)}
 
 
-def mean_pool_cosine(pair: Activations) -> np.ndarray:
-    """cos(m_l(a), m_l(b)) of a two-text record at every depth → [L + 1]."""
-    pools = pair.mean_pool("all")
-    return geometry.pair_cosine(pools[:, 0], pools[:, 1])
-
-
 def pair_similarity(records: Mapping[str, Activations]) -> Metrics:
     """Mean-pool and [CLS] cosine of every pair at every depth."""
     cls = {name: record.cls() for name, record in records.items()}
-    return {"pair_cosine": {name: mean_pool_cosine(record) for name, record in records.items()},
+    return {"pair_cosine": {name: pair_cosine(record) for name, record in records.items()},
             "cls_cosine": {name: geometry.pair_cosine(c[:, 0], c[:, 1]) for name, c in cls.items()}}
 
 
@@ -215,17 +210,21 @@ def final_depth(metrics: Mapping[str, Any]) -> Metrics:
 
 # --------------------------------------------------------------------------- sets of pairs
 
-def split_maxsim(pair: Activations, i: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pair i of a record (texts 2i, 2i + 1 = a, b): the mean MaxSim a → b over every word token
-    of a, over those that b also has (shared) and over those it lacks (discriminative), per depth
-    → three [L + 1]."""
-    a, b = geometry.per_text(pair.hidden, pair.offsets[2 * i:2 * i + 3], pair.word_mask)
-    sims = geometry.maxsim(a, b)  # [L + 1, n_a]
-    shared = np.isin(pair.word_tokens(2 * i), pair.word_tokens(2 * i + 1))
-    if shared.all() or not shared.any():
-        raise ValueError(f"pair {i} ({pair.texts[2 * i]!r}, {pair.texts[2 * i + 1]!r}) needs both shared and "
-                         f"discriminative word tokens")
-    return sims.mean(axis=1), sims[:, shared].mean(axis=1), sims[:, ~shared].mean(axis=1)
+def maxsim_rows(acts: Activations, arity: int = 2) -> dict[str, np.ndarray]:
+    """Per unit (texts arity·i, arity·i + 1, …): the mean over the first text's word tokens of
+    their best cosine with any word token of the second, per depth, over all of them
+    (``maxsim``), those the second text also has (``maxsim_shared``) and those it lacks
+    (``maxsim_discriminative``) → each [n, L + 1]. A unit without both kinds: ValueError."""
+    stacks, found = acts.word_states(), {"maxsim": [], "maxsim_shared": [], "maxsim_discriminative": []}
+    for first in range(0, acts.n_texts, arity):
+        sims = geometry.maxsim(stacks[first], stacks[first + 1])  # [L + 1, n_a]
+        shared = np.isin(acts.word_tokens(first), acts.word_tokens(first + 1))
+        if shared.all() or not shared.any():
+            raise ValueError(f"the pair ({acts.texts[first]!r}, {acts.texts[first + 1]!r}) needs both shared and "
+                             "discriminative word tokens")
+        for key, picked in (("maxsim", slice(None)), ("maxsim_shared", shared), ("maxsim_discriminative", ~shared)):
+            found[key].append(sims[:, picked].mean(axis=1))
+    return {key: np.stack(rows) for key, rows in found.items()}
 
 
 def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]:
@@ -238,8 +237,8 @@ def pair_units(pair: Activations, tokens: bool = False) -> dict[str, np.ndarray]
     if tokens:
         cls = pair.cls()
         found["cls"] = geometry.pair_cosine(cls[:, 0::2], cls[:, 1::2]).T
-        split = [split_maxsim(pair, i) for i in range(pair.n_texts // 2)]
-        found["maxsim"], found["shared"], found["discriminative"] = (np.stack(part) for part in zip(*split))
+        rows = maxsim_rows(pair)
+        found.update(maxsim=rows["maxsim"], shared=rows["maxsim_shared"], discriminative=rows["maxsim_discriminative"])
     return found
 
 
@@ -275,21 +274,30 @@ def pair_sets(hard: Activations, easy: Activations) -> Metrics:
     per pair (pair i of each set is one unit of the gap; ``gap_first`` repeats a unit's depth-0
     gap, the ratio's denominator)."""
     h, e = pair_units(hard, tokens=True), pair_units(easy)
-    if len(h["cosine"]) != len(e["cosine"]):
-        raise ValueError(f"the hard and easy sets need as many pairs; got {len(h['cosine'])} and {len(e['cosine'])}")
-    gap, mid = h["cosine"] - e["cosine"], middle_index(hard.n_layers)
-    units = {"hard": h["cosine"], "easy": e["cosine"], "gap": gap,
-             "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
-             "maxsim_shared": h["shared"], "maxsim_discriminative": h["discriminative"],
-             "maxsim_gap": h["shared"] - h["discriminative"],
+    mid = middle_index(hard.n_layers)
+    units = {**gap_units(h["cosine"], e["cosine"], h["shared"], h["discriminative"]),
              "cls_minus_mean_pool": h["cls"][:, -1] - h["cosine"][:, -1],
              "maxsim_minus_mean_pool": h["maxsim"][:, -1] - h["cosine"][:, -1],
              "hard_middle_rise": h["cosine"][:, mid] - h["cosine"][:, 0],
              "hard_centroid_ratio": h["centroid_ratio"], "easy_centroid_ratio": e["centroid_ratio"],
              "easy_centroid_middle_change": e["centroid_ratio"][:, mid] - e["centroid_ratio"][:, 0]}
+    return {"pair_sets": gap_means(units), "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}
+
+
+def gap_units(hard: np.ndarray, easy: np.ndarray, shared: np.ndarray, discriminative: np.ndarray) -> Metrics:
+    """The hard − easy units [n, L + 1] of :func:`pair_sets` (and chapter 8's): the mean-pool cosines, their
+    ``gap`` and its depth-0 value ``gap_first``, the hard pairs' MaxSim of shared and discriminative tokens."""
+    if len(hard) != len(easy):
+        raise ValueError(f"the hard and easy sets need as many pairs; got {len(hard)} and {len(easy)}")
+    gap = hard - easy
+    return {"hard": hard, "easy": easy, "gap": gap, "gap_first": np.repeat(gap[:, :1], gap.shape[1], axis=1),
+            "maxsim_shared": shared, "maxsim_discriminative": discriminative, "maxsim_gap": shared - discriminative}
+
+
+def gap_means(units: Mapping[str, np.ndarray]) -> Metrics:
+    """Each unit's mean over pairs (``gap_first`` aside), ``gap_relative`` (a ratio of means) and ``n_pairs``."""
     means = {key: value.mean(axis=0) for key, value in units.items() if key != "gap_first"}
-    means["gap_relative"] = means["gap"] / gap[:, 0].mean()
-    return {"pair_sets": {**means, "n_pairs": len(gap)}, "per_unit": {f"pair_sets.{k}": v for k, v in units.items()}}
+    return {**means, "gap_relative": means["gap"] / units["gap"][:, 0].mean(), "n_pairs": len(units["gap"])}
 
 
 def control(runs: Iterable[tuple[Activations, Activations]] = ()) -> Metrics:
@@ -380,7 +388,7 @@ def exercises(reversal: Activations, paraphrase: Activations, negation: Activati
     """The exercises' answers: a role reversal's and a paraphrase's mean-pool cosine per depth
     (the paraphrase against the hard pair's ``hard_cosine``), and MaxSim between the *surged*
     sentence and its negation at the final depth, both ways."""
-    rev, para = mean_pool_cosine(reversal), mean_pool_cosine(paraphrase)
+    rev, para = pair_cosine(reversal), pair_cosine(paraphrase)
     a, b = negation.word_states()
     forward, backward = geometry.maxsim(a, b)[-1], geometry.maxsim(b, a)[-1]
     return {"exercises": {

@@ -50,9 +50,9 @@ from typing import Literal
 
 import numpy as np
 
-from ...core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows
+from ...core.geometry import cosine_matrix, mean_pairwise_cosine, unit_rows, vector_set
 from ...studies import retrieval
-from ...studies.isotropy import isotropy_score, stored, vector_set
+from ...studies.isotropy import isotropy_score, stored
 
 EPS = 1e-6
 """The article's ε in ``whiten_embeddings``."""

@@ -46,7 +46,7 @@ from functools import cache
 
 import numpy as np
 
-from ...core import corpora, geometry
+from ...core import corpora, geometry, ranking
 from ...core.activations import Activations
 
 AUXILIARIES = ("is", "are", "was", "were", "has", "have", "had", "will", "can", "could", "would", "should", "must",
@@ -135,9 +135,8 @@ def hard_set_measures(queries: Activations, pool: Activations) -> tuple[dict, di
     rows = np.arange(q.shape[1])
     scores = np.stack([geometry.cosine_matrix(a, b) for a, b in zip(q, p)])  # [L + 1, Q, 3Q]
     own = scores[:, rows, 3 * rows]
-    ranked = np.concatenate([scores[:, :, 0::3], scores[:, :, 1::3]], axis=2)  # documents, then twins
-    ranked[:, rows, rows] = -np.inf  # the query's own document is not its competitor
+    pool = np.sort(np.r_[3 * rows, 3 * rows + 1])  # the documents and their twins: d_q is entry 2q
     units = {"hard_margin": (own - scores[:, rows, 3 * rows + 1]).T,
              "other_twin_margin": (own - scores[:, rows, 3 * rows + 2]).T,
-             "hard_recall": (own > ranked.max(axis=2)).astype(float).T}
+             "hard_recall": np.stack([ranking.recall_per_query(s[:, pool], 2 * rows, 1) for s in scores], axis=1)}
     return {key: value.mean(axis=0) for key, value in units.items()}, units

@@ -37,7 +37,6 @@ word-level tokenizer over the task's words (``[CLS] w_1 … w_n [SEP]``).
 from __future__ import annotations
 
 import collections
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ import torch
 from ...core import corpora, geometry
 from ...core.activations import Activations
 from ...core.errors import ParameterError
-from ...core.models import LoadedModel, ModelInfo
+from ...core.models import LoadedModel, ModelInfo, state_sha256
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -195,12 +194,8 @@ def encoder(words: Words, shape: Shape, seed: int) -> LoadedModel:
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = fuse_qkv(BertModel(config, add_pooling_layer=False)).eval()
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().contiguous().numpy().tobytes())
     info = ModelInfo(id=f"small BERT ({shape.layers} blocks, width {shape.width}) [random init, seed {seed}]",
-                     source="control", sha256=digest.hexdigest(), revision=None, model_type="bert",
+                     source="control", sha256=state_sha256(model), revision=None, model_type="bert",
                      layers=shape.layers, hidden=shape.width, heads=shape.heads, vocab=len(made),
                      parameters=sum(p.numel() for p in model.parameters()), pooling="mean", max_seq_length=64)
     return LoadedModel(model=model, tokenizer=made, info=info, device=torch.device("cpu"))

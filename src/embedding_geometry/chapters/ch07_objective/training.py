@@ -25,7 +25,7 @@ first W = ⌈w K⌉ steps (warm-up fraction w) and falling linearly to 0 at K:
 ``core.activations`` (under ``torch.inference_mode``); training needs autograd, so
 :func:`train` runs its own forward passes. That is the one allowed exception. Every
 *measurement* of a trained copy still goes through ``core.activations.extract``; the copy's
-``info.sha256`` hashes its trained weights (:func:`weights_digest`), so the activation cache never
+``info.sha256`` hashes its trained weights (``core.models.state_sha256``), so the activation cache never
 mistakes it for its start.
 
 **Determinism and pairing.** For a given seed a run is a pure function of its inputs on one
@@ -41,7 +41,6 @@ they were built is in the file's header), less a held-out split (:func:`split_pa
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -52,7 +51,7 @@ import torch
 
 from ...core import architectures, clock, corpora
 from ...core.errors import ParameterError
-from ...core.models import LoadedModel
+from ...core.models import LoadedModel, state_sha256
 
 PAIRS_FILE = "objective_pairs.yaml"
 OBJECTIVES = ("mean_pool", "maxsim")
@@ -192,16 +191,6 @@ def levelled(losses: Sequence[float], tolerance: float = LEVEL_TOLERANCE) -> dic
             "steps_per_tenth": t, "levelled": bool(fall <= noise or (share is not None and share <= tolerance))}
 
 
-def weights_digest(model: torch.nn.Module) -> str:
-    """SHA-256 of a module's state dict (names and bytes, in name order): the identity of
-    trained weights, as ``core.models.random_control`` hashes initialised ones."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return digest.hexdigest()
-
-
 def _encode(base: LoadedModel, model: torch.nn.Module, texts: list[str], max_length: int):
     batch = base.tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     batch = {key: value.to(base.device) for key, value in batch.items()}
@@ -295,5 +284,5 @@ def _trained(base: LoadedModel, model: torch.nn.Module, loss: str, seed: int, st
     """``model`` (put in eval mode) as a LoadedModel: ``base``'s tokenizer and description, with an
     id that names the training (``loss``, seed, steps) and the SHA-256 of its weights."""
     info = replace(base.info, id=f"{base.info.id} [trained: {loss}, seed {seed}, {steps} steps]",
-                   source="trained", sha256=weights_digest(model), revision=None)
+                   source="trained", sha256=state_sha256(model), revision=None)
     return LoadedModel(model=model.eval(), tokenizer=base.tokenizer, info=info, device=base.device)
