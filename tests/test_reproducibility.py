@@ -17,6 +17,8 @@ from embedding_geometry.book import claims, reproducibility
 from embedding_geometry.core import activations, float_path, models
 from embedding_geometry.core.errors import ParameterError
 
+import float_paths
+
 
 # --------------------------------------------------------------------------- the float path
 
@@ -112,14 +114,14 @@ def test_each_family_measures_a_deviation_its_own_way():
 def test_tolerances_are_the_margin_times_the_worst_deviation_rounded_up_to_1_2_or_5():
     measured = {"a": {"largest": {"float": {"max": 3e-7}, "count": {"max": 2.4e-4}, "trained": {"max": 0.032}}},
                 "b": {"largest": {"float": {"max": 2e-6}, "noise": {"max": 0.3}}}}
-    tolerance = reproducibility.derive(measured)
+    tolerance = float_paths.derive(measured)
     assert tolerance["float"] == pytest.approx(2e-5) and tolerance["count"] == pytest.approx(5e-3)
     assert tolerance["trained"] == pytest.approx(0.5)  # 0.32 up to 0.5
-    assert [reproducibility.round_up(x) for x in (0.019, 0.02, 0.021, 1.0, 7e-6)] == pytest.approx(
+    assert [float_paths.round_up(x) for x in (0.019, 0.02, 0.021, 1.0, 7e-6)] == pytest.approx(
         [0.02, 0.02, 0.05, 1.0, 1e-5])
     assert tolerance["noise"] == 2.0  # log10 ratio 0.3, plus log10 of the margin (1), rounded up
     assert tolerance["share"] == 0.0 and tolerance["exact"] == 0.0
-    assert reproducibility.derive({})["float"] == reproducibility.FLOORS["float"]
+    assert float_paths.derive({})["float"] == reproducibility.FLOORS["float"]
 
 
 def test_measure_finds_every_deviation_and_every_changed_verdict(tmp_path):
@@ -132,7 +134,7 @@ def test_measure_finds_every_deviation_and_every_changed_verdict(tmp_path):
 
     folders = {"default": write(tmp_path / "d", [1.0, 2.0], "holds"),
                "p": write(tmp_path / "p", [1.0, 2.0 + 2e-6], "inconclusive", fragile="margin 0")}
-    measured = reproducibility.measure(folders, {"default": "", "p": "threads=1"})
+    measured = float_paths.measure(folders, {"default": "", "p": "threads=1"})
     assert measured["perturbations"]["p"]["largest"]["float"]["max"] == pytest.approx(1e-6)
     assert measured["perturbations"]["p"]["largest"]["float"]["where"] == "c:curve[1]"
     assert measured["verdict_changes"]["p"] == [{"chapter": "c", "claim": "k@m", "default": "holds",
@@ -218,7 +220,7 @@ def test_a_lone_cosine_and_a_value_beside_its_interval_are_compared_on_their_sca
 def test_a_depth_index_moves_in_steps_and_its_tolerance_is_the_largest_step():
     assert reproducibility.family("07_training_objective", "objectives.x.reach.a.depth_interval[0]", 2) == "depth"
     assert reproducibility.deviation("depth", 2, 3, 2, 2) == 1
-    assert reproducibility.derive({"p": {"largest": {"depth": {"max": 1}}}})["depth"] == 1.0
+    assert float_paths.derive({"p": {"largest": {"depth": {"max": 1}}}})["depth"] == 1.0
 
 
 def test_figures_of_another_cpu_are_carried_and_those_of_this_one_replaced():

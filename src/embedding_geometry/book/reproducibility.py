@@ -45,9 +45,9 @@ any rounding the page applies to it.
 
 **Measured, not guessed.** ``make tolerances`` (``benchmarks/float_paths.py``) builds the book
 on its own path and on a perturbed one (every perturbation at once) and records, per family, the largest deviation each
-perturbation caused and the claims whose verdict changed (:func:`measure`). Each ε is
+perturbation caused and the claims whose verdict changed (its ``measure``). Each ε is
 :data:`MARGIN` times the largest deviation measured, rounded up to the next 1, 2 or 5 times a
-power of ten (:func:`round_up`), and never below the family's floor (:data:`FLOORS`). The figures
+power of ten (its ``round_up``), and never below the family's floor (:data:`FLOORS`). The figures
 live in ``data/float_paths.json`` (:data:`FIGURES`); the golden test and the claims engine read
 them (:func:`tolerances`).
 
@@ -62,7 +62,6 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
-import platform
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -214,20 +213,6 @@ def differences(chapter: str, reference: Any, value: Any, tolerance: Mapping[str
     return found
 
 
-def largest(chapter: str, reference: Any, value: Any) -> dict[str, dict[str, Any]]:
-    """Per family, the largest deviation of ``value`` from ``reference`` and where it is."""
-    mine = {path: v for path, v, _, _ in leaves(value)}
-    out: dict[str, dict[str, Any]] = {}
-    for path, a, scale, total in leaves(reference):
-        if path not in mine:
-            continue
-        name = family(chapter, path, a)
-        d = deviation(name, a, mine[path], scale, total)
-        if d > out.get(name, {}).get("max", -1.0):
-            out[name] = {"max": d, "where": f"{chapter}:{path}", "reference": a, "value": mine[path]}
-    return out
-
-
 def claim_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{"<claim id>@<model>": {verdict, fragile}}`` of one results JSON: its claims, and the
     per-model verdicts of a chapter that judges its ledger on several models."""
@@ -282,77 +267,6 @@ def percentiles(values: list[float]) -> list[float]:
     return [ordered[round(k * (len(ordered) - 1) / 100)] for k in range(101)]
 
 
-def measure(folders: Mapping[str, Path], specs: Mapping[str, str], base: str = "default") -> dict[str, Any]:
-    """Compare every perturbed build's results JSON with the ``base`` build's: per perturbation
-    and family, the largest deviation (and where); the claims whose verdict changed (and whether
-    either build marked them fragile by their margin); the tolerances they give (:func:`derive`);
-    and, per perturbation, what the golden test would report against the base build with those
-    tolerances and the changed verdicts recorded (``golden``: empty when it passes)."""
-    reference = {p.stem: json.loads(p.read_text()) for p in sorted(Path(folders[base]).glob("*.json"))}
-    perturbations, changed, builds = {}, {}, {}
-    for name, folder in folders.items():
-        if name == base:
-            continue
-        worst: dict[str, dict[str, Any]] = {}
-        flips = []
-        builds[name] = {}
-        for chapter, ref in reference.items():
-            path = Path(folder) / f"{chapter}.json"
-            if not path.is_file():
-                raise FileNotFoundError(f"the '{name}' build has no results for {chapter} ({path})")
-            other = builds[name][chapter] = json.loads(path.read_text())
-            for fam, found in largest(chapter, golden_record(ref)["metrics"], golden_record(other)["metrics"]).items():
-                if found["max"] > worst.get(fam, {}).get("max", -1.0):
-                    worst[fam] = found
-            mine = claim_records(other)
-            flips += [{"chapter": chapter, "claim": key, "default": v["verdict"],
-                       "perturbed": mine.get(key, {}).get("verdict"),
-                       "fragile_by_margin": bool(v["fragile"] or mine.get(key, {}).get("fragile"))}
-                      for key, v in claim_records(ref).items() if mine.get(key, {}).get("verdict") != v["verdict"]]
-        perturbations[name] = {"spec": specs[name], "largest": worst}
-        changed[name] = flips
-    tolerance = derive(perturbations)
-    recorded = {(f["chapter"], f["claim"]) for flips in changed.values() for f in flips}
-    for name, found in perturbations.items():
-        found["golden"] = [f"{chapter}.{d['path']}" for chapter, ref in reference.items()
-                           for d in differences(chapter, golden_record(ref)["metrics"],
-                                                golden_record(builds[name][chapter])["metrics"], tolerance)]
-        found["golden"] += [f"{f['chapter']}: {f['claim']}" for f in changed[name]
-                            if not f["fragile_by_margin"] and (f["chapter"], f["claim"]) not in recorded]
-    return {"perturbations": perturbations, "verdict_changes": changed, "tolerances": tolerance,
-            "margin": MARGIN, "floors": dict(FLOORS)}
-
-
-def derive(perturbations: Mapping[str, Any]) -> dict[str, float]:
-    """Each family's tolerance: :data:`MARGIN` × the largest deviation any perturbation caused,
-    rounded up (:func:`round_up`), and at least the family's floor (share and count: a
-    deviation of 0 gives 0, and a rule still allows what the floor allows). A noise deviation is
-    already a log₁₀ ratio, so there the margin adds log₁₀ MARGIN and the result is rounded up to
-    a whole number of orders of magnitude; a depth index moves in whole steps, so its tolerance
-    is the largest step measured."""
-    out = {}
-    for name, floor in FLOORS.items():
-        worst = max((p["largest"].get(name, {}).get("max", 0.0) for p in perturbations.values()), default=0.0)
-        if math.isinf(worst):
-            raise ValueError(f"a perturbed build changed a '{name}' metric beyond comparison: see its 'where'")
-        if name == "noise":
-            out[name] = max(floor, float(math.ceil(worst + math.log10(MARGIN))) if worst > 0 else 0.0)
-            continue
-        if name == "depth":  # whole steps: the largest measured, no margin
-            out[name] = max(floor, float(math.ceil(worst)))
-            continue
-        scaled = MARGIN * worst
-        out[name] = max(floor, round_up(scaled) if scaled > 0 else 0.0)
-    return out
-
-
-def round_up(x: float) -> float:
-    """The least of 1, 2 and 5 times a power of ten that is ≥ ``x`` > 0 (0.32 → 0.5, 0.019 → 0.02):
-    a tolerance as readable as a power of ten, and at most 2.5 times the margin's product."""
-    power = 10.0 ** math.floor(math.log10(x))
-    return next(step * power for step in (1, 2, 5, 10) if step * power >= x * (1 - 1e-12))
-
-
 # --------------------------------------------------------------------------- reading the figures
 
 def figures(path: Path | None = None) -> dict[str, Any] | None:
@@ -376,25 +290,3 @@ def flipped(chapter: str, claim: str, model: str, path: Path | None = None) -> l
     key = f"{claim}@{model}"
     return [name for name, flips in found.get("verdict_changes", {}).items()
             if any(f["chapter"] == chapter and f["claim"] == key for f in flips)]
-
-
-def machine() -> str:
-    """The CPU's model name (Linux), else the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def report(measured: Mapping[str, Any]) -> str:
-    """The figures as a text table: per perturbation and family, the largest deviation."""
-    names = list(FLOORS)
-    lines = [f"{'perturbation':<20}" + "".join(f"{n:>12}" for n in names) + f"{'verdicts changed':>18}"]
-    for name, found in measured["perturbations"].items():
-        cells = "".join(f"{found['largest'].get(n, {}).get('max', 0.0):>12.3g}" for n in names)
-        lines.append(f"{name:<20}{cells}{len(measured['verdict_changes'][name]):>18}")
-    lines.append(f"{'tolerance':<20}" + "".join(f"{measured['tolerances'][n]:>12.3g}" for n in names))
-    return "\n".join(lines)
