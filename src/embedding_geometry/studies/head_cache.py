@@ -84,6 +84,7 @@ def statistics(loaded: LoadedModel, windows: Sequence[Window], settings: Setting
         if found is None:
             (captured,) = streaming.stream(loaded, batch, size)
             found = batch_statistics(captured.head_out, captured.pattern, TextBatch.of(batch), settings, first=at)
+            del captured  # else held while the next batch is captured (two batches' attention maps at once)
             if cache:
                 store(loaded, batch, settings, at, found, cache_dir)
         yield at, found
