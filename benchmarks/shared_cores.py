@@ -16,6 +16,7 @@ on a quiet machine: another process's load is what it measures.
     .venv/bin/python benchmarks/shared_cores.py               # 12 steps or passes of 32 texts each
     .venv/bin/python benchmarks/shared_cores.py --steps 24
     .venv/bin/python benchmarks/shared_cores.py --steps 1 --models DIR DIR   # other models (its test: tiny ones)
+    .venv/bin/python benchmarks/shared_cores.py --settings build           # one setting (its test: the build's)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import time
 from embedding_geometry.book.schedule import ALONGSIDE_NICENESS, SHARED_CORES
 
 MODELS = {"train": "sentence-transformers/all-MiniLM-L6-v2", "forward": "sentence-transformers/all-mpnet-base-v2"}
+SETTINGS = ("default", "passive", "build")
 TEXTS = [f"sentence {i}: a cat sat on the mat by the river bank and watched the boats go by" for i in range(32)]
 
 
@@ -80,6 +82,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12, help="training steps or forward passes per run")
     parser.add_argument("--models", nargs=2, metavar=("TRAIN", "FORWARD"), default=list(MODELS.values()),
                         help="the models of the two workloads (hub ids or local model directories)")
+    parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS),
+                        help="which of the three settings to run (default: all)")
     parser.add_argument("--child", choices=sorted(MODELS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     chosen = dict(zip(MODELS, args.models))
@@ -87,7 +91,7 @@ def main() -> None:
         print(child(args.child, args.steps, chosen[args.child]))
         return
     print(f"{'setting':<9} {'workload':<8} {'alone s':>8} {'beside s':>9} {'beside ÷ alone':>15}")
-    for setting in ("default", "passive", "build"):
+    for setting in args.settings:
         alone = {kind: seconds(start(kind, args.steps, setting, chosen[kind])) for kind in MODELS}
         running = {kind: start(kind, args.steps, setting, chosen[kind]) for kind in MODELS}
         beside = {kind: seconds(process) for kind, process in running.items()}
