@@ -73,7 +73,7 @@ def test_a_shard_is_written_once_and_a_dead_writers_partial_file_is_removed(meas
     target = tmp_path / "x.joblib"
     assert shards.write_once(target, part) and not shards.write_once(target, part)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    leftover = shards.shard_path(chosen, shard).parent / f"{shards.PARTIAL}{dead.stdout.strip()}-abc.joblib"
+    leftover = shards.shard_path(chosen, shard).parent / f"{paths.PARTIAL}{dead.stdout.strip()}-abc.joblib"
     leftover.write_bytes(b"cut short")
     assert shards.remove_partial(chosen) == [leftover] and not leftover.exists()
 
@@ -205,7 +205,7 @@ def test_a_ray_worker_killed_mid_shard_leaves_exactly_one_copy_of_each_shard(mea
             crashed.write_text("")
             path = shards.shard_path(p, shard)
             path.parent.mkdir(parents=True, exist_ok=True)
-            (path.parent / f"{shards.PARTIAL}{os.getpid()}-x.joblib").write_bytes(b"half a shard")
+            (path.parent / f"{paths.PARTIAL}{os.getpid()}-x.joblib").write_bytes(b"half a shard")
             os._exit(1)
         return shards.measure(p, shard)
 

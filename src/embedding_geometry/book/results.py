@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
-import tempfile
 import time
 from collections.abc import Mapping
 from importlib.metadata import version
@@ -86,16 +84,9 @@ def write_results(chapter: str, *, model: Mapping[str, Any], params: Mapping[str
         "environment": environment(device, started),
     }
     text = json.dumps(to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)
-    folder = paths.results_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{chapter}-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
-        os.replace(tmp, folder / f"{chapter}.json")
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return folder / f"{chapter}.json"
+    target = paths.results_dir() / f"{chapter}.json"
+    paths.write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"), suffix=".json")
+    return target
 
 
 def to_jsonable(value: Any, path: str = "") -> Any:

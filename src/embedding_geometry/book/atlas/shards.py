@@ -36,9 +36,6 @@ from ...studies import head_cache
 from ...studies.accumulators import Accumulator, merged
 from .plan import ModelSpec, Plan, Shard
 
-PARTIAL = ".partial-"
-"""Prefix of a shard being written: ``.partial-<pid>-…``."""
-
 
 class AtlasError(BookError):
     """An atlas run cannot go on: a shard is missing or damaged, or a results folder holds none."""
@@ -115,7 +112,7 @@ def write_once(path: Path, part: Part) -> bool:
     """Write ``part`` at ``path`` unless a complete copy is there already (module docstring);
     whether this call wrote it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL}{os.getpid()}-", suffix=".joblib", dir=path.parent)
+    handle, tmp = tempfile.mkstemp(prefix=f"{paths.PARTIAL}{os.getpid()}-", suffix=".joblib", dir=path.parent)
     os.close(handle)
     try:
         joblib.dump(part, tmp)
@@ -134,7 +131,8 @@ def claim_folder(plan: Plan) -> None:
     found = json.loads(marker.read_text()).get("fingerprint") if marker.is_file() else None
     if found is None:
         plan.out.mkdir(parents=True, exist_ok=True)
-        _atomic(marker, lambda handle: handle.write(json.dumps({"fingerprint": plan.fingerprint()}).encode()))
+        paths.write_atomically(marker, lambda tmp: tmp.write_text(json.dumps({"fingerprint": plan.fingerprint()})),
+                               suffix=".json")
     elif found != plan.fingerprint():
         raise AtlasError(f"--out {str(plan.out)!r} holds the shards of another atlas run (other models, texts or "
                          "sizes); choose another folder or delete it")
@@ -143,10 +141,8 @@ def claim_folder(plan: Plan) -> None:
 def remove_partial(plan: Plan) -> list[Path]:
     """Delete the temporary files of shard writers that are gone (killed mid-write)."""
     folder = plan.out / "shards"
-    stale = [p for p in folder.glob(f"*/{PARTIAL}*") if not paths.owner_alive(p)] if folder.is_dir() else []
-    for path in stale:
-        path.unlink(missing_ok=True)
-    return stale
+    return [p for sub in sorted(folder.iterdir()) if sub.is_dir() for p in paths.remove_partial(sub)] \
+        if folder.is_dir() else []
 
 
 def done(plan: Plan, shard: Shard) -> bool:
@@ -192,21 +188,10 @@ def combine(plan: Plan, model: ModelSpec, started: float | None = None) -> Path:
                 "shards": {name: len(parts) for name, parts in by_set.items()}, "order": plan.models.index(model),
                 "environment": results.environment(plan.device, started)}
     target = plan.out / f"{model.key}.json"
-    _atomic(plan.out / f"{model.key}.npz", lambda handle: np.savez_compressed(handle, **units))
+    paths.write_atomically(plan.out / f"{model.key}.npz", lambda tmp: np.savez_compressed(tmp, **units), suffix=".npz")
     text = json.dumps(results.to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)
-    _atomic(target, lambda handle: handle.write(text.encode()))
+    paths.write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"), suffix=".json")
     return target
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            write(out)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def read(folder: str | Path) -> dict[str, dict[str, Any]]:
