@@ -215,7 +215,7 @@ def state_sha256(model: torch.nn.Module) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        digest.update(tensor.detach().cpu().contiguous().numpy())  # its buffer, not a copy
     return digest.hexdigest()
 
 

@@ -188,7 +188,7 @@ def combine(plan: Plan, model: ModelSpec, started: float | None = None) -> Path:
                 "shards": {name: len(parts) for name, parts in by_set.items()}, "order": plan.models.index(model),
                 "environment": results.environment(plan.device, started)}
     target = plan.out / f"{model.key}.json"
-    paths.write_atomically(plan.out / f"{model.key}.npz", lambda tmp: np.savez_compressed(tmp, **units), suffix=".npz")
+    paths.write_atomically(plan.out / f"{model.key}.npz", lambda tmp: np.savez(tmp, **units), suffix=".npz")
     text = json.dumps(results.to_jsonable(document), indent=1, allow_nan=False, ensure_ascii=False)
     paths.write_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"), suffix=".json")
     return target
