@@ -3,7 +3,7 @@
 #                   Chromium is installed), build the site (_build/html), which links the PDF
 #   make test       set up .venv, run the whole test suite (what CI runs)
 # While working on the book:
-#   make test-fast  every test that needs neither the whole-book build nor the browser, on both cores (1¼ min)
+#   make test-fast  every test that needs neither the whole-book build nor the browser, on both cores (1 min)
 #   make test-times the whole suite timed: its slowest 50 tests in build/bench.json (tests)
 #   make reader     the browser tests on the book `make book` built (screenshots in build/screenshots/)
 #   make bench      performance figures (build/bench.json), then `make book` shows them
