@@ -38,9 +38,11 @@ test test-fast: export OPENBLAS_THREAD_TIMEOUT ?= 4
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not tolerances" $(PYTEST_ARGS)
 	mkdir -p build; \
-	$(PY) -m pytest -m "default_book and not tolerances" $(PYTEST_ARGS) --basetemp=$(DEFAULT_BOOK_TMP) \
+	$(PY) -m pytest -m "(default_book or beside_default_book) and not tolerances" $(PYTEST_ARGS) \
+	  --basetemp=$(DEFAULT_BOOK_TMP) \
 	  > build/test-default-book.log 2>&1 & book=$$!; \
-	$(PY) -m pytest -m "(slow or browser) and not default_book and not tolerances" $(PYTEST_ARGS); rest=$$?; \
+	$(PY) -m pytest -m "(slow or browser) and not default_book and not beside_default_book and not tolerances" \
+	  $(PYTEST_ARGS); rest=$$?; \
 	wait $$book; status=$$?; cat build/test-default-book.log; \
 	test $$rest = 0 && test $$status = 0
 

@@ -312,6 +312,8 @@ def test_a_tally_names_the_models_off_the_most_common_verdict():
 
 
 # --------------------------------------------------------------------------- the chapter end to end (slow)
+# make test runs these in its second process, beside the default book's build (marker
+# beside_default_book): its own build of the chapter balances the two processes.
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, tiny_bert_dir):
@@ -327,6 +329,7 @@ def built(tmp_path_factory, tiny_bert_dir):
 
 
 @slow
+@pytest.mark.beside_default_book
 def test_every_model_of_the_atlas_is_recorded_with_its_weights_and_judged(built):
     root, results = built
     m = results["metrics"]
@@ -340,6 +343,7 @@ def test_every_model_of_the_atlas_is_recorded_with_its_weights_and_judged(built)
 
 
 @slow
+@pytest.mark.beside_default_book
 def test_the_page_shows_its_numbers_as_outputs_without_glue(built):
     root, _ = built
     notebook = json.loads((root / "book" / "chapters" / f"{SLUG}.ipynb").read_text())
