@@ -20,13 +20,14 @@ BUILD_ARGS ?=
 book: $(STAMP)
 	$(PY) -m embedding_geometry build --profile $(PROFILE) $(BUILD_ARGS)
 
-# make test runs the suite in two parts: the tests that build nothing on both cores (pytest-xdist;
-# 73–87 s on the quiet 2-core machine on 2026-11-29), then the ones that build a book or drive the
-# browser, each build made once and shared: the tests that read the cold default build (marked
-# default_book by tests/conftest.py) in a second process beside the others, its output printed
-# when both are done (on the quiet 2-core machine on 2026-11-29: 1,097 s beside 902 s, `make test`
-# 19 min 48 s; one after the other it took 22 min 7 s). pytest-xdist's --dist loadgroup would say
-# this in one process, but with pytest 9.2 it no longer groups: pytest-dev/pytest-xdist#1386.
+# make test runs the suite in two parts: the tests that build nothing on both cores (pytest-xdist),
+# then the ones that build a book or drive the browser, each build made once and shared: the tests
+# that read the cold default build (marked default_book by tests/conftest.py, and a slow test marked
+# beside_default_book to even the two out) in a second process beside the others, its output
+# printed when both are done. `bash .ci/run` on a fresh clone of eed832b, quiet 2-core machine,
+# 2026-11-29: 18 min 4 s, the first part 51 s, then 956 s beside 985 s. pytest-xdist's --dist
+# loadgroup would say this in one process, but with pytest 9.2 it no longer groups:
+# pytest-dev/pytest-xdist#1386.
 DEFAULT_BOOK_TMP ?= $(or $(TMPDIR),/tmp)/embedding-geometry-default-book
 # Both run several processes on the cores at once (pytest-xdist's two workers; the default book
 # beside the other slow tests), so their idle threads wait without spinning, as the build's
