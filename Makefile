@@ -29,13 +29,13 @@ book: $(STAMP)
 # loadgroup would say this in one process, but with pytest 9.2 it no longer groups:
 # pytest-dev/pytest-xdist#1386.
 DEFAULT_BOOK_TMP ?= $(or $(TMPDIR),/tmp)/embedding-geometry-default-book
-# Both run several processes on the cores at once (pytest-xdist's two workers; the default book
+# The suite runs several processes on the cores at once (pytest-xdist's two workers; the default book
 # beside the other slow tests), so their idle threads wait without spinning, as the build's
 # chapters do while one runs alongside (SHARED_CORES in src/embedding_geometry/book/schedule.py;
 # no arithmetic changes). make test-fast on the quiet 2-core machine, 2026-11-29: 49 s and 52 s
 # with these, 75 s and 64 s without. A value in your environment is kept.
-test test-fast: export OMP_WAIT_POLICY ?= PASSIVE
-test test-fast: export OPENBLAS_THREAD_TIMEOUT ?= 4
+test test-fast test-times: export OMP_WAIT_POLICY ?= PASSIVE
+test test-fast test-times: export OPENBLAS_THREAD_TIMEOUT ?= 4
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -m "not slow and not browser and not tolerances" $(PYTEST_ARGS)
 	mkdir -p build; \
