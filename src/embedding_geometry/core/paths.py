@@ -53,15 +53,24 @@ PARTIAL = ".partial-"
 """The prefix of a file or folder being written, ``.partial-<pid>-…`` (:func:`owner_alive` reads the pid)."""
 
 
-def write_atomically(path: Path, write: Callable[[Path], object], suffix: str = "") -> None:
+def write_atomically(path: Path, write: Callable[[Path], object], suffix: str = "", once: bool = False) -> bool:
     """``write(tmp)`` into a :data:`PARTIAL` file beside ``path``, renamed onto ``path`` once complete
-    (and removed whatever happens): a reader sees the old file or the whole new one."""
+    (and removed whatever happens): a reader sees the old file or the whole new one. With ``once``,
+    linked instead, so that a complete copy already at ``path`` stays (the first writer wins).
+    Returns whether this call wrote ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(prefix=f"{PARTIAL}{os.getpid()}-", suffix=suffix, dir=path.parent)
     os.close(handle)
     try:
         write(Path(tmp))
-        os.replace(tmp, path)
+        if not once:
+            os.replace(tmp, path)
+            return True
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
     finally:
         Path(tmp).unlink(missing_ok=True)
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -111,17 +109,7 @@ def shard_path(plan: Plan, shard: Shard) -> Path:
 def write_once(path: Path, part: Part) -> bool:
     """Write ``part`` at ``path`` unless a complete copy is there already (module docstring);
     whether this call wrote it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f"{paths.PARTIAL}{os.getpid()}-", suffix=".joblib", dir=path.parent)
-    os.close(handle)
-    try:
-        joblib.dump(part, tmp)
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    return paths.write_atomically(path, lambda tmp: joblib.dump(part, tmp), suffix=".joblib", once=True)
 
 
 def claim_folder(plan: Plan) -> None:
