@@ -15,7 +15,7 @@ from synthetic_records import record
 from embedding_geometry.core import geometry, streaming, windows
 from embedding_geometry.studies import accumulators as acc
 from embedding_geometry.studies import depth_statistics as stats
-from embedding_geometry.studies import anisotropy, layer_by_layer
+from embedding_geometry.studies import anisotropy, layer_by_layer, pool_dimensions
 
 DEPTHS, WIDTH = 4, 5
 
@@ -188,6 +188,9 @@ def test_the_peak_write_block_is_the_block_of_each_dimensions_largest_summed_upd
     writes = np.abs(np.diff(pools, axis=0)).sum(axis=1)  # [L, D]
     found = text_pass(stacks, [2]).result()
     assert list(found["peak_write_depth"]) == list(np.argmax(writes, axis=0) + 1)
+    chapter = pool_dimensions.peak_writes(record(stacks), resamples=2)  # chapter 1's, under the same keys
+    for key in ("peak_write_depth", "peak_write_hist", "peak_write_share", "peak_write_last_two"):
+        np.testing.assert_array_equal(found[key], chapter[key], err_msg=key)
 
 
 def test_a_shard_merged_twice_is_an_error_not_a_double_count():

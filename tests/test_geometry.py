@@ -200,6 +200,18 @@ def test_separability_ratio_against_hand_values():
         geometry.separability_ratio([stack([[1.0], [1.0]]), stack([[2.0]])])
 
 
+def test_the_between_kernel_is_b_as_a_u_statistic():
+    c = np.array([[[1.0]], [[5.0]], [[3.0]]])  # three centroids at one depth: C = 3, B = (4 + 4 + 0) / 3
+    kernel = geometry.between_kernel(c)
+    np.testing.assert_allclose(kernel[..., 0], 2 / 3 * np.array([[0, 16, 4], [16, 0, 4], [4, 4, 0]]) / 2)
+    np.testing.assert_allclose(geometry.pair_mean(kernel), [8 / 3])
+    rng = np.random.default_rng(0)
+    c = rng.normal(size=(7, 3, 4)) + 1e4  # far from the origin, where ‖c_s‖² + ‖c_t‖² − 2 c_s·c_t cancels (5e-9)
+    tokens = np.array([-1.0, 1.0])[None, :, None]  # two tokens per text around its centroid
+    between, _ = geometry.separability_parts([x[:, None] + tokens for x in c])
+    np.testing.assert_allclose(geometry.pair_mean(geometry.between_kernel(c)), between.mean(axis=0), rtol=1e-12)
+
+
 def test_pc1_alignment_against_hand_values_and_scikit_learns_axis():
     along = stack([[1, 0], [3, 0]])  # PC1 = e1, mean (2, 0): |cos| = 1
     across = stack([[1, 1], [1, 3]])  # PC1 = e2, mean (1, 2): |cos| = 2 / √5

@@ -34,6 +34,8 @@ depth, S: [L + 1, n, D]; a *pool* array is P: [L + 1, N, D] (one vector per text
     half_value_depth(x)          = min { l : x_l ≥ x_L / 2 }
     slice_cosine(a, b, [p, q))   = cos(a_l[p:q], b_l[p:q]) per depth          (Matryoshka slices)
     separability_parts           per text: B_s = ‖c_s − C‖², W_s = mean_{i∈s} ‖h_i − c_s‖² (within_scatter)
+    between_kernel(c)[s, t]      = (N − 1)/N · ‖c_s − c_t‖² / 2, diagonal 0: B's kernel, whose mean over
+                                   pairs s ≠ t is B            c: [N, L + 1, D] → [N, N, L + 1]
     separability_ratio[l]        = B / W, c_s = mean_{i∈s} h_i, C = mean_s c_s,
                                    B = mean_s ‖c_s − C‖², W = mean_s mean_{i∈s} ‖h_i − c_s‖²
     pc1_alignment(S)[l]          = |cos(PC1 of the text's centred tokens, mean of its tokens)|
@@ -325,6 +327,18 @@ def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.nda
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
     between = ((centroids - centroids.mean(axis=0)) ** 2).sum(-1)
     return between, np.stack([within_scatter(s) for s in stacks])
+
+
+def between_kernel(centroids: np.ndarray) -> np.ndarray:
+    """B = mean_s ‖c_s − C‖² as a U-statistic over pairs of texts: its kernel (N − 1)/N · ‖c_s − c_t‖² / 2
+    for the text centroids c [N, L + 1, D] → [N, N, L + 1], 0 on the diagonal, whose mean over
+    pairs s ≠ t is B (Σ_{s,t} ‖c_s − c_t‖² = 2N Σ_s ‖c_s − C‖²). Differences, not the Gram
+    expansion, so no entry cancels below 0; a row of pairs at a time (all at once is [N, N, L + 1, D])."""
+    n = len(centroids)
+    squared = np.empty((n, n, centroids.shape[1]))
+    for row, centroid in enumerate(centroids):
+        squared[row] = np.einsum("tld->tl", (centroid - centroids) ** 2)
+    return (n - 1) / n * squared / 2
 
 
 def within_scatter(stack: np.ndarray) -> np.ndarray:

@@ -14,7 +14,8 @@ c_s = mean_i h_i                      separability B / W: B = Σ‖c_s‖² / N 
                                       W = mean_s W_s, W_s = mean_i ‖h_i − c_s‖²
 p_s = m_s / ‖m_s‖                     anisotropy (‖Σ_s p_s‖² − N) / (N (N − 1)); token-level
                                       anisotropy (‖Σ_s σ_s‖² − Σ_s ‖σ_s‖²) / ((Σ n_s)² − Σ n_s²)
-Σ_s |m_s(l) − m_s(l − 1)|  [L, D]     each dimension's block of largest write (its argmax over l)
+Σ_s |m_s(l) − m_s(l − 1)|  [L, D]     each dimension's block of largest write (its argmax over l), and
+                                      the share of dimensions whose block is in the last 2/24
 Moments of m_s(0), m_s(L)  [D]        Pearson r of each dimension between depth 0 and depth L
 rows                                  within_s, cos(c⁰_s, c_s), |cos(PC1 of s's centred tokens, c_s)|,
                                       mean_i ‖h_i‖ and its largest ÷ smallest over depths, the mean
@@ -46,6 +47,7 @@ from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Samp
 from .context_stats import Settings
 from .context_similarity import metrics
 from .context_batch import TextBatch, batch_statistics
+from .pool_dimensions import late_blocks
 from .similarity_attractor import maxsim_rows
 
 
@@ -150,7 +152,8 @@ def text_metrics(rows: Rows, sums: Sums, moments: Moments, sample: Sample, thres
         "token_norm": r["norm"].mean(0), "token_norm_range": float(r["norm_range"].mean()),
         "update_coherence": r["coherence"].mean(0), "meanpool_first_last_abs": float(r["first_last"].mean()),
         "peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_share": hist / len(peaks),
-        "peak_write_uniform": np.full(layers, 1 / layers), "peak_write_last_two": hist[-2:].sum() / len(peaks),
+        "peak_write_uniform": np.full(layers, 1 / layers),
+        "peak_write_last_two": hist[late_blocks(layers)].sum() / len(peaks),
         "dim_corr_first_last": {"r": r_dims, **geometry.correlation_summary(r_dims, threshold)},
         "anisotropy": anisotropy, "anisotropy_rise": anisotropy - anisotropy[0],
         "anisotropy_peak_depth": int(np.argmax(anisotropy)),
@@ -176,14 +179,9 @@ def sample_metrics(units: np.ndarray, s: Mapping[str, np.ndarray], of: int, seed
     correlation moments x = m_s(0), y = m_s(L) [K, D]."""
     k = len(units)
     baseline, anisotropy, token_pairs = (geometry.pair_kernel(s[key]) for key in ("mean_unit", "pool_unit", "unit_sum"))
-    centroids = s["centroid"]
-    squared = np.empty((k, k, centroids.shape[1]))
-    for row, centroid in enumerate(centroids):  # a row of pairs at a time: all at once is [K, K, L + 1, D] (1.3 GB)
-        squared[row] = np.einsum("tld->tl", (centroid - centroids) ** 2)
-    between = (k - 1) / k * squared / 2
+    between = geometry.between_kernel(s["centroid"])
     token_counts = np.outer(s["n"], s["n"])[:, :, None]
-    for kernel in (between, token_counts):
-        kernel[np.arange(k), np.arange(k)] = 0.0
+    token_counts[np.arange(k), np.arange(k)] = 0
     a, b = geometry.pair_mean(anisotropy), geometry.pair_mean(token_pairs) / geometry.pair_mean(token_counts)
     x, y = s["first"], s["last"]
     r = Moments.of(x, y).correlation()

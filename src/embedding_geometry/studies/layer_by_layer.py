@@ -209,11 +209,7 @@ def separability(acts: Activations) -> Metrics:
     stacks = acts.word_states()
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
     _, within = geometry.separability_parts(stacks)
-    squared = (centroids ** 2).sum(-1)
-    distances = squared[:, None] + squared[None, :] - 2 * np.einsum("sld,tld->stl", centroids, centroids)
-    n = len(stacks)
-    kernel = (n - 1) / n * np.maximum(distances, 0.0) / 2
-    kernel[np.arange(n), np.arange(n)] = 0.0
+    kernel = geometry.between_kernel(centroids)
     return {"separability_ratio": geometry.separability_ratio(stacks),
             "per_unit": {"separability_ratio.between_pairs": kernel, "separability_ratio.within": within}}
 
