@@ -81,7 +81,7 @@ pdf: $(STAMP)
 	$(MAKE) book
 
 # The reproducibility contract's tolerances (not part of `make test`): the book built on its own
-# float path and on a perturbed one (one thread, oneDNN off, unfused attention, batch size 7, AVX2
+# float path and on a perturbed one (one thread, oneDNN off, batch size 7, AVX2
 # kernels, at once), compared family by family; writes src/embedding_geometry/data/float_paths.json.
 # Two cold builds (TOLERANCE_ARGS=--each: seven, one per perturbation alone).
 # TOLERANCE_ARGS='--compare-only --write-golden' also makes the golden test's reference.

@@ -1,10 +1,10 @@
 """``make tolerances``: how far the book's numbers move when only the float arithmetic changes.
 
 The book is built once on its own float path and once more over a perturbed path
-(:mod:`embedding_geometry.core.float_path`) that changes all five things at once: one thread
-instead of the machine's, oneDNN off, BERT's unfused attention, another forward batch size,
-and the kernels of a CPU without AVX-512 (AVX2 only)
-(``--each`` adds one build per perturbation alone, to see which moves what). Every metric of every chapter's results
+(:mod:`embedding_geometry.core.float_path`) that changes four things at once: one thread
+instead of the machine's, oneDNN off, another forward batch size, and the kernels of a CPU
+without AVX-512 (AVX2 only) (``--each`` adds one build per perturbation alone, to see which
+moves what). Every metric of every chapter's results
 JSON is compared with the default build's, family by family
 (:mod:`embedding_geometry.book.reproducibility`), and every claim's verdict with the default's.
 The largest deviation of each family under each perturbation, the claims whose verdict changed,
@@ -48,10 +48,9 @@ from embedding_geometry.book.reproducibility import (FLOORS, MARGIN, claim_recor
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = {
     "default": "",
-    "perturbed": "threads=1,onednn=off,attention=unfused,batch_size=7,isa=avx2",
+    "perturbed": "threads=1,onednn=off,batch_size=7,isa=avx2",
     "threads_1": "threads=1",
     "onednn_off": "onednn=off",
-    "attention_unfused": "attention=unfused",
     "batch_size_7": "batch_size=7",
     "isa_avx2": "isa=avx2",
 }

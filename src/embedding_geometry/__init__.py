@@ -14,7 +14,6 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``models``          loading an encoder and its tokenizer, and describing it
     ``registry``        the encoders the book ships offline, and how each is made ready and verified
     ``architectures``   where to capture what, in each supported architecture family (one table)
-    ``fused_qkv``       BERT's queries, keys and values in one matrix product: the same bits, sooner
     ``float_path``      which arithmetic a forward pass takes, and the perturbations that measure it
     ``capture``         one forward pass with named captures (TransformerLens style) on every architecture
     ``activations``     batched, cached forward passes and the ``Activations`` they produce

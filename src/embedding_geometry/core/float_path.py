@@ -2,22 +2,20 @@
 
 The same weights and the same texts give float32 hidden states that differ in their last bits
 when the arithmetic differs: another CPU (its vector width picks other BLAS kernels), another
-number of threads (sums split and added in another order), oneDNN on or off, the fused or the
-unfused attention projection, another batch (other padding, other matrix shapes). None of this
-is an error, but it moves every number the book computes by a little, and a count past a
+number of threads (sums split and added in another order), oneDNN on or off, another batch
+(other padding, other matrix shapes). None of this is an error, but it moves every number the
+book computes by a little, and a count past a
 threshold by a whole unit now and then. The book's reproducibility contract (book/methods.md,
 "Same results on any machine") states how far; its tolerances are *measured* by building the
 book again over perturbed paths (``make tolerances``), never guessed.
 
 A perturbation is set for a whole build through the environment::
 
-    EMBEDDING_GEOMETRY_FLOAT_PATH="threads=1,onednn=off,attention=unfused,batch_size=7"
+    EMBEDDING_GEOMETRY_FLOAT_PATH="threads=1,onednn=off,batch_size=7"
 
 =============  ===============================================================================
 ``threads=N``  torch runs on N threads (``torch.set_num_threads``)
 ``onednn=off`` torch's oneDNN (MKLDNN) kernels are not used
-``attention=unfused``  BERT's and MPNet's own attention forward (three projections) instead
-               of :mod:`.fused_qkv`'s one product
 ``batch_size=N``  every forward pass of extraction and streaming runs N texts at a time,
                whatever the chapter's ``batch_size`` (training batches are left alone: they
                are part of the experiment, not of its arithmetic)
@@ -49,7 +47,6 @@ class FloatPath:
 
     threads: int | None = None
     onednn: bool = True
-    fused_attention: bool = True
     batch_size: int | None = None
     isa: str | None = None
 
@@ -57,7 +54,6 @@ class FloatPath:
     def spec(self) -> str:
         """The path as the environment variable writes it ("" for the default)."""
         parts = [f"threads={self.threads}" if self.threads else "", "" if self.onednn else "onednn=off",
-                 "" if self.fused_attention else "attention=unfused",
                  f"batch_size={self.batch_size}" if self.batch_size else "",
                  f"isa={self.isa}" if self.isa else ""]
         return ",".join(part for part in parts if part)
@@ -77,13 +73,11 @@ def parse(spec: str) -> FloatPath:
             fields[name] = int(value)
         elif (name, value) == ("onednn", "off"):
             fields["onednn"] = False
-        elif (name, value) == ("attention", "unfused"):
-            fields["fused_attention"] = False
         elif name == "isa" and value in ISA:
             fields["isa"] = value
         else:
-            raise ParameterError(VARIABLE, "comma-separated items among threads=N, onednn=off, attention=unfused, "
-                                           f"batch_size=N (N ≥ 1), isa={'|'.join(ISA)}", item)
+            raise ParameterError(VARIABLE, "comma-separated items among threads=N, onednn=off, batch_size=N "
+                                           f"(N ≥ 1), isa={'|'.join(ISA)}", item)
     return FloatPath(**fields)
 
 

@@ -154,9 +154,7 @@ def load(
 
     The tokenizer pads on the right (real tokens first, as extraction expects) and, when it has no
     padding token, pads with its end-of-text token: padding is masked, so its id never matters.
-    A BERT or MPNet model's attention computes queries, keys and values in one product
-    (:mod:`.fused_qkv`: bitwise the same numbers), unless the float path (:mod:`.float_path`) asks
-    for the model's own.
+    Torch's threads and oneDNN switch are set as this process's float path asks (:mod:`.float_path`).
     """
     from transformers import AutoModel, AutoTokenizer
 
@@ -186,7 +184,8 @@ def load(
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     torch_device = resolve_device(device)
-    _on_float_path(model).to(torch_device).eval()
+    float_path.apply()
+    model.to(torch_device).eval()
     try:
         info = _describe(model_id, source, sha, model, tokenizer, directory)
     except (ValueError, TypeError, AttributeError, OSError) as error:  # damaged sentence-transformers files
@@ -203,7 +202,8 @@ def random_control(base: LoadedModel, seed: int = 0) -> LoadedModel:
 
     torch.manual_seed(seed)
     model = AutoModel.from_config(base.model.config, attn_implementation="eager", dtype=torch.float32)
-    _on_float_path(model).to(base.device).eval()
+    float_path.apply()
+    model.to(base.device).eval()
     info = replace(base.info, id=control_name(base.info.id, seed), source="control",
                    sha256=state_sha256(model), revision=None)
     return LoadedModel(model=model, tokenizer=base.tokenizer, info=info, device=base.device)
@@ -232,14 +232,6 @@ def control_of(name: str) -> tuple[str, int] | None:
     """(the trained model's id, the seed) of a control's id (:func:`control_name`); None for any other id."""
     base, mark, seed = name.partition(CONTROL)
     return (base, int(seed.rstrip("]"))) if mark else None
-
-
-def _on_float_path(model: torch.nn.Module) -> torch.nn.Module:
-    """``model`` set up for this process's float path (:mod:`.float_path`): torch's threads and
-    oneDNN switch, and BERT's (MPNet's) fused attention unless the path asks for the unfused one."""
-    from .fused_qkv import fuse_qkv  # loads transformers (seconds): only once a model is loaded
-
-    return fuse_qkv(model) if float_path.apply().fused_attention else model
 
 
 def _describe(model_id, source, sha, model, tokenizer, directory) -> ModelInfo:

@@ -184,8 +184,6 @@ def encoder(words: Words, shape: Shape, seed: int) -> LoadedModel:
     ``seed``), on the CPU, in eval mode, its ``sha256`` the digest of its initial weights."""
     from transformers import BertConfig, BertModel
 
-    from ...core.fused_qkv import fuse_qkv  # loads transformers, as the line above
-
     made = tokenizer(words)
     config = BertConfig(vocab_size=len(made), hidden_size=shape.width, num_hidden_layers=shape.layers,
                         num_attention_heads=shape.heads, intermediate_size=4 * shape.width, max_position_embeddings=64,
@@ -193,7 +191,7 @@ def encoder(words: Words, shape: Shape, seed: int) -> LoadedModel:
                         pad_token_id=made.pad_token_id)
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
-    model = fuse_qkv(BertModel(config, add_pooling_layer=False)).eval()
+    model = BertModel(config, add_pooling_layer=False).eval()
     info = ModelInfo(id=f"small BERT ({shape.layers} blocks, width {shape.width}) [random init, seed {seed}]",
                      source="control", sha256=state_sha256(model), revision=None, model_type="bert",
                      layers=shape.layers, hidden=shape.width, heads=shape.heads, vocab=len(made),
