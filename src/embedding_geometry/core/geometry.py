@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+from scipy.spatial.distance import cdist
 from sklearn.decomposition import PCA
 
 
@@ -332,12 +333,12 @@ def separability_parts(stacks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.nda
 def between_kernel(centroids: np.ndarray) -> np.ndarray:
     """B = mean_s ‖c_s − C‖² as a U-statistic over pairs of texts: its kernel (N − 1)/N · ‖c_s − c_t‖² / 2
     for the text centroids c [N, L + 1, D] → [N, N, L + 1], 0 on the diagonal, whose mean over
-    pairs s ≠ t is B (Σ_{s,t} ‖c_s − c_t‖² = 2N Σ_s ‖c_s − C‖²). Differences, not the Gram
-    expansion, so no entry cancels below 0; a row of pairs at a time (all at once is [N, N, L + 1, D])."""
+    pairs s ≠ t is B (Σ_{s,t} ‖c_s − c_t‖² = 2N Σ_s ‖c_s − C‖²). ‖c_s − c_t‖² is scipy's
+    ``cdist(…, "sqeuclidean")`` per depth: summed differences, not the Gram expansion, so no
+    entry cancels below 0."""
     n = len(centroids)
-    squared = np.empty((n, n, centroids.shape[1]))
-    for row, centroid in enumerate(centroids):
-        squared[row] = np.einsum("tld->tl", (centroid - centroids) ** 2)
+    squared = np.stack([cdist(depth, depth, "sqeuclidean") for depth in np.asarray(centroids).transpose(1, 0, 2)],
+                       axis=-1)
     return (n - 1) / n * squared / 2
 
 
