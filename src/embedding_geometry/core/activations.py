@@ -259,8 +259,8 @@ def _forward(loaded, texts, max_length, limits, attentions, progress, source, la
     kept = range(n_layers) if layers is None else layers
     names = ["embed"] + [f"blocks.{l}.resid_post" for l in range(n_layers)]
     middle = [f"blocks.{l}.resid_mid" for l in range(n_layers)] if after_attention else []
-    hidden = np.empty((n_layers + 1, offsets[-1], width), np.float32)
-    mids = np.empty((n_layers, offsets[-1], width), np.float32) if after_attention else None
+    hidden = _fresh((n_layers + 1, offsets[-1], width))
+    mids = _fresh((n_layers, offsets[-1], width)) if after_attention else None
     maps: list[np.ndarray | None] = [None] * len(texts)
     patterns = [f"blocks.{l}.attn.pattern" for l in kept] if attentions else []
     with tqdm(total=len(texts), desc="forward", disable=not progress, leave=False) as bar:
@@ -294,6 +294,14 @@ def _forward(loaded, texts, max_length, limits, attentions, progress, source, la
         attention_layers=layers if attentions else None,
         after_attention=mids,
     )
+
+
+def _fresh(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised float32 array from torch's allocator, not numpy's: numpy advises the kernel
+    to back arrays of 4 MiB or more with huge pages, and where the kernel then compacts memory on
+    the first write (``/sys/kernel/mm/transparent_hugepage/defrag`` set to ``madvise``), writing a
+    fresh 125 MB record took 0.29 s against 0.054 s (2026-11-29): a tenth of an MPNet extraction."""
+    return torch.empty(shape, dtype=torch.float32).numpy()
 
 
 def _write(out: np.ndarray, states: list[torch.Tensor], chunk: np.ndarray, offsets: np.ndarray) -> None:
