@@ -297,10 +297,8 @@ def _forward(loaded, texts, max_length, limits, attentions, progress, source, la
 
 
 def _fresh(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialised float32 array from torch's allocator, not numpy's: numpy advises the kernel
-    to back arrays of 4 MiB or more with huge pages, and where the kernel then compacts memory on
-    the first write (``/sys/kernel/mm/transparent_hugepage/defrag`` set to ``madvise``), writing a
-    fresh 125 MB record took 0.29 s against 0.054 s (2026-11-29): a tenth of an MPNet extraction."""
+    """Uninitialised float32 from torch's allocator: numpy asks for huge pages at 4 MiB and up, whose first write
+    stalls in compaction under THP defrag=madvise (a fresh 125 MB record: 0.29 s, against 0.054 s)."""
     return torch.empty(shape, dtype=torch.float32).numpy()
 
 
