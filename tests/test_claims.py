@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from embedding_geometry.book import claims, results
+from embedding_geometry.core import relative_depth
 from embedding_geometry.book.claims import judge, reduce as reducers, words
 
 METRICS = {"curve": {"hard": [0.2, 0.5, 0.9, 0.7]}, "gap": 0.12, "missing": None}
@@ -82,7 +83,7 @@ def test_last_over_is_growth_after_a_relative_depth():
 ])
 def test_at_relative_names_the_depth_it_landed_on(L, index, label):
     series = np.arange(L + 1) / 10
-    assert reducers.index_at(0.25, L + 1) == index
+    assert relative_depth.index_at(0.25, L + 1) == index
     assert reducers.reduce_metric(series, "at_relative:0.25") == pytest.approx(index / 10)
     assert reducers.where("at_relative:0.25", series) == label
 

@@ -23,6 +23,7 @@ registry of the chapters' parameters, ``rules``, imports a package's ``rules`` b
     ``clock``           where a chapter's time goes: seconds in model calls, and the time to its first one
     ``windows``         texts of exactly T tokens, cut from the book's corpus or WikiText-103
     ``geometry``        the measurements every chapter shares, on arrays (book/methods.md)
+    ``relative_depth``  where an entry of a per-depth series sits, l / L: one convention for studies and claims
     ``ranking``         a candidate pool ranked by score (ties against the relevant one), and recall@k
     ``hierarchical``    intervals over training seeds and measured units together, and the paired sign-flip test
     ``corpora``         the reference sentences of the Methods page and the project's own sentence sets

@@ -351,7 +351,12 @@ def within_scatter(stack: np.ndarray) -> np.ndarray:
 def separability_ratio(stacks: Sequence[np.ndarray]) -> np.ndarray:
     """Between-text spread over within-text scatter, per depth: B / W with B = mean_s B_s and
     W = mean_s W_s (:func:`separability_parts`). → [L + 1]"""
-    between, within = (part.mean(axis=0) for part in separability_parts(stacks))
+    return parts_ratio(*separability_parts(stacks))
+
+
+def parts_ratio(between: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """B / W per depth from the per-text parts B_s, W_s [N, L + 1] of :func:`separability_parts`."""
+    between, within = between.mean(axis=0), within.mean(axis=0)
     if np.any(within == 0):
         raise ValueError("within-text scatter is zero at some depth (every text's tokens identical); "
                          "the ratio is undefined")

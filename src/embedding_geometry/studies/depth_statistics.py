@@ -42,12 +42,13 @@ import numpy as np
 
 from ..core import geometry
 from ..core.activations import Activations
+from ..core.relative_depth import in_tail
 from ..core.text_sources import TextSource
 from .accumulators import SAMPLE_SIZE, Accumulator, Metrics, Moments, Rows, Sample, Sums
 from .context_stats import Settings
 from .context_similarity import metrics
 from .context_batch import TextBatch, batch_statistics
-from .pool_dimensions import late_blocks
+from .pool_dimensions import TAIL
 from .similarity_attractor import maxsim_rows
 
 
@@ -153,7 +154,7 @@ def text_metrics(rows: Rows, sums: Sums, moments: Moments, sample: Sample, thres
         "update_coherence": r["coherence"].mean(0), "meanpool_first_last_abs": float(r["first_last"].mean()),
         "peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_share": hist / len(peaks),
         "peak_write_uniform": np.full(layers, 1 / layers),
-        "peak_write_last_two": hist[late_blocks(layers)].sum() / len(peaks),
+        "peak_write_last_two": hist[in_tail(TAIL, layers, "blocks")].sum() / len(peaks),
         "dim_corr_first_last": {"r": r_dims, **geometry.correlation_summary(r_dims, threshold)},
         "anisotropy": anisotropy, "anisotropy_rise": anisotropy - anisotropy[0],
         "anisotropy_peak_depth": int(np.argmax(anisotropy)),

@@ -208,9 +208,9 @@ def separability(acts: Activations) -> Metrics:
     kernel [N, N, L + 1] (resampled as a U-statistic) next to W_s [N, L + 1]."""
     stacks = acts.word_states()
     centroids = np.stack([s.astype(np.float64).mean(axis=1) for s in stacks])  # [N, L + 1, D]
-    _, within = geometry.separability_parts(stacks)
+    between, within = geometry.separability_parts(stacks)
     kernel = geometry.between_kernel(centroids)
-    return {"separability_ratio": geometry.separability_ratio(stacks),
+    return {"separability_ratio": geometry.parts_ratio(between, within),
             "per_unit": {"separability_ratio.between_pairs": kernel, "separability_ratio.within": within}}
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core import geometry
 from ..core.hierarchical import unit_weights
+from ..core.relative_depth import in_tail
 from ..core.activations import Activations
 
 Metrics = dict[str, Any]
@@ -58,19 +59,13 @@ def travel(acts: Activations) -> Metrics:
             "meanpool_to_final": to_final.mean(axis=1), "per_unit": {"meanpool_first_last_abs": np.abs(first)}}
 
 
-def late_blocks(n_layers: int, tail: float = TAIL) -> np.ndarray:
-    """Which blocks l = 1..L lie in the last ``tail`` of them: l / L > 1 − tail → [L] bool (the
-    last two of 24 blocks; the last one of 6 or 12)."""
-    return np.arange(1, n_layers + 1) / n_layers > 1 - tail + 1e-9
-
-
 def _peak_share(writes: np.ndarray, weights: np.ndarray, tail: float) -> np.ndarray:
     """For each row of sentence weights [B, N], the share of dimensions whose largest weighted
     mean write (writes [N, D, L]) falls in the last ``tail`` of the L blocks → [B]. The first
     block of largest write is in the tail exactly when the tail's largest write is larger than
     every earlier block's."""
     n, D, L = writes.shape
-    late = late_blocks(L, tail)
+    late = in_tail(tail, L, "blocks")
     mean = (weights.astype(np.float32) @ writes.reshape(n, -1)).reshape(len(weights), D, L)
     return (mean[..., late].max(axis=-1) > mean[..., ~late].max(axis=-1, initial=-np.inf)).mean(axis=1)
 
@@ -87,7 +82,7 @@ def peak_writes(acts: Activations, tail: float = TAIL, resamples: int = RESAMPLE
     writes = np.abs(np.diff(pools, axis=0)).transpose(1, 2, 0).astype(np.float32)  # [N, D, L], contiguous
     rng, n = np.random.default_rng([seed, 1]), acts.n_texts
     draws = [_peak_share(writes, unit_weights(rng, b, n), tail) for b in np.diff(np.r_[0:resamples:2000, resamples])]
-    late = late_blocks(acts.n_layers, tail)
+    late = in_tail(tail, acts.n_layers, "blocks")
     return {"peak_write_depth": peaks, "peak_write_hist": hist, "peak_write_share": hist / len(peaks),
             "peak_write_last_two": hist[late].sum() / len(peaks),
             "peak_write_uniform": np.full(acts.n_layers, 1 / acts.n_layers),

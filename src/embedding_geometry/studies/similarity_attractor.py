@@ -76,7 +76,6 @@ denominator of ``gap_relative``; per query (queries) every key of ``truncation``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -85,6 +84,7 @@ import numpy as np
 from ..core import corpora, geometry
 from ..core.activations import Activations, unique_labels
 from ..core.ranking import recall_per_query
+from ..core.relative_depth import index_at
 from . import pca_views, surface_form
 from .layer_by_layer import pair_cosine
 
@@ -261,7 +261,7 @@ def centroid_ratio(pair: Activations) -> np.ndarray:
 
 def middle_index(n_layers: int, r: float = MIDDLE) -> int:
     """The depth nearest r · L (a tie goes deeper), as the claims engine reads ``at_relative:r``."""
-    return min(n_layers, math.floor(r * n_layers + 0.5 + 1e-9))
+    return index_at(r, n_layers + 1)
 
 
 def pair_sets(hard: Activations, easy: Activations) -> Metrics:

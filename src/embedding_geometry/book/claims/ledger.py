@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ...core import relative_depth
 from ...core.errors import BookError
 from . import reduce as reducers
 
@@ -116,7 +117,7 @@ class Claim:
         raise LedgerError(f"claim '{self.id}': {message}")
 
     def _check_fields(self) -> None:
-        for name, options in (("kind", KINDS), ("series", reducers.SERIES_KINDS), ("unit", UNITS)):
+        for name, options in (("kind", KINDS), ("series", relative_depth.SERIES_KINDS), ("unit", UNITS)):
             if getattr(self, name) not in options and not (name == "unit" and self.unit is None):
                 self._refuse(f"{name} must be one of {options}; got {getattr(self, name)!r}")
         if self.samples is not None and self.unit is None:
@@ -231,9 +232,10 @@ class Claim:
             return narrow
         if test == reducers.LOCATION and np.ndim(raw) > 0 and "among" in self.shape["args"]:
             among, n = self.shape["args"]["among"], np.shape(raw)[-1]
-            if (k := reducers.window(among, n, self.series).sum()) < 2:
+            if (k := relative_depth.window(among, n, self.series).sum()) < 2:
                 return (f"the depths l/L in [{among[0]:.3g}, {among[1]:.3g}] hold {k} of the "
-                        f"{reducers.depth_count(n, self.series)}-block model's depths: a location among them needs two")
+                        f"{relative_depth.depth_count(n, self.series)}-block model's depths: a location among them "
+                        "needs two")
         fewest = reducers.MIN_ENTRIES.get(test, 3)
         if test in reducers.SERIES_SHAPES and np.ndim(raw) > 0 and np.shape(raw)[-1] < fewest:
             return f"a series of {np.shape(raw)[-1]} entries: the '{test}' test needs at least {fewest}"

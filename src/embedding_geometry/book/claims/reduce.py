@@ -2,8 +2,8 @@
 
 A series has one entry per depth l = 0 … L (``series: depths``) or per block l = 1 … L
 (``blocks``); entry i sits at relative depth r_i = i / L (or (i + 1) / L), so "the last tenth of
-the network" means the same on 6 and on 24 blocks. Every reducer works on the **last axis**, so
-the same code reduces the run's series and B resampled rows of it.
+the network" means the same on 6 and on 24 blocks (``core.relative_depth``). Every reducer works
+on the **last axis**, so the same code reduces the run's series and B resampled rows of it.
 
 Reducers: ``value``; ``first``, ``last``, ``penultimate``; ``max``, ``min``, ``mean``; ``argmax``
 (``argmin``), the depth l of the largest (smallest) entry, and ``argmax_relative`` l / L;
@@ -26,35 +26,13 @@ before another); ``at: trough`` seeks the lowest of the troughs (:func:`located`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-
-SERIES_KINDS = ("depths", "blocks")
-
-_EPS = 1e-9  # float slack when a relative depth lands exactly on a boundary
-
-
-def depth_count(n: int, series: str = "depths") -> int:
-    """L, the number of blocks, of a series with n entries."""
-    return n - 1 if series == "depths" else n
-
-
-def positions(n: int, series: str = "depths") -> np.ndarray:
-    """Relative depth r_i of each of the n entries (see the module docstring)."""
-    L = depth_count(n, series)
-    return np.arange(n) / L if series == "depths" else np.arange(1, n + 1) / L
-
-
-def index_at(r: float, n: int, series: str = "depths") -> int:
-    """The entry at the depth nearest r · L (a tie goes to the deeper depth)."""
-    L = depth_count(n, series)
-    depth = math.floor(r * L + 0.5 + _EPS)
-    return min(max(depth if series == "depths" else depth - 1, 0), n - 1)
+from ...core.relative_depth import depth_count, in_tail, index_at, positions, window
 
 
 def entry_text(i: int, n: int, series: str = "depths") -> str:
@@ -68,16 +46,6 @@ def entry_text(i: int, n: int, series: str = "depths") -> str:
 
 def _arg(find, x: np.ndarray, series: str) -> np.ndarray:
     return find(x, axis=-1) + (series == "blocks")
-
-
-def _tail(f: float, n: int, series: str) -> np.ndarray:
-    return positions(n, series) > 1 - f + _EPS
-
-
-def window(w: tuple[float, float], n: int, series: str = "depths") -> np.ndarray:
-    """Which of the n entries lie in the relative-depth window w = (a, b), ends included."""
-    r = positions(n, series)
-    return (r >= w[0] - _EPS) & (r <= w[1] + _EPS)
 
 
 def _plateau(x: np.ndarray, w: tuple[float, float], series: str) -> np.ndarray:
@@ -120,7 +88,7 @@ NAMED: dict[str, Callable[[np.ndarray, str], np.ndarray]] = {
 PARAMETRISED: dict[str, Callable[[np.ndarray, float, str], np.ndarray]] = {
     "at_relative": lambda x, r, s: x[..., index_at(r, x.shape[-1], s)],
     "last_over": lambda x, r, s: x[..., -1] / x[..., index_at(r, x.shape[-1], s)],
-    "last_fraction": lambda x, f, s: x[..., _tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
+    "last_fraction": lambda x, f, s: x[..., in_tail(f, x.shape[-1], s)].sum(axis=-1) / x.sum(axis=-1),
     "plateau": _plateau,
 }
 
@@ -199,7 +167,7 @@ def where(how: str, value: Any, series: str = "depths") -> str | None:
         at = entry_text(index_at(arg, n, series), n, series)
         return at if name == "at_relative" else f"last ÷ {at}"
     if name == "last_fraction":
-        tail = np.flatnonzero(_tail(arg, n, series))
+        tail = np.flatnonzero(in_tail(arg, n, series))
         return f"the last {len(tail)} of {n} entries: from {entry_text(tail[0], n, series)}"
     if name == "plateau" and not too_narrow(how, n, series):
         inside = np.flatnonzero(window(arg, n, series))

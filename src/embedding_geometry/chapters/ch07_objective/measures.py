@@ -105,7 +105,7 @@ def sentence_measures(acts: Activations) -> Measured:
     units["anisotropy"] = projection(units["anisotropy"], rows=True)
     units["collapse_gap"] = units["intra_sentence_cosine"] - units["cross_sentence_baseline"]
     units.update({f"{RATIO}.{key}": value for key, value in layer_by_layer.separability_units(acts).items()})
-    curves[RATIO] = units[f"{RATIO}.between"].mean(axis=0) / units[f"{RATIO}.within"].mean(axis=0)
+    curves[RATIO] = geometry.parts_ratio(units[f"{RATIO}.between"], units[f"{RATIO}.within"])
     return curves, units
 
 
